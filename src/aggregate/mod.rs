@@ -1,0 +1,181 @@
+//! Stage five of the flow: aggregation, in the non-RT collector. Drains each measurement
+//! thread's ring into an HDR histogram (1 ns .. 1 h, 3 significant digits: the relative error
+//! is bounded everywhere and there is no overflow bucket) and turns histograms plus the
+//! threads' exact counters into the statistics every report uses.
+
+use crate::probe::{RunningProbes, Sample, ThreadCounters};
+use hdrhistogram::Histogram;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Lowest and highest trackable latency, and precision, of every latency histogram.
+pub const HIST_LOWEST_NS: u64 = 1;
+pub const HIST_HIGHEST_NS: u64 = 3_600_000_000_000;
+pub const HIST_SIGFIG: u8 = 3;
+
+/// A new, empty latency histogram with the project-wide bounds.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(HIST_LOWEST_NS, HIST_HIGHEST_NS, HIST_SIGFIG).expect("valid constant bounds")
+}
+
+/// What has been collected for one measurement thread.
+pub struct CpuAggregate {
+    pub hist: Histogram<u64>,
+    /// Exact sum of the collected latencies (for an exact mean).
+    pub sum_ns: u128,
+}
+
+/// Statistics of one probe on one CPU (or of all CPUs together).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyStats {
+    pub samples: u64,
+    pub missed: u64,
+    pub warmup_samples: u64,
+    pub warmup_missed: u64,
+    pub handoff_overflows: u64,
+    /// `None` when there are no samples.
+    pub min_ns: Option<u64>,
+    pub mean_ns: Option<f64>,
+    pub p50_ns: Option<u64>,
+    pub p90_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+    pub p999_ns: Option<u64>,
+    pub p9999_ns: Option<u64>,
+    pub max_ns: Option<u64>,
+    /// Time of the maximum, as an offset from the start of the run (warm-up included).
+    pub max_at_ns: Option<u64>,
+}
+
+/// Reads percentile `p` (in percent) from a histogram, clamped into [min, max]: HDR reports
+/// the top of a bucket, which may lie a little above the exact maximum.
+pub fn percentile(hist: &Histogram<u64>, p: f64, min: u64, max: u64) -> u64 {
+    hist.value_at_quantile(p / 100.0).clamp(min, max)
+}
+
+impl LatencyStats {
+    fn from_parts(
+        hist: &Histogram<u64>,
+        sum_ns: u128,
+        counts: [u64; 5],
+        min_max: Option<(u64, u64)>,
+        max_at_ns: Option<u64>,
+    ) -> LatencyStats {
+        let [samples, missed, warmup_samples, warmup_missed, handoff_overflows] = counts;
+        let (min, max) = min_max.unwrap_or((0, 0));
+        let some = samples > 0 && min_max.is_some();
+        let pct = |p: f64| (some && hist.len() > 0).then(|| percentile(hist, p, min, max));
+        let mean = (some && hist.len() > 0).then(|| sum_ns as f64 / hist.len() as f64);
+        LatencyStats {
+            samples,
+            missed,
+            warmup_samples,
+            warmup_missed,
+            handoff_overflows,
+            min_ns: some.then_some(min),
+            mean_ns: mean,
+            p50_ns: pct(50.0),
+            p90_ns: pct(90.0),
+            p99_ns: pct(99.0),
+            p999_ns: pct(99.9),
+            p9999_ns: pct(99.99),
+            max_ns: some.then_some(max),
+            max_at_ns: if some { max_at_ns } else { None },
+        }
+    }
+}
+
+/// Drains the rings of running probes into per-CPU histograms.
+pub struct Collector {
+    pub per_cpu: Vec<CpuAggregate>,
+    interval_ns: u64,
+}
+
+impl Collector {
+    pub fn new(cpus: &[usize], interval_ns: u64) -> Collector {
+        Collector {
+            per_cpu: cpus.iter().map(|_| CpuAggregate { hist: new_histogram(), sum_ns: 0 }).collect(),
+            interval_ns,
+        }
+    }
+
+    /// Moves every sample waiting in the rings into the histograms. Cheap; call it often.
+    pub fn drain(&mut self, probes: &mut RunningProbes) {
+        for (agg, ring) in self.per_cpu.iter_mut().zip(probes.rings.iter_mut()) {
+            while let Ok(Sample { latency_ns, .. }) = ring.pop() {
+                agg.hist.saturating_record(latency_ns);
+                agg.sum_ns += latency_ns as u128;
+            }
+        }
+    }
+
+    /// Statistics of CPU number `i` (an index into `per_cpu`) from its histogram and counters.
+    pub fn cpu_stats(&self, i: usize, c: &ThreadCounters) -> LatencyStats {
+        let agg = &self.per_cpu[i];
+        let samples = c.samples.load(Relaxed);
+        let min_max = (samples > 0).then(|| (c.min_ns.load(Relaxed), c.max_ns.load(Relaxed)));
+        LatencyStats::from_parts(
+            &agg.hist,
+            agg.sum_ns,
+            counts(c),
+            min_max,
+            Some(c.max_period.load(Relaxed) * self.interval_ns),
+        )
+    }
+
+    /// Statistics of all CPUs together: merged histograms, summed counters, overall extremes.
+    pub fn combined_stats(&self, counters: &[std::sync::Arc<ThreadCounters>]) -> (LatencyStats, Histogram<u64>) {
+        let mut hist = new_histogram();
+        let mut sum = 0u128;
+        let mut totals = [0u64; 5];
+        let mut min_max: Option<(u64, u64)> = None;
+        let mut max_at = None;
+        for (agg, c) in self.per_cpu.iter().zip(counters) {
+            hist.add(&agg.hist).expect("same bounds");
+            sum += agg.sum_ns;
+            for (t, v) in totals.iter_mut().zip(counts(c)) {
+                *t += v;
+            }
+            if c.samples.load(Relaxed) > 0 {
+                let (lo, hi) = (c.min_ns.load(Relaxed), c.max_ns.load(Relaxed));
+                if min_max.is_none_or(|(_, m)| hi > m) {
+                    max_at = Some(c.max_period.load(Relaxed) * self.interval_ns);
+                }
+                min_max = Some(min_max.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+            }
+        }
+        (LatencyStats::from_parts(&hist, sum, totals, min_max, max_at), hist)
+    }
+}
+
+fn counts(c: &ThreadCounters) -> [u64; 5] {
+    [
+        c.samples.load(Relaxed),
+        c.missed.load(Relaxed),
+        c.warmup_samples.load(Relaxed),
+        c.warmup_missed.load(Relaxed),
+        c.handoff_overflows.load(Relaxed),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_keeps_a_one_hour_maximum_within_precision() {
+        let mut h = new_histogram();
+        h.record(1).unwrap();
+        h.record(3_599_000_000_000).unwrap();
+        let top = h.max();
+        assert!(top >= 3_599_000_000_000 && (top - 3_599_000_000_000) as f64 / 3.599e12 < 0.001);
+    }
+
+    #[test]
+    fn percentiles_clamped_to_exact_extremes() {
+        let mut h = new_histogram();
+        for v in [1001u64, 1002, 1003, 50_123] {
+            h.record(v).unwrap();
+        }
+        assert_eq!(percentile(&h, 100.0 - 1e-9, 1001, 50_123), 50_123);
+        assert_eq!(percentile(&h, 0.0, 1001, 50_123), 1001);
+    }
+}

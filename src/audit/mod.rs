@@ -1,0 +1,291 @@
+//! Stage two of the flow: a read-only look at the system the measurement runs on — kernel,
+//! preemption model, CPUs, clocksource, RT throttling and the privileges this process holds.
+//! Recorded in every result so a figure always says how it was obtained. Never changes anything.
+
+use crate::scenario::cpus::parse_cpu_list;
+use crate::sys;
+use serde::{Deserialize, Serialize};
+use std::fs;
+use std::path::Path;
+
+/// How preemptible the kernel is, and how we know.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Preemption {
+    /// `PREEMPT_RT`, `PREEMPT_LAZY`, `PREEMPT`, `PREEMPT_DYNAMIC`, `VOLUNTARY` or `NONE`,
+    /// or `unknown` when nothing readable tells.
+    pub model: String,
+    /// Whether the kernel is a PREEMPT_RT kernel.
+    pub realtime: bool,
+    /// For PREEMPT_DYNAMIC kernels, the mode in force (`none`, `voluntary`, `full`, `lazy`),
+    /// when readable.
+    pub dynamic_mode: Option<String>,
+    /// What each source said, e.g. `/sys/kernel/realtime=1`, `uname -v: PREEMPT_DYNAMIC`.
+    pub evidence: Vec<String>,
+}
+
+/// The audited system. Every field is read, none is assumed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SystemInfo {
+    pub hostname: String,
+    pub kernel_release: String,
+    pub kernel_version: String,
+    pub architecture: String,
+    pub preemption: Preemption,
+    pub cpu_model: String,
+    pub online_cpus: Vec<usize>,
+    pub clocksource: Option<String>,
+    /// `/proc/sys/kernel/sched_rt_runtime_us` (-1: RT throttling disabled).
+    pub sched_rt_runtime_us: Option<i64>,
+    pub sched_rt_period_us: Option<i64>,
+    pub effective_uid: u32,
+    /// Soft RLIMIT_RTPRIO; `null` means unlimited.
+    pub rlimit_rtprio: Option<u64>,
+    /// Soft RLIMIT_MEMLOCK in bytes; `null` means unlimited.
+    pub rlimit_memlock: Option<u64>,
+    /// Whether the process holds CAP_SYS_NICE in its effective set.
+    pub cap_sys_nice: bool,
+    /// The process's cgroup (v1 `cpu` controller path, or the v2 path).
+    pub cpu_cgroup: Option<String>,
+    /// `cpu.rt_runtime_us` of that cgroup, where RT group scheduling exposes it.
+    pub cgroup_rt_runtime_us: Option<i64>,
+    /// Filled by the run: whether the measurement threads obtained the RT policy asked for.
+    pub rt_priority_obtained: bool,
+    /// Filled by the run: whether `mlockall` succeeded.
+    pub mlockall_obtained: bool,
+    /// Why `mlockall` failed, when it did.
+    pub mlockall_error: Option<String>,
+}
+
+fn read_trim(path: impl AsRef<Path>) -> Option<String> {
+    fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// Works out the preemption model from `/sys/kernel/realtime`, the debugfs preempt switch,
+/// `uname -v` and the `preempt=` boot parameter.
+pub fn detect_preemption(
+    realtime_sysfs: Option<&str>,
+    debugfs_preempt: Option<&str>,
+    uname_v: &str,
+    cmdline: Option<&str>,
+) -> Preemption {
+    let mut evidence = Vec::new();
+    let mut realtime = false;
+    if let Some(v) = realtime_sysfs {
+        evidence.push(format!("/sys/kernel/realtime={v}"));
+        realtime = v.trim() == "1";
+    }
+    evidence.push(format!("uname -v: {uname_v}"));
+    let words: Vec<&str> = uname_v.split_whitespace().collect();
+    let has = |w: &str| words.contains(&w);
+    if has("PREEMPT_RT") {
+        realtime = true;
+    }
+    let dynamic_mode = match debugfs_preempt {
+        Some(line) => {
+            evidence.push(format!("/sys/kernel/debug/sched/preempt: {line}"));
+            line.split_whitespace()
+                .find(|w| w.starts_with('(') && w.ends_with(')'))
+                .map(|w| w.trim_matches(|c| c == '(' || c == ')').to_string())
+        }
+        None => None,
+    };
+    let boot_mode = cmdline.and_then(|c| {
+        c.split_whitespace().find_map(|w| w.strip_prefix("preempt=")).map(|m| m.to_string())
+    });
+    if let Some(m) = &boot_mode {
+        evidence.push(format!("boot parameter preempt={m}"));
+    }
+    let model = if realtime {
+        "PREEMPT_RT"
+    } else if has("PREEMPT_DYNAMIC") {
+        "PREEMPT_DYNAMIC"
+    } else if has("PREEMPT_LAZY") {
+        "PREEMPT_LAZY"
+    } else if has("PREEMPT") {
+        "PREEMPT"
+    } else if !words.is_empty() {
+        // uname -v of a non-preemptible kernel names no PREEMPT flag (voluntary or none).
+        "NONE_OR_VOLUNTARY"
+    } else {
+        "unknown"
+    };
+    let dynamic_mode = if model == "PREEMPT_DYNAMIC" { dynamic_mode.or(boot_mode) } else { dynamic_mode };
+    Preemption { model: model.to_string(), realtime, dynamic_mode, evidence }
+}
+
+fn cpu_model() -> String {
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    for key in ["model name", "Model", "Hardware", "cpu model", "Processor"] {
+        if let Some(v) = cpuinfo.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == key && !v.trim().is_empty()).then(|| v.trim().to_string())
+        }) {
+            return v;
+        }
+    }
+    if let Some(m) = read_trim("/sys/firmware/devicetree/base/model") {
+        return m.trim_end_matches('\0').to_string();
+    }
+    // ARM without a model name: implementer/part numbers identify the core.
+    let get = |k: &str| {
+        cpuinfo.lines().find_map(|l| {
+            let (a, b) = l.split_once(':')?;
+            (a.trim() == k).then(|| b.trim().to_string())
+        })
+    };
+    match (get("CPU implementer"), get("CPU part")) {
+        (Some(i), Some(p)) => format!("implementer {i} part {p}"),
+        _ => "unknown".to_string(),
+    }
+}
+
+/// The cpu cgroup of this process and its `cpu.rt_runtime_us`, if RT group scheduling shows it.
+fn cpu_cgroup() -> (Option<String>, Option<i64>) {
+    let text = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let mut v1 = None;
+    let mut v2 = None;
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, ctrls, path) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        if ctrls.split(',').any(|c| c == "cpu") {
+            v1 = Some(path.to_string());
+        } else if ctrls.is_empty() {
+            v2 = Some(path.to_string());
+        }
+    }
+    if let Some(path) = v1 {
+        let file = format!("/sys/fs/cgroup/cpu{}/cpu.rt_runtime_us", path.trim_end_matches('/'));
+        let file = if Path::new(&file).exists() {
+            file
+        } else {
+            format!("/sys/fs/cgroup/cpu,cpuacct{}/cpu.rt_runtime_us", path.trim_end_matches('/'))
+        };
+        return (Some(path), read_trim(&file).and_then(|s| s.parse().ok()));
+    }
+    if let Some(path) = v2 {
+        let file = format!("/sys/fs/cgroup{}/cpu.rt_runtime_us", path.trim_end_matches('/'));
+        return (Some(path), read_trim(&file).and_then(|s| s.parse().ok()));
+    }
+    (None, None)
+}
+
+fn cap_sys_nice() -> bool {
+    const CAP_SYS_NICE: u32 = 23;
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps & (1 << CAP_SYS_NICE) != 0)
+}
+
+/// Online CPUs as the kernel lists them.
+pub fn online_cpus() -> Vec<usize> {
+    read_trim("/sys/devices/system/cpu/online")
+        .and_then(|s| parse_cpu_list(&s).ok())
+        .unwrap_or_else(|| (0..std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).collect())
+}
+
+impl SystemInfo {
+    /// Reads the system. Read-only; anything unreadable is recorded as unknown.
+    pub fn probe() -> SystemInfo {
+        let uname_v = read_trim("/proc/sys/kernel/version").unwrap_or_default();
+        let preemption = detect_preemption(
+            read_trim("/sys/kernel/realtime").as_deref(),
+            read_trim("/sys/kernel/debug/sched/preempt").as_deref(),
+            &uname_v,
+            read_trim("/proc/cmdline").as_deref(),
+        );
+        let (cpu_cgroup, cgroup_rt_runtime_us) = cpu_cgroup();
+        SystemInfo {
+            hostname: read_trim("/proc/sys/kernel/hostname").unwrap_or_default(),
+            kernel_release: read_trim("/proc/sys/kernel/osrelease").unwrap_or_default(),
+            kernel_version: uname_v,
+            architecture: sys::uname_machine(),
+            preemption,
+            cpu_model: cpu_model(),
+            online_cpus: online_cpus(),
+            clocksource: read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+            sched_rt_runtime_us: read_trim("/proc/sys/kernel/sched_rt_runtime_us").and_then(|s| s.parse().ok()),
+            sched_rt_period_us: read_trim("/proc/sys/kernel/sched_rt_period_us").and_then(|s| s.parse().ok()),
+            effective_uid: sys::effective_uid(),
+            rlimit_rtprio: sys::rtprio_limit().unwrap_or(Some(0)),
+            rlimit_memlock: sys::memlock_limit().unwrap_or(Some(0)),
+            cap_sys_nice: cap_sys_nice(),
+            cpu_cgroup,
+            cgroup_rt_runtime_us,
+            rt_priority_obtained: false,
+            mlockall_obtained: false,
+            mlockall_error: None,
+        }
+    }
+
+    /// Whether this process may use RT priorities at all (root, CAP_SYS_NICE or RLIMIT_RTPRIO).
+    pub fn may_use_rt(&self, priority: i32) -> bool {
+        self.effective_uid == 0
+            || self.cap_sys_nice
+            || self.rlimit_rtprio.is_none_or(|l| l >= priority as u64)
+    }
+
+    /// A one-line explanation of why RT scheduling was refused, with the fix.
+    pub fn explain_rt_refusal(&self, policy: &str, priority: i32, err: &std::io::Error) -> String {
+        let base = format!("cannot run the measurement threads at {policy} {priority}: {err}");
+        if !self.may_use_rt(priority) {
+            format!(
+                "{base} (not root, no CAP_SYS_NICE, RLIMIT_RTPRIO is {}): run as root, or grant it with \
+                 'setcap cap_sys_nice,cap_ipc_lock+ep rtgauge', or raise 'rtprio' in /etc/security/limits.conf; \
+                 or measure without RT priority on purpose with --policy other",
+                self.rlimit_rtprio.map_or("unlimited".to_string(), |l| l.to_string())
+            )
+        } else if self.cgroup_rt_runtime_us == Some(0) {
+            let group = self.cpu_cgroup.as_deref().unwrap_or("?");
+            format!(
+                "{base}: this process's cpu cgroup '{group}' has cpu.rt_runtime_us = 0 (RT group scheduling): \
+                 run rtgauge in a cgroup with RT runtime (e.g. 'echo $$ > /sys/fs/cgroup/cpu/tasks' first) or give \
+                 this one some ('echo 950000 > /sys/fs/cgroup/cpu{group}/cpu.rt_runtime_us'); or use --policy other"
+            )
+        } else {
+            format!(
+                "{base}: the kernel refused although this process may use RT priorities; check RT group \
+                 scheduling (cpu.rt_runtime_us of its cgroup) and security modules; or use --policy other"
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rt_kernel_from_sysfs() {
+        let p = detect_preemption(Some("1"), None, "#1 SMP PREEMPT_RT Debian 6.1.0-56", None);
+        assert_eq!((p.model.as_str(), p.realtime), ("PREEMPT_RT", true));
+    }
+
+    #[test]
+    fn dynamic_kernel_mode_from_debugfs() {
+        let p = detect_preemption(None, Some("none voluntary (full) lazy"), "#1 SMP PREEMPT_DYNAMIC @0", None);
+        assert_eq!(p.model, "PREEMPT_DYNAMIC");
+        assert_eq!(p.dynamic_mode.as_deref(), Some("full"));
+        assert!(!p.realtime);
+        let p = detect_preemption(None, None, "#1 SMP PREEMPT_DYNAMIC", Some("quiet preempt=none"));
+        assert_eq!(p.dynamic_mode.as_deref(), Some("none"));
+    }
+
+    #[test]
+    fn plain_kernels() {
+        assert_eq!(detect_preemption(None, None, "#1 SMP PREEMPT Tue", None).model, "PREEMPT");
+        assert_eq!(detect_preemption(None, None, "#1 SMP Debian", None).model, "NONE_OR_VOLUNTARY");
+        assert_eq!(detect_preemption(None, None, "", None).model, "unknown");
+    }
+
+    #[test]
+    fn probe_reads_this_machine() {
+        let s = SystemInfo::probe();
+        assert!(!s.kernel_release.is_empty());
+        assert!(!s.online_cpus.is_empty());
+    }
+}

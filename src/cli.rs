@@ -1,0 +1,157 @@
+//! The command line as the user types it (clap definitions only). Values stay text here;
+//! `scenario` validates them into a plan without touching the system.
+
+use crate::sys::Policy;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const ABOUT: &str = "Is this board, kernel and configuration real-time enough for my cycle time?";
+
+const EXAMPLES: &str = "\
+Examples:
+  rtgauge run                                  timer latency on every CPU, SCHED_FIFO 80, 1 ms, 60 s
+  rtgauge run --cycle-time 1ms                 pass if every CPU's worst case is within 25 % of 1 ms
+  rtgauge run -p 80 -i 1ms -D 24h --json day.json
+                                               the seeds' cyclictest set-up, for a day, kept as JSON
+  rtgauge run --cpus 2-3 --require 'p99.9<=50us' --require missed==0
+
+Exit status: 0 passed (or no criteria), 1 a criterion failed, 2 usage or runtime error.";
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  rtgauge run
+      Timer latency on every online CPU: one thread per CPU at SCHED_FIFO 80, mlockall,
+      absolute clock_nanosleep every 1 ms for 60 s after a 1 s warm-up.
+  rtgauge run --priority 80 --interval 1ms --duration 10m --cpus 0-3
+      The seed papers' cyclictest set-up (cyclictest -m -p 80 -i 1000 -t -a -D 10m).
+  rtgauge run --cycle-time 500us --budget 25%
+      Pass when every CPU's worst case stays within 125 µs and no period is missed.
+  rtgauge run --require 'max<100us' --require 'p99.9<=50us' --require missed==0 --json -
+      CI gate: JSON on stdout, exit 1 if any requirement fails.
+  rtgauge run --loops 100000 --warmup 1000 --interval 100us
+      Exactly 100 000 periods after 1000 warm-up samples.
+  rtgauge run --policy other
+      Deliberately measure without RT priority (marked in the result).
+
+Exit status: 0 passed (or no criteria), 1 a criterion failed, 2 usage or runtime error.
+Ctrl-C or SIGTERM stops early and keeps everything measured (status \"partial\");
+a second Ctrl-C exits at once.";
+
+#[derive(Debug, Parser)]
+#[command(name = "rtgauge", version, about = ABOUT, after_help = EXAMPLES, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure timer wake-up latency per CPU and judge it against a cycle time
+    #[command(after_help = RUN_EXAMPLES)]
+    Run(RunArgs),
+    /// Occupy one CPU with a busy SCHED_FIFO thread for an exact time (a known stall, to prove
+    /// a measurement catches it)
+    #[command(after_help = "Example:\n  rtgauge run --cpus 1 -D 5s &  sleep 2; rtgauge stall --cpu 1 --duration 200ms\n      \
+        cpu1's worst case must be at least ~200 ms, with ~200 missed 1 ms periods.")]
+    Stall(StallArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PolicyArg {
+    /// SCHED_FIFO (default): what RT applications use
+    Fifo,
+    /// SCHED_RR
+    Rr,
+    /// SCHED_OTHER: no RT priority, on purpose (marked in the result)
+    Other,
+}
+
+impl From<PolicyArg> for Policy {
+    fn from(p: PolicyArg) -> Policy {
+        match p {
+            PolicyArg::Fifo => Policy::Fifo,
+            PolicyArg::Rr => Policy::Rr,
+            PolicyArg::Other => Policy::Other,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Period of the timer: 100us, 0.5ms, 1ms, ...
+    #[arg(short, long, default_value = "1ms", allow_hyphen_values = true, value_name = "TIME")]
+    pub interval: String,
+    /// How long to measure after the warm-up: 10s, 5m, 24h [default: 60s]
+    #[arg(short = 'D', long, allow_hyphen_values = true, value_name = "TIME", conflicts_with = "loops")]
+    pub duration: Option<String>,
+    /// Measure exactly N periods instead of a duration (each a sample or a missed deadline)
+    #[arg(short, long, value_name = "N")]
+    pub loops: Option<u64>,
+    /// Excluded start: a time (1s) or a number of samples (1000); recorded in the result
+    #[arg(long, default_value = "1s", allow_hyphen_values = true, value_name = "TIME|N")]
+    pub warmup: String,
+    /// RT priority of the measurement threads, 1-99 [default: 80]
+    #[arg(short, long, allow_negative_numbers = true, value_name = "N")]
+    pub priority: Option<i32>,
+    /// Scheduling policy of the measurement threads
+    #[arg(long, value_enum, default_value = "fifo")]
+    pub policy: PolicyArg,
+    /// CPUs to measure, e.g. 0,2-3 [default: every online CPU]
+    #[arg(short, long, allow_hyphen_values = true, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Do not lock memory with mlockall (page faults then add latency)
+    #[arg(long)]
+    pub no_mlock: bool,
+    /// Cycle time of your control loop: passes when every CPU's worst case fits the budget
+    /// and no period was missed
+    #[arg(long, allow_hyphen_values = true, value_name = "TIME")]
+    pub cycle_time: Option<String>,
+    /// Share of the cycle time the worst case may use
+    #[arg(long, default_value = "25%", allow_hyphen_values = true, value_name = "PERCENT")]
+    pub budget: String,
+    /// Requirement every CPU must meet, repeatable: 'max<100us', 'p99.9<=50us', 'missed==0', 'mean<10us'
+    #[arg(long = "require", value_name = "EXPR", allow_hyphen_values = true)]
+    pub require: Vec<String>,
+    /// Write the result document as JSON to FILE ('-' for standard output)
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
+    pub json: Option<String>,
+    /// No live view; print only the summary
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StallArgs {
+    /// CPU to occupy
+    #[arg(long)]
+    pub cpu: usize,
+    /// How long to occupy it (at most 10s)
+    #[arg(short = 'D', long, default_value = "100ms", allow_hyphen_values = true)]
+    pub duration: String,
+    /// Wait this long before starting
+    #[arg(long, default_value = "0s", allow_hyphen_values = true)]
+    pub delay: String,
+    /// SCHED_FIFO priority of the busy thread (above the measurement's, to stall it)
+    #[arg(short, long, default_value_t = 99, allow_negative_numbers = true)]
+    pub priority: i32,
+}
+
+impl RunArgs {
+    /// The values as typed, for validation by `scenario`.
+    pub fn input(&self) -> crate::scenario::RunInput {
+        crate::scenario::RunInput {
+            interval: self.interval.clone(),
+            duration: self.duration.clone(),
+            loops: self.loops,
+            warmup: self.warmup.clone(),
+            priority: self.priority,
+            policy: Some(self.policy.into()),
+            cpus: self.cpus.clone(),
+            no_mlock: self.no_mlock,
+            cycle_time: self.cycle_time.clone(),
+            budget: self.budget.clone(),
+            require: self.require.clone(),
+            json: self.json.clone(),
+            quiet: self.quiet,
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! The one lifecycle every measurement goes through, in the order of DESIGN.md:
+//! plan → audit → (tuning) → (loads) → probes → aggregation → result → report → exit status.
+//! Each stage is a call into its own module; nothing here measures or formats by itself.
+
+use crate::aggregate::Collector;
+use crate::audit::SystemInfo;
+use crate::probe::{self, timer::TimerLoop, SetupError, ThreadSched};
+use crate::report::{json::JsonSink, live::LiveView, summary};
+use crate::result::{Config, ProbeResult, RunResult, Status, WarmupConfig, SCHEMA};
+use crate::scenario::cpus::format_cpu_list;
+use crate::scenario::{RunLength, RunPlan, Warmup};
+use crate::sys;
+use crate::verdict;
+use anyhow::{anyhow, bail, Result};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// Exit status of a finished run: 0 passed or no criteria, 1 a criterion failed.
+pub const EXIT_PASSED: u8 = 0;
+pub const EXIT_FAILED: u8 = 1;
+
+/// SIGINT/SIGTERM handling: the first signal asks the run to stop and keep its data, a second
+/// one exits at once.
+struct Interrupts {
+    stop: Arc<AtomicBool>,
+    signal: Arc<AtomicUsize>,
+}
+
+impl Interrupts {
+    fn install() -> Result<Interrupts> {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let stop = Arc::new(AtomicBool::new(false));
+        let signal = Arc::new(AtomicUsize::new(0));
+        for sig in [SIGINT, SIGTERM] {
+            // Registered first, so it sees the flag as it was before this signal: set means second.
+            signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())?;
+            signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)?;
+            signal_hook::flag::register(sig, stop.clone())?;
+        }
+        Ok(Interrupts { stop, signal })
+    }
+
+    fn which(&self) -> Option<String> {
+        match self.signal.load(Ordering::Relaxed) as i32 {
+            0 => None,
+            signal_hook::consts::SIGINT => Some("SIGINT".into()),
+            signal_hook::consts::SIGTERM => Some("SIGTERM".into()),
+            n => Some(format!("signal {n}")),
+        }
+    }
+}
+
+/// Checks the plan against the audited machine and returns the CPUs to measure.
+fn resolve_cpus(plan: &RunPlan, system: &SystemInfo) -> Result<Vec<usize>> {
+    match &plan.cpus {
+        None => Ok(system.online_cpus.clone()),
+        Some(cpus) => {
+            if let Some(bad) = cpus.iter().find(|c| !system.online_cpus.contains(c)) {
+                bail!(
+                    "--cpus: CPU {bad} is not online on this machine (online: {}); choose among them, e.g. --cpus {}",
+                    format_cpu_list(&system.online_cpus),
+                    format_cpu_list(&system.online_cpus)
+                );
+            }
+            Ok(cpus.clone())
+        }
+    }
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// Runs `rtgauge run`: measures, reports, and returns the exit status.
+pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
+    let mut system = SystemInfo::probe();
+    let cpus = resolve_cpus(&plan, &system)?;
+    let sink = plan.json.as_ref().map(JsonSink::open).transpose()?;
+    let interrupts = Interrupts::install()?;
+
+    let mut warnings = Vec::new();
+    if plan.mlock {
+        match sys::lock_all_memory() {
+            Ok(()) => system.mlockall_obtained = true,
+            Err(e) => {
+                system.mlockall_error = Some(e.to_string());
+                let w = format!(
+                    "mlockall failed ({e}): page faults may add latency; run as root or raise RLIMIT_MEMLOCK (ulimit -l unlimited)"
+                );
+                eprintln!("warning: {w}");
+                warnings.push(w);
+            }
+        }
+    } else {
+        warnings.push("memory not locked (--no-mlock): page faults may add latency".into());
+    }
+    if !plan.policy.is_realtime() {
+        warnings.push("measured at SCHED_OTHER on purpose (--policy other): not a real-time measurement".into());
+    }
+
+    let sched = ThreadSched { policy: plan.policy, priority: plan.priority };
+    let cfg = TimerLoop {
+        interval_ns: plan.interval_ns,
+        warmup_periods: plan.warmup_periods(),
+        measure_periods: plan.measure_periods(),
+    };
+    let started_at = SystemTime::now();
+    let mut probes = probe::start_timer(&cpus, sched, cfg, interrupts.stop.clone()).map_err(|reports| {
+        let failed = reports.iter().find(|r| r.error.is_some()).expect("a failed report");
+        match failed.error.as_ref().expect("an error") {
+            SetupError::Scheduler(errno) => anyhow!(system.explain_rt_refusal(
+                plan.policy.kernel_name(),
+                plan.priority,
+                &std::io::Error::from_raw_os_error(*errno)
+            )),
+            SetupError::Affinity(msg) => anyhow!("cannot pin a thread to CPU {}: {msg}; check --cpus and the cpuset of this process", failed.cpu),
+            SetupError::Other(msg) => anyhow!("cannot prepare the measurement thread for CPU {}: {msg}", failed.cpu),
+        }
+    })?;
+    system.rt_priority_obtained = plan.policy.is_realtime()
+        && probes.reports.iter().all(|r| r.policy == Some(plan.policy) && r.priority == plan.priority);
+
+    // Collect until every thread is done (or stopped), drawing the live view.
+    let total_periods = cfg.warmup_periods + cfg.measure_periods;
+    let total = Duration::from_nanos(total_periods.saturating_mul(plan.interval_ns));
+    let mut collector = Collector::new(&cpus, plan.interval_ns);
+    let live = LiveView::new(plan.quiet, &cpus, Some(total));
+    let mut last_draw = std::time::Instant::now();
+    loop {
+        collector.drain(&mut probes);
+        if probes.all_finished() {
+            break;
+        }
+        if let Some(view) = &live {
+            if last_draw.elapsed() >= Duration::from_millis(250) {
+                last_draw = std::time::Instant::now();
+                let elapsed = Duration::from_nanos(sys::monotonic_ns().saturating_sub(probes.start_ns));
+                let stats: Vec<_> =
+                    (0..cpus.len()).map(|i| collector.cpu_stats(i, &probes.counters[i])).collect();
+                let warming = elapsed.as_nanos() < (cfg.warmup_periods * plan.interval_ns) as u128;
+                view.update(elapsed, Some(total), warming, &cpus, &stats);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    probes.join();
+    collector.drain(&mut probes);
+    if let Some(view) = live {
+        view.finish();
+    }
+    let ended_at = SystemTime::now();
+
+    // Result.
+    let interrupted_by = interrupts.which();
+    let complete = probes.counters.iter().all(|c| c.periods_done.load(Ordering::Relaxed) >= total_periods);
+    let status = if complete && interrupted_by.is_none() { Status::Complete } else { Status::Partial };
+    let per_cpu: Vec<ProbeResult> = (0..cpus.len())
+        .map(|i| {
+            ProbeResult::new("timer", Some(cpus[i]), &collector.cpu_stats(i, &probes.counters[i]), &collector.per_cpu[i].hist)
+        })
+        .collect();
+    let (all_stats, all_hist) = collector.combined_stats(&probes.counters);
+    let combined = ProbeResult::new("timer", None, &all_stats, &all_hist);
+    let overflows: u64 = per_cpu.iter().map(|p| p.handoff_overflows).sum();
+    if overflows > 0 {
+        warnings.push(format!(
+            "{overflows} samples could not be handed to the collector in time (it was starved); they count in samples, \
+             min and max but are missing from the histograms and percentiles"
+        ));
+    }
+    let verdict = verdict::evaluate(&per_cpu, combined.max_ns, plan.cycle_time_ns, plan.budget, &plan.requirements, status);
+    let result = RunResult {
+        schema: SCHEMA.to_string(),
+        status,
+        interrupted_by,
+        started_at: rfc3339(started_at),
+        ended_at: rfc3339(ended_at),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        command_line,
+        config: Config {
+            probes: vec!["timer".into()],
+            interval_ns: plan.interval_ns,
+            policy: plan.policy,
+            priority: plan.priority,
+            cpus: cpus.clone(),
+            duration_ns: match plan.length {
+                RunLength::Duration(d) => Some(d),
+                RunLength::Loops(_) => None,
+            },
+            loops: match plan.length {
+                RunLength::Loops(n) => Some(n),
+                RunLength::Duration(_) => None,
+            },
+            warmup: WarmupConfig {
+                ns: match plan.warmup {
+                    Warmup::Time(t) => Some(t),
+                    Warmup::Samples(_) => None,
+                },
+                samples: match plan.warmup {
+                    Warmup::Samples(n) => Some(n),
+                    Warmup::Time(_) => None,
+                },
+                periods: cfg.warmup_periods,
+            },
+            mlockall: plan.mlock,
+            cycle_time_ns: plan.cycle_time_ns,
+            budget_percent: verdict.budget_percent,
+            requirements: plan.requirements.iter().map(|r| r.to_string()).collect(),
+        },
+        system,
+        probes: per_cpu,
+        combined: vec![combined],
+        verdict,
+        warnings,
+    };
+
+    // Report: the summary goes to stdout unless stdout carries the JSON document.
+    let text = summary::render(&result);
+    let to_stdout_json = sink.as_ref().is_some_and(JsonSink::is_stdout);
+    if to_stdout_json {
+        eprint!("{text}");
+    } else {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+    if let Some(sink) = sink {
+        sink.write(&result)?;
+    }
+    Ok(if result.verdict.passed { EXIT_PASSED } else { EXIT_FAILED })
+}

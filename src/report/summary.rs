@@ -1,0 +1,101 @@
+//! The summary printed at the end of a run: how it was obtained, one row per CPU and one for
+//! all CPUs (µs with sub-µs precision), the worst case, the shortest supported cycle time,
+//! the verdict with every failed check, and the warnings.
+
+use crate::result::{ProbeResult, RunResult, Status};
+use crate::scenario::cpus::format_cpu_list;
+use crate::scenario::units::{us, Nanos};
+use std::fmt::Write;
+
+fn opt_us(v: Option<u64>) -> String {
+    v.map_or("-".to_string(), us)
+}
+
+fn row(p: &ProbeResult) -> String {
+    format!(
+        "{:<6}{:<5}{:>10}{:>8}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>11}",
+        p.probe,
+        p.cpu.map_or("all".to_string(), |c| c.to_string()),
+        p.samples,
+        p.missed,
+        opt_us(p.min_ns),
+        p.mean_ns.map_or("-".to_string(), |m| us(m.round() as u64)),
+        opt_us(p.p50_ns),
+        opt_us(p.p90_ns),
+        opt_us(p.p99_ns),
+        opt_us(p.p999_ns),
+        opt_us(p.p9999_ns),
+        opt_us(p.max_ns),
+    )
+}
+
+/// Renders the summary as text.
+pub fn render(r: &RunResult) -> String {
+    let mut s = String::new();
+    let c = &r.config;
+    let sys = &r.system;
+    let length = match (c.duration_ns, c.loops) {
+        (Some(d), _) => Nanos(d).to_string(),
+        (_, Some(l)) => format!("{l} periods"),
+        _ => "?".into(),
+    };
+    let _ = writeln!(
+        s,
+        "rtgauge {} · {} latency · {} {} · interval {} · CPUs {} · {} after {} warm-up periods · {}",
+        r.tool_version,
+        c.probes.join(", "),
+        c.policy.kernel_name(),
+        c.priority,
+        Nanos(c.interval_ns),
+        format_cpu_list(&c.cpus),
+        length,
+        c.warmup.periods,
+        if sys.mlockall_obtained { "memory locked" } else { "memory NOT locked" },
+    );
+    let p = &sys.preemption;
+    let mode = p.dynamic_mode.as_ref().map_or(String::new(), |m| format!(", mode {m}"));
+    let _ = writeln!(
+        s,
+        "kernel {} ({}{}{}) · {} · {} · clocksource {}",
+        sys.kernel_release,
+        p.model,
+        mode,
+        if p.realtime { "" } else { ", not PREEMPT_RT" },
+        sys.architecture,
+        sys.cpu_model,
+        sys.clocksource.as_deref().unwrap_or("unknown"),
+    );
+    let status = match (r.status, &r.interrupted_by) {
+        (Status::Complete, _) => "complete".to_string(),
+        (Status::Partial, Some(sig)) => format!("PARTIAL (stopped by {sig}; everything measured so far is kept)"),
+        (Status::Partial, None) => "PARTIAL".to_string(),
+    };
+    let _ = writeln!(s, "run {status} · {} → {}\n", r.started_at, r.ended_at);
+    let _ = writeln!(
+        s,
+        "{:<6}{:<5}{:>10}{:>8}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>11}",
+        "probe", "cpu", "samples", "missed", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max"
+    );
+    for p in &r.probes {
+        let _ = writeln!(s, "{}", row(p));
+    }
+    for p in &r.combined {
+        let _ = writeln!(s, "{}", row(p));
+    }
+    let _ = writeln!(s, "(latencies in µs)");
+    if let Some(worst) = r.probes.iter().filter(|p| p.max_ns.is_some()).max_by_key(|p| p.max_ns) {
+        let at = worst.max_at_ns.map_or(String::new(), |t| format!(" at {:.3} s", t as f64 / 1e9));
+        let _ = writeln!(s, "\nWorst case: {} µs on {}{at}.", opt_us(worst.max_ns), worst.scope());
+    }
+    if let Some(line) = r.verdict.shortest_cycle_sentence() {
+        let _ = writeln!(s, "{line}.");
+    }
+    let _ = writeln!(s, "Verdict: {}", r.verdict.headline());
+    for ch in r.verdict.checks.iter().filter(|c| !c.passed) {
+        let _ = writeln!(s, "  failed: {:<18} {:<12} observed {}", ch.expr, ch.scope, ch.observed);
+    }
+    for w in &r.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    s
+}

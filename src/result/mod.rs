@@ -1,0 +1,120 @@
+//! Stage six of the flow: the result document. One serialisable value per run holding how it
+//! was obtained (command line, configuration, audited system), what was measured (per probe
+//! and CPU, with the whole histogram) and the verdict. Its JSON form is versioned by
+//! [`SCHEMA`] and documented field by field in `docs/result-schema.md`.
+
+pub mod histogram;
+
+use crate::aggregate::LatencyStats;
+use crate::audit::SystemInfo;
+use crate::verdict::Verdict;
+use serde::{Deserialize, Serialize};
+
+/// Version of the result document's layout. Bump on any incompatible change.
+pub const SCHEMA: &str = "rtgauge.result.v1";
+
+/// Whether the run measured everything it planned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Complete,
+    Partial,
+}
+
+/// The whole result of one run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema: String,
+    pub status: Status,
+    /// Why the run ended early (`SIGINT`, `SIGTERM`), when it did.
+    pub interrupted_by: Option<String>,
+    pub started_at: String,
+    pub ended_at: String,
+    pub tool_version: String,
+    pub command_line: Vec<String>,
+    pub config: Config,
+    pub system: SystemInfo,
+    pub probes: Vec<ProbeResult>,
+    /// All CPUs of each probe together.
+    pub combined: Vec<ProbeResult>,
+    pub verdict: Verdict,
+    /// Everything that weakens the result (no mlockall, SCHED_OTHER, samples lost to the
+    /// collector, ...), one sentence each.
+    pub warnings: Vec<String>,
+}
+
+/// The configuration the run used, after defaults were applied.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Config {
+    pub probes: Vec<String>,
+    pub interval_ns: u64,
+    pub policy: crate::sys::Policy,
+    pub priority: i32,
+    pub cpus: Vec<usize>,
+    pub duration_ns: Option<u64>,
+    pub loops: Option<u64>,
+    pub warmup: WarmupConfig,
+    pub mlockall: bool,
+    pub cycle_time_ns: Option<u64>,
+    pub budget_percent: f64,
+    pub requirements: Vec<String>,
+}
+
+/// The warm-up as asked for and as periods.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WarmupConfig {
+    pub ns: Option<u64>,
+    pub samples: Option<u64>,
+    pub periods: u64,
+}
+
+/// One probe's figures on one CPU (or combined, with `cpu` null).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProbeResult {
+    pub probe: String,
+    pub cpu: Option<usize>,
+    pub samples: u64,
+    pub missed: u64,
+    pub warmup_samples: u64,
+    pub warmup_missed: u64,
+    pub handoff_overflows: u64,
+    pub min_ns: Option<u64>,
+    pub mean_ns: Option<f64>,
+    pub p50_ns: Option<u64>,
+    pub p90_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+    pub p999_ns: Option<u64>,
+    pub p9999_ns: Option<u64>,
+    pub max_ns: Option<u64>,
+    pub max_at_ns: Option<u64>,
+    pub histogram: histogram::HistogramData,
+}
+
+impl ProbeResult {
+    pub fn new(probe: &str, cpu: Option<usize>, s: &LatencyStats, hist: &hdrhistogram::Histogram<u64>) -> ProbeResult {
+        ProbeResult {
+            probe: probe.to_string(),
+            cpu,
+            samples: s.samples,
+            missed: s.missed,
+            warmup_samples: s.warmup_samples,
+            warmup_missed: s.warmup_missed,
+            handoff_overflows: s.handoff_overflows,
+            min_ns: s.min_ns,
+            mean_ns: s.mean_ns.map(|m| (m * 10.0).round() / 10.0),
+            p50_ns: s.p50_ns,
+            p90_ns: s.p90_ns,
+            p99_ns: s.p99_ns,
+            p999_ns: s.p999_ns,
+            p9999_ns: s.p9999_ns,
+            max_ns: s.max_ns,
+            max_at_ns: s.max_at_ns,
+            histogram: histogram::HistogramData::encode(hist),
+        }
+    }
+
+    /// Where this result stands, for messages: `cpu3` or `all CPUs`.
+    pub fn scope(&self) -> String {
+        self.cpu.map_or("all".to_string(), |c| format!("cpu{c}"))
+    }
+}

@@ -1,0 +1,276 @@
+//! Stage one of the flow: what the user asked for, parsed and validated into a [`RunPlan`]
+//! without touching the system. Everything here is pure; checks that need the machine
+//! (does CPU 7 exist? can we write that file?) happen when the plan is resolved in `lifecycle`.
+
+pub mod cpus;
+pub mod require;
+pub mod units;
+
+use crate::sys::Policy;
+use require::Requirement;
+use units::{parse_duration_ns, parse_percent, DurationError, Nanos};
+
+/// A usage error: what was wrong with the input and how to fix it, in one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PlanError(pub String);
+
+fn bad(msg: impl Into<String>) -> PlanError {
+    PlanError(msg.into())
+}
+
+/// How long the measurement runs (after the warm-up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunLength {
+    /// Measure for this many nanoseconds.
+    Duration(u64),
+    /// Measure this many periods (each one a sample or a missed deadline).
+    Loops(u64),
+}
+
+/// How much of the start is excluded from the statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Warmup {
+    Time(u64),
+    Samples(u64),
+}
+
+/// Where the result document goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonTarget {
+    Stdout,
+    File(std::path::PathBuf),
+}
+
+/// The raw values of `rtgauge run` as typed, before validation (filled by the CLI layer).
+#[derive(Debug, Clone, Default)]
+pub struct RunInput {
+    pub interval: String,
+    pub duration: Option<String>,
+    pub loops: Option<u64>,
+    pub warmup: String,
+    pub priority: Option<i32>,
+    pub policy: Option<Policy>,
+    pub cpus: Option<String>,
+    pub no_mlock: bool,
+    pub cycle_time: Option<String>,
+    pub budget: String,
+    pub require: Vec<String>,
+    pub json: Option<String>,
+    pub quiet: bool,
+}
+
+/// A validated measurement plan: every value the run needs, checked and in base units.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPlan {
+    pub interval_ns: u64,
+    pub policy: Policy,
+    /// 1–99 for SCHED_FIFO/RR, 0 for SCHED_OTHER.
+    pub priority: i32,
+    /// `None`: every online CPU.
+    pub cpus: Option<Vec<usize>>,
+    pub length: RunLength,
+    pub warmup: Warmup,
+    pub mlock: bool,
+    pub cycle_time_ns: Option<u64>,
+    /// Fraction of the cycle time the worst case may use (0.25 by default).
+    pub budget: f64,
+    pub requirements: Vec<Requirement>,
+    pub json: Option<JsonTarget>,
+    pub quiet: bool,
+}
+
+/// The longest interval accepted: a period loop slower than this is not a latency test.
+pub const MAX_INTERVAL_NS: u64 = 10_000_000_000;
+/// The shortest interval accepted; below a microsecond every wake-up misses.
+pub const MIN_INTERVAL_NS: u64 = 1_000;
+
+fn duration_arg(flag: &str, text: &str, example: &str) -> Result<u64, PlanError> {
+    parse_duration_ns(text, None).map_err(|e| {
+        let fix = match e {
+            DurationError::Negative(_) => "it must be positive",
+            _ => "give a number with a unit (ns, us, ms, s, m, h)",
+        };
+        bad(format!("{flag} {e}: {fix}, e.g. {flag} {example}"))
+    })
+}
+
+impl RunPlan {
+    /// Validates what the user typed. Pure: no system calls.
+    pub fn from_input(input: &RunInput) -> Result<RunPlan, PlanError> {
+        let interval_ns = duration_arg("--interval", &input.interval, "1ms")?;
+        if interval_ns == 0 {
+            return Err(bad("--interval must be greater than zero, e.g. --interval 1ms"));
+        }
+        if !(MIN_INTERVAL_NS..=MAX_INTERVAL_NS).contains(&interval_ns) {
+            return Err(bad(format!(
+                "--interval {} is outside {}..{}, e.g. --interval 1ms",
+                Nanos(interval_ns),
+                Nanos(MIN_INTERVAL_NS),
+                Nanos(MAX_INTERVAL_NS)
+            )));
+        }
+
+        let policy = input.policy.unwrap_or(Policy::Fifo);
+        let priority = match (policy.is_realtime(), input.priority) {
+            (true, None) => 80,
+            (true, Some(p)) if (1..=99).contains(&p) => p,
+            (true, Some(p)) => {
+                return Err(bad(format!(
+                    "--priority {p} is out of range: {} priorities are 1-99, e.g. --priority 80",
+                    policy.kernel_name()
+                )))
+            }
+            (false, None | Some(0)) => 0,
+            (false, Some(p)) => {
+                return Err(bad(format!(
+                    "--priority {p} does not apply to --policy other (SCHED_OTHER has no RT priority): drop --priority"
+                )))
+            }
+        };
+
+        let cpus = match &input.cpus {
+            None => None,
+            Some(text) => Some(cpus::parse_cpu_list(text).map_err(|e| {
+                bad(format!("--cpus {e}: give CPU numbers and ranges, e.g. --cpus 0,2-3"))
+            })?),
+        };
+
+        let length = match (&input.duration, input.loops) {
+            (Some(_), Some(_)) => {
+                return Err(bad("--duration and --loops both given: choose one, e.g. --duration 60s"))
+            }
+            (_, Some(0)) => return Err(bad("--loops must be at least 1, e.g. --loops 10000")),
+            (_, Some(n)) => RunLength::Loops(n),
+            (d, None) => {
+                let ns = duration_arg("--duration", d.as_deref().unwrap_or("60s"), "60s")?;
+                if ns < interval_ns {
+                    return Err(bad(format!(
+                        "--duration {} is shorter than one interval ({}): make it longer, e.g. --duration 60s",
+                        Nanos(ns),
+                        Nanos(interval_ns)
+                    )));
+                }
+                RunLength::Duration(ns)
+            }
+        };
+
+        let warmup = if input.warmup.trim().chars().all(|c| c.is_ascii_digit()) && !input.warmup.trim().is_empty() {
+            Warmup::Samples(input.warmup.trim().parse().map_err(|_| bad("--warmup is too large"))?)
+        } else {
+            Warmup::Time(duration_arg("--warmup", &input.warmup, "1s")?)
+        };
+
+        let cycle_time_ns = match &input.cycle_time {
+            None => None,
+            Some(t) => {
+                let ns = duration_arg("--cycle-time", t, "1ms")?;
+                if ns == 0 {
+                    return Err(bad("--cycle-time must be greater than zero, e.g. --cycle-time 1ms"));
+                }
+                Some(ns)
+            }
+        };
+        let budget = parse_percent(&input.budget).ok_or_else(|| {
+            bad(format!("--budget '{}' is not a percentage between 0 and 100, e.g. --budget 25%", input.budget))
+        })?;
+
+        let requirements = input
+            .require
+            .iter()
+            .map(|r| require::parse_requirement(r).map_err(|e| bad(format!("--require {e}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let json = input.json.as_ref().map(|j| {
+            if j == "-" {
+                JsonTarget::Stdout
+            } else {
+                JsonTarget::File(j.into())
+            }
+        });
+        if matches!(&json, Some(JsonTarget::File(p)) if p.as_os_str().is_empty()) {
+            return Err(bad("--json needs a file name or '-' for standard output"));
+        }
+
+        Ok(RunPlan {
+            interval_ns,
+            policy,
+            priority,
+            cpus,
+            length,
+            warmup,
+            mlock: !input.no_mlock,
+            cycle_time_ns,
+            budget,
+            requirements,
+            json,
+            quiet: input.quiet,
+        })
+    }
+
+    /// Number of warm-up periods before measuring.
+    pub fn warmup_periods(&self) -> u64 {
+        match self.warmup {
+            Warmup::Samples(n) => n,
+            Warmup::Time(ns) => ns.div_ceil(self.interval_ns),
+        }
+    }
+
+    /// Number of measured periods (each a sample or a missed deadline).
+    pub fn measure_periods(&self) -> u64 {
+        match self.length {
+            RunLength::Loops(n) => n,
+            RunLength::Duration(ns) => ns / self.interval_ns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input() -> RunInput {
+        RunInput { interval: "1ms".into(), warmup: "1s".into(), budget: "25%".into(), ..Default::default() }
+    }
+
+    #[test]
+    fn defaults_are_the_seed_setup() {
+        let p = RunPlan::from_input(&input()).unwrap();
+        assert_eq!((p.interval_ns, p.policy, p.priority, p.mlock), (1_000_000, Policy::Fifo, 80, true));
+        assert_eq!(p.length, RunLength::Duration(60_000_000_000));
+        assert_eq!((p.warmup_periods(), p.measure_periods()), (1000, 60_000));
+        assert_eq!(p.budget, 0.25);
+    }
+
+    #[test]
+    fn warmup_in_samples_or_time() {
+        let p = RunPlan::from_input(&RunInput { warmup: "250".into(), ..input() }).unwrap();
+        assert_eq!(p.warmup, Warmup::Samples(250));
+        let p = RunPlan::from_input(&RunInput { warmup: "0".into(), ..input() }).unwrap();
+        assert_eq!(p.warmup_periods(), 0);
+        let p = RunPlan::from_input(&RunInput { warmup: "1.5ms".into(), ..input() }).unwrap();
+        assert_eq!(p.warmup_periods(), 2);
+    }
+
+    #[test]
+    fn rejects_bad_values_with_a_fix() {
+        for (f, msg) in [
+            (RunInput { interval: "0".into(), ..input() }, "greater than zero"),
+            (RunInput { interval: "0ms".into(), ..input() }, "greater than zero"),
+            (RunInput { interval: "-1ms".into(), ..input() }, "negative"),
+            (RunInput { duration: Some("abc".into()), ..input() }, "not a duration"),
+            (RunInput { priority: Some(100), ..input() }, "1-99"),
+            (RunInput { priority: Some(0), ..input() }, "1-99"),
+            (RunInput { policy: Some(Policy::Other), priority: Some(5), ..input() }, "SCHED_OTHER"),
+            (RunInput { cpus: Some("2-1".into()), ..input() }, "--cpus"),
+            (RunInput { loops: Some(5), duration: Some("1s".into()), ..input() }, "choose one"),
+            (RunInput { budget: "0%".into(), ..input() }, "--budget"),
+            (RunInput { require: vec!["bogus<1us".into()], ..input() }, "not a metric"),
+            (RunInput { duration: Some("10us".into()), ..input() }, "shorter than one interval"),
+        ] {
+            let e = RunPlan::from_input(&f).unwrap_err().0;
+            assert!(e.contains(msg), "{e:?} should mention {msg:?}");
+            assert!(!e.contains('\n'), "one line: {e:?}");
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Requirement expressions given with `--require`: a metric, a comparison and a bound,
+//! e.g. `max<100us`, `p99.9<=50us`, `missed==0`, `mean<10us`. Pure parsing and evaluation.
+
+use super::units::{parse_duration_ns, us};
+use serde::Serialize;
+use std::fmt;
+
+/// What a requirement constrains.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    Min,
+    Mean,
+    Max,
+    /// A percentile, in percent (99.9 for `p99.9`).
+    Percentile(f64),
+    Missed,
+    Samples,
+}
+
+impl Metric {
+    /// Whether the metric is a latency (its bound needs a time unit) or a count.
+    pub fn is_latency(self) -> bool {
+        !matches!(self, Metric::Missed | Metric::Samples)
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Metric::Min => write!(f, "min"),
+            Metric::Mean => write!(f, "mean"),
+            Metric::Max => write!(f, "max"),
+            Metric::Percentile(p) => write!(f, "p{p}"),
+            Metric::Missed => write!(f, "missed"),
+            Metric::Samples => write!(f, "samples"),
+        }
+    }
+}
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+}
+
+impl Op {
+    const ALL: [(&'static str, Op); 5] =
+        [("<=", Op::Le), (">=", Op::Ge), ("==", Op::Eq), ("<", Op::Lt), (">", Op::Gt)];
+
+    pub fn holds(self, observed: f64, bound: f64) -> bool {
+        match self {
+            Op::Lt => observed < bound,
+            Op::Le => observed <= bound,
+            Op::Gt => observed > bound,
+            Op::Ge => observed >= bound,
+            Op::Eq => observed == bound,
+        }
+    }
+    pub fn symbol(self) -> &'static str {
+        Op::ALL.iter().find(|(_, o)| *o == self).map(|(s, _)| *s).unwrap_or("?")
+    }
+}
+
+/// One parsed `--require` expression.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Requirement {
+    pub metric: Metric,
+    pub op: Op,
+    /// Nanoseconds for latency metrics, a count otherwise.
+    pub bound: u64,
+    /// The expression as the user wrote it (whitespace removed).
+    pub text: String,
+}
+
+impl fmt::Display for Requirement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.metric.is_latency() {
+            write!(f, "{}{}{}us", self.metric, self.op.symbol(), us(self.bound).trim_end_matches('0').trim_end_matches('.'))
+        } else {
+            write!(f, "{}{}{}", self.metric, self.op.symbol(), self.bound)
+        }
+    }
+}
+
+const HELP: &str = "write METRIC OP VALUE, e.g. 'max<100us', 'p99.9<=50us', 'missed==0'; \
+metrics: min, mean, max, pN (p99, p99.9, ...), missed, samples; operators: < <= > >= ==";
+
+/// Parses a requirement such as `p99.9<=50us`.
+pub fn parse_requirement(text: &str) -> Result<Requirement, String> {
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let (pos, sym, op) = Op::ALL
+        .iter()
+        .filter_map(|(s, o)| compact.find(s).map(|p| (p, *s, *o)))
+        .min_by_key(|(p, s, _)| (*p, usize::MAX - s.len()))
+        .ok_or_else(|| format!("'{text}' has no comparison; {HELP}"))?;
+    let name = &compact[..pos];
+    let value = &compact[pos + sym.len()..];
+    let metric = match name.to_ascii_lowercase().as_str() {
+        "min" => Metric::Min,
+        "mean" | "avg" => Metric::Mean,
+        "max" => Metric::Max,
+        "missed" => Metric::Missed,
+        "samples" => Metric::Samples,
+        p if p.starts_with('p') => {
+            let v: f64 = p[1..].parse().map_err(|_| format!("'{name}' is not a metric; {HELP}"))?;
+            if !(v > 0.0 && v < 100.0) {
+                return Err(format!("percentile '{name}' must lie between p0 and p100, e.g. p99.9"));
+            }
+            Metric::Percentile(v)
+        }
+        _ => return Err(format!("'{name}' is not a metric; {HELP}")),
+    };
+    let bound = if metric.is_latency() {
+        parse_duration_ns(value, None).map_err(|e| format!("bound of '{text}': {e}; give a time with a unit, e.g. 100us"))?
+    } else {
+        value.parse::<u64>().map_err(|_| format!("bound of '{text}' must be a whole number, e.g. missed==0"))?
+    };
+    Ok(Requirement { metric, op, bound, text: compact })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_forms() {
+        let r = parse_requirement("max<100us").unwrap();
+        assert_eq!((r.metric, r.op, r.bound), (Metric::Max, Op::Lt, 100_000));
+        let r = parse_requirement("p99.9<=50us").unwrap();
+        assert_eq!((r.metric, r.op, r.bound), (Metric::Percentile(99.9), Op::Le, 50_000));
+        let r = parse_requirement("missed == 0").unwrap();
+        assert_eq!((r.metric, r.op, r.bound), (Metric::Missed, Op::Eq, 0));
+        let r = parse_requirement("mean<10us").unwrap();
+        assert_eq!((r.metric, r.op, r.bound), (Metric::Mean, Op::Lt, 10_000));
+        let r = parse_requirement("samples>=1000").unwrap();
+        assert_eq!((r.metric, r.op, r.bound), (Metric::Samples, Op::Ge, 1000));
+        assert_eq!(parse_requirement("p99.9<=50us").unwrap().to_string(), "p99.9<=50us");
+    }
+
+    #[test]
+    fn rejects_nonsense() {
+        assert!(parse_requirement("max100us").is_err());
+        assert!(parse_requirement("foo<1us").is_err());
+        assert!(parse_requirement("max<100").is_err());
+        assert!(parse_requirement("missed<abc").is_err());
+        assert!(parse_requirement("p100<1us").is_err());
+    }
+
+    #[test]
+    fn operators_compare() {
+        assert!(Op::Lt.holds(1.0, 2.0) && !Op::Lt.holds(2.0, 2.0));
+        assert!(Op::Le.holds(2.0, 2.0) && Op::Ge.holds(2.0, 2.0) && Op::Eq.holds(0.0, 0.0));
+        assert!(Op::Gt.holds(3.0, 2.0));
+    }
+}

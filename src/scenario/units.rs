@@ -1,0 +1,145 @@
+//! Parsing and printing of the quantities users type: durations (`100us`, `0.5ms`, `24h`),
+//! percentages (`25%`) and counts. Pure functions, no system access.
+
+use std::fmt;
+
+/// Nanoseconds per unit, for the units accepted in durations.
+const UNITS: &[(&str, f64)] = &[
+    ("ns", 1.0),
+    ("us", 1e3),
+    ("µs", 1e3),
+    ("ms", 1e6),
+    ("s", 1e9),
+    ("m", 60e9),
+    ("min", 60e9),
+    ("h", 3600e9),
+    ("d", 86400e9),
+];
+
+/// Why a duration could not be parsed; the message names the problem, the caller adds the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("'{0}' is negative")]
+    Negative(String),
+    #[error("'{0}' is not a duration")]
+    NotADuration(String),
+    #[error("'{0}' has no unit")]
+    NoUnit(String),
+    #[error("'{0}' has an unknown unit '{1}' (use ns, us, ms, s, m, h or d)")]
+    UnknownUnit(String, String),
+    #[error("'{0}' is too large")]
+    TooLarge(String),
+}
+
+/// Parses a duration with a unit into nanoseconds: `100us`, `0.5ms`, `1ms`, `10s`, `5m`, `24h`.
+/// A bare number is rejected unless `bare_unit_ns` gives the unit it means.
+pub fn parse_duration_ns(text: &str, bare_unit_ns: Option<f64>) -> Result<u64, DurationError> {
+    let t = text.trim();
+    if t.starts_with('-') {
+        return Err(DurationError::Negative(text.to_string()));
+    }
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    if num.is_empty() || num == "." || num.matches('.').count() > 1 {
+        return Err(DurationError::NotADuration(text.to_string()));
+    }
+    let value: f64 = num.parse().map_err(|_| DurationError::NotADuration(text.to_string()))?;
+    let unit = unit.trim();
+    let scale = if unit.is_empty() {
+        bare_unit_ns.ok_or_else(|| DurationError::NoUnit(text.to_string()))?
+    } else {
+        UNITS
+            .iter()
+            .find(|(name, _)| *name == unit)
+            .map(|(_, s)| *s)
+            .ok_or_else(|| DurationError::UnknownUnit(text.to_string(), unit.to_string()))?
+    };
+    let ns = (value * scale).round();
+    if !ns.is_finite() || ns > u64::MAX as f64 / 2.0 {
+        return Err(DurationError::TooLarge(text.to_string()));
+    }
+    Ok(ns as u64)
+}
+
+/// Parses a percentage, `25%` or `25`, into a fraction in (0, 1].
+pub fn parse_percent(text: &str) -> Option<f64> {
+    let t = text.trim().trim_end_matches('%');
+    let v: f64 = t.parse().ok()?;
+    (v > 0.0 && v <= 100.0).then_some(v / 100.0)
+}
+
+/// A duration in nanoseconds, displayed the way an engineer reads it (`1 ms`, `250 µs`, `1.5 s`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Nanos(pub u64);
+
+impl fmt::Display for Nanos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0 as f64;
+        let (v, unit) = if self.0 >= 3_600_000_000_000 && self.0 % 3_600_000_000_000 == 0 {
+            (ns / 3600e9, "h")
+        } else if self.0 >= 60_000_000_000 && self.0 % 60_000_000_000 == 0 {
+            (ns / 60e9, "min")
+        } else if self.0 >= 1_000_000_000 {
+            (ns / 1e9, "s")
+        } else if self.0 >= 1_000_000 {
+            (ns / 1e6, "ms")
+        } else if self.0 >= 1_000 {
+            (ns / 1e3, "µs")
+        } else {
+            (ns, "ns")
+        };
+        let s = format!("{v:.3}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        write!(f, "{s} {unit}")
+    }
+}
+
+/// Nanoseconds as microseconds with sub-µs precision, the unit of every latency table.
+pub fn us(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_in_every_unit() {
+        assert_eq!(parse_duration_ns("100us", None), Ok(100_000));
+        assert_eq!(parse_duration_ns("100µs", None), Ok(100_000));
+        assert_eq!(parse_duration_ns("0.5ms", None), Ok(500_000));
+        assert_eq!(parse_duration_ns("1ms", None), Ok(1_000_000));
+        assert_eq!(parse_duration_ns("10s", None), Ok(10_000_000_000));
+        assert_eq!(parse_duration_ns("5m", None), Ok(300_000_000_000));
+        assert_eq!(parse_duration_ns("24h", None), Ok(86_400_000_000_000));
+        assert_eq!(parse_duration_ns("250ns", None), Ok(250));
+        assert_eq!(parse_duration_ns("7", Some(1e9)), Ok(7_000_000_000));
+    }
+
+    #[test]
+    fn bad_durations_say_why() {
+        assert!(matches!(parse_duration_ns("-1ms", None), Err(DurationError::Negative(_))));
+        assert!(matches!(parse_duration_ns("abc", None), Err(DurationError::NotADuration(_))));
+        assert!(matches!(parse_duration_ns("10", None), Err(DurationError::NoUnit(_))));
+        assert!(matches!(parse_duration_ns("10 parsecs", None), Err(DurationError::UnknownUnit(..))));
+        assert!(matches!(parse_duration_ns("1.2.3s", None), Err(DurationError::NotADuration(_))));
+        assert!(matches!(parse_duration_ns("1e300h", None), Err(DurationError::NotADuration(_))));
+    }
+
+    #[test]
+    fn percent() {
+        assert_eq!(parse_percent("25%"), Some(0.25));
+        assert_eq!(parse_percent("50"), Some(0.5));
+        assert_eq!(parse_percent("0%"), None);
+        assert_eq!(parse_percent("150%"), None);
+    }
+
+    #[test]
+    fn display() {
+        assert_eq!(Nanos(1_000_000).to_string(), "1 ms");
+        assert_eq!(Nanos(250_000).to_string(), "250 µs");
+        assert_eq!(Nanos(1_500_000_000).to_string(), "1.5 s");
+        assert_eq!(Nanos(300_000_000_000).to_string(), "5 min");
+        assert_eq!(us(1234), "1.234");
+    }
+}

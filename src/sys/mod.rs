@@ -1,0 +1,199 @@
+//! The only module allowed to use `unsafe`: thin, intent-named wrappers over the raw
+//! Linux system calls the measurement needs (clocks, scheduling, affinity, memory locking,
+//! signal masks). Every other module is compiled with `#![deny(unsafe_code)]` in effect and
+//! calls these safe functions instead.
+//!
+//! Each wrapper documents the syscall it makes; the unsafe blocks only pass valid pointers
+//! to stack values that live for the duration of the call.
+#![allow(unsafe_code)]
+
+use std::io;
+
+/// A Linux scheduling policy for the measurement threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    Fifo,
+    Rr,
+    Other,
+}
+
+impl Policy {
+    fn raw(self) -> libc::c_int {
+        match self {
+            Policy::Fifo => libc::SCHED_FIFO,
+            Policy::Rr => libc::SCHED_RR,
+            Policy::Other => libc::SCHED_OTHER,
+        }
+    }
+    fn from_raw(raw: libc::c_int) -> Option<Policy> {
+        match raw {
+            libc::SCHED_FIFO => Some(Policy::Fifo),
+            libc::SCHED_RR => Some(Policy::Rr),
+            libc::SCHED_OTHER => Some(Policy::Other),
+            _ => None,
+        }
+    }
+    /// The kernel's name for the policy, as `chrt` prints it.
+    pub fn kernel_name(self) -> &'static str {
+        match self {
+            Policy::Fifo => "SCHED_FIFO",
+            Policy::Rr => "SCHED_RR",
+            Policy::Other => "SCHED_OTHER",
+        }
+    }
+    /// Whether this is a real-time policy (needs privileges).
+    pub fn is_realtime(self) -> bool {
+        matches!(self, Policy::Fifo | Policy::Rr)
+    }
+}
+
+fn check(ret: libc::c_int) -> io::Result<()> {
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds.
+#[inline(always)]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Sleeps until the absolute CLOCK_MONOTONIC time `deadline_ns` with
+/// `clock_nanosleep(TIMER_ABSTIME)`, resuming after signal interruptions.
+#[inline(always)]
+pub fn sleep_until_monotonic(deadline_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: `ts` is a valid timespec; the remainder pointer may be null for TIMER_ABSTIME.
+        let ret = unsafe {
+            libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut())
+        };
+        // clock_nanosleep returns the error number directly; only EINTR is retried (an absolute
+        // deadline makes the retry exact). Any other error cannot happen with valid arguments.
+        if ret != libc::EINTR {
+            return;
+        }
+    }
+}
+
+/// Sets the calling thread's scheduling policy and priority (`sched_setscheduler(0, ..)`).
+pub fn set_thread_scheduler(policy: Policy, priority: i32) -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: if policy.is_realtime() { priority } else { 0 } };
+    // SAFETY: `param` is a valid sched_param; pid 0 means the calling thread.
+    check(unsafe { libc::sched_setscheduler(0, policy.raw(), &param) })
+}
+
+/// Reads back the calling thread's scheduling policy and priority.
+pub fn thread_scheduler() -> io::Result<(Option<Policy>, i32)> {
+    // SAFETY: pid 0 means the calling thread; no pointers are passed.
+    let raw = unsafe { libc::sched_getscheduler(0) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid, writable sched_param.
+    check(unsafe { libc::sched_getparam(0, &mut param) })?;
+    // Mask SCHED_RESET_ON_FORK which may be or-ed into the policy.
+    Ok((Policy::from_raw(raw & !libc::SCHED_RESET_ON_FORK), param.sched_priority))
+}
+
+/// Pins the calling thread to one CPU (`sched_setaffinity(0, ..)`).
+pub fn pin_thread_to_cpu(cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: cpu_set_t is plain data; zeroed is its empty value. CPU_SET is bounds-checked above.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        check(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set))
+    }
+}
+
+/// Locks all current and future pages of the process in memory (`mlockall`).
+pub fn lock_all_memory() -> io::Result<()> {
+    // SAFETY: no pointers are passed.
+    check(unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) })
+}
+
+/// Sets the calling thread's timer slack (`prctl(PR_SET_TIMERSLACK)`); SCHED_OTHER threads
+/// default to 50 µs, which would be measured as latency.
+pub fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
+    // SAFETY: PR_SET_TIMERSLACK takes an integer argument; no pointers are passed.
+    check(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) })
+}
+
+/// Blocks the asynchronous process signals (SIGINT, SIGTERM, ...) in the calling thread so
+/// that they are delivered to the non-RT coordinating thread, never to a measurement thread.
+pub fn block_process_signals() -> io::Result<()> {
+    // SAFETY: `set` is a valid sigset_t initialised by sigemptyset before use.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGCHLD,
+            libc::SIGALRM,
+            libc::SIGUSR1,
+            libc::SIGUSR2,
+            libc::SIGWINCH,
+            libc::SIGPIPE,
+        ] {
+            libc::sigaddset(&mut set, sig);
+        }
+        let ret = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        if ret == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::from_raw_os_error(ret))
+        }
+    }
+}
+
+/// The effective user id of the process.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The soft limit of RLIMIT_RTPRIO (`None` = unlimited).
+pub fn rtprio_limit() -> io::Result<Option<u64>> {
+    rlimit(libc::RLIMIT_RTPRIO)
+}
+
+/// The soft limit of RLIMIT_MEMLOCK in bytes (`None` = unlimited).
+pub fn memlock_limit() -> io::Result<Option<u64>> {
+    rlimit(libc::RLIMIT_MEMLOCK)
+}
+
+fn rlimit(resource: libc::__rlimit_resource_t) -> io::Result<Option<u64>> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `lim` is a valid, writable rlimit.
+    check(unsafe { libc::getrlimit(resource, &mut lim) })?;
+    Ok(if lim.rlim_cur == libc::RLIM_INFINITY { None } else { Some(lim.rlim_cur as u64) })
+}
+
+/// The machine (architecture) field of `uname(2)`, e.g. `x86_64` or `aarch64`.
+pub fn uname_machine() -> String {
+    // SAFETY: utsname is plain data; uname fills it with NUL-terminated strings.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return std::env::consts::ARCH.to_string();
+        }
+        std::ffi::CStr::from_ptr(u.machine.as_ptr()).to_string_lossy().into_owned()
+    }
+}

@@ -1,0 +1,194 @@
+//! The verdict: given a cycle time (with its budget, 25 % by default) and `--require`
+//! expressions, decides pass or fail per CPU and keeps the evidence of every check. Also
+//! derives the shortest cycle time the measured worst case supports. Pure: works on figures.
+
+use crate::result::{ProbeResult, Status};
+use crate::scenario::require::{Metric, Op, Requirement};
+use crate::scenario::units::{us, Nanos};
+use serde::{Deserialize, Serialize};
+
+/// One evaluated criterion on one scope (a CPU, or all of them).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Check {
+    /// The criterion, e.g. `max<=250us` or `missed==0`.
+    pub expr: String,
+    /// What it was applied to: `timer/cpu0`, `timer/all`, or `run`.
+    pub scope: String,
+    /// The observed figure, readable (`41.250us`, `0`).
+    pub observed: String,
+    /// The observed figure in base units (ns or a count); `null` when there was nothing to observe.
+    pub observed_value: Option<f64>,
+    pub passed: bool,
+}
+
+/// The outcome of a run against its criteria.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Verdict {
+    /// `true` when every check passed (also when there were no criteria).
+    pub passed: bool,
+    /// Whether any criterion (cycle time or requirement) was given.
+    pub criteria_given: bool,
+    pub cycle_time_ns: Option<u64>,
+    pub budget_percent: f64,
+    /// The shortest cycle time whose budget the measured worst case fits: max / budget.
+    pub shortest_cycle_time_ns: Option<u64>,
+    pub checks: Vec<Check>,
+}
+
+fn observe(metric: Metric, p: &ProbeResult) -> Option<f64> {
+    match metric {
+        Metric::Min => p.min_ns.map(|v| v as f64),
+        Metric::Mean => p.mean_ns,
+        Metric::Max => p.max_ns.map(|v| v as f64),
+        Metric::Missed => Some(p.missed as f64),
+        Metric::Samples => Some(p.samples as f64),
+        Metric::Percentile(q) => {
+            let named = [(50.0, p.p50_ns), (90.0, p.p90_ns), (99.0, p.p99_ns), (99.9, p.p999_ns), (99.99, p.p9999_ns)];
+            if let Some((_, v)) = named.iter().find(|(n, _)| (*n - q).abs() < 1e-9) {
+                return v.map(|v| v as f64);
+            }
+            let h = p.histogram.decode().ok()?;
+            let (min, max) = (p.min_ns?, p.max_ns?);
+            Some(crate::aggregate::percentile(&h, q, min, max) as f64)
+        }
+    }
+}
+
+fn check(req: &Requirement, p: &ProbeResult) -> Check {
+    let observed_value = observe(req.metric, p);
+    let observed = match observed_value {
+        None => "no samples".to_string(),
+        Some(v) if req.metric.is_latency() => format!("{}us", us(v.round() as u64)),
+        Some(v) => format!("{v}"),
+    };
+    Check {
+        expr: req.to_string(),
+        scope: format!("{}/{}", p.probe, p.scope()),
+        observed,
+        observed_value,
+        passed: observed_value.is_some_and(|v| req.op.holds(v, req.bound as f64)),
+    }
+}
+
+/// Evaluates the criteria against each CPU's figures (every CPU must meet every criterion).
+pub fn evaluate(
+    per_cpu: &[ProbeResult],
+    combined_max_ns: Option<u64>,
+    cycle_time_ns: Option<u64>,
+    budget: f64,
+    requirements: &[Requirement],
+    status: Status,
+) -> Verdict {
+    let mut reqs: Vec<Requirement> = Vec::new();
+    if let Some(ct) = cycle_time_ns {
+        let limit = (ct as f64 * budget).floor() as u64;
+        reqs.push(Requirement { metric: Metric::Max, op: Op::Le, bound: limit, text: String::new() });
+        reqs.push(Requirement { metric: Metric::Missed, op: Op::Eq, bound: 0, text: String::new() });
+    }
+    reqs.extend(requirements.iter().cloned());
+    let mut checks: Vec<Check> = reqs.iter().flat_map(|r| per_cpu.iter().map(move |p| check(r, p))).collect();
+    let criteria_given = !reqs.is_empty();
+    if criteria_given && status == Status::Partial {
+        checks.push(Check {
+            expr: "status==complete".to_string(),
+            scope: "run".to_string(),
+            observed: "partial".to_string(),
+            observed_value: None,
+            passed: false,
+        });
+    }
+    Verdict {
+        passed: checks.iter().all(|c| c.passed),
+        criteria_given,
+        cycle_time_ns,
+        budget_percent: (budget * 1000.0).round() / 10.0,
+        shortest_cycle_time_ns: combined_max_ns.map(|m| (m as f64 / budget).ceil() as u64),
+        checks,
+    }
+}
+
+impl Verdict {
+    /// One line for the terminal.
+    pub fn headline(&self) -> String {
+        let failed = self.checks.iter().filter(|c| !c.passed).count();
+        match (self.criteria_given, self.passed) {
+            (false, _) => "no criteria given (use --cycle-time or --require for a pass/fail verdict)".to_string(),
+            (true, true) => format!("PASS: all {} checks passed", self.checks.len()),
+            (true, false) => format!("FAIL: {failed} of {} checks failed", self.checks.len()),
+        }
+    }
+
+    /// The sentence about the shortest supported cycle time.
+    pub fn shortest_cycle_sentence(&self) -> Option<String> {
+        self.shortest_cycle_time_ns.map(|ns| {
+            format!(
+                "Shortest cycle time this measurement supports (worst case within {}% of it): {}",
+                self.budget_percent,
+                Nanos(ns)
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aggregate::new_histogram;
+    use crate::result::histogram::HistogramData;
+    use crate::scenario::require::parse_requirement;
+
+    fn probe(cpu: usize, max: u64, missed: u64) -> ProbeResult {
+        let mut h = new_histogram();
+        h.record(1_000).unwrap();
+        h.record(max).unwrap();
+        ProbeResult {
+            probe: "timer".into(),
+            cpu: Some(cpu),
+            samples: 2,
+            missed,
+            warmup_samples: 0,
+            warmup_missed: 0,
+            handoff_overflows: 0,
+            min_ns: Some(1_000),
+            mean_ns: Some((1_000 + max) as f64 / 2.0),
+            p50_ns: Some(1_000),
+            p90_ns: Some(max),
+            p99_ns: Some(max),
+            p999_ns: Some(max),
+            p9999_ns: Some(max),
+            max_ns: Some(max),
+            max_at_ns: Some(0),
+            histogram: HistogramData::encode(&h),
+        }
+    }
+
+    #[test]
+    fn cycle_time_uses_the_budget_on_every_cpu() {
+        let cpus = [probe(0, 200_000, 0), probe(1, 260_000, 0)];
+        let v = evaluate(&cpus, Some(260_000), Some(1_000_000), 0.25, &[], Status::Complete);
+        assert!(!v.passed);
+        assert_eq!(v.checks.len(), 4);
+        assert!(v.checks.iter().any(|c| c.scope == "timer/cpu1" && c.expr == "max<=250us" && !c.passed));
+        assert_eq!(v.shortest_cycle_time_ns, Some(1_040_000));
+        let v = evaluate(&cpus, Some(260_000), Some(2_000_000), 0.25, &[], Status::Complete);
+        assert!(v.passed);
+    }
+
+    #[test]
+    fn missed_deadlines_fail_a_cycle_time() {
+        let v = evaluate(&[probe(0, 10_000, 3)], Some(10_000), Some(1_000_000), 0.25, &[], Status::Complete);
+        assert!(!v.passed);
+    }
+
+    #[test]
+    fn requirements_and_partial_runs() {
+        let r = vec![parse_requirement("p99.9<=50us").unwrap(), parse_requirement("p95<2us").unwrap()];
+        let v = evaluate(&[probe(0, 40_000, 0)], Some(40_000), None, 0.25, &r, Status::Complete);
+        assert!(!v.passed, "p95 of {{1us,40us}} is 40us");
+        assert_eq!(v.checks.iter().filter(|c| c.passed).count(), 1);
+        let v = evaluate(&[probe(0, 40_000, 0)], Some(40_000), None, 0.25, &r[..1], Status::Partial);
+        assert!(!v.passed && v.checks.last().unwrap().expr == "status==complete");
+        let v = evaluate(&[probe(0, 40_000, 0)], Some(40_000), None, 0.25, &[], Status::Partial);
+        assert!(v.passed && !v.criteria_given);
+    }
+}
