@@ -84,8 +84,8 @@ pub struct RunArgs {
     #[arg(short = 'D', long, allow_hyphen_values = true, value_name = "TIME", conflicts_with = "loops")]
     pub duration: Option<String>,
     /// Measure exactly N periods instead of a duration (each a sample or a missed deadline)
-    #[arg(short, long, value_name = "N")]
-    pub loops: Option<u64>,
+    #[arg(short, long, value_name = "N", allow_hyphen_values = true)]
+    pub loops: Option<String>,
     /// Excluded start: a time (1s) or a number of samples (1000); recorded in the result
     #[arg(long, default_value = "1s", allow_hyphen_values = true, value_name = "TIME|N")]
     pub warmup: String,
@@ -141,7 +141,7 @@ impl RunArgs {
         crate::scenario::RunInput {
             interval: self.interval.clone(),
             duration: self.duration.clone(),
-            loops: self.loops,
+            loops: self.loops.clone(),
             warmup: self.warmup.clone(),
             priority: self.priority,
             policy: Some(self.policy.into()),

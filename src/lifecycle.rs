@@ -82,14 +82,17 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
 
     let mut warnings = Vec::new();
     if plan.mlock {
-        match sys::lock_all_memory() {
+        let locked = match system.memory_lock_hazard() {
+            Some(why) => Err(why),
+            None => sys::lock_all_memory().map_err(|e| {
+                format!("{e}; run as root or raise RLIMIT_MEMLOCK ('ulimit -l unlimited')")
+            }),
+        };
+        match locked {
             Ok(()) => system.mlockall_obtained = true,
             Err(e) => {
-                system.mlockall_error = Some(e.to_string());
-                let w = format!(
-                    "mlockall failed ({e}): page faults may add latency; run as root or raise RLIMIT_MEMLOCK (ulimit -l unlimited)"
-                );
-                eprintln!("warning: {w}");
+                system.mlockall_error = Some(e.clone());
+                let w = format!("memory not locked (page faults may add latency): {e}");
                 warnings.push(w);
             }
         }
@@ -177,6 +180,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
         interrupted_by,
         started_at: rfc3339(started_at),
         ended_at: rfc3339(ended_at),
+        monotonic_start_ns: probes.start_ns,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         command_line,
         config: Config {

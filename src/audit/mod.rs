@@ -44,6 +44,8 @@ pub struct SystemInfo {
     pub rlimit_memlock: Option<u64>,
     /// Whether the process holds CAP_SYS_NICE in its effective set.
     pub cap_sys_nice: bool,
+    /// Whether the process holds CAP_IPC_LOCK (locking memory beyond RLIMIT_MEMLOCK).
+    pub cap_ipc_lock: bool,
     /// The process's cgroup (v1 `cpu` controller path, or the v2 path).
     pub cpu_cgroup: Option<String>,
     /// `cpu.rt_runtime_us` of that cgroup, where RT group scheduling exposes it.
@@ -169,8 +171,11 @@ fn cpu_cgroup() -> (Option<String>, Option<i64>) {
     (None, None)
 }
 
-fn cap_sys_nice() -> bool {
-    const CAP_SYS_NICE: u32 = 23;
+const CAP_IPC_LOCK: u32 = 14;
+const CAP_SYS_NICE: u32 = 23;
+
+/// Whether capability number `cap` is in the process's effective set.
+fn has_capability(cap: u32) -> bool {
     fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -178,7 +183,7 @@ fn cap_sys_nice() -> bool {
                 .find_map(|l| l.strip_prefix("CapEff:"))
                 .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
         })
-        .is_some_and(|caps| caps & (1 << CAP_SYS_NICE) != 0)
+        .is_some_and(|caps| caps & (1 << cap) != 0)
 }
 
 /// Online CPUs as the kernel lists them.
@@ -213,7 +218,8 @@ impl SystemInfo {
             effective_uid: sys::effective_uid(),
             rlimit_rtprio: sys::rtprio_limit().unwrap_or(Some(0)),
             rlimit_memlock: sys::memlock_limit().unwrap_or(Some(0)),
-            cap_sys_nice: cap_sys_nice(),
+            cap_sys_nice: has_capability(CAP_SYS_NICE),
+            cap_ipc_lock: has_capability(CAP_IPC_LOCK),
             cpu_cgroup,
             cgroup_rt_runtime_us,
             rt_priority_obtained: false,
@@ -227,6 +233,20 @@ impl SystemInfo {
         self.effective_uid == 0
             || self.cap_sys_nice
             || self.rlimit_rtprio.is_none_or(|l| l >= priority as u64)
+    }
+
+    /// Why locking all memory is unsafe here, if it is: with a finite RLIMIT_MEMLOCK and no
+    /// CAP_IPC_LOCK, `mlockall(MCL_FUTURE)` can succeed and make every later allocation or
+    /// stack growth past the limit fail (a crash in the middle of the run).
+    pub fn memory_lock_hazard(&self) -> Option<String> {
+        match (self.cap_ipc_lock, self.rlimit_memlock) {
+            (true, _) | (_, None) => None,
+            (false, Some(limit)) => Some(format!(
+                "RLIMIT_MEMLOCK is {} KiB and CAP_IPC_LOCK is missing, so locking all memory could exhaust the limit; \
+                 run as root, or raise it ('ulimit -l unlimited', 'memlock' in /etc/security/limits.conf)",
+                limit / 1024
+            )),
+        }
     }
 
     /// A one-line explanation of why RT scheduling was refused, with the fix.

@@ -1,32 +1,49 @@
-//! Writes the result document as JSON, to a file opened before the run (so a bad path fails
-//! before anything is measured) or to standard output.
+//! Writes the result document as JSON, to standard output or to a file. A file is written
+//! beside its destination first and renamed over it when complete, so a reader never sees a
+//! half-written document and an earlier result at that path survives a failed run. The
+//! destination is checked before the run, so a bad path fails before anything is measured.
 
 use crate::result::RunResult;
 use crate::scenario::JsonTarget;
-use anyhow::Context;
-use std::fs::File;
+use anyhow::{anyhow, Context};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use tempfile::NamedTempFile;
 
 /// An open destination for the result document.
 pub enum JsonSink {
     Stdout,
-    File(PathBuf, File),
+    File { path: PathBuf, temp: NamedTempFile },
+}
+
+fn unwritable(path: &Path, why: impl std::fmt::Display) -> anyhow::Error {
+    anyhow!("--json cannot write '{}': {why}; choose a writable path, e.g. --json result.json", path.display())
 }
 
 impl JsonSink {
-    /// Opens (creates or truncates) the destination now, so that an unwritable path is a
-    /// usage error before the measurement rather than a lost result after it.
+    /// Checks the destination and prepares the file written at the end.
     pub fn open(target: &JsonTarget) -> anyhow::Result<JsonSink> {
-        Ok(match target {
-            JsonTarget::Stdout => JsonSink::Stdout,
-            JsonTarget::File(p) => {
-                let f = File::create(p).map_err(|e| {
-                    anyhow::anyhow!("--json cannot write '{}': {e}; choose a writable path, e.g. --json result.json", p.display())
-                })?;
-                JsonSink::File(p.clone(), f)
-            }
-        })
+        let path = match target {
+            JsonTarget::Stdout => return Ok(JsonSink::Stdout),
+            JsonTarget::File(p) => p,
+        };
+        if path.is_dir() {
+            return Err(unwritable(path, "it is a directory"));
+        }
+        if path.exists() {
+            std::fs::OpenOptions::new().append(true).open(path).map_err(|e| unwritable(path, e))?;
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let temp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".partial")
+            .tempfile_in(dir)
+            .map_err(|e| unwritable(path, e))?;
+        Ok(JsonSink::File { path: path.clone(), temp })
     }
 
     pub fn is_stdout(&self) -> bool {
@@ -41,12 +58,12 @@ impl JsonSink {
                 serde_json::to_writer_pretty(&mut out, result)?;
                 writeln!(out)?;
             }
-            JsonSink::File(path, mut f) => {
-                serde_json::to_writer_pretty(&mut f, result)
-                    .map_err(std::io::Error::from)
-                    .and_then(|_| writeln!(f))
-                    .with_context(|| format!("writing the result to '{}'", path.display()))?;
-                f.sync_all().ok();
+            JsonSink::File { path, mut temp } => {
+                let context = || format!("writing the result to '{}'", path.display());
+                serde_json::to_writer_pretty(&mut temp, result).with_context(context)?;
+                writeln!(temp).with_context(context)?;
+                temp.as_file().sync_all().with_context(context)?;
+                temp.persist(&path).map_err(|e| e.error).with_context(context)?;
             }
         }
         Ok(())

@@ -30,6 +30,9 @@ pub struct RunResult {
     pub interrupted_by: Option<String>,
     pub started_at: String,
     pub ended_at: String,
+    /// CLOCK_MONOTONIC at the start of period 0: `max_at_ns` and other offsets are relative
+    /// to it, and adding it gives times comparable with kernel traces.
+    pub monotonic_start_ns: u64,
     pub tool_version: String,
     pub command_line: Vec<String>,
     pub config: Config,

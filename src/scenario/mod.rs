@@ -47,7 +47,7 @@ pub enum JsonTarget {
 pub struct RunInput {
     pub interval: String,
     pub duration: Option<String>,
-    pub loops: Option<u64>,
+    pub loops: Option<String>,
     pub warmup: String,
     pub priority: Option<i32>,
     pub policy: Option<Policy>,
@@ -136,7 +136,13 @@ impl RunPlan {
             })?),
         };
 
-        let length = match (&input.duration, input.loops) {
+        let loops = match &input.loops {
+            None => None,
+            Some(text) => Some(text.trim().parse::<u64>().map_err(|_| {
+                bad(format!("--loops '{text}' is not a whole number of periods, e.g. --loops 10000"))
+            })?),
+        };
+        let length = match (&input.duration, loops) {
             (Some(_), Some(_)) => {
                 return Err(bad("--duration and --loops both given: choose one, e.g. --duration 60s"))
             }
@@ -263,7 +269,8 @@ mod tests {
             (RunInput { priority: Some(0), ..input() }, "1-99"),
             (RunInput { policy: Some(Policy::Other), priority: Some(5), ..input() }, "SCHED_OTHER"),
             (RunInput { cpus: Some("2-1".into()), ..input() }, "--cpus"),
-            (RunInput { loops: Some(5), duration: Some("1s".into()), ..input() }, "choose one"),
+            (RunInput { loops: Some("-5".into()), ..input() }, "whole number"),
+            (RunInput { loops: Some("5".into()), duration: Some("1s".into()), ..input() }, "choose one"),
             (RunInput { budget: "0%".into(), ..input() }, "--budget"),
             (RunInput { require: vec!["bogus<1us".into()], ..input() }, "not a metric"),
             (RunInput { duration: Some("10us".into()), ..input() }, "shorter than one interval"),

@@ -45,7 +45,9 @@ pub fn parse_duration_ns(text: &str, bare_unit_ns: Option<f64>) -> Result<u64, D
     }
     let value: f64 = num.parse().map_err(|_| DurationError::NotADuration(text.to_string()))?;
     let unit = unit.trim();
-    let scale = if unit.is_empty() {
+    let scale = if unit.is_empty() && value == 0.0 {
+        1.0 // zero needs no unit
+    } else if unit.is_empty() {
         bare_unit_ns.ok_or_else(|| DurationError::NoUnit(text.to_string()))?
     } else {
         UNITS
@@ -123,7 +125,8 @@ mod tests {
         assert!(matches!(parse_duration_ns("10", None), Err(DurationError::NoUnit(_))));
         assert!(matches!(parse_duration_ns("10 parsecs", None), Err(DurationError::UnknownUnit(..))));
         assert!(matches!(parse_duration_ns("1.2.3s", None), Err(DurationError::NotADuration(_))));
-        assert!(matches!(parse_duration_ns("1e300h", None), Err(DurationError::NotADuration(_))));
+        assert!(matches!(parse_duration_ns("99999999999999999999h", None), Err(DurationError::TooLarge(_))));
+        assert_eq!(parse_duration_ns("0", None), Ok(0));
     }
 
     #[test]

@@ -1,0 +1,57 @@
+//! The command-line surface: help that teaches by example, version, the live view on a
+//! terminal and nothing but the result when output is not a terminal.
+
+mod common;
+use common::*;
+
+#[test]
+fn help_teaches_by_example() {
+    let out = rtgauge(&["--help"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Examples:") && text.contains("rtgauge run --cycle-time"));
+    let out = rtgauge(&["run", "--help"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("--priority 80 --interval 1ms"), "the seed set-up as a command line");
+    assert!(text.contains("cyclictest -m -p 80 -i 1000"));
+    for flag in ["--cpus", "--policy", "--warmup", "--loops", "--cycle-time", "--budget", "--require", "--json", "--quiet"] {
+        assert!(text.contains(flag), "run --help documents {flag}");
+    }
+}
+
+#[test]
+fn version_prints_the_package_version() {
+    let out = rtgauge(&["--version"]).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("rtgauge {}", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn not_a_terminal_prints_only_the_summary() {
+    let out = rtgauge(&["run", "--duration", "300ms", "--warmup", "0", "--cpus", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains('\u{1b}'), "no escape sequences when not a terminal");
+    assert!(text.contains("p99.9") && text.contains("timer all"));
+    assert!(out.stderr.is_empty(), "nothing on stderr: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn live_view_on_a_terminal() {
+    // `script` gives the program a pseudo-terminal.
+    let cmd = format!("{} run --duration 2s --warmup 0 --cpus 0", bin().display());
+    let Ok(out) = std::process::Command::new("script").args(["-qec", &cmd, "/dev/null"]).output() else {
+        eprintln!("SKIPPED: 'script' (util-linux) is not installed");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("s left"), "time left is shown: {text}");
+    assert!(text.contains("cpu0") && text.contains("missed"), "per-CPU live line: {text}");
+    assert!(text.contains("timer all"), "summary follows");
+
+    let cmd = format!("{} run --quiet --duration 1s --warmup 0 --cpus 0", bin().display());
+    let out = std::process::Command::new("script").args(["-qec", &cmd, "/dev/null"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("s left"), "--quiet hides the live view");
+}

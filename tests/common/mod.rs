@@ -1,0 +1,75 @@
+//! Helpers shared by the integration tests: run the real binary, parse its result document,
+//! and check the structural invariants every result must satisfy.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The rtgauge binary under test.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_rtgauge"))
+}
+
+/// A command for the binary.
+pub fn rtgauge(args: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    c.args(args);
+    c
+}
+
+/// Runs `rtgauge run ARGS --json -` and returns the exit status and the parsed document.
+pub fn run_json(args: &[&str]) -> (i32, Value, Output) {
+    let mut all = vec!["run", "--quiet", "--json", "-"];
+    all.extend_from_slice(args);
+    let out = rtgauge(&all).output().expect("rtgauge runs");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("stdout is not a JSON document ({e}); stderr: {}", String::from_utf8_lossy(&out.stderr))
+    });
+    (out.status.code().expect("exited normally"), doc, out)
+}
+
+/// Number of online CPUs as the kernel lists them.
+pub fn online_cpus() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let mut v = Vec::new();
+    for part in text.trim().split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => v.extend(a.parse::<usize>().unwrap()..=b.parse::<usize>().unwrap()),
+            None => v.push(part.parse().unwrap()),
+        }
+    }
+    v
+}
+
+pub fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
+
+/// Invariants of one probe entry: ordered statistics, histogram consistent with the counts.
+pub fn check_probe_invariants(p: &Value) {
+    let samples = u(&p["samples"]);
+    let hist = &p["histogram"];
+    let buckets = hist["buckets"].as_array().unwrap();
+    let in_buckets: u64 = buckets.iter().map(|b| u(&b[2])).sum();
+    assert_eq!(u(&hist["total_count"]), in_buckets, "bucket counts add up to total_count");
+    assert_eq!(
+        in_buckets + u(&p["handoff_overflows"]),
+        samples,
+        "every sample is in the histogram unless it overflowed the hand-off"
+    );
+    if samples == 0 {
+        assert!(p["max_ns"].is_null() && p["min_ns"].is_null());
+        return;
+    }
+    let order = ["min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns"];
+    let vals: Vec<u64> = order.iter().map(|k| u(&p[*k])).collect();
+    for w in vals.windows(2) {
+        assert!(w[0] <= w[1], "statistics out of order {vals:?} in {}", p["cpu"]);
+    }
+    let mean = p["mean_ns"].as_f64().unwrap();
+    assert!(mean >= vals[0] as f64 - 1.0 && mean <= vals[6] as f64 + 1.0, "min <= mean <= max");
+    // The largest bucket holds the maximum (HDR buckets hold it within their precision).
+    let last = buckets.last().unwrap();
+    assert!(u(&last[0]) <= vals[6] && vals[6] <= u(&last[1]), "max lies in the top bucket");
+}

@@ -1,0 +1,53 @@
+//! The result document matches the documented schema: `docs/result-schema.json` validates it,
+//! and `docs/result-schema.md` describes every field it contains.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+fn schema() -> Value {
+    serde_json::from_str(include_str!("../docs/result-schema.json")).unwrap()
+}
+
+fn field_names(v: &Value, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                out.insert(k.clone());
+                field_names(x, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| field_names(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn documents_validate_against_the_schema_and_every_field_is_described() {
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let (_, complete, _) = run_json(&["--duration", "300ms", "--warmup", "10", "--cycle-time", "1s", "--require", "p99.9<1s"]);
+    let (_, other, _) = run_json(&["--loops", "50", "--warmup", "0", "--cpus", "0", "--policy", "other", "--no-mlock"]);
+    let prose = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/result-schema.md")).unwrap();
+    for doc in [&complete, &other] {
+        let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+        assert!(errors.is_empty(), "schema violations: {errors:#?}");
+        let mut names = Default::default();
+        field_names(doc, &mut names);
+        for name in names {
+            assert!(prose.contains(&format!("`{name}`")), "docs/result-schema.md does not describe `{name}`");
+        }
+    }
+    assert_eq!(complete["schema"], "rtgauge.result.v1");
+}
+
+#[test]
+fn the_schema_rejects_what_it_should() {
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let (_, mut doc, _) = run_json(&["--loops", "20", "--warmup", "0", "--cpus", "0"]);
+    assert!(validator.is_valid(&doc));
+    doc["probes"][0]["undocumented"] = Value::from(1);
+    assert!(!validator.is_valid(&doc), "unknown fields are refused");
+    doc["probes"][0].as_object_mut().unwrap().remove("undocumented");
+    doc["probes"][0].as_object_mut().unwrap().remove("max_ns");
+    assert!(!validator.is_valid(&doc), "required fields are required");
+}

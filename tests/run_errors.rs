@@ -1,0 +1,116 @@
+//! Bad input and missing privileges: one line naming the problem and the fix, exit status 2,
+//! no panic, nothing measured, nothing left behind.
+
+mod common;
+use common::*;
+use std::process::Output;
+
+fn assert_usage_error(out: &Output, mentions: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "exit 2 for {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
+    assert!(err.starts_with("rtgauge: error: "), "{err}");
+    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{err}");
+    for m in mentions {
+        assert!(err.contains(m), "{err:?} should mention {m:?}");
+    }
+    assert!(out.stdout.is_empty(), "nothing measured: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn bad_values_are_one_line_errors_with_a_fix() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["--interval", "0"], &["--interval", "greater than zero", "e.g."]),
+        (&["--interval", "-1ms"], &["--interval", "negative", "e.g."]),
+        (&["--cpus", "99"], &["--cpus", "99", "not online", "e.g."]),
+        (&["--duration", "abc"], &["--duration", "abc", "e.g."]),
+        (&["--priority", "100"], &["--priority 100", "1-99"]),
+        (&["--priority", "-3"], &["--priority -3", "1-99"]),
+        (&["--require", "latency<5us"], &["--require", "not a metric", "e.g."]),
+        (&["--require", "max<5"], &["--require", "unit"]),
+        (&["--json", "/nonexistent-dir/r.json"], &["--json", "/nonexistent-dir/r.json", "writable"]),
+        (&["--cycle-time", "fast"], &["--cycle-time", "e.g."]),
+        (&["--budget", "120%"], &["--budget", "e.g."]),
+        (&["--loops", "0"], &["--loops", "at least 1"]),
+        (&["--loops", "-5"], &["--loops"]),
+        (&["--policy", "deadline"], &["deadline"]),
+        (&["--frobnicate"], &["--frobnicate", "--help"]),
+    ];
+    for (args, mentions) in cases {
+        let mut all = vec!["run", "--duration", "1s"];
+        if args[0] == "--duration" || args[0] == "--loops" {
+            all.truncate(1);
+        }
+        all.extend_from_slice(args);
+        let out = rtgauge(&all).output().unwrap();
+        assert_usage_error(&out, mentions);
+    }
+}
+
+#[test]
+fn unwritable_json_path_fails_before_measuring() {
+    let t = std::time::Instant::now();
+    let out = rtgauge(&["run", "--duration", "30s", "--json", "/proc/version"]).output().unwrap();
+    assert_usage_error(&out, &["--json"]);
+    assert!(t.elapsed() < std::time::Duration::from_secs(5), "nothing was measured first");
+}
+
+fn nobody_can_run_binary() -> bool {
+    std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(bin())
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn without_rt_privileges_it_says_how_to_fix_it() {
+    if !nobody_can_run_binary() {
+        eprintln!("SKIPPED: the user 'nobody' cannot execute {} (setpriv or permissions)", bin().display());
+        return;
+    }
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(bin())
+        .args(["run", "--duration", "1s", "--cpus", "0"])
+        .output()
+        .unwrap();
+    assert_usage_error(&out, &["SCHED_FIFO 80", "CAP_SYS_NICE", "--policy other"]);
+
+    // Deliberately without RT priority: measures, and says so.
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(bin())
+        .args(["run", "-q", "--duration", "200ms", "--warmup", "0", "--cpus", "0", "--policy", "other", "--json", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["system"]["rt_priority_obtained"], false);
+    assert_eq!(u(&doc["probes"][0]["samples"]) + u(&doc["probes"][0]["missed"]), 200);
+    // Without CAP_IPC_LOCK and with a finite RLIMIT_MEMLOCK, memory is not locked (locking it
+    // could crash the run later), and the result says so and why.
+    if doc["system"]["rlimit_memlock"].is_u64() {
+        assert_eq!(doc["system"]["mlockall_obtained"], false);
+        assert!(doc["system"]["mlockall_error"].as_str().unwrap().contains("RLIMIT_MEMLOCK"));
+        assert!(doc["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("memory not locked")));
+    }
+}
+
+/// A cpu cgroup (v1, RT group scheduling) with no RT runtime refuses SCHED_FIFO even to root.
+#[test]
+fn rt_cgroup_without_runtime_is_explained() {
+    let base = std::path::Path::new("/sys/fs/cgroup/cpu");
+    if !base.join("cpu.rt_runtime_us").exists() {
+        eprintln!("SKIPPED: no cgroup v1 cpu controller with RT group scheduling here");
+        return;
+    }
+    let group = base.join(format!("rtgauge-test-{}", std::process::id()));
+    std::fs::create_dir(&group).unwrap();
+    std::fs::write(group.join("cpu.rt_runtime_us"), "0").unwrap();
+    let script = format!("echo $$ > {}/tasks && exec {} run --duration 1s --cpus 0", group.display(), bin().display());
+    let out = std::process::Command::new("sh").args(["-c", &script]).output().unwrap();
+    let _ = std::fs::remove_dir(&group);
+    assert_usage_error(&out, &["cpu.rt_runtime_us = 0", "--policy other"]);
+}

@@ -1,0 +1,72 @@
+//! Interruption: SIGINT or SIGTERM ends a run cleanly with everything measured so far,
+//! marked partial; a second signal exits at once.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+fn kill(child: &Child, sig: &str) {
+    let ok = std::process::Command::new("kill").args(["-s", sig, &child.id().to_string()]).status().unwrap();
+    assert!(ok.success());
+}
+
+fn interrupted_run(sig: &str, extra: &[&str]) -> (Option<i32>, Value, Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let mut args = vec!["run", "-q", "--duration", "60s", "--warmup", "0", "--json", path.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let child = rtgauge(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let t = Instant::now();
+    kill(&child, sig);
+    let out = child.wait_with_output().unwrap();
+    let took = t.elapsed();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (out.status.code(), doc, took)
+}
+
+#[test]
+fn sigint_keeps_partial_data() {
+    let (code, doc, took) = interrupted_run("INT", &[]);
+    assert_eq!(code, Some(0), "no criteria: exit 0");
+    assert!(took < Duration::from_secs(3), "stops promptly ({took:?})");
+    assert_eq!(doc["status"], "partial");
+    assert_eq!(doc["interrupted_by"], "SIGINT");
+    for p in doc["probes"].as_array().unwrap() {
+        let periods = u(&p["samples"]) + u(&p["missed"]);
+        assert!(periods > 500 && periods < 60_000, "about 1.5 s of 1 ms periods measured: {periods}");
+        check_probe_invariants(p);
+    }
+}
+
+#[test]
+fn sigterm_keeps_partial_data_and_fails_criteria() {
+    let (code, doc, _) = interrupted_run("TERM", &["--require", "samples>=1"]);
+    assert_eq!(code, Some(1), "a partial run cannot pass its criteria");
+    assert_eq!(doc["status"], "partial");
+    assert_eq!(doc["interrupted_by"], "SIGTERM");
+    let checks = doc["verdict"]["checks"].as_array().unwrap();
+    assert!(checks.iter().any(|c| c["expr"] == "status==complete" && c["passed"] == false));
+}
+
+#[test]
+fn second_sigint_exits_at_once() {
+    // With a 5 s interval the first SIGINT waits for the threads' current sleep to end.
+    let child = rtgauge(&["run", "-q", "--interval", "5s", "--duration", "60s", "--warmup", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = child;
+    std::thread::sleep(Duration::from_millis(800));
+    kill(&child, "INT");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(child.try_wait().unwrap().is_none(), "still finishing the current 5 s period");
+    let t = Instant::now();
+    kill(&child, "INT");
+    let status = child.wait().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(2));
+    assert_eq!(status.code(), Some(130));
+}
