@@ -62,8 +62,8 @@ impl LatencyStats {
         let [samples, missed, warmup_samples, warmup_missed, handoff_overflows] = counts;
         let (min, max) = min_max.unwrap_or((0, 0));
         let some = samples > 0 && min_max.is_some();
-        let pct = |p: f64| (some && hist.len() > 0).then(|| percentile(hist, p, min, max));
-        let mean = (some && hist.len() > 0).then(|| sum_ns as f64 / hist.len() as f64);
+        let pct = |p: f64| (some && !hist.is_empty()).then(|| percentile(hist, p, min, max));
+        let mean = (some && !hist.is_empty()).then(|| sum_ns as f64 / hist.len() as f64);
         LatencyStats {
             samples,
             missed,

@@ -41,22 +41,21 @@ pub fn render(r: &RunResult) -> String {
     };
     let _ = writeln!(
         s,
-        "rtgauge {} · {} latency · {} {} · interval {} · CPUs {} · {} after {} warm-up periods · {}",
+        "rtgauge {}: {} latency on CPUs {}, {} {}, interval {}, {}",
         r.tool_version,
         c.probes.join(", "),
+        format_cpu_list(&c.cpus),
         c.policy.kernel_name(),
         c.priority,
         Nanos(c.interval_ns),
-        format_cpu_list(&c.cpus),
-        length,
-        c.warmup.periods,
         if sys.mlockall_obtained { "memory locked" } else { "memory NOT locked" },
     );
+    let _ = writeln!(s, "measured {length} after {} warm-up periods", c.warmup.periods);
     let p = &sys.preemption;
     let mode = p.dynamic_mode.as_ref().map_or(String::new(), |m| format!(", mode {m}"));
     let _ = writeln!(
         s,
-        "kernel {} ({}{}{}) · {} · {} · clocksource {}",
+        "kernel {} ({}{}{}), {}, {}, clocksource {}",
         sys.kernel_release,
         p.model,
         mode,
@@ -70,7 +69,7 @@ pub fn render(r: &RunResult) -> String {
         (Status::Partial, Some(sig)) => format!("PARTIAL (stopped by {sig}; everything measured so far is kept)"),
         (Status::Partial, None) => "PARTIAL".to_string(),
     };
-    let _ = writeln!(s, "run {status} · {} → {}\n", r.started_at, r.ended_at);
+    let _ = writeln!(s, "run {status}, {} → {}\n", r.started_at, r.ended_at);
     let _ = writeln!(
         s,
         "{:<6}{:<5}{:>10}{:>8}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>11}",

@@ -183,6 +183,8 @@ fn rlimit(resource: libc::__rlimit_resource_t) -> io::Result<Option<u64>> {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: `lim` is a valid, writable rlimit.
     check(unsafe { libc::getrlimit(resource, &mut lim) })?;
+    // rlim_t is 32 bits wide on 32-bit ARM: the cast is needed there.
+    #[allow(clippy::unnecessary_cast)]
     Ok(if lim.rlim_cur == libc::RLIM_INFINITY { None } else { Some(lim.rlim_cur as u64) })
 }
 
