@@ -117,6 +117,10 @@ pub struct RunArgs {
     /// No live view; print only the summary
     #[arg(short, long)]
     pub quiet: bool,
+    /// Hold this PM QoS CPU latency request (/dev/cpu_dma_latency, µs) during the run, as
+    /// cyclictest does; 'off' measures with the idle states as configured
+    #[arg(long, default_value = "0", value_name = "US|off", allow_hyphen_values = true)]
+    pub cpu_dma_latency: String,
 }
 
 #[derive(Debug, Args)]
@@ -152,6 +156,7 @@ impl RunArgs {
             require: self.require.clone(),
             json: self.json.clone(),
             quiet: self.quiet,
+            cpu_dma_latency: self.cpu_dma_latency.clone(),
         }
     }
 }

@@ -55,13 +55,21 @@ impl Interrupts {
 /// Checks the plan against the audited machine and returns the CPUs to measure.
 fn resolve_cpus(plan: &RunPlan, system: &SystemInfo) -> Result<Vec<usize>> {
     match &plan.cpus {
-        None => Ok(system.online_cpus.clone()),
+        None if system.allowed_cpus.is_empty() => bail!("this process may run on no online CPU; check its affinity (taskset -p $$)"),
+        None => Ok(system.allowed_cpus.clone()),
         Some(cpus) => {
             if let Some(bad) = cpus.iter().find(|c| !system.online_cpus.contains(c)) {
                 bail!(
                     "--cpus: CPU {bad} is not online on this machine (online: {}); choose among them, e.g. --cpus {}",
                     format_cpu_list(&system.online_cpus),
-                    format_cpu_list(&system.online_cpus)
+                    format_cpu_list(&system.allowed_cpus)
+                );
+            }
+            if let Some(bad) = cpus.iter().find(|c| !system.allowed_cpus.contains(c)) {
+                bail!(
+                    "--cpus: CPU {bad} is outside this process's affinity (allowed: {}; set by taskset or a cpuset); \
+                     choose among them or widen the affinity",
+                    format_cpu_list(&system.allowed_cpus)
                 );
             }
             Ok(cpus.clone())
@@ -101,6 +109,15 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     }
     if !plan.policy.is_realtime() {
         warnings.push("measured at SCHED_OTHER on purpose (--policy other): not a real-time measurement".into());
+    }
+
+    let dma_guard = plan.cpu_dma_latency_us.map(crate::tuning::DmaLatencyGuard::hold);
+    if let Some(g) = dma_guard.as_ref().filter(|g| !g.record.applied) {
+        warnings.push(format!(
+            "could not hold /dev/cpu_dma_latency at {} ({}): deep CPU idle states may add exit latency; run as root",
+            g.record.value,
+            g.record.error.as_deref().unwrap_or("?")
+        ));
     }
 
     let sched = ThreadSched { policy: plan.policy, priority: plan.priority };
@@ -146,10 +163,13 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
                 view.update(elapsed, Some(total), warming, &cpus, &stats);
             }
         }
-        std::thread::sleep(Duration::from_millis(20));
+        // The rings hold ~10 s of samples: draining ten times a second keeps the collector's
+        // own wake-ups (which disturb the measured CPUs too) rare.
+        std::thread::sleep(Duration::from_millis(100));
     }
     probes.join();
     collector.drain(&mut probes);
+    let tuning: Vec<_> = dma_guard.map(|g| g.record.clone()).into_iter().collect(); // request released here
     if let Some(view) = live {
         view.finish();
     }
@@ -212,8 +232,10 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
             cycle_time_ns: plan.cycle_time_ns,
             budget_percent: verdict.budget_percent,
             requirements: plan.requirements.iter().map(|r| r.to_string()).collect(),
+            cpu_dma_latency_us: plan.cpu_dma_latency_us,
         },
         system,
+        tuning,
         probes: per_cpu,
         combined: vec![combined],
         verdict,

@@ -15,6 +15,7 @@ mod report;
 mod result;
 mod scenario;
 mod sys;
+mod tuning;
 mod verdict;
 
 use clap::Parser;

@@ -51,10 +51,16 @@ fn sigterm_keeps_partial_data_and_fails_criteria() {
     assert!(checks.iter().any(|c| c["expr"] == "status==complete" && c["passed"] == false));
 }
 
+fn files_in(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+}
+
 #[test]
-fn second_sigint_exits_at_once() {
+fn second_sigint_exits_at_once_leaving_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
     // With a 5 s interval the first SIGINT waits for the threads' current sleep to end.
-    let child = rtgauge(&["run", "-q", "--interval", "5s", "--duration", "60s", "--warmup", "0"])
+    let child = rtgauge(&["run", "-q", "--interval", "5s", "--duration", "60s", "--warmup", "0", "--json", json.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -69,4 +75,19 @@ fn second_sigint_exits_at_once() {
     let status = child.wait().unwrap();
     assert!(t.elapsed() < Duration::from_secs(2));
     assert_eq!(status.code(), Some(130));
+    assert!(files_in(dir.path()).is_empty(), "no stray file: {:?}", files_in(dir.path()));
+}
+
+#[test]
+fn sigkill_leaves_no_stray_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut child = rtgauge(&["run", "-q", "--duration", "60s", "--json", json.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(files_in(dir.path()).is_empty(), "no stray file: {:?}", files_in(dir.path()));
 }

@@ -33,6 +33,8 @@ pub struct SystemInfo {
     pub preemption: Preemption,
     pub cpu_model: String,
     pub online_cpus: Vec<usize>,
+    /// Online CPUs this process may run on (its affinity mask: taskset, cpusets).
+    pub allowed_cpus: Vec<usize>,
     pub clocksource: Option<String>,
     /// `/proc/sys/kernel/sched_rt_runtime_us` (-1: RT throttling disabled).
     pub sched_rt_runtime_us: Option<i64>,
@@ -211,6 +213,13 @@ impl SystemInfo {
             architecture: sys::uname_machine(),
             preemption,
             cpu_model: cpu_model(),
+            allowed_cpus: {
+                let online = online_cpus();
+                match sys::allowed_cpus() {
+                    Ok(allowed) => online.iter().copied().filter(|c| allowed.contains(c)).collect(),
+                    Err(_) => online.clone(),
+                }
+            },
             online_cpus: online_cpus(),
             clocksource: read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
             sched_rt_runtime_us: read_trim("/proc/sys/kernel/sched_rt_runtime_us").and_then(|s| s.parse().ok()),

@@ -1,7 +1,8 @@
 //! Writes the result document as JSON, to standard output or to a file. A file is written
 //! beside its destination first and renamed over it when complete, so a reader never sees a
 //! half-written document and an earlier result at that path survives a failed run. The
-//! destination is checked before the run, so a bad path fails before anything is measured.
+//! destination is checked before the run (a bad path fails before anything is measured) without
+//! leaving anything there, so a run that is killed leaves no stray file.
 
 use crate::result::RunResult;
 use crate::scenario::JsonTarget;
@@ -13,11 +14,15 @@ use tempfile::NamedTempFile;
 /// An open destination for the result document.
 pub enum JsonSink {
     Stdout,
-    File { path: PathBuf, temp: NamedTempFile },
+    File { path: PathBuf, dir: PathBuf, prefix: String },
 }
 
 fn unwritable(path: &Path, why: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("--json cannot write '{}': {why}; choose a writable path, e.g. --json result.json", path.display())
+}
+
+fn temp_file(dir: &Path, prefix: &str) -> std::io::Result<NamedTempFile> {
+    tempfile::Builder::new().prefix(prefix).suffix(".partial").tempfile_in(dir)
 }
 
 impl JsonSink {
@@ -38,12 +43,10 @@ impl JsonSink {
             _ => Path::new("."),
         };
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let temp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".partial")
-            .tempfile_in(dir)
-            .map_err(|e| unwritable(path, e))?;
-        Ok(JsonSink::File { path: path.clone(), temp })
+        let prefix = format!(".{name}.");
+        // Proves the directory takes new files; removed again at once.
+        temp_file(dir, &prefix).map_err(|e| unwritable(path, e))?;
+        Ok(JsonSink::File { path: path.clone(), dir: dir.to_path_buf(), prefix })
     }
 
     pub fn is_stdout(&self) -> bool {
@@ -58,8 +61,9 @@ impl JsonSink {
                 serde_json::to_writer_pretty(&mut out, result)?;
                 writeln!(out)?;
             }
-            JsonSink::File { path, mut temp } => {
+            JsonSink::File { path, dir, prefix } => {
                 let context = || format!("writing the result to '{}'", path.display());
+                let mut temp = temp_file(&dir, &prefix).with_context(context)?;
                 serde_json::to_writer_pretty(&mut temp, result).with_context(context)?;
                 writeln!(temp).with_context(context)?;
                 temp.as_file().sync_all().with_context(context)?;

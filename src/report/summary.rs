@@ -41,7 +41,7 @@ pub fn render(r: &RunResult) -> String {
     };
     let _ = writeln!(
         s,
-        "rtgauge {}: {} latency on CPUs {}, {} {}, interval {}, {}",
+        "rtgauge {}: {} latency on CPUs {}, {} {}, interval {}, {}{}",
         r.tool_version,
         c.probes.join(", "),
         format_cpu_list(&c.cpus),
@@ -49,6 +49,7 @@ pub fn render(r: &RunResult) -> String {
         c.priority,
         Nanos(c.interval_ns),
         if sys.mlockall_obtained { "memory locked" } else { "memory NOT locked" },
+        r.tuning.iter().filter(|t| t.applied).map(|t| format!(", {} {}", t.setting.trim_start_matches("/dev/"), t.value)).collect::<String>(),
     );
     let _ = writeln!(s, "measured {length} after {} warm-up periods", c.warmup.periods);
     let p = &sys.preemption;

@@ -37,6 +37,8 @@ pub struct RunResult {
     pub command_line: Vec<String>,
     pub config: Config,
     pub system: SystemInfo,
+    /// Settings held during the run, each with whether it was applied and how it is undone.
+    pub tuning: Vec<crate::tuning::TuningRecord>,
     pub probes: Vec<ProbeResult>,
     /// All CPUs of each probe together.
     pub combined: Vec<ProbeResult>,
@@ -61,6 +63,8 @@ pub struct Config {
     pub cycle_time_ns: Option<u64>,
     pub budget_percent: f64,
     pub requirements: Vec<String>,
+    /// The `/dev/cpu_dma_latency` request asked for (µs), null for `off`.
+    pub cpu_dma_latency_us: Option<u32>,
 }
 
 /// The warm-up as asked for and as periods.

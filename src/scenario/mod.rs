@@ -58,6 +58,8 @@ pub struct RunInput {
     pub require: Vec<String>,
     pub json: Option<String>,
     pub quiet: bool,
+    /// `--cpu-dma-latency`: microseconds, or `off`.
+    pub cpu_dma_latency: String,
 }
 
 /// A validated measurement plan: every value the run needs, checked and in base units.
@@ -78,6 +80,8 @@ pub struct RunPlan {
     pub requirements: Vec<Requirement>,
     pub json: Option<JsonTarget>,
     pub quiet: bool,
+    /// PM QoS CPU latency request held during the run (µs), `None` to leave idle states alone.
+    pub cpu_dma_latency_us: Option<u32>,
 }
 
 /// The longest interval accepted: a period loop slower than this is not a latency test.
@@ -198,6 +202,15 @@ impl RunPlan {
             return Err(bad("--json needs a file name or '-' for standard output"));
         }
 
+        let cpu_dma_latency_us = match input.cpu_dma_latency.trim() {
+            "off" | "none" => None,
+            t => Some(parse_duration_ns(t, Some(1e3)).ok().and_then(|ns| u32::try_from(ns / 1000).ok()).ok_or_else(|| {
+                bad(format!(
+                    "--cpu-dma-latency '{t}' is neither a time nor 'off', e.g. --cpu-dma-latency 0 (default) or off"
+                ))
+            })?),
+        };
+
         Ok(RunPlan {
             interval_ns,
             policy,
@@ -211,6 +224,7 @@ impl RunPlan {
             requirements,
             json,
             quiet: input.quiet,
+            cpu_dma_latency_us,
         })
     }
 
@@ -236,7 +250,13 @@ mod tests {
     use super::*;
 
     fn input() -> RunInput {
-        RunInput { interval: "1ms".into(), warmup: "1s".into(), budget: "25%".into(), ..Default::default() }
+        RunInput {
+            interval: "1ms".into(),
+            warmup: "1s".into(),
+            budget: "25%".into(),
+            cpu_dma_latency: "0".into(),
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -246,6 +266,11 @@ mod tests {
         assert_eq!(p.length, RunLength::Duration(60_000_000_000));
         assert_eq!((p.warmup_periods(), p.measure_periods()), (1000, 60_000));
         assert_eq!(p.budget, 0.25);
+        assert_eq!(p.cpu_dma_latency_us, Some(0));
+        let p = RunPlan::from_input(&RunInput { cpu_dma_latency: "off".into(), ..input() }).unwrap();
+        assert_eq!(p.cpu_dma_latency_us, None);
+        let p = RunPlan::from_input(&RunInput { cpu_dma_latency: "20us".into(), ..input() }).unwrap();
+        assert_eq!(p.cpu_dma_latency_us, Some(20));
     }
 
     #[test]

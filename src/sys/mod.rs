@@ -120,6 +120,16 @@ pub fn pin_thread_to_cpu(cpu: usize) -> io::Result<()> {
     }
 }
 
+/// The CPUs this process may run on (`sched_getaffinity`), e.g. as limited by taskset or a cpuset.
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data, filled by the kernel; CPU_ISSET reads within its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        check(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set))?;
+        Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect())
+    }
+}
+
 /// Locks all current and future pages of the process in memory (`mlockall`).
 pub fn lock_all_memory() -> io::Result<()> {
     // SAFETY: no pointers are passed.

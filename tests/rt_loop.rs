@@ -1,0 +1,80 @@
+//! The real-time loop does nothing but sleep and read the clock: traced with strace, the
+//! measurement thread's only system call between its first and last sleep is
+//! `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, ...)` (clock_gettime runs in the vDSO), one per
+//! period — no allocation (mmap/brk), no lock (futex), no output (write).
+
+mod common;
+use common::*;
+use std::collections::BTreeMap;
+
+#[test]
+fn the_measurement_thread_only_sleeps() {
+    if std::process::Command::new("strace").arg("-V").output().is_err() {
+        panic!("strace is needed for this test: apt-get install strace (.ci/run installs it)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let out = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-o"])
+        .arg(&trace)
+        .arg(bin())
+        .args(["run", "-q", "--loops", "300", "--warmup", "20", "--cpus", "0", "--interval", "1ms"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    // Lines look like "1234 clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, {...}, NULL) = 0".
+    let mut by_thread: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
+    for line in text.lines() {
+        let Some((tid, call)) = line.split_once(' ') else { continue };
+        let Ok(tid) = tid.parse() else { continue };
+        let call = call.trim_start();
+        if call.starts_with("<...") || call.starts_with("+++") || call.starts_with("---") {
+            continue; // resumptions, exits and signals are not new calls
+        }
+        by_thread.entry(tid).or_default().push(call);
+    }
+    let is_sleep = |c: &&str| c.starts_with("clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME");
+    let (tid, calls) = by_thread
+        .iter()
+        .find(|(_, calls)| calls.iter().any(|c| c.starts_with("sched_setscheduler")) && calls.iter().any(is_sleep))
+        .expect("a measurement thread that set its scheduler and slept");
+    let first = calls.iter().position(is_sleep).unwrap();
+    let last = calls.iter().rposition(is_sleep).unwrap();
+    let in_loop = &calls[first..=last];
+    let others: Vec<&&str> = in_loop.iter().filter(|c| !is_sleep(c)).collect();
+    assert!(others.is_empty(), "thread {tid} made other system calls inside its loop: {others:?}");
+    assert_eq!(in_loop.len(), 320, "one sleep per period (20 warm-up + 300 measured)");
+    // Set-up happened before the loop: affinity, scheduler, signal mask.
+    let setup = &calls[..first];
+    for call in ["sched_setaffinity", "sched_setscheduler", "rt_sigprocmask"] {
+        assert!(setup.iter().any(|c| c.starts_with(call)), "{call} before the loop");
+    }
+}
+
+#[test]
+fn default_cpus_follow_the_affinity_mask() {
+    let cpus = online_cpus();
+    let last = cpus.last().unwrap().to_string();
+    let out = std::process::Command::new("taskset")
+        .args(["-c", &last])
+        .arg(bin())
+        .args(["run", "-q", "--json", "-", "--duration", "100ms", "--warmup", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["config"]["cpus"], serde_json::json!([cpus.last().unwrap()]));
+    assert_eq!(doc["system"]["allowed_cpus"], serde_json::json!([cpus.last().unwrap()]));
+    if cpus.len() > 1 {
+        let out = std::process::Command::new("taskset")
+            .args(["-c", &last])
+            .arg(bin())
+            .args(["run", "-q", "--duration", "100ms", "--cpus", &cpus[0].to_string()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("affinity") && err.trim().lines().count() == 1, "{err}");
+    }
+}
