@@ -11,7 +11,7 @@ plus binary size and start-up time. Needs root, cyclictest and hackbench (Debian
 
 Medians over the repeats are reported; single maxima are printed for information only.
 """
-import argparse, json, os, platform, shutil, signal, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, platform, shutil, signal, statistics, subprocess, sys, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,18 +36,20 @@ def run_rusage(argv):
     up to 20 ms before exit)."""
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     box = {"hwm": 0}
+    done = threading.Event()
     def poll():
-        while p.poll() is None:
+        # Must not reap the child (p.poll() would): wait4 below needs it for the rusage.
+        while not done.is_set():
             v = vm_hwm_kib(p.pid)
             if v:
                 box["hwm"] = max(box["hwm"], v)
             time.sleep(0.02)
-    import threading
     t = threading.Thread(target=poll, daemon=True)
     t.start()
     out, err = p.stdout.read(), p.stderr.read()
     _, status, ru = os.wait4(p.pid, 0)
     p.returncode = os.waitstatus_to_exitcode(status)
+    done.set()
     t.join()
     if p.returncode != 0:
         sys.exit(f"{argv[0]} failed ({p.returncode}): {err.decode()[-500:]}")

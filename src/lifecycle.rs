@@ -148,6 +148,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     let mut collector = Collector::new(&cpus, plan.interval_ns);
     let live = LiveView::new(plan.quiet, &cpus, Some(total));
     let mut last_draw = std::time::Instant::now();
+    let planned_end_ns = probes.start_ns + total_periods.saturating_mul(plan.interval_ns);
     loop {
         collector.drain(&mut probes);
         if probes.all_finished() {
@@ -164,8 +165,10 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
             }
         }
         // The rings hold ~10 s of samples: draining ten times a second keeps the collector's
-        // own wake-ups (which disturb the measured CPUs too) rare.
-        std::thread::sleep(Duration::from_millis(100));
+        // own wake-ups (which disturb the measured CPUs too) rare. Near the planned end it
+        // wakes sooner, so a run ends as soon as its last period is measured.
+        let until_end = planned_end_ns.saturating_sub(sys::monotonic_ns());
+        std::thread::sleep(Duration::from_nanos(until_end.clamp(1_000_000, 100_000_000)));
     }
     probes.join();
     collector.drain(&mut probes);

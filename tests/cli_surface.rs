@@ -39,7 +39,7 @@ fn not_a_terminal_prints_only_the_summary() {
 #[test]
 fn live_view_on_a_terminal() {
     // `script` gives the program a pseudo-terminal.
-    let cmd = format!("{} run --duration 2s --warmup 0 --cpus 0", bin().display());
+    let cmd = format!("{} run --duration 2s --warmup 0 --cpus 0", bin_shell());
     let Ok(out) = std::process::Command::new("script").args(["-qec", &cmd, "/dev/null"]).output() else {
         eprintln!("SKIPPED: 'script' (util-linux) is not installed");
         return;
@@ -50,7 +50,7 @@ fn live_view_on_a_terminal() {
     assert!(text.contains("cpu0") && text.contains("missed"), "per-CPU live line: {text}");
     assert!(text.contains("timer all"), "summary follows");
 
-    let cmd = format!("{} run --quiet --duration 1s --warmup 0 --cpus 0", bin().display());
+    let cmd = format!("{} run --quiet --duration 1s --warmup 0 --cpus 0", bin_shell());
     let out = std::process::Command::new("script").args(["-qec", &cmd, "/dev/null"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("s left"), "--quiet hides the live view");

@@ -58,7 +58,7 @@ fn unwritable_json_path_fails_before_measuring() {
 fn nobody_can_run_binary() -> bool {
     std::process::Command::new("setpriv")
         .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .arg(bin())
+        .args(bin_argv())
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success())
@@ -67,12 +67,12 @@ fn nobody_can_run_binary() -> bool {
 #[test]
 fn without_rt_privileges_it_says_how_to_fix_it() {
     if !nobody_can_run_binary() {
-        eprintln!("SKIPPED: the user 'nobody' cannot execute {} (setpriv or permissions)", bin().display());
+        eprintln!("SKIPPED: the user 'nobody' cannot execute {} (setpriv or permissions)", bin_shell());
         return;
     }
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .arg(bin())
+        .args(bin_argv())
         .args(["run", "--duration", "1s", "--cpus", "0"])
         .output()
         .unwrap();
@@ -81,7 +81,7 @@ fn without_rt_privileges_it_says_how_to_fix_it() {
     // Deliberately without RT priority: measures, and says so.
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .arg(bin())
+        .args(bin_argv())
         .args(["run", "-q", "--duration", "200ms", "--warmup", "0", "--cpus", "0", "--policy", "other", "--json", "-"])
         .output()
         .unwrap();
@@ -109,7 +109,7 @@ fn rt_cgroup_without_runtime_is_explained() {
     let group = base.join(format!("rtgauge-test-{}", std::process::id()));
     std::fs::create_dir(&group).unwrap();
     std::fs::write(group.join("cpu.rt_runtime_us"), "0").unwrap();
-    let script = format!("echo $$ > {}/tasks && exec {} run --duration 1s --cpus 0", group.display(), bin().display());
+    let script = format!("echo $$ > {}/tasks && exec {} run --duration 1s --cpus 0", group.display(), bin_shell());
     let out = std::process::Command::new("sh").args(["-c", &script]).output().unwrap();
     let _ = std::fs::remove_dir(&group);
     assert_usage_error(&out, &["cpu.rt_runtime_us = 0", "--policy other"]);

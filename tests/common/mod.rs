@@ -11,10 +11,29 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rtgauge"))
 }
 
+/// An emulator to run the binary with (e.g. `qemu-aarch64-static` when testing a cross-built
+/// binary), from `RTGAUGE_RUNNER`; `None` for a native binary.
+pub fn runner() -> Option<String> {
+    std::env::var("RTGAUGE_RUNNER").ok().filter(|r| !r.trim().is_empty())
+}
+
+/// The argv that starts the binary: `[runner,] binary`.
+pub fn bin_argv() -> Vec<String> {
+    let mut v: Vec<String> = runner().map(|r| r.split_whitespace().map(String::from).collect()).unwrap_or_default();
+    v.push(bin().display().to_string());
+    v
+}
+
+/// The binary's argv as one shell word list, for `sh -c` and `script -c`.
+pub fn bin_shell() -> String {
+    bin_argv().join(" ")
+}
+
 /// A command for the binary.
 pub fn rtgauge(args: &[&str]) -> Command {
-    let mut c = Command::new(bin());
-    c.args(args);
+    let argv = bin_argv();
+    let mut c = Command::new(&argv[0]);
+    c.args(&argv[1..]).args(args);
     c
 }
 

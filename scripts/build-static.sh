@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds static rtgauge binaries for boards: x86_64, aarch64, armv7 (or "all").
+#   scripts/build-static.sh x86_64 aarch64 armv7      -> dist/rtgauge-<arch>
+# x86_64: static glibc for the host target (no download). aarch64: musl (rustup target, linked
+# by rust-lld). armv7: static glibc (rustup target + Debian's gcc-arm-linux-gnueabihf).
+# Installs what is missing (rustup targets; Debian packages when run as root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -gt 0 ] || set -- x86_64
+[ "$1" = all ] && set -- x86_64 aarch64 armv7
+mkdir -p dist
+
+need_pkg() { # command package
+  command -v "$1" >/dev/null && return 0
+  if [ "$(id -u)" = 0 ]; then
+    apt-get install -y -qq "$2" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "$2" >/dev/null; }
+  else
+    echo "build-static: '$1' is missing: install the Debian package $2" >&2; exit 2
+  fi
+}
+need_target() {
+  rustup target list --installed 2>/dev/null | grep -qx "$1" || rustup target add "$1"
+}
+
+for arch in "$@"; do
+  case $arch in
+    x86_64)
+      target=x86_64-unknown-linux-gnu
+      # --target keeps the flag away from build scripts and proc macros.
+      RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked --target $target ;;
+    aarch64)
+      target=aarch64-unknown-linux-musl
+      need_target $target
+      cargo build --release --locked --target $target ;;
+    armv7)
+      target=armv7-unknown-linux-gnueabihf
+      need_target $target
+      need_pkg arm-linux-gnueabihf-gcc gcc-arm-linux-gnueabihf
+      cargo build --release --locked --target $target ;;
+    *) echo "build-static: unknown architecture '$arch': use x86_64, aarch64, armv7 or all" >&2; exit 2 ;;
+  esac
+  cp "target/$target/release/rtgauge" "dist/rtgauge-$arch"
+  echo "dist/rtgauge-$arch: $(file -b "dist/rtgauge-$arch" 2>/dev/null | cut -d, -f1-2 || true)"
+done

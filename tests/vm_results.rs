@@ -1,0 +1,136 @@
+//! Checks what rtgauge reported inside the qemu test guests (tests/vm/run.sh boots them and
+//! calls this with RTGAUGE_VM_RESULTS=dir[:dir...]; it is ignored in a plain `cargo test`).
+//! For every guest: each command of its commands.txt ran and exited as expected; every result
+//! document validates against docs/result-schema.json, reports the guest kernel's preemption
+//! model (PREEMPT_RT on the RT kernels, not on the others) and, when complete, accounts for
+//! every planned period; an interrupted run is partial; an injected stall shows up.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+fn key_values(path: &Path) -> BTreeMap<String, String> {
+    fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect()
+}
+
+fn planned_periods(doc: &Value) -> u64 {
+    let c = &doc["config"];
+    match c["loops"].as_u64() {
+        Some(n) => n,
+        None => u(&c["duration_ns"]) / u(&c["interval_ns"]),
+    }
+}
+
+fn check_guest(dir: &Path, validator: &jsonschema::Validator) -> Vec<String> {
+    let mut problems = Vec::new();
+    let host = key_values(&dir.join("host-info"));
+    let guest = key_values(&dir.join("guest-info"));
+    let rt_kernel = host["flavor"] == "rt";
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    println!("{name}: {} {} ({}), realtime={}", guest["arch"], guest["release"], guest["version"], guest["realtime"]);
+    if (guest["realtime"] == "1") != rt_kernel {
+        problems.push(format!("{name}: /sys/kernel/realtime is {} on a '{}' kernel", guest["realtime"], host["flavor"]));
+    }
+
+    let commands = fs::read_to_string(dir.join("commands.txt")).unwrap();
+    let ran: BTreeMap<String, i32> = fs::read_to_string(dir.join("exit-codes"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once(' ').map(|(n, c)| (n.to_string(), c.trim().parse().unwrap())))
+        .collect();
+    for line in commands.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let mut parts = line.split_whitespace();
+        let (cmd, expect): (&str, i32) = (parts.next().unwrap(), parts.next().unwrap().parse().unwrap());
+        let stderr = fs::read_to_string(dir.join(format!("{cmd}.stderr"))).unwrap_or_default();
+        match ran.get(cmd) {
+            None => problems.push(format!("{name}: command '{cmd}' did not run")),
+            Some(&rc) if rc != expect => {
+                problems.push(format!("{name}: '{cmd}' exited {rc}, expected {expect}; stderr: {}", stderr.trim()))
+            }
+            Some(_) => println!("  {cmd}: exit {expect} as expected"),
+        }
+        if expect == 2 && stderr.trim_end().lines().count() != 1 {
+            problems.push(format!("{name}: '{cmd}' should give a one-line error, gave: {stderr:?}"));
+        }
+    }
+
+    let mut documents = 0;
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        documents += 1;
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let doc: Value = match fs::read_to_string(&path).map(|t| serde_json::from_str(&t)) {
+            Ok(Ok(d)) => d,
+            other => {
+                problems.push(format!("{name}/{file}: not a JSON document: {other:?}"));
+                continue;
+            }
+        };
+        for e in validator.iter_errors(&doc) {
+            problems.push(format!("{name}/{file}: schema: {e} at {}", e.instance_path));
+        }
+        let pre = &doc["system"]["preemption"];
+        if pre["realtime"] != rt_kernel || (pre["model"] == "PREEMPT_RT") != rt_kernel {
+            problems.push(format!("{name}/{file}: preemption {pre} on a '{}' kernel", host["flavor"]));
+        }
+        if doc["system"]["kernel_release"] != guest["release"].as_str() {
+            problems.push(format!("{name}/{file}: kernel_release {} but the guest runs {}", doc["system"]["kernel_release"], guest["release"]));
+        }
+        let planned = planned_periods(&doc);
+        for p in doc["probes"].as_array().unwrap() {
+            check_probe_invariants(p);
+            let periods = u(&p["samples"]) + u(&p["missed"]);
+            if doc["status"] == "complete" && periods != planned {
+                problems.push(format!("{name}/{file}: cpu{} measured {periods} periods, planned {planned}", p["cpu"]));
+            }
+        }
+        println!("  {file}: {} , {} probe(s), valid", doc["status"], doc["probes"].as_array().unwrap().len());
+    }
+    if documents == 0 {
+        problems.push(format!("{name}: no result document came back"));
+    }
+
+    // Command-specific ground truth.
+    if let Ok(t) = fs::read_to_string(dir.join("sigint-partial.json")) {
+        let doc: Value = serde_json::from_str(&t).unwrap();
+        if doc["status"] != "partial" || doc["interrupted_by"] != "SIGINT" {
+            problems.push(format!("{name}: SIGINT run is {} / {}", doc["status"], doc["interrupted_by"]));
+        }
+    }
+    if let (Ok(run), Ok(stall)) = (fs::read_to_string(dir.join("stall-run.json")), fs::read_to_string(dir.join("stall-run.stall"))) {
+        let doc: Value = serde_json::from_str(&run).unwrap();
+        let stall: Value = serde_json::from_str(&stall).unwrap();
+        let interval = u(&doc["config"]["interval_ns"]);
+        let cpu1 = doc["probes"].as_array().unwrap().iter().find(|p| p["cpu"] == 1).unwrap();
+        if u(&cpu1["max_ns"]) + interval < u(&stall["duration_ns"]) {
+            problems.push(format!("{name}: a {} ns stall on cpu1 but its max is {}", stall["duration_ns"], cpu1["max_ns"]));
+        }
+    }
+    problems
+}
+
+#[test]
+#[ignore = "run by tests/vm/run.sh with RTGAUGE_VM_RESULTS set"]
+fn guests_report_what_their_kernels_are() {
+    let dirs = std::env::var("RTGAUGE_VM_RESULTS").expect("RTGAUGE_VM_RESULTS=dir[:dir...] (set by tests/vm/run.sh)");
+    let schema: Value = serde_json::from_str(include_str!("../docs/result-schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let mut problems = Vec::new();
+    let mut guests = 0;
+    for dir in dirs.split(':').filter(|d| !d.is_empty()) {
+        guests += 1;
+        problems.extend(check_guest(Path::new(dir), &validator));
+    }
+    assert!(guests > 0, "no guest results given");
+    assert!(problems.is_empty(), "{} problem(s):\n{}", problems.len(), problems.join("\n"));
+}
