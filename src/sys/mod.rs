@@ -70,8 +70,9 @@ pub fn monotonic_ns() -> u64 {
 #[inline(always)]
 pub fn sleep_until_monotonic(deadline_ns: u64) {
     let ts = libc::timespec {
-        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+        // `as _`: the field types differ between glibc, musl and 32-bit targets.
+        tv_sec: (deadline_ns / 1_000_000_000) as _,
+        tv_nsec: (deadline_ns % 1_000_000_000) as _,
     };
     loop {
         // SAFETY: `ts` is a valid timespec; the remainder pointer may be null for TIMER_ABSTIME.
@@ -86,23 +87,43 @@ pub fn sleep_until_monotonic(deadline_ns: u64) {
     }
 }
 
-/// Sets the calling thread's scheduling policy and priority (`sched_setscheduler(0, ..)`).
-pub fn set_thread_scheduler(policy: Policy, priority: i32) -> io::Result<()> {
-    let param = libc::sched_param { sched_priority: if policy.is_realtime() { priority } else { 0 } };
-    // SAFETY: `param` is a valid sched_param; pid 0 means the calling thread.
-    check(unsafe { libc::sched_setscheduler(0, policy.raw(), &param) })
+/// A sched_param with every field zero (musl's has sporadic-server fields besides the priority).
+fn zeroed_sched_param() -> libc::sched_param {
+    // SAFETY: sched_param is plain integer data; all-zero is a valid value.
+    unsafe { std::mem::zeroed() }
 }
 
-/// Reads back the calling thread's scheduling policy and priority.
-pub fn thread_scheduler() -> io::Result<(Option<Policy>, i32)> {
-    // SAFETY: pid 0 means the calling thread; no pointers are passed.
-    let raw = unsafe { libc::sched_getscheduler(0) };
-    if raw < 0 {
-        return Err(io::Error::last_os_error());
+/// Result of a raw `syscall()`: -1 and errno on failure.
+fn check_syscall(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
     }
-    let mut param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: `param` is a valid, writable sched_param.
-    check(unsafe { libc::sched_getparam(0, &mut param) })?;
+}
+
+/// Sets the calling thread's scheduling policy and priority with the raw
+/// `sched_setscheduler(0, ..)` system call, which on Linux applies to the calling thread.
+/// (musl's library function refuses with ENOSYS, following POSIX's per-process meaning.)
+pub fn set_thread_scheduler(policy: Policy, priority: i32) -> io::Result<()> {
+    let mut param = zeroed_sched_param();
+    param.sched_priority = if policy.is_realtime() { priority } else { 0 };
+    // SAFETY: `param` is a valid sched_param that outlives the call; tid 0 is the calling thread.
+    check_syscall(unsafe {
+        libc::syscall(libc::SYS_sched_setscheduler, 0 as libc::pid_t, policy.raw(), &param as *const libc::sched_param)
+    })
+    .map(drop)
+}
+
+/// Reads back the calling thread's scheduling policy and priority (raw system calls, as above).
+pub fn thread_scheduler() -> io::Result<(Option<Policy>, i32)> {
+    // SAFETY: tid 0 means the calling thread; no pointers are passed.
+    let raw = check_syscall(unsafe { libc::syscall(libc::SYS_sched_getscheduler, 0 as libc::pid_t) })? as libc::c_int;
+    let mut param = zeroed_sched_param();
+    // SAFETY: `param` is a valid, writable sched_param that outlives the call.
+    check_syscall(unsafe {
+        libc::syscall(libc::SYS_sched_getparam, 0 as libc::pid_t, &mut param as *mut libc::sched_param)
+    })?;
     // Mask SCHED_RESET_ON_FORK which may be or-ed into the policy.
     Ok((Policy::from_raw(raw & !libc::SCHED_RESET_ON_FORK), param.sched_priority))
 }
@@ -189,7 +210,13 @@ pub fn memlock_limit() -> io::Result<Option<u64>> {
     rlimit(libc::RLIMIT_MEMLOCK)
 }
 
-fn rlimit(resource: libc::__rlimit_resource_t) -> io::Result<Option<u64>> {
+/// The type of getrlimit's resource argument: glibc has its own, musl uses int.
+#[cfg(target_env = "gnu")]
+type RlimitResource = libc::__rlimit_resource_t;
+#[cfg(not(target_env = "gnu"))]
+type RlimitResource = libc::c_int;
+
+fn rlimit(resource: RlimitResource) -> io::Result<Option<u64>> {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: `lim` is a valid, writable rlimit.
     check(unsafe { libc::getrlimit(resource, &mut lim) })?;
