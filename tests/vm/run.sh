@@ -6,8 +6,8 @@
 #
 #   tests/vm/run.sh [--arch x86|arm64|all] [--kernels rt,std] [--commands FILE] [--prove-failure]
 #
-# --prove-failure boots once with a command whose expected exit status is wrong and succeeds
-# only if the check then fails (the harness can fail).  Needs root (apt-get). Latency figures
+# --prove-failure boots once with a command whose expected exit status is wrong, and once with a
+# time-out too short to finish, and succeeds only if both fail the check (the harness can fail).  Needs root (apt-get). Latency figures
 # under emulation are meaningless: this proves function, not performance.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -55,7 +55,7 @@ fetch() { # package[:arch] -> path of the .deb in $WORK/debs
 
 # The versioned image package a Debian kernel metapackage points to, e.g. linux-image-6.1.0-56-rt-amd64.
 kernel_package() { # metapackage[:arch]
-  apt-cache depends "$1" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*\)$/\1/p' | head -1
+  apt-cache depends "$1" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9][^ :]*\)\(:[a-z0-9]*\)\{0,1\}$/\1/p' | head -1
 }
 
 kernel() { # arch flavor -> path of the kernel image
@@ -171,11 +171,15 @@ fi
 [ $check_rc = 0 ] || failed=1
 
 if [ $PROVE_FAILURE = 1 ]; then
-  if [ $failed = 1 ]; then
-    log "PASS: the harness failed on the deliberately broken command, as it must"; exit 0
-  else
-    log "FAIL: the harness accepted a deliberately broken command"; exit 1
+  [ $failed = 1 ] || { log "FAIL: the harness accepted a deliberately broken command"; exit 1; }
+  log "PASS: the harness failed on the deliberately broken command, as it must"
+  # A guest that does not finish in time (here: 3 s, too short to boot) must fail the run too.
+  TIMEOUT=3 boot x86 "$kimg" "$initrd" "$WORK/timeout.log"
+  if unpack "$WORK/timeout.log" "$WORK/out/timeout" 2>/dev/null; then
+    log "FAIL: the harness accepted a guest killed by its time-out"; exit 1
   fi
+  log "PASS: a guest killed by its time-out fails the run, as it must"
+  exit 0
 fi
 [ $failed = 0 ] && log "all guests passed" || log "FAILED"
 exit $failed
