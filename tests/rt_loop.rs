@@ -23,7 +23,8 @@ fn the_measurement_thread_only_sleeps() {
         .args(["-f", "-qq", "-o"])
         .arg(&trace)
         .args(bin_argv())
-        .args(["run", "-q", "--loops", "300", "--warmup", "20", "--cpus", "0", "--interval", "1ms"])
+        .args(["run", "-q", "--loops", "300", "--warmup", "20", "--cpus", "0", "--interval", "1ms", "--json"])
+        .arg(dir.path().join("r.json"))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -49,7 +50,12 @@ fn the_measurement_thread_only_sleeps() {
     let in_loop = &calls[first..=last];
     let others: Vec<&&str> = in_loop.iter().filter(|c| !is_sleep(c)).collect();
     assert!(others.is_empty(), "thread {tid} made other system calls inside its loop: {others:?}");
-    assert_eq!(in_loop.len(), 320, "one sleep per period (20 warm-up + 300 measured)");
+    // One sleep per wake-up: every period is slept for unless an earlier wake-up came so late
+    // that it was counted as missed.
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let p = &doc["probes"][0];
+    assert_eq!(in_loop.len() as u64, u(&p["samples"]) + u(&p["warmup_samples"]), "one sleep per wake-up");
+    assert_eq!(u(&p["samples"]) + u(&p["missed"]) + u(&p["warmup_samples"]) + u(&p["warmup_missed"]), 320);
     // Set-up happened before the loop: affinity, scheduler, signal mask.
     let setup = &calls[..first];
     for call in ["sched_setaffinity", "sched_setscheduler", "rt_sigprocmask"] {
