@@ -53,6 +53,52 @@ pub enum Command {
     #[command(after_help = "Example:\n  rtgauge run --cpus 1 -D 5s &  sleep 2; rtgauge stall --cpu 1 --duration 200ms\n      \
         cpu1's worst case must be at least ~200 ms, with ~200 missed 1 ms periods.")]
     Stall(StallArgs),
+    /// Run load generators on their own, like stress or hackbench
+    #[command(after_help = LOAD_EXAMPLES)]
+    Load(LoadArgs),
+    /// (internal) a built-in load's worker process
+    #[command(name = "__worker", hide = true)]
+    Worker,
+    /// (internal) the process that cleans up loads if rtgauge is killed
+    #[command(name = "__guardian", hide = true)]
+    Guardian,
+}
+
+const LOAD_EXAMPLES: &str = "\
+Generators and their options (a count of 0 or none given means one worker per CPU where noted):
+  hackbench  groups=10 fds=20 size=100 loops=100 pipe|sockets threads|processes
+  cpu        workers=<CPUs>                       integer + floating point, no system calls
+  vm         workers=<CPUs> bytes=32M             map, touch every page, unmap (page faults)
+  io         workers=1 size=16M block=64K         write, fsync, drop cache, read back (temp dir)
+  fork       workers=1                            process creation storm
+  proc       workers=1                            reads of /proc files
+  net        workers=1 size=64 target=ADDR:PORT   UDP flood (default: to a loopback receiver)
+  timers     count=64 period=100us                many short timers (interrupt load)
+  cmd:ARGV   an external command, restarted if it exits early (cmd-once: not restarted)
+  Every load also takes nice=N, and a phase on the run's timeline: @30s..90s, @10s.., @..20s.
+
+Examples:
+  rtgauge load hackbench                       one hackbench round; prints its time like hackbench
+  rtgauge load hackbench:groups=10,pipe,threads
+  rtgauge load cpu,vm:workers=8,bytes=20M --duration 60s      like stress --cpu N --vm 8 --vm-bytes 20M
+  rtgauge load 'cmd:stress-ng --cpu 2' --duration 30s
+  rtgauge run --load hackbench,net            measure under hackbench and a UDP flood
+  rtgauge run --load vm@10s..20s --load io@30s..40s -D 50s     a timeline of loads";
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Loads, as for 'rtgauge run --load'
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<String>,
+    /// How long to run [default: hackbench runs one round; other loads need a duration]
+    #[arg(short = 'D', long, allow_hyphen_values = true, value_name = "TIME")]
+    pub duration: Option<String>,
+    /// CPUs the loads run on
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
+    pub cpus: Option<String>,
+    /// Write what each load did as JSON to FILE ('-' for standard output)
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
+    pub json: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -117,6 +163,14 @@ pub struct RunArgs {
     /// No live view; print only the summary
     #[arg(short, long)]
     pub quiet: bool,
+    /// Load to measure under, repeatable or comma-separated: hackbench, cpu, vm, io, fork, proc,
+    /// net, timers, 'cmd:ARGV', with options (vm:workers=8,bytes=20M) and a phase (@30s..90s);
+    /// 'none' for an idle system [default: the worst-case mix]
+    #[arg(long = "load", value_name = "SPEC", allow_hyphen_values = true)]
+    pub load: Vec<String>,
+    /// CPUs the loads run on, e.g. 1-3 [default: all]
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
+    pub load_cpus: Option<String>,
     /// Hold this PM QoS CPU latency request (/dev/cpu_dma_latency, µs) during the run, as
     /// cyclictest does; 'off' measures with the idle states as configured
     #[arg(long, default_value = "0", value_name = "US|off", allow_hyphen_values = true)]
@@ -157,6 +211,8 @@ impl RunArgs {
             json: self.json.clone(),
             quiet: self.quiet,
             cpu_dma_latency: self.cpu_dma_latency.clone(),
+            load: self.load.clone(),
+            load_cpus: self.load_cpus.clone(),
         }
     }
 }

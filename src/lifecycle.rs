@@ -8,7 +8,9 @@ use crate::probe::{self, timer::TimerLoop, SetupError, ThreadSched};
 use crate::report::{json::JsonSink, live::LiveView, summary};
 use crate::result::{Config, ProbeResult, RunResult, Status, WarmupConfig, SCHEMA};
 use crate::scenario::cpus::format_cpu_list;
-use crate::scenario::{RunLength, RunPlan, Warmup};
+use crate::load::manager::{find_program, LoadSet};
+use crate::load::spec::{Generator, LoadSpec};
+use crate::scenario::{LoadChoice, RunLength, RunPlan, Warmup};
 use crate::sys;
 use crate::verdict;
 use anyhow::{anyhow, bail, Result};
@@ -77,6 +79,44 @@ fn resolve_cpus(plan: &RunPlan, system: &SystemInfo) -> Result<Vec<usize>> {
     }
 }
 
+/// The loads of the plan, resolved for this machine and checked against it: the commands exist,
+/// every phase starts within the run.
+fn resolve_loads(plan: &RunPlan, system: &SystemInfo) -> Result<(Vec<LoadSpec>, &'static str)> {
+    let (specs, source) = match &plan.loads {
+        LoadChoice::Idle => (Vec::new(), "none"),
+        LoadChoice::DefaultMix => (crate::load::default_mix(system.allowed_cpus.len()), "default"),
+        LoadChoice::Given(specs) => (specs.clone(), "given"),
+    };
+    check_loads(&specs, Some(plan.total_ns()), &system.online_cpus, plan.load_cpus.as_deref())?;
+    let cpus = plan.load_cpus.as_ref().map_or(system.allowed_cpus.len(), Vec::len);
+    Ok((specs.into_iter().map(|s| s.resolve(cpus)).collect(), source))
+}
+
+/// Checks loads against the machine before anything starts.
+fn check_loads(specs: &[LoadSpec], run_ns: Option<u64>, online: &[usize], load_cpus: Option<&[usize]>) -> Result<()> {
+    for s in specs {
+        if let Generator::Cmd { argv, .. } = &s.generator {
+            if find_program(&argv[0]).is_none() {
+                bail!("--load '{}': command '{}' not found; give its path or install it", s.text, argv[0]);
+            }
+        }
+        if let (Some(start), Some(total)) = (s.start_ns, run_ns) {
+            if start >= total {
+                bail!(
+                    "--load '{}': starts at {} but the run lasts {}; start it earlier or lengthen the run",
+                    s.text,
+                    crate::scenario::units::Nanos(start),
+                    crate::scenario::units::Nanos(total)
+                );
+            }
+        }
+    }
+    if let Some(bad) = load_cpus.and_then(|l| l.iter().find(|c| !online.contains(c))) {
+        bail!("--load-cpus: CPU {bad} is not online (online: {}); choose among them", format_cpu_list(online));
+    }
+    Ok(())
+}
+
 fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
@@ -85,6 +125,7 @@ fn rfc3339(t: SystemTime) -> String {
 pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     let mut system = SystemInfo::probe();
     let cpus = resolve_cpus(&plan, &system)?;
+    let (load_specs, load_source) = resolve_loads(&plan, &system)?;
     let sink = plan.json.as_ref().map(JsonSink::open).transpose()?;
     let interrupts = Interrupts::install()?;
 
@@ -120,6 +161,17 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
         ));
     }
 
+    // Loads start before the probes, so the measurement starts under load (the warm-up absorbs
+    // their ramp-up); phased loads wait for their offset.
+    let mut loads = LoadSet::new(&load_specs, plan.load_cpus.clone(), false)?;
+    if load_source == "default" && !plan.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        eprintln!(
+            "rtgauge: measuring under the default worst-case load ({}); --load none measures an idle system",
+            load_specs.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(", ")
+        );
+    }
+    loads.start_initial();
+
     let sched = ThreadSched { policy: plan.policy, priority: plan.priority };
     let cfg = TimerLoop {
         interval_ns: plan.interval_ns,
@@ -149,11 +201,13 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     let live = LiveView::new(plan.quiet, &cpus, Some(total));
     let mut last_draw = std::time::Instant::now();
     let planned_end_ns = probes.start_ns + total_periods.saturating_mul(plan.interval_ns);
+    loads.set_origin(probes.start_ns);
     loop {
         collector.drain(&mut probes);
         if probes.all_finished() {
             break;
         }
+        loads.tick(sys::monotonic_ns());
         if let Some(view) = &live {
             if last_draw.elapsed() >= Duration::from_millis(250) {
                 last_draw = std::time::Instant::now();
@@ -167,12 +221,21 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
         // The rings hold ~10 s of samples: draining ten times a second keeps the collector's
         // own wake-ups (which disturb the measured CPUs too) rare. Near the planned end it
         // wakes sooner, so a run ends as soon as its last period is measured.
-        let until_end = planned_end_ns.saturating_sub(sys::monotonic_ns());
+        let next = loads.next_event_ns().map_or(planned_end_ns, |e| e.min(planned_end_ns));
+        let until_end = next.saturating_sub(sys::monotonic_ns());
         std::thread::sleep(Duration::from_nanos(until_end.clamp(1_000_000, 100_000_000)));
     }
     probes.join();
     collector.drain(&mut probes);
     let tuning: Vec<_> = dma_guard.map(|g| g.record.clone()).into_iter().collect(); // request released here
+    let load_records = loads.finish();
+    for l in load_records.iter().filter(|l| l.failed) {
+        warnings.push(format!(
+            "load '{}' failed: {}",
+            l.spec,
+            l.error.as_deref().unwrap_or("see the loads section of the result")
+        ));
+    }
     if let Some(view) = live {
         view.finish();
     }
@@ -236,9 +299,13 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
             budget_percent: verdict.budget_percent,
             requirements: plan.requirements.iter().map(|r| r.to_string()).collect(),
             cpu_dma_latency_us: plan.cpu_dma_latency_us,
+            load_source: load_source.to_string(),
+            loads: load_specs.iter().map(|s| s.text.clone()).collect(),
+            load_cpus: plan.load_cpus.clone(),
         },
         system,
         tuning,
+        loads: load_records,
         probes: per_cpu,
         combined: vec![combined],
         verdict,
@@ -259,4 +326,84 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
         sink.write(&result)?;
     }
     Ok(if result.verdict.passed { EXIT_PASSED } else { EXIT_FAILED })
+}
+
+/// Runs `rtgauge load`: loads on their own, like stress or hackbench, then what they did.
+/// Exit status 0, or 1 when a load failed.
+pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Result<u8> {
+    let specs = crate::load::spec::parse_loads(&args.specs)
+        .map_err(anyhow::Error::msg)?
+        .ok_or_else(|| anyhow!("'rtgauge load none' runs nothing: name a load, e.g. rtgauge load hackbench"))?;
+    let duration = args
+        .duration
+        .as_deref()
+        .map(|d| crate::scenario::units::parse_duration_ns(d, None))
+        .transpose()
+        .map_err(|e| anyhow!("--duration {e}: give a time with a unit, e.g. --duration 30s"))?;
+    let one_shot = |s: &LoadSpec| matches!(s.generator, Generator::Hackbench { .. } | Generator::Cmd { restart: false, .. });
+    if duration.is_none() {
+        if let Some(s) = specs.iter().find(|s| !one_shot(s)) {
+            bail!("'{}' runs until stopped: give --duration, e.g. --duration 30s", s.text);
+        }
+    }
+    let online = crate::audit::online_cpus();
+    let cpus = args
+        .cpus
+        .as_deref()
+        .map(crate::scenario::cpus::parse_cpu_list)
+        .transpose()
+        .map_err(|e| anyhow!("--cpus {e}: e.g. --cpus 0-1"))?;
+    check_loads(&specs, duration, &online, cpus.as_deref())?;
+    let n = cpus.as_ref().map_or(online.len(), Vec::len);
+    let specs: Vec<LoadSpec> = specs.into_iter().map(|s| s.resolve(n)).collect();
+    let sink = args
+        .json
+        .as_ref()
+        .map(|j| JsonSink::open(&if j == "-" { crate::scenario::JsonTarget::Stdout } else { crate::scenario::JsonTarget::File(j.into()) }))
+        .transpose()?;
+    let interrupts = Interrupts::install()?;
+
+    let mut loads = LoadSet::new(&specs, cpus, duration.is_none())?;
+    let origin = sys::monotonic_ns();
+    loads.set_origin(origin);
+    loads.start_initial();
+    let end = duration.map(|d| origin + d);
+    loop {
+        let now = sys::monotonic_ns();
+        loads.tick(now);
+        if interrupts.stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e) || loads.all_done() {
+            break;
+        }
+        let next = [loads.next_event_ns(), end].into_iter().flatten().min().unwrap_or(now + 50_000_000);
+        std::thread::sleep(Duration::from_nanos(next.saturating_sub(now).clamp(1_000_000, 50_000_000)));
+    }
+    let records = loads.finish();
+
+    let mut text = String::new();
+    for (s, r) in specs.iter().zip(&records) {
+        if let Generator::Hackbench { groups, fds, size, loops, pipe, threads } = s.generator {
+            let h = crate::load::gen::hackbench::Hackbench { groups, fds, size, loops, pipe, threads };
+            text += &format!("{}\n", h.banner());
+            for t in &r.round_times_s {
+                text += &format!("Time: {t:.3}\n");
+            }
+        }
+    }
+    text += &crate::report::summary::render_loads(&records);
+    if sink.as_ref().is_some_and(JsonSink::is_stdout) {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+    if let Some(sink) = sink {
+        sink.write_value(&serde_json::json!({
+            "schema": "rtgauge.load.v1",
+            "tool_version": env!("CARGO_PKG_VERSION"),
+            "command_line": command_line,
+            "duration_ns": duration,
+            "interrupted_by": interrupts.which(),
+            "loads": records,
+        }))?;
+    }
+    Ok(if records.iter().any(|r| r.failed) { EXIT_FAILED } else { EXIT_PASSED })
 }

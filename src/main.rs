@@ -33,6 +33,9 @@ fn main() -> ExitCode {
             .map_err(anyhow::Error::from)
             .and_then(|plan| lifecycle::run(plan, std::env::args().collect())),
         cli::Command::Stall(a) => stall(a),
+        cli::Command::Load(a) => lifecycle::load_only(&a, std::env::args().collect()),
+        cli::Command::Worker => return ExitCode::from(load::worker::main()),
+        cli::Command::Guardian => return ExitCode::from(load::guardian::main()),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -53,8 +53,13 @@ impl JsonSink {
         matches!(self, JsonSink::Stdout)
     }
 
-    /// Writes the document, pretty-printed, with a final newline.
+    /// Writes the result document, pretty-printed, with a final newline.
     pub fn write(self, result: &RunResult) -> anyhow::Result<()> {
+        self.write_value(result)
+    }
+
+    /// Writes any serialisable document, pretty-printed, with a final newline.
+    pub fn write_value<T: serde::Serialize>(self, result: &T) -> anyhow::Result<()> {
         match self {
             JsonSink::Stdout => {
                 let mut out = std::io::stdout().lock();

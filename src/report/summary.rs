@@ -94,8 +94,47 @@ pub fn render(r: &RunResult) -> String {
     for ch in r.verdict.checks.iter().filter(|c| !c.passed) {
         let _ = writeln!(s, "  failed: {:<18} {:<12} observed {}", ch.expr, ch.scope, ch.observed);
     }
+    if !r.loads.is_empty() {
+        let _ = writeln!(s, "\nLoads ({}):", r.config.load_source);
+        s += &render_loads(&r.loads);
+    } else {
+        let _ = writeln!(s, "\nLoads: none (an idle system, on purpose)");
+    }
     for w in &r.warnings {
         let _ = writeln!(s, "warning: {w}");
+    }
+    s
+}
+
+/// The loads section: what each load did and what it cost.
+pub fn render_loads(loads: &[crate::load::manager::LoadRecord]) -> String {
+    let mut s = String::new();
+    if loads.is_empty() {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "{:<34}{:>5}{:>9}{:>9}{:>11}{:>9}{:>11}{:>11}  work",
+        "load", "runs", "user s", "sys s", "minflt", "majflt", "vol.cs", "invol.cs"
+    );
+    for l in loads {
+        let u = &l.usage;
+        let work: Vec<String> = l.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let spec = if l.spec.chars().count() > 33 { format!("{}…", l.spec.chars().take(32).collect::<String>()) } else { l.spec.clone() };
+        let _ = writeln!(
+            s,
+            "{:<34}{:>5}{:>9.2}{:>9.2}{:>11}{:>9}{:>11}{:>11}  {}{}",
+            spec,
+            l.runs,
+            u.user_ns as f64 / 1e9,
+            u.system_ns as f64 / 1e9,
+            u.minor_faults,
+            u.major_faults,
+            u.voluntary_switches,
+            u.involuntary_switches,
+            work.join(" "),
+            if l.failed { format!("  FAILED: {}", l.error.as_deref().unwrap_or("?")) } else { String::new() },
+        );
     }
     s
 }

@@ -39,6 +39,8 @@ pub struct RunResult {
     pub system: SystemInfo,
     /// Settings held during the run, each with whether it was applied and how it is undone.
     pub tuning: Vec<crate::tuning::TuningRecord>,
+    /// Every load the run was measured under: what, when, how it ended, what it did and cost.
+    pub loads: Vec<crate::load::manager::LoadRecord>,
     pub probes: Vec<ProbeResult>,
     /// All CPUs of each probe together.
     pub combined: Vec<ProbeResult>,
@@ -65,6 +67,12 @@ pub struct Config {
     pub requirements: Vec<String>,
     /// The `/dev/cpu_dma_latency` request asked for (µs), null for `off`.
     pub cpu_dma_latency_us: Option<u32>,
+    /// Where the loads came from: `default` (the worst-case mix), `given` (--load) or `none`.
+    pub load_source: String,
+    /// The load specifications, as given or as the default mix spells them.
+    pub loads: Vec<String>,
+    /// CPUs the loads were restricted to (null: all).
+    pub load_cpus: Option<Vec<usize>>,
 }
 
 /// The warm-up as asked for and as periods.

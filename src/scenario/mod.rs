@@ -60,6 +60,19 @@ pub struct RunInput {
     pub quiet: bool,
     /// `--cpu-dma-latency`: microseconds, or `off`.
     pub cpu_dma_latency: String,
+    /// `--load` values (empty: the default worst-case mix).
+    pub load: Vec<String>,
+    pub load_cpus: Option<String>,
+}
+
+/// Which loads a run measures under.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoadChoice {
+    /// No `--load`: the default worst-case mix (`load::DEFAULT_MIX`).
+    DefaultMix,
+    /// `--load none`: an idle system, on purpose.
+    Idle,
+    Given(Vec<crate::load::spec::LoadSpec>),
 }
 
 /// A validated measurement plan: every value the run needs, checked and in base units.
@@ -82,6 +95,9 @@ pub struct RunPlan {
     pub quiet: bool,
     /// PM QoS CPU latency request held during the run (µs), `None` to leave idle states alone.
     pub cpu_dma_latency_us: Option<u32>,
+    pub loads: LoadChoice,
+    /// CPUs the loads may run on (`None`: all).
+    pub load_cpus: Option<Vec<usize>>,
 }
 
 /// The longest interval accepted: a period loop slower than this is not a latency test.
@@ -211,6 +227,21 @@ impl RunPlan {
             })?),
         };
 
+        let loads = if input.load.is_empty() {
+            LoadChoice::DefaultMix
+        } else {
+            match crate::load::spec::parse_loads(&input.load).map_err(PlanError)? {
+                None => LoadChoice::Idle,
+                Some(specs) => LoadChoice::Given(specs),
+            }
+        };
+        let load_cpus = match &input.load_cpus {
+            None => None,
+            Some(text) => Some(cpus::parse_cpu_list(text).map_err(|e| {
+                bad(format!("--load-cpus {e}: give CPU numbers and ranges, e.g. --load-cpus 0-1"))
+            })?),
+        };
+
         Ok(RunPlan {
             interval_ns,
             policy,
@@ -225,6 +256,8 @@ impl RunPlan {
             json,
             quiet: input.quiet,
             cpu_dma_latency_us,
+            loads,
+            load_cpus,
         })
     }
 
@@ -234,6 +267,11 @@ impl RunPlan {
             Warmup::Samples(n) => n,
             Warmup::Time(ns) => ns.div_ceil(self.interval_ns),
         }
+    }
+
+    /// Length of the whole run (warm-up included), in nanoseconds.
+    pub fn total_ns(&self) -> u64 {
+        (self.warmup_periods() + self.measure_periods()).saturating_mul(self.interval_ns)
     }
 
     /// Number of measured periods (each a sample or a missed deadline).

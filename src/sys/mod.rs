@@ -236,3 +236,217 @@ pub fn uname_machine() -> String {
         std::ffi::CStr::from_ptr(u.machine.as_ptr()).to_string_lossy().into_owned()
     }
 }
+
+// ---- processes: used by the loads (stage three) ----
+
+/// Exit status and resource usage of a reaped child.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ChildUsage {
+    pub user_ns: u64,
+    pub system_ns: u64,
+    pub max_rss_kib: u64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildEnd {
+    Exited(i32),
+    Signalled(i32),
+}
+
+fn usage_from(ru: &libc::rusage) -> ChildUsage {
+    let ns = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000;
+    ChildUsage {
+        user_ns: ns(ru.ru_utime),
+        system_ns: ns(ru.ru_stime),
+        max_rss_kib: ru.ru_maxrss as u64,
+        minor_faults: ru.ru_minflt as u64,
+        major_faults: ru.ru_majflt as u64,
+        voluntary_switches: ru.ru_nvcsw as u64,
+        involuntary_switches: ru.ru_nivcsw as u64,
+    }
+}
+
+/// Reaps child `pid` with `wait4`: how it ended and what it (and the children it reaped) used.
+/// With `block` false, returns `Ok(None)` while the child still runs.
+pub fn wait_child(pid: i32, block: bool) -> io::Result<Option<(ChildEnd, ChildUsage)>> {
+    let mut status = 0;
+    // SAFETY: rusage is plain data; `status` and `ru` are valid for writing during the call.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: as above.
+        let r = unsafe { libc::wait4(pid, &mut status, if block { 0 } else { libc::WNOHANG }, &mut ru) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if r == 0 {
+            return Ok(None);
+        }
+        let end = if libc::WIFEXITED(status) {
+            ChildEnd::Exited(libc::WEXITSTATUS(status))
+        } else {
+            ChildEnd::Signalled(libc::WTERMSIG(status))
+        };
+        return Ok(Some((end, usage_from(&ru))));
+    }
+}
+
+/// Sends `signal` to every process of process group `pgid`.
+pub fn signal_group(pgid: i32, signal: i32) -> io::Result<()> {
+    // SAFETY: no pointers are passed.
+    check(unsafe { libc::killpg(pgid, signal) })
+}
+
+/// Makes the kernel send SIGKILL to the calling process when its parent thread exits, and
+/// exits at once if the parent is already gone (`expected_parent` no longer the parent).
+pub fn die_with_parent(expected_parent: u32) -> io::Result<()> {
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number; no pointers are passed.
+    check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) })?;
+    // SAFETY: getppid has no arguments and cannot fail.
+    if unsafe { libc::getppid() } as u32 != expected_parent {
+        // SAFETY: _exit ends the process without running any Rust code.
+        unsafe { libc::_exit(1) };
+    }
+    Ok(())
+}
+
+/// How a child of rtgauge is contained (see `load::manager`).
+#[derive(Debug, Clone, Default)]
+pub struct Containment {
+    /// Put the child in a process group of its own (so the group can be signalled whole).
+    pub own_group: bool,
+    /// Kill the child when rtgauge dies.
+    pub die_with_parent: bool,
+    /// Restrict it to these CPUs.
+    pub cpus: Option<Vec<usize>>,
+    pub nice: Option<i32>,
+}
+
+/// Applies `c` to `cmd`, in the child between fork and exec.
+pub fn contain(cmd: &mut std::process::Command, c: Containment) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // Built before fork: the closure below must not allocate.
+    let mut set: libc::cpu_set_t = zeroed_cpu_set();
+    if let Some(cpus) = &c.cpus {
+        for &cpu in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+            // SAFETY: bounds-checked above.
+            unsafe { libc::CPU_SET(cpu, &mut set) };
+        }
+    }
+    // SAFETY: the closure runs in the child after fork; it makes only async-signal-safe system
+    // calls (setpgid, prctl, getppid, sched_setaffinity, setpriority, _exit) and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if c.own_group && libc::setpgid(0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if c.die_with_parent {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if libc::getppid() as u32 != parent {
+                    libc::_exit(1);
+                }
+            }
+            if c.cpus.is_some() && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if let Some(n) = c.nice {
+                if libc::setpriority(libc::PRIO_PROCESS, 0, n) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+fn zeroed_cpu_set() -> libc::cpu_set_t {
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    unsafe { std::mem::zeroed() }
+}
+
+/// Forks; the child (which dies with its parent) runs `f` and exits with its result without
+/// returning. Returns the child's pid to the parent. Call only from a single-threaded process.
+pub fn fork_run(f: impl FnOnce() -> i32) -> io::Result<i32> {
+    let parent = std::process::id();
+    // SAFETY: fork has no arguments; the child below runs `f` and leaves with _exit, never
+    // returning into the caller (so no destructor or atexit handler of the parent runs twice).
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => {
+            let code = if die_with_parent(parent).is_ok() { f() } else { 1 };
+            // SAFETY: _exit ends the child at once.
+            unsafe { libc::_exit(code) }
+        }
+        pid => Ok(pid),
+    }
+}
+
+/// Exit code of child `pid` after waiting for it (128 + signal if killed).
+pub fn wait_pid(pid: i32) -> io::Result<i32> {
+    match wait_child(pid, true)? {
+        Some((ChildEnd::Exited(c), _)) => Ok(c),
+        Some((ChildEnd::Signalled(s), _)) => Ok(128 + s),
+        None => unreachable!("a blocking wait returns the child"),
+    }
+}
+
+/// Creates a process that exits at once, and reaps it: one unit of the fork load.
+/// Safe to call from a multi-threaded process (the child makes no call but `_exit`).
+pub fn fork_exit_and_reap() -> io::Result<()> {
+    // SAFETY: the child only calls _exit, which is async-signal-safe.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        // SAFETY: _exit ends the child at once.
+        0 => unsafe { libc::_exit(0) },
+        pid => wait_pid(pid).map(drop),
+    }
+}
+
+/// Asks the kernel to drop `file`'s pages from the page cache (so reading it goes to the disk).
+pub fn drop_file_cache(file: &std::fs::File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the descriptor is valid for the lifetime of `file`; no pointers are passed.
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+}
+
+/// Maps `bytes` of fresh anonymous memory, writes one byte in every page (a page fault each),
+/// and unmaps it: one unit of the vm load. Returns the number of pages touched.
+pub fn map_touch_unmap(bytes: usize) -> io::Result<u64> {
+    const PAGE: usize = 4096;
+    // SAFETY: a private anonymous mapping of `bytes`; only offsets below `bytes` are written,
+    // and the mapping is unmapped before returning, with nothing referring to it.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base = p as *mut u8;
+        let mut pages = 0;
+        let mut off = 0;
+        while off < bytes {
+            std::ptr::write_volatile(base.add(off), 0x5a);
+            off += PAGE;
+            pages += 1;
+        }
+        libc::munmap(p, bytes);
+        Ok(pages)
+    }
+}

@@ -1,0 +1,82 @@
+//! `rtgauge __guardian`: makes sure loads never outlive rtgauge, even when it is killed with
+//! SIGKILL. rtgauge starts it first, in a process group of its own, with a pipe on its standard
+//! input, and tells it, one line each, every load process group (`group PGID`) and temporary
+//! directory (`dir PATH`) it creates, and `release ...` when it has cleaned one up itself.
+//! When the pipe closes — rtgauge ended, however it ended — the guardian kills every group
+//! still registered, removes every directory still registered, and exits.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+/// Entry point of `rtgauge __guardian`.
+pub fn main() -> u8 {
+    // Ctrl-C and SIGTERM aimed at rtgauge's group must not stop the clean-up.
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        let _ = signal_hook::flag::register(sig, std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)));
+    }
+    let mut groups = BTreeSet::new();
+    let mut dirs = BTreeSet::new();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        match line.split_once(' ') {
+            Some(("group", g)) => drop(g.parse::<i32>().map(|g| groups.insert(g))),
+            Some(("dir", d)) => drop(dirs.insert(d.to_string())),
+            Some(("release", rest)) => match rest.split_once(' ') {
+                Some(("group", g)) => drop(g.parse::<i32>().map(|g| groups.remove(&g))),
+                Some(("dir", d)) => drop(dirs.remove(d)),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    for g in &groups {
+        let _ = crate::sys::signal_group(*g, signal_hook::consts::SIGKILL);
+    }
+    for d in &dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    0
+}
+
+/// rtgauge's side: the running guardian and the pipe to it.
+pub struct Guardian {
+    child: Child,
+    pipe: Option<ChildStdin>,
+}
+
+impl Guardian {
+    pub fn start(exe: &[std::ffi::OsString]) -> std::io::Result<Guardian> {
+        let mut cmd = Command::new(&exe[0]);
+        cmd.args(&exe[1..]).arg("__guardian").stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
+        crate::sys::contain(&mut cmd, crate::sys::Containment { own_group: true, ..Default::default() });
+        let mut child = cmd.spawn()?;
+        let pipe = child.stdin.take();
+        Ok(Guardian { child, pipe })
+    }
+
+    fn say(&mut self, line: &str) {
+        if let Some(p) = &mut self.pipe {
+            let _ = writeln!(p, "{line}").and_then(|_| p.flush());
+        }
+    }
+    pub fn watch_group(&mut self, pgid: i32) {
+        self.say(&format!("group {pgid}"));
+    }
+    pub fn release_group(&mut self, pgid: i32) {
+        self.say(&format!("release group {pgid}"));
+    }
+    pub fn watch_dir(&mut self, dir: &std::path::Path) {
+        self.say(&format!("dir {}", dir.display()));
+    }
+    pub fn release_dir(&mut self, dir: &std::path::Path) {
+        self.say(&format!("release dir {}", dir.display()));
+    }
+}
+
+impl Drop for Guardian {
+    fn drop(&mut self) {
+        drop(self.pipe.take());
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,386 @@
+//! Runs loads for a measurement (or on their own): starts each in a contained child process —
+//! a process group of its own, killed by the kernel if rtgauge dies, on the chosen CPUs, at
+//! SCHED_OTHER with an optional nice value — registered with the [guardian](super::guardian)
+//! so that not even a SIGKILL of rtgauge leaves one running; starts and stops them at their
+//! offsets on the timeline; restarts `cmd:` loads that exit early; stops them with SIGTERM, then
+//! SIGKILL; and records for each what it did and what it cost.
+
+use super::gen::Counters;
+use super::guardian::Guardian;
+use super::spec::{Generator, LoadSpec};
+use super::worker::{WorkerReport, ENV_DIR, ENV_ONCE, ENV_SPEC};
+use crate::sys::{self, ChildEnd, ChildUsage, Containment};
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// What happened to one load, as recorded in the result document.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LoadRecord {
+    pub spec: String,
+    pub generator: Generator,
+    pub nice: Option<i32>,
+    pub cpus: Option<Vec<usize>>,
+    /// Planned offsets from the start of the run (null: with the probes).
+    pub planned_start_ns: Option<u64>,
+    pub planned_end_ns: Option<u64>,
+    /// Actual offsets from `monotonic_start_ns` (negative: before the probes started).
+    pub started_ns: Option<i64>,
+    pub stopped_ns: Option<i64>,
+    /// How many times it was started (`cmd:` loads are restarted when they exit early).
+    pub runs: u32,
+    /// How each run ended: `stopped`, `exited 0`, `exited 3`, `killed by signal 9`.
+    pub endings: Vec<String>,
+    /// Whether the load failed (could not start, crashed, or exited early when it should not).
+    pub failed: bool,
+    pub error: Option<String>,
+    /// CPU time, faults and context switches of the load's processes (summed over runs).
+    pub usage: ChildUsage,
+    /// Work done, as the built-in generator counted it (bytes written, messages, forks, ...).
+    pub counters: Counters,
+    /// hackbench: the time of each round, in seconds.
+    pub round_times_s: Vec<f64>,
+}
+
+struct Running {
+    child: Child,
+    stopping: bool,
+}
+
+struct Load {
+    spec: LoadSpec,
+    record: LoadRecord,
+    running: Option<Running>,
+    started_mono: Option<u64>,
+    stopped_mono: Option<u64>,
+    done: bool,
+    dir: Option<PathBuf>,
+}
+
+/// The loads of one run.
+pub struct LoadSet {
+    loads: Vec<Load>,
+    guardian: Guardian,
+    exe: Vec<OsString>,
+    cpus: Option<Vec<usize>>,
+    origin_ns: Option<u64>,
+    once: bool,
+}
+
+/// How long a load gets between SIGTERM and SIGKILL.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// The command that starts this executable again (through the emulator named in RTGAUGE_RUNNER
+/// when rtgauge itself runs under one, as in the cross-architecture tests).
+fn self_exe() -> std::io::Result<Vec<OsString>> {
+    let exe = std::env::current_exe()?;
+    let mut v: Vec<OsString> = std::env::var("RTGAUGE_RUNNER")
+        .ok()
+        .filter(|r| !r.trim().is_empty())
+        .map(|r| r.split_whitespace().map(OsString::from).collect())
+        .unwrap_or_default();
+    v.push(exe.into());
+    Ok(v)
+}
+
+/// Finds `program` as execvp would: a path, or a name in $PATH.
+pub fn find_program(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return executable(&p).then_some(p);
+    }
+    std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).map(|d| d.join(program)).find(|p| executable(p)))
+        .unwrap_or(None)
+}
+
+fn ending(end: ChildEnd, stopping: bool) -> String {
+    match (end, stopping) {
+        (ChildEnd::Exited(0), true) | (ChildEnd::Signalled(15), true) | (ChildEnd::Signalled(9), true) => "stopped".into(),
+        (ChildEnd::Exited(c), _) => format!("exited {c}"),
+        (ChildEnd::Signalled(s), _) => format!("killed by signal {s}"),
+    }
+}
+
+fn add_usage(a: &mut ChildUsage, b: ChildUsage) {
+    a.user_ns += b.user_ns;
+    a.system_ns += b.system_ns;
+    a.max_rss_kib = a.max_rss_kib.max(b.max_rss_kib);
+    a.minor_faults += b.minor_faults;
+    a.major_faults += b.major_faults;
+    a.voluntary_switches += b.voluntary_switches;
+    a.involuntary_switches += b.involuntary_switches;
+}
+
+impl LoadSet {
+    /// Prepares the loads and starts the guardian; nothing runs yet.
+    /// `once`: built-in hackbench runs a single round (standalone `rtgauge load`).
+    pub fn new(specs: &[LoadSpec], cpus: Option<Vec<usize>>, once: bool) -> anyhow::Result<LoadSet> {
+        let exe = self_exe()?;
+        let guardian = Guardian::start(&exe).map_err(|e| anyhow::anyhow!("cannot start the load guardian: {e}"))?;
+        let loads = specs
+            .iter()
+            .map(|s| Load {
+                spec: s.clone(),
+                record: LoadRecord {
+                    spec: s.text.clone(),
+                    generator: s.generator.clone(),
+                    nice: s.nice,
+                    cpus: cpus.clone(),
+                    planned_start_ns: s.start_ns,
+                    planned_end_ns: s.end_ns,
+                    started_ns: None,
+                    stopped_ns: None,
+                    runs: 0,
+                    endings: Vec::new(),
+                    failed: false,
+                    error: None,
+                    usage: ChildUsage::default(),
+                    counters: Counters::new(),
+                    round_times_s: Vec::new(),
+                },
+                running: None,
+                started_mono: None,
+                stopped_mono: None,
+                done: false,
+                dir: None,
+            })
+            .collect();
+        Ok(LoadSet { loads, guardian, exe, cpus, origin_ns: None, once })
+    }
+
+    fn spawn(&mut self, i: usize) {
+        let once = self.once;
+        let load = &mut self.loads[i];
+        let mut cmd = match &load.spec.generator {
+            Generator::Cmd { argv, .. } => {
+                let mut c = Command::new(&argv[0]);
+                c.args(&argv[1..]).stdout(Stdio::null()).stderr(Stdio::null());
+                c
+            }
+            g => {
+                let mut c = Command::new(&self.exe[0]);
+                c.args(&self.exe[1..]).arg("__worker").stdout(Stdio::piped()).stderr(Stdio::null());
+                c.env(ENV_SPEC, serde_json::to_string(g).expect("serialisable"));
+                if once {
+                    c.env(ENV_ONCE, "1");
+                }
+                if matches!(g, Generator::Io { .. }) {
+                    if load.dir.is_none() {
+                        match tempfile::Builder::new().prefix("rtgauge-io-").tempdir() {
+                            Ok(d) => {
+                                let path = d.keep();
+                                self.guardian.watch_dir(&path);
+                                load.dir = Some(path);
+                            }
+                            Err(e) => {
+                                load.record.failed = true;
+                                load.record.error = Some(format!("cannot create a temporary directory: {e}"));
+                                load.done = true;
+                                return;
+                            }
+                        }
+                    }
+                    c.env(ENV_DIR, load.dir.as_ref().expect("set above"));
+                }
+                c
+            }
+        };
+        cmd.stdin(Stdio::null());
+        sys::contain(
+            &mut cmd,
+            Containment { own_group: true, die_with_parent: true, cpus: self.cpus.clone(), nice: load.spec.nice },
+        );
+        match cmd.spawn() {
+            Ok(child) => {
+                self.guardian.watch_group(child.id() as i32);
+                load.record.runs += 1;
+                if load.started_mono.is_none() {
+                    load.started_mono = Some(sys::monotonic_ns());
+                }
+                load.running = Some(Running { child, stopping: false });
+            }
+            Err(e) => {
+                load.record.failed = true;
+                load.record.error = Some(format!("cannot start '{}': {e}", load.spec.text));
+                load.done = true;
+            }
+        }
+    }
+
+    /// Collects a finished run of load `i`: its report, usage and how it ended.
+    fn collect(&mut self, i: usize, end: ChildEnd, usage: ChildUsage) {
+        let load = &mut self.loads[i];
+        let mut run = load.running.take().expect("running");
+        // The leader is gone; whatever it left in its group (a command's own children) goes too.
+        let _ = sys::signal_group(run.child.id() as i32, signal_hook::consts::SIGKILL);
+        self.guardian.release_group(run.child.id() as i32);
+        add_usage(&mut load.record.usage, usage);
+        load.record.endings.push(ending(end, run.stopping));
+        if let Some(mut out) = run.child.stdout.take() {
+            let mut text = String::new();
+            let _ = out.read_to_string(&mut text);
+            if let Ok(r) = serde_json::from_str::<WorkerReport>(text.trim()) {
+                for (k, v) in r.counters {
+                    *load.record.counters.entry(k).or_default() += v;
+                }
+                load.record.round_times_s.extend(r.round_times_s);
+                if let Some(e) = r.error {
+                    load.record.failed = true;
+                    load.record.error = Some(e);
+                }
+            }
+        }
+        if !run.stopping && !matches!(end, ChildEnd::Exited(0)) {
+            load.record.failed = true;
+            load.record.error.get_or_insert_with(|| format!("ended on its own: {}", ending(end, false)));
+        }
+    }
+
+    /// Starts the loads that run from the beginning (no start offset). Call before the probes.
+    pub fn start_initial(&mut self) {
+        for i in 0..self.loads.len() {
+            if self.loads[i].spec.start_ns.is_none() && !self.loads[i].done {
+                self.spawn(i);
+            }
+        }
+    }
+
+    /// Sets the start of the run (period 0), the origin of the timeline.
+    pub fn set_origin(&mut self, origin_ns: u64) {
+        self.origin_ns = Some(origin_ns);
+    }
+
+    /// Starts and stops loads due at `now_ns`, collects loads that ended, restarts `cmd:` loads
+    /// that ended early. Call often from the collector.
+    pub fn tick(&mut self, now_ns: u64) {
+        let Some(origin) = self.origin_ns else { return };
+        let offset = now_ns.saturating_sub(origin);
+        for i in 0..self.loads.len() {
+            // Reap a run that ended.
+            let ended = match &mut self.loads[i].running {
+                Some(r) => match sys::wait_child(r.child.id() as i32, false) {
+                    Ok(Some((end, usage))) => Some((end, usage)),
+                    _ => None,
+                },
+                None => None,
+            };
+            if let Some((end, usage)) = ended {
+                let was_stopping = self.loads[i].running.as_ref().is_some_and(|r| r.stopping);
+                self.collect(i, end, usage);
+                let load = &mut self.loads[i];
+                let phase_open = load.spec.end_ns.is_none_or(|e| offset < e);
+                let restart = matches!(load.spec.generator, Generator::Cmd { restart: true, .. }) && !was_stopping && phase_open;
+                if restart {
+                    // An early exit of a restarting command is expected, not a failure.
+                    if load.record.error.as_deref().is_some_and(|e| e.starts_with("ended on its own")) {
+                        load.record.failed = false;
+                        load.record.error = None;
+                    }
+                    self.spawn(i);
+                } else {
+                    load.done = true;
+                    load.stopped_mono = Some(sys::monotonic_ns());
+                }
+                continue;
+            }
+            let load = &self.loads[i];
+            if load.done {
+                continue;
+            }
+            match (&load.running, load.spec.start_ns, load.spec.end_ns) {
+                (None, Some(s), _) if s <= offset && load.record.runs == 0 => self.spawn(i),
+                (Some(r), _, Some(e)) if e <= offset && !r.stopping => self.stop(i),
+                _ => {}
+            }
+        }
+    }
+
+    /// The next planned start or stop, as an absolute CLOCK_MONOTONIC time.
+    pub fn next_event_ns(&self) -> Option<u64> {
+        let origin = self.origin_ns?;
+        self.loads
+            .iter()
+            .filter(|l| !l.done)
+            .filter_map(|l| match &l.running {
+                None if l.record.runs == 0 => l.spec.start_ns,
+                Some(r) if !r.stopping => l.spec.end_ns,
+                _ => None,
+            })
+            .map(|o| origin + o)
+            .min()
+    }
+
+    /// Asks load `i` to stop (SIGTERM to its process group).
+    fn stop(&mut self, i: usize) {
+        if let Some(r) = &mut self.loads[i].running {
+            r.stopping = true;
+            let _ = sys::signal_group(r.child.id() as i32, signal_hook::consts::SIGTERM);
+        }
+    }
+
+    /// Stops every load (SIGTERM, then SIGKILL after a grace period), removes temporary
+    /// directories, and returns the records.
+    pub fn finish(&mut self) -> Vec<LoadRecord> {
+        for i in 0..self.loads.len() {
+            self.stop(i);
+        }
+        let deadline = std::time::Instant::now() + GRACE;
+        loop {
+            for i in 0..self.loads.len() {
+                let pid = self.loads[i].running.as_ref().map(|r| r.child.id() as i32);
+                if let Some(pid) = pid {
+                    if let Ok(Some((end, usage))) = sys::wait_child(pid, false) {
+                        self.collect(i, end, usage);
+                        self.loads[i].stopped_mono = Some(sys::monotonic_ns());
+                    }
+                }
+            }
+            if self.loads.iter().all(|l| l.running.is_none()) {
+                break;
+            }
+            if std::time::Instant::now() >= deadline {
+                for l in &self.loads {
+                    if let Some(r) = &l.running {
+                        let _ = sys::signal_group(r.child.id() as i32, signal_hook::consts::SIGKILL);
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for i in 0..self.loads.len() {
+            if let Some(dir) = self.loads[i].dir.take() {
+                let _ = std::fs::remove_dir_all(&dir);
+                self.guardian.release_dir(&dir);
+            }
+        }
+        let origin = self.origin_ns.unwrap_or(0) as i64;
+        self.loads
+            .iter_mut()
+            .map(|l| {
+                l.record.started_ns = l.started_mono.map(|t| t as i64 - origin);
+                l.record.stopped_ns = l.stopped_mono.map(|t| t as i64 - origin);
+                l.done = true;
+                l.record.clone()
+            })
+            .collect()
+    }
+
+    /// Whether every load has ended (standalone runs of one-shot loads).
+    pub fn all_done(&self) -> bool {
+        self.loads.iter().all(|l| l.done)
+    }
+}
+
+impl Drop for LoadSet {
+    fn drop(&mut self) {
+        if self.loads.iter().any(|l| l.running.is_some() || l.dir.is_some()) {
+            self.finish();
+        }
+    }
+}
