@@ -47,7 +47,7 @@ pub struct Cli {
 pub enum Command {
     /// Measure timer wake-up latency per CPU and judge it against a cycle time
     #[command(after_help = RUN_EXAMPLES)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Occupy one CPU with a busy SCHED_FIFO thread for an exact time (a known stall, to prove
     /// a measurement catches it)
     #[command(after_help = "Example:\n  rtgauge run --cpus 1 -D 5s &  sleep 2; rtgauge stall --cpu 1 --duration 200ms\n      \

@@ -58,7 +58,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
         _ => (t, 1),
     };
     let v: f64 = num.parse().ok()?;
-    (v >= 0.0 && v.is_finite()).then(|| (v * mult as f64) as u64)
+    (v >= 0.0 && v.is_finite()).then_some((v * mult as f64) as u64)
 }
 
 fn err(spec: &str, msg: impl std::fmt::Display) -> String {

@@ -77,9 +77,9 @@ pub struct Nanos(pub u64);
 impl fmt::Display for Nanos {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ns = self.0 as f64;
-        let (v, unit) = if self.0 >= 3_600_000_000_000 && self.0 % 3_600_000_000_000 == 0 {
+        let (v, unit) = if self.0 >= 3_600_000_000_000 && self.0.is_multiple_of(3_600_000_000_000) {
             (ns / 3600e9, "h")
-        } else if self.0 >= 60_000_000_000 && self.0 % 60_000_000_000 == 0 {
+        } else if self.0 >= 60_000_000_000 && self.0.is_multiple_of(60_000_000_000) {
             (ns / 60e9, "min")
         } else if self.0 >= 1_000_000_000 {
             (ns / 1e9, "s")
