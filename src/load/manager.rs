@@ -72,6 +72,8 @@ pub struct LoadSet {
 
 /// How long a load gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);
+/// How often a load that is ending (or a command that may end) is checked.
+const POLL: Duration = Duration::from_millis(10);
 
 /// The command that starts this executable again (through the emulator named in RTGAUGE_RUNNER
 /// when rtgauge itself runs under one, as in the cross-architecture tests).
@@ -301,9 +303,14 @@ impl LoadSet {
         }
     }
 
-    /// The next planned start or stop, as an absolute CLOCK_MONOTONIC time.
+    /// The next planned start or stop, as an absolute CLOCK_MONOTONIC time; soon while a load is
+    /// being stopped or a command may need restarting, so its end is noticed promptly.
     pub fn next_event_ns(&self) -> Option<u64> {
         let origin = self.origin_ns?;
+        let busy = self.loads.iter().any(|l| {
+            l.running.as_ref().is_some_and(|r| r.stopping) || (l.running.is_some() && matches!(l.spec.generator, Generator::Cmd { .. }))
+        });
+        let soon = busy.then(|| sys::monotonic_ns() + POLL.as_nanos() as u64);
         self.loads
             .iter()
             .filter(|l| !l.done)
@@ -313,6 +320,7 @@ impl LoadSet {
                 _ => None,
             })
             .map(|o| origin + o)
+            .chain(soon)
             .min()
     }
 
