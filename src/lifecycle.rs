@@ -197,7 +197,17 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     // Collect until every thread is done (or stopped), drawing the live view.
     let total_periods = cfg.warmup_periods + cfg.measure_periods;
     let total = Duration::from_nanos(total_periods.saturating_mul(plan.interval_ns));
-    let mut collector = Collector::new(&cpus, plan.interval_ns);
+    // The timeline changes wherever a load starts or stops within the run.
+    let total_ns = plan.total_ns();
+    let mut phase_starts: Vec<u64> = load_specs
+        .iter()
+        .flat_map(|s| [s.start_ns, s.end_ns])
+        .flatten()
+        .filter(|&t| t > 0 && t < total_ns)
+        .collect();
+    phase_starts.sort_unstable();
+    phase_starts.dedup();
+    let mut collector = Collector::new(&cpus, plan.interval_ns, &phase_starts, cfg.warmup_periods);
     let live = LiveView::new(plan.quiet, &cpus, Some(total));
     let mut last_draw = std::time::Instant::now();
     let planned_end_ns = probes.start_ns + total_periods.saturating_mul(plan.interval_ns);
@@ -259,6 +269,43 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
              min and max but are missing from the histograms and percentiles"
         ));
     }
+    let phases = collector.phases.as_ref().map_or_else(Vec::new, |ph| {
+        (0..ph.bounds.len())
+            .map(|i| {
+                let (start_ns, end_ns) = (ph.bounds[i], ph.bounds.get(i + 1).copied().unwrap_or(total_ns));
+                let active = load_specs
+                    .iter()
+                    .filter(|s| s.start_ns.unwrap_or(0) <= start_ns && s.end_ns.is_none_or(|e| e >= end_ns))
+                    .map(|s| s.text.clone())
+                    .collect();
+                let probes: Vec<ProbeResult> = (0..cpus.len())
+                    .map(|c| ProbeResult::new("timer", Some(cpus[c]), &ph.per_cpu[c][i].stats(), &ph.per_cpu[c][i].hist))
+                    .collect();
+                let mut hist = crate::aggregate::new_histogram();
+                let (mut sum, mut missed, mut min_max, mut max_at) = (0u128, 0u64, None::<(u64, u64)>, None);
+                for c in 0..cpus.len() {
+                    let a = &ph.per_cpu[c][i];
+                    hist.add(&a.hist).expect("same bounds");
+                    sum += a.sum_ns;
+                    missed += a.missed;
+                    if !a.hist.is_empty() {
+                        if min_max.is_none_or(|(_, m)| a.max_ns > m) {
+                            max_at = Some(a.max_at_ns);
+                        }
+                        min_max = Some(min_max.map_or((a.min_ns, a.max_ns), |(lo, hi)| (lo.min(a.min_ns), hi.max(a.max_ns))));
+                    }
+                }
+                let stats = crate::aggregate::LatencyStats::from_parts(&hist, sum, [hist.len(), missed, 0, 0, 0], min_max, max_at);
+                crate::result::PhaseResult {
+                    start_ns,
+                    end_ns,
+                    loads: active,
+                    probes,
+                    combined: ProbeResult::new("timer", None, &stats, &hist),
+                }
+            })
+            .collect()
+    });
     let verdict = verdict::evaluate(&per_cpu, combined.max_ns, plan.cycle_time_ns, plan.budget, &plan.requirements, status);
     let result = RunResult {
         schema: SCHEMA.to_string(),
@@ -306,6 +353,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
         system,
         tuning,
         loads: load_records,
+        phases,
         probes: per_cpu,
         combined: vec![combined],
         verdict,

@@ -38,7 +38,7 @@ impl Marker {
                 let cmd = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default().replace('\0', " ");
                 let state = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
                 // Zombies are dead already (waiting to be reaped by their parent).
-                if !state.split_whitespace().nth(2).is_some_and(|s| s == "Z") {
+                if state.split_whitespace().nth(2).is_none_or(|s| s != "Z") {
                     found.push(format!("{pid}: {cmd}"));
                 }
             }

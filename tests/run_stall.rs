@@ -8,8 +8,16 @@ use serde_json::Value;
 use std::process::Stdio;
 use std::time::Duration;
 
+/// A stall disturbs the whole CPU: the tests of this file take turns.
+static ONE_STALL_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_STALL_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn injected_stall_shows_on_its_cpu_only_with_its_size_and_missed_periods() {
+    let _turn = turn();
     let cpus = online_cpus();
     if cpus.len() < 2 {
         eprintln!("SKIPPED: needs two CPUs");
@@ -60,6 +68,7 @@ fn injected_stall_shows_on_its_cpu_only_with_its_size_and_missed_periods() {
 
 #[test]
 fn a_stall_fails_a_cycle_time_it_does_not_fit() {
+    let _turn = turn();
     let cpu = *online_cpus().last().unwrap();
     let run = rtgauge(&[
         "run", "-q", "--json", "-", "--cpus", &cpu.to_string(), "--duration", "2s", "--warmup", "0", "--cycle-time", "100ms",
@@ -92,5 +101,51 @@ fn stall_rejects_bad_input() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn a_stall_shows_in_its_phase_only_and_phases_add_up() {
+    let _turn = turn();
+    let cpu = *online_cpus().last().unwrap();
+    // Loads with phases cut the 3 s timeline at 1 s and 2 s.
+    let run = rtgauge(&[
+        "run", "-q", "--json", "-", "--cpus", &cpu.to_string(), "--duration", "3s", "--warmup", "0",
+        "--load", "cmd:sleep 1000@1s..2s", "--load", "timers:count=2@2s..",
+    ])
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1350));
+    let stall = rtgauge(&["stall", "--cpu", &cpu.to_string(), "--duration", "200ms"]).output().unwrap();
+    assert!(stall.status.success());
+    let s: Value = serde_json::from_slice(&stall.stdout).unwrap();
+    let out = run.wait_with_output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let phases = doc["phases"].as_array().unwrap();
+    let bounds: Vec<(u64, u64)> = phases.iter().map(|p| (u(&p["start_ns"]), u(&p["end_ns"]))).collect();
+    assert_eq!(bounds, vec![(0, 1_000_000_000), (1_000_000_000, 2_000_000_000), (2_000_000_000, 3_000_000_000)]);
+    assert_eq!(phases[1]["loads"], serde_json::json!(["cmd:sleep 1000@1s..2s"]));
+    assert_eq!(phases[2]["loads"], serde_json::json!(["timers:count=2@2s.."]));
+    assert!(phases[0]["loads"].as_array().unwrap().is_empty());
+
+    // The phases partition the run: every sample and every missed period is in exactly one.
+    let whole = &doc["probes"][0];
+    let sum = |k: &str| phases.iter().map(|p| u(&p["probes"][0][k])).sum::<u64>();
+    assert_eq!(sum("samples"), u(&whole["samples"]));
+    assert_eq!(sum("missed"), u(&whole["missed"]));
+    for p in phases {
+        check_probe_invariants(&p["probes"][0]);
+        check_probe_invariants(&p["combined"]);
+    }
+
+    // The stall, fully inside the second phase, is that phase's worst case and misses.
+    let stall_at = u(&s["start_ns"]) - u(&doc["monotonic_start_ns"]);
+    assert!((1_000_000_000..1_750_000_000).contains(&stall_at), "stall at {stall_at} ns lies in phase 2");
+    let hit = &phases[1]["probes"][0];
+    assert!(u(&hit["max_ns"]) + 1_000_000 >= u(&s["duration_ns"]), "phase 2 max {} for a {} ns stall", hit["max_ns"], s["duration_ns"]);
+    assert!(u(&hit["missed"]) >= u(&s["duration_ns"]) / 1_000_000 - 2);
+    for calm in [&phases[0]["probes"][0], &phases[2]["probes"][0]] {
+        assert!(u(&calm["max_ns"]) < u(&s["duration_ns"]) / 2, "other phases unaffected: {}", calm["max_ns"]);
     }
 }

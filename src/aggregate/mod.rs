@@ -52,7 +52,7 @@ pub fn percentile(hist: &Histogram<u64>, p: f64, min: u64, max: u64) -> u64 {
 }
 
 impl LatencyStats {
-    fn from_parts(
+    pub fn from_parts(
         hist: &Histogram<u64>,
         sum_ns: u128,
         counts: [u64; 5],
@@ -83,26 +83,113 @@ impl LatencyStats {
     }
 }
 
-/// Drains the rings of running probes into per-CPU histograms.
+/// What has been collected for one CPU in one phase of the timeline.
+pub struct PhaseAggregate {
+    pub hist: Histogram<u64>,
+    pub sum_ns: u128,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// Latest deadline with the maximum, from the start of the run.
+    pub max_at_ns: u64,
+    /// Periods of this phase whose deadline passed unserved.
+    pub missed: u64,
+}
+
+impl PhaseAggregate {
+    fn new() -> PhaseAggregate {
+        PhaseAggregate { hist: new_histogram(), sum_ns: 0, min_ns: u64::MAX, max_ns: 0, max_at_ns: 0, missed: 0 }
+    }
+
+    /// Statistics of this phase (no warm-up or hand-off counts: they belong to the whole run).
+    pub fn stats(&self) -> LatencyStats {
+        let n = self.hist.len();
+        let min_max = (n > 0).then_some((self.min_ns, self.max_ns));
+        LatencyStats::from_parts(&self.hist, self.sum_ns, [n, self.missed, 0, 0, 0], min_max, Some(self.max_at_ns))
+    }
+}
+
+/// The timeline cut into phases at every load start and stop: `bounds[i]` is where phase `i`
+/// starts (from the start of the run, warm-up included); the last one runs to the end.
+pub struct Phases {
+    pub bounds: Vec<u64>,
+    /// `per_cpu[cpu index][phase]`.
+    pub per_cpu: Vec<Vec<PhaseAggregate>>,
+    /// The last period collected per CPU (to find the periods missed in between).
+    last_period: Vec<u64>,
+}
+
+impl Phases {
+    fn phase_of(&self, offset_ns: u64) -> usize {
+        self.bounds.partition_point(|&b| b <= offset_ns).saturating_sub(1)
+    }
+
+    /// Counts the missed periods `first..=last` into the phases their deadlines fall in.
+    fn add_missed(&mut self, cpu: usize, first: u64, last: u64, interval_ns: u64) {
+        let mut p = first;
+        while p <= last {
+            let phase = self.phase_of(p * interval_ns);
+            // Last period still in this phase.
+            let end = self.bounds.get(phase + 1).map_or(last, |&b| (b.saturating_sub(1) / interval_ns).min(last));
+            let end = end.max(p);
+            self.per_cpu[cpu][phase].missed += end - p + 1;
+            p = end + 1;
+        }
+    }
+}
+
+/// Drains the rings of running probes into per-CPU histograms (and per-phase ones).
 pub struct Collector {
     pub per_cpu: Vec<CpuAggregate>,
     interval_ns: u64,
+    pub phases: Option<Phases>,
 }
 
 impl Collector {
-    pub fn new(cpus: &[usize], interval_ns: u64) -> Collector {
+    /// A collector for these CPUs. `phase_starts`: offsets where the timeline changes (load starts
+    /// and stops); none means one phase and no per-phase statistics. `warmup_periods`: the
+    /// periods before the first measured one.
+    pub fn new(cpus: &[usize], interval_ns: u64, phase_starts: &[u64], warmup_periods: u64) -> Collector {
+        let phases = (!phase_starts.is_empty()).then(|| {
+            let mut bounds: Vec<u64> = std::iter::once(0).chain(phase_starts.iter().copied()).collect();
+            bounds.sort_unstable();
+            bounds.dedup();
+            Phases {
+                per_cpu: cpus.iter().map(|_| bounds.iter().map(|_| PhaseAggregate::new()).collect()).collect(),
+                bounds,
+                last_period: vec![warmup_periods; cpus.len()],
+            }
+        });
         Collector {
             per_cpu: cpus.iter().map(|_| CpuAggregate { hist: new_histogram(), sum_ns: 0 }).collect(),
             interval_ns,
+            phases,
         }
     }
 
     /// Moves every sample waiting in the rings into the histograms. Cheap; call it often.
     pub fn drain(&mut self, probes: &mut RunningProbes) {
-        for (agg, ring) in self.per_cpu.iter_mut().zip(probes.rings.iter_mut()) {
-            while let Ok(Sample { latency_ns, .. }) = ring.pop() {
+        let interval = self.interval_ns;
+        for (cpu, (agg, ring)) in self.per_cpu.iter_mut().zip(probes.rings.iter_mut()).enumerate() {
+            while let Ok(Sample { latency_ns, period }) = ring.pop() {
                 agg.hist.saturating_record(latency_ns);
                 agg.sum_ns += latency_ns as u128;
+                if let Some(ph) = &mut self.phases {
+                    let last = ph.last_period[cpu];
+                    if period > last + 1 {
+                        ph.add_missed(cpu, last + 1, period - 1, interval);
+                    }
+                    ph.last_period[cpu] = period;
+                    let offset = period * interval;
+                    let i = ph.phase_of(offset);
+                    let a = &mut ph.per_cpu[cpu][i];
+                    a.hist.saturating_record(latency_ns);
+                    a.sum_ns += latency_ns as u128;
+                    a.min_ns = a.min_ns.min(latency_ns);
+                    if latency_ns >= a.max_ns {
+                        a.max_ns = latency_ns;
+                        a.max_at_ns = offset;
+                    }
+                }
             }
         }
     }

@@ -94,6 +94,29 @@ pub fn render(r: &RunResult) -> String {
     for ch in r.verdict.checks.iter().filter(|c| !c.passed) {
         let _ = writeln!(s, "  failed: {:<18} {:<12} observed {}", ch.expr, ch.scope, ch.observed);
     }
+    if !r.phases.is_empty() {
+        let _ = writeln!(s, "\nPer phase (all CPUs; latencies in µs):");
+        let _ = writeln!(
+            s,
+            "{:<16}{:>10}{:>8}{:>10}{:>10}{:>10}{:>11}  loads",
+            "phase", "samples", "missed", "p50", "p99", "p99.9", "max"
+        );
+        for p in &r.phases {
+            let c = &p.combined;
+            let _ = writeln!(
+                s,
+                "{:<16}{:>10}{:>8}{:>10}{:>10}{:>10}{:>11}  {}",
+                format!("{:.1}-{:.1} s", p.start_ns as f64 / 1e9, p.end_ns as f64 / 1e9),
+                c.samples,
+                c.missed,
+                opt_us(c.p50_ns),
+                opt_us(c.p99_ns),
+                opt_us(c.p999_ns),
+                opt_us(c.max_ns),
+                if p.loads.is_empty() { "(none)".to_string() } else { p.loads.join(", ") }
+            );
+        }
+    }
     if !r.loads.is_empty() {
         let _ = writeln!(s, "\nLoads ({}):", r.config.load_source);
         s += &render_loads(&r.loads);

@@ -41,6 +41,9 @@ pub struct RunResult {
     pub tuning: Vec<crate::tuning::TuningRecord>,
     /// Every load the run was measured under: what, when, how it ended, what it did and cost.
     pub loads: Vec<crate::load::manager::LoadRecord>,
+    /// The timeline cut at every load start and stop, with each probe's figures per phase
+    /// (empty when no load has a phase).
+    pub phases: Vec<PhaseResult>,
     pub probes: Vec<ProbeResult>,
     /// All CPUs of each probe together.
     pub combined: Vec<ProbeResult>,
@@ -48,6 +51,20 @@ pub struct RunResult {
     /// Everything that weakens the result (no mlockall, SCHED_OTHER, samples lost to the
     /// collector, ...), one sentence each.
     pub warnings: Vec<String>,
+}
+
+/// One phase of the timeline: from one load start or stop to the next.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PhaseResult {
+    /// From the start of the run (`monotonic_start_ns`), warm-up included.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// The loads planned to run during the whole phase.
+    pub loads: Vec<String>,
+    /// Per CPU (warm-up excluded; `missed` counts the phase's periods passed unserved).
+    pub probes: Vec<ProbeResult>,
+    /// All CPUs together.
+    pub combined: ProbeResult,
 }
 
 /// The configuration the run used, after defaults were applied.
