@@ -53,6 +53,8 @@ pub enum Command {
     #[command(after_help = "Example:\n  rtgauge run --cpus 1 -D 5s &  sleep 2; rtgauge stall --cpu 1 --duration 200ms\n      \
         cpu1's worst case must be at least ~200 ms, with ~200 missed 1 ms periods.")]
     Stall(StallArgs),
+    /// List the built-in scenarios, or print one as TOML
+    Scenarios(ScenariosArgs),
     /// Run load generators on their own, like stress or hackbench
     #[command(after_help = LOAD_EXAMPLES)]
     Load(LoadArgs),
@@ -84,6 +86,12 @@ Examples:
   rtgauge load 'cmd:stress-ng --cpu 2' --duration 30s
   rtgauge run --load hackbench,net            measure under hackbench and a UDP flood
   rtgauge run --load vm@10s..20s --load io@30s..40s -D 50s     a timeline of loads";
+
+#[derive(Debug, Args)]
+pub struct ScenariosArgs {
+    /// A built-in scenario to print as TOML
+    pub name: Option<String>,
+}
 
 #[derive(Debug, Args)]
 pub struct LoadArgs {
@@ -123,24 +131,28 @@ impl From<PolicyArg> for Policy {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Period of the timer: 100us, 0.5ms, 1ms, ...
-    #[arg(short, long, default_value = "1ms", allow_hyphen_values = true, value_name = "TIME")]
-    pub interval: String,
+    /// Run a scenario: a TOML file, or a built-in one (see 'rtgauge scenarios'); flags given
+    /// here override its values, --require adds to its requirements
+    #[arg(short, long, value_name = "FILE|NAME", allow_hyphen_values = true)]
+    pub scenario: Option<String>,
+    /// Period of the timer: 100us, 0.5ms, 1ms, ... [default: 1ms]
+    #[arg(short, long, allow_hyphen_values = true, value_name = "TIME")]
+    pub interval: Option<String>,
     /// How long to measure after the warm-up: 10s, 5m, 24h [default: 60s]
     #[arg(short = 'D', long, allow_hyphen_values = true, value_name = "TIME", conflicts_with = "loops")]
     pub duration: Option<String>,
     /// Measure exactly N periods instead of a duration (each a sample or a missed deadline)
     #[arg(short, long, value_name = "N", allow_hyphen_values = true)]
     pub loops: Option<String>,
-    /// Excluded start: a time (1s) or a number of samples (1000); recorded in the result
-    #[arg(long, default_value = "1s", allow_hyphen_values = true, value_name = "TIME|N")]
-    pub warmup: String,
+    /// Excluded start: a time (1s) or a number of samples (1000); recorded in the result [default: 1s]
+    #[arg(long, allow_hyphen_values = true, value_name = "TIME|N")]
+    pub warmup: Option<String>,
     /// RT priority of the measurement threads, 1-99 [default: 80]
     #[arg(short, long, allow_negative_numbers = true, value_name = "N")]
     pub priority: Option<i32>,
-    /// Scheduling policy of the measurement threads
-    #[arg(long, value_enum, default_value = "fifo")]
-    pub policy: PolicyArg,
+    /// Scheduling policy of the measurement threads [default: fifo]
+    #[arg(long, value_enum)]
+    pub policy: Option<PolicyArg>,
     /// CPUs to measure, e.g. 0,2-3 [default: every online CPU]
     #[arg(short, long, allow_hyphen_values = true, value_name = "LIST")]
     pub cpus: Option<String>,
@@ -151,9 +163,9 @@ pub struct RunArgs {
     /// and no period was missed
     #[arg(long, allow_hyphen_values = true, value_name = "TIME")]
     pub cycle_time: Option<String>,
-    /// Share of the cycle time the worst case may use
-    #[arg(long, default_value = "25%", allow_hyphen_values = true, value_name = "PERCENT")]
-    pub budget: String,
+    /// Share of the cycle time the worst case may use [default: 25%]
+    #[arg(long, allow_hyphen_values = true, value_name = "PERCENT")]
+    pub budget: Option<String>,
     /// Requirement every CPU must meet, repeatable: 'max<100us', 'p99.9<=50us', 'missed==0', 'mean<10us'
     #[arg(long = "require", value_name = "EXPR", allow_hyphen_values = true)]
     pub require: Vec<String>,
@@ -172,9 +184,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
     pub load_cpus: Option<String>,
     /// Hold this PM QoS CPU latency request (/dev/cpu_dma_latency, µs) during the run, as
-    /// cyclictest does; 'off' measures with the idle states as configured
-    #[arg(long, default_value = "0", value_name = "US|off", allow_hyphen_values = true)]
-    pub cpu_dma_latency: String,
+    /// cyclictest does; 'off' measures with the idle states as configured [default: 0]
+    #[arg(long, value_name = "US|off", allow_hyphen_values = true)]
+    pub cpu_dma_latency: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -202,7 +214,7 @@ impl RunArgs {
             loops: self.loops.clone(),
             warmup: self.warmup.clone(),
             priority: self.priority,
-            policy: Some(self.policy.into()),
+            policy: self.policy.map(Into::into),
             cpus: self.cpus.clone(),
             no_mlock: self.no_mlock,
             cycle_time: self.cycle_time.clone(),

@@ -85,6 +85,7 @@ fn resolve_loads(plan: &RunPlan, system: &SystemInfo) -> Result<(Vec<LoadSpec>, 
     let (specs, source) = match &plan.loads {
         LoadChoice::Idle => (Vec::new(), "none"),
         LoadChoice::DefaultMix => (crate::load::default_mix(system.allowed_cpus.len()), "default"),
+        LoadChoice::Given(specs) if plan.scenario.is_some() => (specs.clone(), "scenario"),
         LoadChoice::Given(specs) => (specs.clone(), "given"),
     };
     check_loads(&specs, Some(plan.total_ns()), &system.online_cpus, plan.load_cpus.as_deref())?;
@@ -346,6 +347,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
             budget_percent: verdict.budget_percent,
             requirements: plan.requirements.iter().map(|r| r.to_string()).collect(),
             cpu_dma_latency_us: plan.cpu_dma_latency_us,
+            scenario: plan.scenario.as_ref().map(|(name, source)| crate::result::ScenarioRef { name: name.clone(), source: source.clone() }),
             load_source: load_source.to_string(),
             loads: load_specs.iter().map(|s| s.text.clone()).collect(),
             load_cpus: plan.load_cpus.clone(),

@@ -29,9 +29,8 @@ fn main() -> ExitCode {
         Err(e) => return clap_error(e),
     };
     let outcome = match cli.command {
-        cli::Command::Run(args) => scenario::RunPlan::from_input(&args.input())
-            .map_err(anyhow::Error::from)
-            .and_then(|plan| lifecycle::run(plan, std::env::args().collect())),
+        cli::Command::Run(args) => plan_run(&args).and_then(|plan| lifecycle::run(plan, std::env::args().collect())),
+        cli::Command::Scenarios(a) => scenarios(a.name.as_deref()),
         cli::Command::Stall(a) => stall(a),
         cli::Command::Load(a) => lifecycle::load_only(&a, std::env::args().collect()),
         cli::Command::Worker => return ExitCode::from(load::worker::main()),
@@ -44,6 +43,39 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// The plan of `rtgauge run`: the scenario's values (if any) with the command line's over them.
+fn plan_run(args: &cli::RunArgs) -> anyhow::Result<scenario::RunPlan> {
+    let typed = args.input();
+    match &args.scenario {
+        None => Ok(scenario::RunPlan::from_input(&typed)?),
+        Some(s) => {
+            let sc = scenario::file::load(s)?;
+            let mut plan = scenario::RunPlan::from_input(&sc.input.clone().overlay(typed))
+                .map_err(|e| anyhow::anyhow!("scenario '{}': {e}", sc.name))?;
+            plan.scenario = Some((sc.name, sc.source));
+            Ok(plan)
+        }
+    }
+}
+
+/// `rtgauge scenarios [NAME]`: the built-in scenarios, or one of them as TOML.
+fn scenarios(name: Option<&str>) -> anyhow::Result<u8> {
+    match name {
+        None => {
+            for (n, text) in scenario::file::BUILT_IN {
+                let s = scenario::file::parse(text, n, "built-in")?;
+                println!("{n:<12} {}", s.description);
+            }
+            println!("\nRun one with 'rtgauge run --scenario NAME'; print one with 'rtgauge scenarios NAME' to start a file of your own.");
+        }
+        Some(n) => match scenario::file::BUILT_IN.iter().find(|(b, _)| *b == n) {
+            Some((_, text)) => print!("{text}"),
+            None => anyhow::bail!("no built-in scenario '{n}'; 'rtgauge scenarios' lists them"),
+        },
+    }
+    Ok(0)
 }
 
 fn stall(a: cli::StallArgs) -> anyhow::Result<u8> {

@@ -55,3 +55,32 @@ fn live_view_on_a_terminal() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("s left"), "--quiet hides the live view");
 }
+
+#[test]
+fn json_to_a_device_writes_through_it_and_never_replaces_it() {
+    use std::os::unix::fs::FileTypeExt;
+    let out = rtgauge(&["run", "-q", "--load", "none", "--loops", "20", "--warmup", "0", "--cpus", "0", "--json", "/dev/null"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let meta = std::fs::symlink_metadata("/dev/null").unwrap();
+    assert!(meta.file_type().is_char_device(), "/dev/null must stay a character device");
+}
+
+#[test]
+fn json_through_a_symlink_keeps_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.json");
+    let link = dir.path().join("link.json");
+    std::fs::write(&real, "old").unwrap();
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let out = rtgauge(&["run", "-q", "--load", "none", "--loops", "20", "--warmup", "0", "--cpus", "0", "--json", link.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays a link");
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&real).unwrap()).unwrap();
+    assert_eq!(doc["schema"], "rtgauge.result.v1");
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 2, "no stray file: {names:?}");
+}

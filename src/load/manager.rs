@@ -77,8 +77,13 @@ const POLL: Duration = Duration::from_millis(10);
 
 /// The command that starts this executable again (through the emulator named in RTGAUGE_RUNNER
 /// when rtgauge itself runs under one, as in the cross-architecture tests).
+/// (`/proc/self/exe` is unreadable after a change of user, e.g. under setpriv: argv[0] then.)
 fn self_exe() -> std::io::Result<Vec<OsString>> {
-    let exe = std::env::current_exe()?;
+    let exe = std::env::current_exe().or_else(|e| {
+        let argv0 = std::env::args_os().next().ok_or(e)?;
+        let text = argv0.to_string_lossy();
+        Ok::<_, std::io::Error>(if text.contains('/') { PathBuf::from(&argv0) } else { find_program(&text).unwrap_or(PathBuf::from(&argv0)) })
+    })?;
     let mut v: Vec<OsString> = std::env::var("RTGAUGE_RUNNER")
         .ok()
         .filter(|r| !r.trim().is_empty())

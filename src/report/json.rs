@@ -2,7 +2,9 @@
 //! beside its destination first and renamed over it when complete, so a reader never sees a
 //! half-written document and an earlier result at that path survives a failed run. The
 //! destination is checked before the run (a bad path fails before anything is measured) without
-//! leaving anything there, so a run that is killed leaves no stray file.
+//! leaving anything there, so a run that is killed leaves no stray file. A destination that is
+//! not a regular file (`/dev/null`, a FIFO, a terminal) is written directly, never replaced;
+//! a symbolic link is followed, so the link stays and its target gets the document.
 
 use crate::result::RunResult;
 use crate::scenario::JsonTarget;
@@ -15,6 +17,8 @@ use tempfile::NamedTempFile;
 pub enum JsonSink {
     Stdout,
     File { path: PathBuf, dir: PathBuf, prefix: String },
+    /// A device, FIFO or other special file, opened now and written at the end.
+    Special { path: PathBuf, file: std::fs::File },
 }
 
 fn unwritable(path: &Path, why: impl std::fmt::Display) -> anyhow::Error {
@@ -35,9 +39,16 @@ impl JsonSink {
         if path.is_dir() {
             return Err(unwritable(path, "it is a directory"));
         }
-        if path.exists() {
+        if let Ok(meta) = std::fs::metadata(path) {
+            if !meta.is_file() {
+                let file = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| unwritable(path, e))?;
+                return Ok(JsonSink::Special { path: path.clone(), file });
+            }
             std::fs::OpenOptions::new().append(true).open(path).map_err(|e| unwritable(path, e))?;
         }
+        // Write beside the real file, so that renaming over it keeps a symbolic link intact.
+        let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+        let path = &resolved;
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
@@ -46,7 +57,7 @@ impl JsonSink {
         let prefix = format!(".{name}.");
         // Proves the directory takes new files; removed again at once.
         temp_file(dir, &prefix).map_err(|e| unwritable(path, e))?;
-        Ok(JsonSink::File { path: path.clone(), dir: dir.to_path_buf(), prefix })
+        Ok(JsonSink::File { path: path.to_path_buf(), dir: dir.to_path_buf(), prefix })
     }
 
     pub fn is_stdout(&self) -> bool {
@@ -65,6 +76,11 @@ impl JsonSink {
                 let mut out = std::io::stdout().lock();
                 serde_json::to_writer_pretty(&mut out, result)?;
                 writeln!(out)?;
+            }
+            JsonSink::Special { path, mut file } => {
+                let context = || format!("writing the result to '{}'", path.display());
+                serde_json::to_writer_pretty(&mut file, result).with_context(context)?;
+                writeln!(file).with_context(context)?;
             }
             JsonSink::File { path, dir, prefix } => {
                 let context = || format!("writing the result to '{}'", path.display());

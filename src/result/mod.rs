@@ -84,12 +84,21 @@ pub struct Config {
     pub requirements: Vec<String>,
     /// The `/dev/cpu_dma_latency` request asked for (µs), null for `off`.
     pub cpu_dma_latency_us: Option<u32>,
-    /// Where the loads came from: `default` (the worst-case mix), `given` (--load) or `none`.
+    /// The scenario the run came from: `{name, source}` (source `built-in` or the file), or null.
+    pub scenario: Option<ScenarioRef>,
+    /// Where the loads came from: `default` (the worst-case mix), `given` (--load), `scenario` or `none`.
     pub load_source: String,
     /// The load specifications, as given or as the default mix spells them.
     pub loads: Vec<String>,
     /// CPUs the loads were restricted to (null: all).
     pub load_cpus: Option<Vec<usize>>,
+}
+
+/// Which scenario a run came from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScenarioRef {
+    pub name: String,
+    pub source: String,
 }
 
 /// The warm-up as asked for and as periods.

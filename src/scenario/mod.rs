@@ -3,6 +3,7 @@
 //! (does CPU 7 exist? can we write that file?) happen when the plan is resolved in `lifecycle`.
 
 pub mod cpus;
+pub mod file;
 pub mod require;
 pub mod units;
 
@@ -43,23 +44,23 @@ pub enum JsonTarget {
 }
 
 /// The raw values of `rtgauge run` as typed, before validation (filled by the CLI layer).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunInput {
-    pub interval: String,
+    pub interval: Option<String>,
     pub duration: Option<String>,
     pub loops: Option<String>,
-    pub warmup: String,
+    pub warmup: Option<String>,
     pub priority: Option<i32>,
     pub policy: Option<Policy>,
     pub cpus: Option<String>,
     pub no_mlock: bool,
     pub cycle_time: Option<String>,
-    pub budget: String,
+    pub budget: Option<String>,
     pub require: Vec<String>,
     pub json: Option<String>,
     pub quiet: bool,
     /// `--cpu-dma-latency`: microseconds, or `off`.
-    pub cpu_dma_latency: String,
+    pub cpu_dma_latency: Option<String>,
     /// `--load` values (empty: the default worst-case mix).
     pub load: Vec<String>,
     pub load_cpus: Option<String>,
@@ -98,6 +99,8 @@ pub struct RunPlan {
     pub loads: LoadChoice,
     /// CPUs the loads may run on (`None`: all).
     pub load_cpus: Option<Vec<usize>>,
+    /// The scenario the plan came from: (name, source).
+    pub scenario: Option<(String, String)>,
 }
 
 /// The longest interval accepted: a period loop slower than this is not a latency test.
@@ -118,7 +121,7 @@ fn duration_arg(flag: &str, text: &str, example: &str) -> Result<u64, PlanError>
 impl RunPlan {
     /// Validates what the user typed. Pure: no system calls.
     pub fn from_input(input: &RunInput) -> Result<RunPlan, PlanError> {
-        let interval_ns = duration_arg("--interval", &input.interval, "1ms")?;
+        let interval_ns = duration_arg("--interval", input.interval.as_deref().unwrap_or("1ms"), "1ms")?;
         if interval_ns == 0 {
             return Err(bad("--interval must be greater than zero, e.g. --interval 1ms"));
         }
@@ -181,10 +184,11 @@ impl RunPlan {
             }
         };
 
-        let warmup = if input.warmup.trim().chars().all(|c| c.is_ascii_digit()) && !input.warmup.trim().is_empty() {
-            Warmup::Samples(input.warmup.trim().parse().map_err(|_| bad("--warmup is too large"))?)
+        let warmup_text = input.warmup.as_deref().unwrap_or("1s").trim();
+        let warmup = if !warmup_text.is_empty() && warmup_text.chars().all(|c| c.is_ascii_digit()) {
+            Warmup::Samples(warmup_text.parse().map_err(|_| bad("--warmup is too large"))?)
         } else {
-            Warmup::Time(duration_arg("--warmup", &input.warmup, "1s")?)
+            Warmup::Time(duration_arg("--warmup", warmup_text, "1s")?)
         };
 
         let cycle_time_ns = match &input.cycle_time {
@@ -197,8 +201,9 @@ impl RunPlan {
                 Some(ns)
             }
         };
-        let budget = parse_percent(&input.budget).ok_or_else(|| {
-            bad(format!("--budget '{}' is not a percentage between 0 and 100, e.g. --budget 25%", input.budget))
+        let budget_text = input.budget.as_deref().unwrap_or("25%");
+        let budget = parse_percent(budget_text).ok_or_else(|| {
+            bad(format!("--budget '{budget_text}' is not a percentage between 0 and 100, e.g. --budget 25%"))
         })?;
 
         let requirements = input
@@ -218,7 +223,7 @@ impl RunPlan {
             return Err(bad("--json needs a file name or '-' for standard output"));
         }
 
-        let cpu_dma_latency_us = match input.cpu_dma_latency.trim() {
+        let cpu_dma_latency_us = match input.cpu_dma_latency.as_deref().unwrap_or("0").trim() {
             "off" | "none" => None,
             t => Some(parse_duration_ns(t, Some(1e3)).ok().and_then(|ns| u32::try_from(ns / 1000).ok()).ok_or_else(|| {
                 bad(format!(
@@ -258,6 +263,7 @@ impl RunPlan {
             cpu_dma_latency_us,
             loads,
             load_cpus,
+            scenario: None,
         })
     }
 
@@ -288,13 +294,7 @@ mod tests {
     use super::*;
 
     fn input() -> RunInput {
-        RunInput {
-            interval: "1ms".into(),
-            warmup: "1s".into(),
-            budget: "25%".into(),
-            cpu_dma_latency: "0".into(),
-            ..Default::default()
-        }
+        RunInput::default()
     }
 
     #[test]
@@ -305,28 +305,28 @@ mod tests {
         assert_eq!((p.warmup_periods(), p.measure_periods()), (1000, 60_000));
         assert_eq!(p.budget, 0.25);
         assert_eq!(p.cpu_dma_latency_us, Some(0));
-        let p = RunPlan::from_input(&RunInput { cpu_dma_latency: "off".into(), ..input() }).unwrap();
+        let p = RunPlan::from_input(&RunInput { cpu_dma_latency: Some("off".into()), ..input() }).unwrap();
         assert_eq!(p.cpu_dma_latency_us, None);
-        let p = RunPlan::from_input(&RunInput { cpu_dma_latency: "20us".into(), ..input() }).unwrap();
+        let p = RunPlan::from_input(&RunInput { cpu_dma_latency: Some("20us".into()), ..input() }).unwrap();
         assert_eq!(p.cpu_dma_latency_us, Some(20));
     }
 
     #[test]
     fn warmup_in_samples_or_time() {
-        let p = RunPlan::from_input(&RunInput { warmup: "250".into(), ..input() }).unwrap();
+        let p = RunPlan::from_input(&RunInput { warmup: Some("250".into()), ..input() }).unwrap();
         assert_eq!(p.warmup, Warmup::Samples(250));
-        let p = RunPlan::from_input(&RunInput { warmup: "0".into(), ..input() }).unwrap();
+        let p = RunPlan::from_input(&RunInput { warmup: Some("0".into()), ..input() }).unwrap();
         assert_eq!(p.warmup_periods(), 0);
-        let p = RunPlan::from_input(&RunInput { warmup: "1.5ms".into(), ..input() }).unwrap();
+        let p = RunPlan::from_input(&RunInput { warmup: Some("1.5ms".into()), ..input() }).unwrap();
         assert_eq!(p.warmup_periods(), 2);
     }
 
     #[test]
     fn rejects_bad_values_with_a_fix() {
         for (f, msg) in [
-            (RunInput { interval: "0".into(), ..input() }, "greater than zero"),
-            (RunInput { interval: "0ms".into(), ..input() }, "greater than zero"),
-            (RunInput { interval: "-1ms".into(), ..input() }, "negative"),
+            (RunInput { interval: Some("0".into()), ..input() }, "greater than zero"),
+            (RunInput { interval: Some("0ms".into()), ..input() }, "greater than zero"),
+            (RunInput { interval: Some("-1ms".into()), ..input() }, "negative"),
             (RunInput { duration: Some("abc".into()), ..input() }, "not a duration"),
             (RunInput { priority: Some(100), ..input() }, "1-99"),
             (RunInput { priority: Some(0), ..input() }, "1-99"),
@@ -334,7 +334,7 @@ mod tests {
             (RunInput { cpus: Some("2-1".into()), ..input() }, "--cpus"),
             (RunInput { loops: Some("-5".into()), ..input() }, "whole number"),
             (RunInput { loops: Some("5".into()), duration: Some("1s".into()), ..input() }, "choose one"),
-            (RunInput { budget: "0%".into(), ..input() }, "--budget"),
+            (RunInput { budget: Some("0%".into()), ..input() }, "--budget"),
             (RunInput { require: vec!["bogus<1us".into()], ..input() }, "not a metric"),
             (RunInput { duration: Some("10us".into()), ..input() }, "shorter than one interval"),
         ] {
