@@ -1,0 +1,102 @@
+//! Scenario files: built-ins are listed and printable, a file runs with its probes, loads,
+//! phases and requirements, the command line overrides it, and a bad file is a one-line
+//! error naming the file, line and key.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+const NAMES: [&str; 5] = ["worst-case", "arm-paper", "cortex-a53", "firmtimers", "ocera"];
+
+#[test]
+fn built_in_scenarios_are_listed_and_printable() {
+    let out = rtgauge(&["scenarios"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for n in NAMES {
+        assert!(text.lines().any(|l| l.starts_with(n) && l.len() > n.len() + 20), "{n} with its description in {text}");
+    }
+    let out = rtgauge(&["scenarios", "cortex-a53"]).output().unwrap();
+    let toml = String::from_utf8_lossy(&out.stdout);
+    assert!(toml.contains("vm:workers=8,bytes=20M") && toml.contains("cpu:workers=8"), "stress --cpu 8 --vm 8 --vm-bytes 20MB: {toml}");
+    let out = rtgauge(&["scenarios", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_scenario_file_runs_with_its_settings_and_the_command_line_overrides_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.toml");
+    std::fs::write(
+        &file,
+        r#"name = "mine"
+description = "a short test scenario"
+duration = "30s"
+warmup = "100"
+cpus = "0"
+
+[probes.timer]
+interval = "2ms"
+priority = 70
+
+[[loads]]
+spec = "cpu:workers=1"
+start = "500ms"
+end = "1s"
+
+[verdict]
+require = ["samples>=1"]
+"#,
+    )
+    .unwrap();
+    // The command line shortens the run and adds a requirement.
+    let (code, doc, _) = run_json(&["--scenario", file.to_str().unwrap(), "--duration", "1500ms", "--require", "min>=0us"]);
+    assert_eq!(code, 0);
+    let c = &doc["config"];
+    assert_eq!(c["scenario"], serde_json::json!({"name": "mine", "source": file.to_str().unwrap()}));
+    assert_eq!((c["interval_ns"].as_u64(), c["priority"].as_u64()), (Some(2_000_000), Some(70)));
+    assert_eq!(c["duration_ns"], 1_500_000_000u64);
+    assert_eq!(c["warmup"]["samples"], 100);
+    assert_eq!(c["cpus"], serde_json::json!([0]));
+    assert_eq!(c["load_source"], "scenario");
+    assert_eq!(c["loads"], serde_json::json!(["cpu:workers=1@500ms..1s"]));
+    assert_eq!(c["requirements"], serde_json::json!(["samples>=1", "min>=0us"]));
+    assert_eq!(doc["phases"].as_array().unwrap().len(), 3, "cut at 0.5 s and 1 s");
+    let p = &doc["probes"][0];
+    assert_eq!(u(&p["samples"]) + u(&p["missed"]), 750, "1.5 s / 2 ms");
+}
+
+#[test]
+fn built_in_scenario_runs_shortened() {
+    let (code, doc, _) = run_json(&["--scenario", "cortex-a53", "--duration", "1s", "--warmup", "0", "--cpus", "0"]);
+    assert_eq!(code, 0);
+    assert_eq!(doc["config"]["scenario"]["name"], "cortex-a53");
+    assert_eq!(doc["config"]["scenario"]["source"], "built-in");
+    let kinds: Vec<&str> = doc["loads"].as_array().unwrap().iter().map(|l| l["generator"]["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, vec!["cpu", "vm"]);
+    assert!(doc["loads"].as_array().unwrap().iter().all(|l| l["failed"] == false));
+}
+
+#[test]
+fn bad_scenarios_name_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    for (body, line, key) in [
+        ("name = \"x\"\n\n[probes.timer]\ninterval = \"soon\"\n", 4, "probes.timer.interval"),
+        ("name = \"x\"\n[[loads]]\nspec = \"frobnicate\"\n", 3, "loads[0].spec"),
+        ("name = \"x\"\nlength = \"1s\"\n", 2, "length"),
+        ("name = \"x\"\n[verdict]\nbudget = \"200%\"\n", 3, "verdict.budget"),
+        ("name = \"x\"\n[probes.timer]\npriority = 120\n", 3, "probes.timer.priority"),
+    ] {
+        let f = dir.path().join("bad.toml");
+        std::fs::write(&f, body).unwrap();
+        let out = rtgauge(&["run", "--scenario", f.to_str().unwrap()]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("{}:{line}:", f.display())), "{err} names the file and line {line}");
+        assert!(err.contains(key), "{err} names {key}");
+    }
+    let out = rtgauge(&["run", "--scenario", "no-such-scenario"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rtgauge scenarios"));
+}
