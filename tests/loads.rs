@@ -306,3 +306,19 @@ fn tmp_files_live_in_the_chosen_tmpdir() {
     child.wait().unwrap();
     m.assert_clean("io");
 }
+
+#[test]
+fn a_net_load_that_cannot_send_fails_with_the_reason() {
+    // A fresh network namespace has its loopback interface down: nothing can be sent.
+    let m = Marker::new();
+    let mut all = vec!["-n".to_string()];
+    all.extend(bin_argv());
+    all.extend(["load", "net", "--duration", "1s", "--json", "-"].map(String::from));
+    let out = Command::new("unshare").args(&all).env("TMPDIR", m.0.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "a failed load fails 'rtgauge load': {}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let l = &doc["loads"][0];
+    assert_eq!(l["failed"], true);
+    assert!(l["error"].as_str().unwrap().contains("cannot send"), "{l}");
+    m.assert_clean("a failed net load");
+}

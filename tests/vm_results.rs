@@ -86,6 +86,11 @@ fn check_guest(dir: &Path, validator: &jsonschema::Validator) -> Vec<String> {
         if doc["system"]["kernel_release"] != guest["release"].as_str() {
             problems.push(format!("{name}/{file}: kernel_release {} but the guest runs {}", doc["system"]["kernel_release"], guest["release"]));
         }
+        for l in doc["loads"].as_array().unwrap() {
+            if l["failed"] == true {
+                problems.push(format!("{name}/{file}: load {} failed: {}", l["spec"], l["error"]));
+            }
+        }
         let planned = planned_periods(&doc);
         for p in doc["probes"].as_array().unwrap() {
             check_probe_invariants(p);
@@ -105,6 +110,30 @@ fn check_guest(dir: &Path, validator: &jsonschema::Validator) -> Vec<String> {
         let doc: Value = serde_json::from_str(&t).unwrap();
         if doc["status"] != "partial" || doc["interrupted_by"] != "SIGINT" {
             problems.push(format!("{name}: SIGINT run is {} / {}", doc["status"], doc["interrupted_by"]));
+        }
+    }
+    if let Ok(t) = fs::read_to_string(dir.join("run-loads.json")) {
+        let doc: Value = serde_json::from_str(&t).unwrap();
+        for l in doc["loads"].as_array().unwrap() {
+            let work: u64 = l["counters"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+            if work == 0 || l["runs"] != 1 {
+                problems.push(format!("{name}: load {} did no work or did not run once: {l}", l["spec"]));
+            }
+        }
+    }
+    if let Ok(t) = fs::read_to_string(dir.join("load-hackbench.load")) {
+        let doc: Value = serde_json::from_str(&t).unwrap();
+        if u(&doc["loads"][0]["counters"]["messages"]) != 2 * 20 * 20 * 20 {
+            problems.push(format!("{name}: hackbench passed {} messages", doc["loads"][0]["counters"]["messages"]));
+        }
+    }
+    if let Ok(t) = fs::read_to_string(dir.join("run-phases.json")) {
+        let doc: Value = serde_json::from_str(&t).unwrap();
+        let phases = doc["phases"].as_array().unwrap();
+        let sum: u64 = phases.iter().map(|p| u(&p["combined"]["samples"]) + u(&p["combined"]["missed"])).sum();
+        let whole = u(&doc["combined"][0]["samples"]) + u(&doc["combined"][0]["missed"]);
+        if phases.len() != 3 || sum != whole {
+            problems.push(format!("{name}: {} phases holding {sum} of {whole} periods", phases.len()));
         }
     }
     if let (Ok(run), Ok(stall)) = (fs::read_to_string(dir.join("stall-run.json")), fs::read_to_string(dir.join("stall-run.stall"))) {

@@ -48,7 +48,10 @@ fn run(g: Generator, stop: &AtomicBool) -> WorkerReport {
         }
         Generator::Fork { workers } => simple::fork(workers, stop),
         Generator::Proc { workers } => simple::proc_reads(workers, stop),
-        Generator::Net { workers, size, target } => simple::net(workers, size, target.as_deref(), stop),
+        Generator::Net { workers, size, target } => match simple::net(workers, size, target.as_deref(), stop) {
+            Ok(c) => c,
+            Err(e) => return WorkerReport { error: Some(e), ..Default::default() },
+        },
         Generator::Timers { count, period_ns } => simple::timers(count, period_ns, stop),
         Generator::Hackbench { groups, fds, size, loops, pipe, threads } => {
             let h = Hackbench { groups, fds, size, loops, pipe, threads };

@@ -126,14 +126,12 @@ pub fn proc_reads(workers: u32, stop: &AtomicBool) -> Counters {
     Counters::from([("files_read".into(), reads)])
 }
 
-/// UDP datagrams as fast as possible, to a local receiver or to `target`.
-pub fn net(workers: u32, size: usize, target: Option<&str>, stop: &AtomicBool) -> Counters {
+/// UDP datagrams as fast as possible, to a local receiver or to `target`. Fails (with the
+/// reason) when no datagram could be sent at all, e.g. with the loopback interface down.
+pub fn net(workers: u32, size: usize, target: Option<&str>, stop: &AtomicBool) -> Result<Counters, String> {
     let receiver = match target {
         Some(_) => None,
-        None => match UdpSocket::bind("127.0.0.1:0") {
-            Ok(s) => Some(s),
-            Err(_) => return Counters::new(),
-        },
+        None => Some(UdpSocket::bind("127.0.0.1:0").map_err(|e| format!("net: cannot bind a loopback receiver: {e}"))?),
     };
     let dest = match (&receiver, target) {
         (Some(r), _) => r.local_addr().map(|a| a.to_string()).unwrap_or_default(),
@@ -141,6 +139,7 @@ pub fn net(workers: u32, size: usize, target: Option<&str>, stop: &AtomicBool) -
         (None, None) => unreachable!(),
     };
     let received = AtomicU64::new(0);
+    let last_error = std::sync::Mutex::new(None::<String>);
     let sent = std::thread::scope(|s| {
         if let Some(r) = &receiver {
             let _ = r.set_read_timeout(Some(Duration::from_millis(100)));
@@ -155,16 +154,30 @@ pub fn net(workers: u32, size: usize, target: Option<&str>, stop: &AtomicBool) -
             });
         }
         on_threads(workers, |_, n| {
-            let Ok(sock) = UdpSocket::bind("0.0.0.0:0") else { return };
+            let sock = match UdpSocket::bind("0.0.0.0:0") {
+                Ok(s) => s,
+                Err(e) => return drop(last_error.lock().map(|mut l| *l = Some(e.to_string()))),
+            };
             let payload = vec![0x42u8; size];
             while !stop.load(Relaxed) {
-                if sock.send_to(&payload, &dest).is_ok() {
-                    n.fetch_add(1, Relaxed);
+                match sock.send_to(&payload, &dest) {
+                    Ok(_) => drop(n.fetch_add(1, Relaxed)),
+                    Err(e) if n.load(Relaxed) == 0 => {
+                        // Nothing gets through: report it rather than spin on errors.
+                        let _ = last_error.lock().map(|mut l| *l = Some(e.to_string()));
+                        return;
+                    }
+                    Err(_) => {}
                 }
             }
         })
     });
-    Counters::from([("datagrams_sent".into(), sent), ("datagrams_received".into(), received.load(Relaxed))])
+    if sent == 0 {
+        if let Some(e) = last_error.into_inner().ok().flatten() {
+            return Err(format!("net: cannot send to {dest}: {e}"));
+        }
+    }
+    Ok(Counters::from([("datagrams_sent".into(), sent), ("datagrams_received".into(), received.load(Relaxed))]))
 }
 
 /// `count` threads sleeping `period_ns` again and again: a stream of timer interrupts.
