@@ -450,3 +450,20 @@ pub fn map_touch_unmap(bytes: usize) -> io::Result<u64> {
         Ok(pages)
     }
 }
+
+/// Blocks until `fd` is readable (`poll`), without reading: a start gate many processes can
+/// wait on at once and pass together (reading would serialise them on the file's lock).
+pub fn wait_readable(fd: &impl std::os::fd::AsRawFd) -> io::Result<()> {
+    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    loop {
+        // SAFETY: `p` is one valid pollfd for the duration of the call.
+        let r = unsafe { libc::poll(&mut p, 1, -1) };
+        if r >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}

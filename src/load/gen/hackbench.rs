@@ -8,7 +8,7 @@ use crate::sys;
 use std::io::{self, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// One hackbench configuration.
@@ -41,25 +41,21 @@ impl Either {
     }
 }
 
-fn receive(mut r: Reader, bytes: u64) -> io::Result<()> {
-    let mut buf = vec![0u8; 65_536];
-    let mut left = bytes;
-    while left > 0 {
-        let want = (buf.len() as u64).min(left) as usize;
-        let n = r.read(&mut buf[..want])?;
-        if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "sender went away"));
-        }
-        left -= n as u64;
+/// Reads `messages` messages of `buf.len()` bytes, one message per read as hackbench does
+/// (reading more at once would empty the channel every time and change how often writers wake
+/// readers). The buffer is allocated before the clock starts, as hackbench's is on the stack.
+fn receive(mut r: Reader, messages: u64, buf: &mut [u8]) -> io::Result<()> {
+    for _ in 0..messages {
+        r.read_exact(buf)?;
     }
     Ok(())
 }
 
-fn send(mut outs: Vec<Writer>, size: usize, loops: u64) -> io::Result<()> {
-    let msg = vec![0x48u8; size];
+/// Passes `loops` messages (`msg`) to every receiver.
+fn send_all(outs: &mut [Writer], msg: &[u8], loops: u64) -> io::Result<()> {
     for _ in 0..loops {
         for o in outs.iter_mut() {
-            o.write_all(&msg)?;
+            o.write_all(msg)?;
         }
     }
     Ok(())
@@ -86,19 +82,32 @@ impl Hackbench {
 
     /// One hackbench run; returns its time.
     pub fn round(&self) -> io::Result<Duration> {
-        let per_receiver = u64::from(self.fds) * self.loops * self.size as u64;
+        if self.threads {
+            self.round_threads()
+        } else {
+            self.round_processes()
+        }
+    }
+
+    /// A receiver's channel: its read end and the write end the senders share.
+    fn channel(&self) -> io::Result<(Reader, Either)> {
+        Ok(if self.pipe {
+            let (r, w) = io::pipe()?;
+            (Box::new(r) as Reader, Either::Pipe(w))
+        } else {
+            let (r, w) = UnixStream::pair()?;
+            (Box::new(r) as Reader, Either::Sock(w))
+        })
+    }
+
+    fn round_threads(&self) -> io::Result<Duration> {
+        let per_receiver = u64::from(self.fds) * self.loops;
         let mut receivers: Vec<Reader> = Vec::new();
         let mut senders: Vec<Vec<Writer>> = Vec::new();
         for _ in 0..self.groups {
             let mut group_writers = Vec::new();
             for _ in 0..self.fds {
-                let (r, w) = if self.pipe {
-                    let (r, w) = io::pipe()?;
-                    (Box::new(r) as Reader, Either::Pipe(w))
-                } else {
-                    let (r, w) = UnixStream::pair()?;
-                    (Box::new(r) as Reader, Either::Sock(w))
-                };
+                let (r, w) = self.channel()?;
                 receivers.push(r);
                 group_writers.push(w);
             }
@@ -106,33 +115,39 @@ impl Hackbench {
                 senders.push(group_writers.iter().map(|w| w.clone_writer()).collect::<io::Result<_>>()?);
             }
         }
-        if self.threads {
-            self.round_threads(receivers, senders, per_receiver)
-        } else {
-            self.round_processes(receivers, senders, per_receiver)
-        }
-    }
-
-    fn round_threads(&self, receivers: Vec<Reader>, senders: Vec<Vec<Writer>>, per_receiver: u64) -> io::Result<Duration> {
-        let gate = Arc::new(Barrier::new(receivers.len() + senders.len() + 1));
+        // The same ready/poll gate as the process mode (a barrier would wake the tasks one by
+        // one through its lock).
+        let (gate_r, mut gate_w) = io::pipe()?;
+        let (mut ready_r, ready_w) = io::pipe()?;
+        let gate = Arc::new((gate_r, ready_w));
+        let wait_gate = |g: &(io::PipeReader, io::PipeWriter)| (&g.1).write_all(b"R").is_ok() && sys::wait_readable(&g.0).is_ok();
         let (size, loops) = (self.size, self.loops);
+        let tasks = receivers.len() + senders.len();
         let mut handles = Vec::new();
         for r in receivers {
             let g = gate.clone();
             handles.push(std::thread::spawn(move || {
-                g.wait();
-                receive(r, per_receiver)
+                let mut buf = vec![0u8; size];
+                if !wait_gate(&g) {
+                    return Err(io::Error::other("start gate"));
+                }
+                receive(r, per_receiver, &mut buf)
             }));
         }
-        for outs in senders {
+        for mut outs in senders {
             let g = gate.clone();
             handles.push(std::thread::spawn(move || {
-                g.wait();
-                send(outs, size, loops)
+                let msg = vec![0x48u8; size];
+                if !wait_gate(&g) {
+                    return Err(io::Error::other("start gate"));
+                }
+                send_all(&mut outs, &msg, loops)
             }));
         }
-        gate.wait();
+        let mut ready = vec![0u8; tasks];
+        ready_r.read_exact(&mut ready)?;
         let start = Instant::now();
+        gate_w.write_all(b"g")?;
         let mut result = Ok(());
         for h in handles {
             let r = h.join().unwrap_or_else(|_| Err(io::Error::other("a hackbench thread panicked")));
@@ -141,24 +156,47 @@ impl Hackbench {
         result.map(|_| start.elapsed())
     }
 
-    fn round_processes(&self, receivers: Vec<Reader>, senders: Vec<Vec<Writer>>, per_receiver: u64) -> io::Result<Duration> {
-        // Children block on reading one byte each from the gate; writing them releases all.
-        let (mut gate_r, mut gate_w) = io::pipe()?;
-        let mut pids = Vec::new();
+    /// Like hackbench: group by group, fork the receivers (closing the parent's read ends),
+    /// then the senders (which inherit the group's write ends), then close the parent's write
+    /// ends; so every task holds only the descriptors created before it.
+    fn round_processes(&self) -> io::Result<Duration> {
+        let per_receiver = u64::from(self.fds) * self.loops;
         let (size, loops) = (self.size, self.loops);
-        let wait_gate = |g: &mut io::PipeReader| {
-            let mut b = [0u8; 1];
-            g.read_exact(&mut b).is_ok()
+        // As in hackbench, every task reports ready, then waits (poll) for the gate to become
+        // readable: the clock starts when all are ready, so task start-up is not timed, and one
+        // byte written to the gate releases every task at once.
+        let (mut gate_r, mut gate_w) = io::pipe()?;
+        let (mut ready_r, mut ready_w) = io::pipe()?;
+        let wait_gate = |g: &mut io::PipeReader, ready: &mut io::PipeWriter| {
+            ready.write_all(b"R").is_ok() && sys::wait_readable(g).is_ok()
         };
-        for r in receivers {
-            pids.push(sys::fork_run(|| i32::from(!(wait_gate(&mut gate_r) && receive(r, per_receiver).is_ok())))?);
+        let mut pids = Vec::new();
+        for _ in 0..self.groups {
+            let mut writers: Vec<Writer> = Vec::new();
+            for _ in 0..self.fds {
+                let (r, w) = self.channel()?;
+                pids.push(sys::fork_run(|| {
+                    let mut buf = vec![0u8; size];
+                    i32::from(!(wait_gate(&mut gate_r, &mut ready_w) && receive(r, per_receiver, &mut buf).is_ok()))
+                })?);
+                writers.push(match w {
+                    Either::Pipe(p) => Box::new(p),
+                    Either::Sock(s) => Box::new(s),
+                });
+            }
+            for _ in 0..self.fds {
+                let outs = &mut writers;
+                pids.push(sys::fork_run(|| {
+                    let msg = vec![0x48u8; size];
+                    i32::from(!(wait_gate(&mut gate_r, &mut ready_w) && send_all(outs, &msg, loops).is_ok()))
+                })?);
+            }
         }
-        for outs in senders {
-            pids.push(sys::fork_run(|| i32::from(!(wait_gate(&mut gate_r) && send(outs, size, loops).is_ok())))?);
-        }
-        drop(gate_r);
+        drop((gate_r, ready_w));
+        let mut ready = vec![0u8; pids.len()];
+        ready_r.read_exact(&mut ready)?;
         let start = Instant::now();
-        gate_w.write_all(&vec![b'g'; pids.len()])?;
+        gate_w.write_all(b"g")?;
         let mut failed = 0;
         for pid in pids {
             if sys::wait_pid(pid).map_or(true, |code| code != 0) {
