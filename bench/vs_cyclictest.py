@@ -94,7 +94,9 @@ def cyclictest_run(args, cpus):
 def rtgauge_run(args, cpus, binary, duration=None):
     argv = [binary, "run", "--quiet", "--json", "-", "--priority", str(args.priority),
             "--interval", f"{args.interval_us}us", "--cpus", ",".join(map(str, cpus)),
-            "--duration", f"{duration or args.duration}s", "--warmup", "0"]
+            "--duration", f"{duration or args.duration}s", "--warmup", "0",
+            # The same external load for both tools: rtgauge's own loads stay off.
+            "--load", "none"]
     out, cpu_s, rss = run_rusage(argv)
     doc = json.loads(out)
     hist, samples = {}, 0
@@ -128,7 +130,7 @@ def startup(binary, n=20):
             subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
             ts.append(time.perf_counter() - t)
         return statistics.median(ts)
-    a = med([binary, "run", "--quiet", "--loops", "1", "--warmup", "0", "--cpus", "0"])
+    a = med([binary, "run", "--quiet", "--loops", "1", "--warmup", "0", "--cpus", "0", "--load", "none"])
     b = med(["cyclictest", "-m", "-p", "80", "-l", "1", "-t", "1", "-a", "0", "-q"])  # -l 1: one period
     return a, b
 

@@ -77,7 +77,8 @@ Generators and their options (a count of 0 or none given means one worker per CP
   net        workers=1 size=64 target=ADDR:PORT   UDP flood (default: to a loopback receiver)
   timers     count=64 period=100us                many short timers (interrupt load)
   cmd:ARGV   an external command, restarted if it exits early (cmd-once: not restarted)
-  Every load also takes nice=N, and a phase on the run's timeline: @30s..90s, @10s.., @..20s.
+  Every load also takes nice=N, policy=other|batch|idle|fifo:N|rr:N (default other), and a phase
+  on the run's timeline: @30s..90s, @10s.., @..20s.
 
 Examples:
   rtgauge load hackbench                       one hackbench round; prints its time like hackbench

@@ -322,3 +322,28 @@ fn a_net_load_that_cannot_send_fails_with_the_reason() {
     assert!(l["error"].as_str().unwrap().contains("cannot send"), "{l}");
     m.assert_clean("a failed net load");
 }
+
+#[test]
+fn loads_run_at_their_policy_and_nice() {
+    let m = Marker::new();
+    let mut child = m
+        .cmd(&["load", "timers:count=1,policy=fifo:7", "proc:nice=5", "--duration", "1500ms"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    // /proc/PID/stat: field 19 is nice, 40 rt_priority, 41 policy (after the command name).
+    let fields = |pid: &str| -> Vec<String> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        std::iter::once(String::new()).chain(std::iter::once(String::new())).chain(after.split_whitespace().map(String::from)).collect()
+    };
+    let workers: Vec<String> = m.processes().into_iter().filter(|p| p.contains("__worker")).map(|p| p.split(':').next().unwrap().to_string()).collect();
+    assert_eq!(workers.len(), 2, "{:?}", m.processes());
+    let mut seen: Vec<(String, String, String)> = workers.iter().map(|w| { let f = fields(w); (f[18].clone(), f[39].clone(), f[40].clone()) }).collect();
+    seen.sort();
+    // (nice, rt_priority, policy): SCHED_FIFO is 1, SCHED_OTHER 0.
+    assert_eq!(seen, vec![("0".to_string(), "7".to_string(), "1".to_string()), ("5".to_string(), "0".to_string(), "0".to_string())]);
+    child.wait().unwrap();
+    m.assert_clean("policies");
+}

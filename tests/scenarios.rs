@@ -4,7 +4,6 @@
 
 mod common;
 use common::*;
-use serde_json::Value;
 
 const NAMES: [&str; 5] = ["worst-case", "arm-paper", "cortex-a53", "firmtimers", "ocera"];
 

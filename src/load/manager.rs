@@ -7,7 +7,7 @@
 
 use super::gen::Counters;
 use super::guardian::Guardian;
-use super::spec::{Generator, LoadSpec};
+use super::spec::{Generator, LoadPolicy, LoadSpec};
 use super::worker::{WorkerReport, ENV_DIR, ENV_ONCE, ENV_SPEC};
 use crate::sys::{self, ChildEnd, ChildUsage, Containment};
 use serde::{Deserialize, Serialize};
@@ -23,6 +23,8 @@ pub struct LoadRecord {
     pub spec: String,
     pub generator: Generator,
     pub nice: Option<i32>,
+    /// Scheduling policy of its processes (null: SCHED_OTHER).
+    pub policy: Option<LoadPolicy>,
     pub cpus: Option<Vec<usize>>,
     /// Planned offsets from the start of the run (null: with the probes).
     pub planned_start_ns: Option<u64>,
@@ -63,7 +65,8 @@ struct Load {
 /// The loads of one run.
 pub struct LoadSet {
     loads: Vec<Load>,
-    guardian: Guardian,
+    /// Started only when there is a load to guard.
+    guardian: Option<Guardian>,
     exe: Vec<OsString>,
     cpus: Option<Vec<usize>>,
     origin_ns: Option<u64>,
@@ -129,7 +132,11 @@ impl LoadSet {
     /// `once`: built-in hackbench runs a single round (standalone `rtgauge load`).
     pub fn new(specs: &[LoadSpec], cpus: Option<Vec<usize>>, once: bool) -> anyhow::Result<LoadSet> {
         let exe = self_exe()?;
-        let guardian = Guardian::start(&exe).map_err(|e| anyhow::anyhow!("cannot start the load guardian: {e}"))?;
+        let guardian = if specs.is_empty() {
+            None
+        } else {
+            Some(Guardian::start(&exe).map_err(|e| anyhow::anyhow!("cannot start the load guardian: {e}"))?)
+        };
         let loads = specs
             .iter()
             .map(|s| Load {
@@ -138,6 +145,7 @@ impl LoadSet {
                     spec: s.text.clone(),
                     generator: s.generator.clone(),
                     nice: s.nice,
+                    policy: s.policy,
                     cpus: cpus.clone(),
                     planned_start_ns: s.start_ns,
                     planned_end_ns: s.end_ns,
@@ -182,7 +190,9 @@ impl LoadSet {
                         match tempfile::Builder::new().prefix("rtgauge-io-").tempdir() {
                             Ok(d) => {
                                 let path = d.keep();
-                                self.guardian.watch_dir(&path);
+                                if let Some(g) = &mut self.guardian {
+                                    g.watch_dir(&path);
+                                }
                                 load.dir = Some(path);
                             }
                             Err(e) => {
@@ -201,11 +211,25 @@ impl LoadSet {
         cmd.stdin(Stdio::null());
         sys::contain(
             &mut cmd,
-            Containment { own_group: true, die_with_parent: true, cpus: self.cpus.clone(), nice: load.spec.nice },
+            Containment {
+                own_group: true,
+                die_with_parent: true,
+                cpus: self.cpus.clone(),
+                nice: load.spec.nice,
+                policy: load.spec.policy.map(|p| match p {
+                    LoadPolicy::Other => (sys::SCHED_OTHER, 0),
+                    LoadPolicy::Batch => (sys::SCHED_BATCH, 0),
+                    LoadPolicy::Idle => (sys::SCHED_IDLE, 0),
+                    LoadPolicy::Fifo(n) => (sys::SCHED_FIFO, n),
+                    LoadPolicy::Rr(n) => (sys::SCHED_RR, n),
+                }),
+            },
         );
         match cmd.spawn() {
             Ok(child) => {
-                self.guardian.watch_group(child.id() as i32);
+                if let Some(g) = &mut self.guardian {
+                    g.watch_group(child.id() as i32);
+                }
                 load.record.runs += 1;
                 if load.started_mono.is_none() {
                     load.started_mono = Some(sys::monotonic_ns());
@@ -226,7 +250,9 @@ impl LoadSet {
         let mut run = load.running.take().expect("running");
         // The leader is gone; whatever it left in its group (a command's own children) goes too.
         let _ = sys::signal_group(run.child.id() as i32, signal_hook::consts::SIGKILL);
-        self.guardian.release_group(run.child.id() as i32);
+        if let Some(g) = &mut self.guardian {
+            g.release_group(run.child.id() as i32);
+        }
         add_usage(&mut load.record.usage, usage);
         load.record.endings.push(ending(end, run.stopping));
         if let Some(mut out) = run.child.stdout.take() {
@@ -369,7 +395,9 @@ impl LoadSet {
         for i in 0..self.loads.len() {
             if let Some(dir) = self.loads[i].dir.take() {
                 let _ = std::fs::remove_dir_all(&dir);
-                self.guardian.release_dir(&dir);
+                if let Some(g) = &mut self.guardian {
+                    g.release_dir(&dir);
+                }
             }
         }
         let origin = self.origin_ns.unwrap_or(0) as i64;

@@ -43,6 +43,36 @@ pub struct LoadSpec {
     pub end_ns: Option<u64>,
     /// Nice value of the load's processes.
     pub nice: Option<i32>,
+    /// Scheduling policy of the load's processes (default SCHED_OTHER).
+    pub policy: Option<LoadPolicy>,
+}
+
+/// The scheduling policy a load runs at: `other` (default), `batch`, `idle`, `fifo:N`, `rr:N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadPolicy {
+    Other,
+    Batch,
+    Idle,
+    Fifo(i32),
+    Rr(i32),
+}
+
+impl LoadPolicy {
+    fn parse(v: &str) -> Option<LoadPolicy> {
+        let prio = |p: &str| p.parse::<i32>().ok().filter(|p| (1..=99).contains(p));
+        match v.split_once(':') {
+            None => match v {
+                "other" => Some(LoadPolicy::Other),
+                "batch" => Some(LoadPolicy::Batch),
+                "idle" => Some(LoadPolicy::Idle),
+                _ => None,
+            },
+            Some(("fifo", p)) => prio(p).map(LoadPolicy::Fifo),
+            Some(("rr", p)) => prio(p).map(LoadPolicy::Rr),
+            _ => None,
+        }
+    }
 }
 
 /// The generator names, as typed.
@@ -149,6 +179,7 @@ impl LoadSpec {
                 start_ns: start,
                 end_ns: end,
                 nice: None,
+                policy: None,
             });
         }
         let (body, start, end) = split_phase(&text)?;
@@ -171,8 +202,15 @@ impl LoadSpec {
             }
         };
         let mut nice = None;
+        let mut policy = None;
         for opt in opts.split(',').map(str::trim).filter(|o| !o.is_empty()) {
             let (k, v) = opt.split_once('=').map_or((opt, ""), |(k, v)| (k.trim(), v.trim()));
+            if k == "policy" {
+                policy = Some(LoadPolicy::parse(v).ok_or_else(|| {
+                    err(spec, format!("policy={v} is not other, batch, idle, fifo:N or rr:N (N 1-99), e.g. policy=fifo:50"))
+                })?);
+                continue;
+            }
             if k == "nice" {
                 nice = Some(v.parse::<i32>().ok().filter(|n| (-20..=19).contains(n)).ok_or_else(|| {
                     err(spec, format!("nice={v} must lie between -20 and 19, e.g. nice=10"))
@@ -235,7 +273,7 @@ impl LoadSpec {
                 return Err(err(spec, "block is larger than size; e.g. io:size=16M,block=64K"));
             }
         }
-        Ok(LoadSpec { text, generator, start_ns: start, end_ns: end, nice })
+        Ok(LoadSpec { text, generator, start_ns: start, end_ns: end, nice, policy })
     }
 
     /// Fills in the defaults that depend on the machine: "one worker per CPU".
@@ -279,6 +317,8 @@ mod tests {
         let l = LoadSpec::parse("hackbench:groups=4,pipe,threads,size=512,loops=50@30s..90s").unwrap();
         assert_eq!(l.generator, Generator::Hackbench { groups: 4, fds: 20, size: 512, loops: 50, pipe: true, threads: true });
         assert_eq!((l.start_ns, l.end_ns), (Some(30_000_000_000), Some(90_000_000_000)));
+        assert_eq!(LoadSpec::parse("cpu:policy=fifo:50").unwrap().policy, Some(LoadPolicy::Fifo(50)));
+        assert_eq!(LoadSpec::parse("cpu:policy=batch").unwrap().policy, Some(LoadPolicy::Batch));
         let l = LoadSpec::parse("vm:workers=8,bytes=20M,nice=10").unwrap();
         assert_eq!(l.generator, Generator::Vm { workers: 8, bytes: 20 << 20 });
         assert_eq!(l.nice, Some(10));
@@ -308,6 +348,8 @@ mod tests {
             ("cmd:echo 'unbalanced", "quotes"),
             ("timers:period=10ns", "at least 1us"),
             ("cpu:nice=40", "nice"),
+            ("cpu:policy=fifo:100", "policy"),
+            ("cpu:policy=deadline", "policy"),
         ] {
             let e = LoadSpec::parse(spec).unwrap_err();
             assert!(e.contains(words), "{spec}: {e}");

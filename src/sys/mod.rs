@@ -328,7 +328,16 @@ pub struct Containment {
     /// Restrict it to these CPUs.
     pub cpus: Option<Vec<usize>>,
     pub nice: Option<i32>,
+    /// Scheduling policy and priority (raw `SCHED_*` value), default SCHED_OTHER.
+    pub policy: Option<(i32, i32)>,
 }
+
+/// Raw values of the policies a load may run at.
+pub const SCHED_OTHER: i32 = libc::SCHED_OTHER;
+pub const SCHED_BATCH: i32 = libc::SCHED_BATCH;
+pub const SCHED_IDLE: i32 = libc::SCHED_IDLE;
+pub const SCHED_FIFO: i32 = libc::SCHED_FIFO;
+pub const SCHED_RR: i32 = libc::SCHED_RR;
 
 /// Applies `c` to `cmd`, in the child between fork and exec.
 pub fn contain(cmd: &mut std::process::Command, c: Containment) {
@@ -343,7 +352,8 @@ pub fn contain(cmd: &mut std::process::Command, c: Containment) {
         }
     }
     // SAFETY: the closure runs in the child after fork; it makes only async-signal-safe system
-    // calls (setpgid, prctl, getppid, sched_setaffinity, setpriority, _exit) and allocates nothing.
+    // calls (setpgid, prctl, getppid, sched_setaffinity, sched_setscheduler, setpriority, _exit)
+    // and allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
             if c.own_group && libc::setpgid(0, 0) != 0 {
@@ -359,6 +369,13 @@ pub fn contain(cmd: &mut std::process::Command, c: Containment) {
             }
             if c.cpus.is_some() && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
                 return Err(io::Error::last_os_error());
+            }
+            if let Some((policy, prio)) = c.policy {
+                let mut param: libc::sched_param = std::mem::zeroed();
+                param.sched_priority = prio;
+                if libc::syscall(libc::SYS_sched_setscheduler, 0 as libc::pid_t, policy, &param as *const libc::sched_param) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
             }
             if let Some(n) = c.nice {
                 if libc::setpriority(libc::PRIO_PROCESS, 0, n) != 0 {
