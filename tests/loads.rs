@@ -291,6 +291,10 @@ fn bad_specs_start_nothing() {
     }
     let out = m.cmd(&["load", "cpu"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "a load that runs until stopped needs --duration");
+    // Memory that can never be mapped is a failed load, not an idle one.
+    let (code, doc, _) = load_json(&m, &["vm:bytes=9999999G", "--duration", "500ms"]);
+    assert_eq!((code, &doc["loads"][0]["failed"]), (1, &Value::from(true)));
+    assert!(doc["loads"][0]["error"].as_str().unwrap().contains("cannot map"));
     assert!(m.processes().is_empty() && m.files().is_empty(), "nothing started");
 }
 

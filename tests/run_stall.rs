@@ -25,7 +25,7 @@ fn injected_stall_shows_on_its_cpu_only_with_its_size_and_missed_periods() {
     }
     let (quiet_cpu, stalled_cpu) = (cpus[0], cpus[1]);
     let list = format!("{quiet_cpu},{stalled_cpu}");
-    let run = rtgauge(&["run", "-q", "--json", "-", "--cpus", &list, "--duration", "3s", "--warmup", "0", "--interval", "1ms"])
+    let run = rtgauge(&["run", "-q", "--json", "-", "--cpus", &list, "--duration", "3s", "--warmup", "0", "--interval", "1ms", "--load", "none"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -72,6 +72,7 @@ fn a_stall_fails_a_cycle_time_it_does_not_fit() {
     let cpu = *online_cpus().last().unwrap();
     let run = rtgauge(&[
         "run", "-q", "--json", "-", "--cpus", &cpu.to_string(), "--duration", "2s", "--warmup", "0", "--cycle-time", "100ms",
+        "--load", "none",
     ])
     .stdout(Stdio::piped())
     .spawn()
@@ -108,25 +109,28 @@ fn stall_rejects_bad_input() {
 fn a_stall_shows_in_its_phase_only_and_phases_add_up() {
     let _turn = turn();
     let cpu = *online_cpus().last().unwrap();
-    // Loads with phases cut the 3 s timeline at 1 s and 2 s.
-    let run = rtgauge(&[
+    // Loads with phases cut the 3 s timeline at 1 s and 2 s; the stall itself is a one-shot load
+    // started by the timeline at 1.2 s (so it lands in the second phase however long start-up takes).
+    let stall = format!("cmd-once:{} stall --cpu {cpu} --duration 200ms@1200ms..", bin_shell());
+    let out = rtgauge(&[
         "run", "-q", "--json", "-", "--cpus", &cpu.to_string(), "--duration", "3s", "--warmup", "0",
-        "--load", "cmd:sleep 1000@1s..2s", "--load", "timers:count=2@2s..",
+        "--load", "cmd:sleep 1000@1s..2s", "--load", "timers:count=2@2s..", "--load", &stall,
     ])
-    .stdout(Stdio::piped())
-    .spawn()
+    .output()
     .unwrap();
-    std::thread::sleep(Duration::from_millis(1350));
-    let stall = rtgauge(&["stall", "--cpu", &cpu.to_string(), "--duration", "200ms"]).output().unwrap();
-    assert!(stall.status.success());
-    let s: Value = serde_json::from_slice(&stall.stdout).unwrap();
-    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stall_load = &doc["loads"][2];
+    assert_eq!(stall_load["endings"], serde_json::json!(["exited 0"]), "the stall ran: {stall_load}");
     let phases = doc["phases"].as_array().unwrap();
     let bounds: Vec<(u64, u64)> = phases.iter().map(|p| (u(&p["start_ns"]), u(&p["end_ns"]))).collect();
-    assert_eq!(bounds, vec![(0, 1_000_000_000), (1_000_000_000, 2_000_000_000), (2_000_000_000, 3_000_000_000)]);
+    assert_eq!(
+        bounds,
+        vec![(0, 1_000_000_000), (1_000_000_000, 1_200_000_000), (1_200_000_000, 2_000_000_000), (2_000_000_000, 3_000_000_000)]
+    );
     assert_eq!(phases[1]["loads"], serde_json::json!(["cmd:sleep 1000@1s..2s"]));
-    assert_eq!(phases[2]["loads"], serde_json::json!(["timers:count=2@2s.."]));
+    assert_eq!(phases[3]["loads"][0], "timers:count=2@2s..");
+    assert!(phases[2]["loads"].as_array().unwrap().iter().any(|l| l.as_str().unwrap().starts_with("cmd-once:")));
     assert!(phases[0]["loads"].as_array().unwrap().is_empty());
 
     // The phases partition the run: every sample and every missed period is in exactly one.
@@ -139,13 +143,12 @@ fn a_stall_shows_in_its_phase_only_and_phases_add_up() {
         check_probe_invariants(&p["combined"]);
     }
 
-    // The stall, fully inside the second phase, is that phase's worst case and misses.
-    let stall_at = u(&s["start_ns"]) - u(&doc["monotonic_start_ns"]);
-    assert!((1_000_000_000..1_750_000_000).contains(&stall_at), "stall at {stall_at} ns lies in phase 2");
-    let hit = &phases[1]["probes"][0];
-    assert!(u(&hit["max_ns"]) + 1_000_000 >= u(&s["duration_ns"]), "phase 2 max {} for a {} ns stall", hit["max_ns"], s["duration_ns"]);
-    assert!(u(&hit["missed"]) >= u(&s["duration_ns"]) / 1_000_000 - 2);
-    for calm in [&phases[0]["probes"][0], &phases[2]["probes"][0]] {
-        assert!(u(&calm["max_ns"]) < u(&s["duration_ns"]) / 2, "other phases unaffected: {}", calm["max_ns"]);
+    // The 200 ms stall, started at 1.2 s, is the worst case of the 1.2-2 s phase only.
+    let stall_ns = 200_000_000;
+    let hit = &phases[2]["probes"][0];
+    assert!(u(&hit["max_ns"]) + 1_000_000 >= stall_ns, "phase 3 max {} for a {stall_ns} ns stall", hit["max_ns"]);
+    assert!(u(&hit["missed"]) >= stall_ns / 1_000_000 - 2);
+    for calm in [&phases[0]["probes"][0], &phases[1]["probes"][0], &phases[3]["probes"][0]] {
+        assert!(u(&calm["max_ns"]) < stall_ns / 2, "other phases unaffected: {}", calm["max_ns"]);
     }
 }

@@ -41,7 +41,10 @@ pub fn main() -> u8 {
 fn run(g: Generator, stop: &AtomicBool) -> WorkerReport {
     let counters = match g {
         Generator::Cpu { workers } => simple::cpu(workers, stop),
-        Generator::Vm { workers, bytes } => simple::vm(workers, bytes, stop),
+        Generator::Vm { workers, bytes } => match simple::vm(workers, bytes, stop) {
+            Ok(c) => c,
+            Err(e) => return WorkerReport { error: Some(e), ..Default::default() },
+        },
         Generator::Io { workers, size, block } => {
             let dir = std::env::var(ENV_DIR).map(std::path::PathBuf::from).unwrap_or_else(|_| std::env::temp_dir());
             simple::io(workers, size, block, &dir, stop)

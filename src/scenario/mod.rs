@@ -186,7 +186,9 @@ impl RunPlan {
 
         let warmup_text = input.warmup.as_deref().unwrap_or("1s").trim();
         let warmup = if !warmup_text.is_empty() && warmup_text.chars().all(|c| c.is_ascii_digit()) {
-            Warmup::Samples(warmup_text.parse().map_err(|_| bad("--warmup is too large"))?)
+            Warmup::Samples(warmup_text.parse().map_err(|_| {
+                bad(format!("--warmup {warmup_text} is too many samples: give fewer, or a time, e.g. --warmup 1s"))
+            })?)
         } else {
             Warmup::Time(duration_arg("--warmup", warmup_text, "1s")?)
         };

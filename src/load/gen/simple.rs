@@ -41,16 +41,28 @@ pub fn cpu(workers: u32, stop: &AtomicBool) -> Counters {
 
 /// Maps `bytes`, touches every page (a page fault each), unmaps; again and again. (Explicit
 /// mmap/munmap: malloc would keep and reuse the memory after the first round, and fault no more.)
-pub fn vm(workers: u32, bytes: u64, stop: &AtomicBool) -> Counters {
+/// Fails (with the reason) when the memory can never be mapped.
+pub fn vm(workers: u32, bytes: u64, stop: &AtomicBool) -> Result<Counters, String> {
+    let last_error = std::sync::Mutex::new(None::<String>);
     let touched = on_threads(workers, |_, n| {
         while !stop.load(Relaxed) {
             match sys::map_touch_unmap(bytes as usize) {
                 Ok(pages) => drop(n.fetch_add(pages, Relaxed)),
+                Err(e) if n.load(Relaxed) == 0 => {
+                    let _ = last_error.lock().map(|mut l| *l = Some(e.to_string()));
+                    return;
+                }
+                // Memory is short for a moment (other loads): try again.
                 Err(_) => std::thread::sleep(Duration::from_millis(10)),
             }
         }
     });
-    Counters::from([("pages_touched".into(), touched)])
+    if touched == 0 {
+        if let Some(e) = last_error.into_inner().ok().flatten() {
+            return Err(format!("vm: cannot map {bytes} bytes: {e}; give a smaller bytes="));
+        }
+    }
+    Ok(Counters::from([("pages_touched".into(), touched)]))
 }
 
 /// Writes `size` bytes in `block`-sized writes, fsyncs, drops the file from the page cache and
