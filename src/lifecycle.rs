@@ -282,21 +282,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
                 let probes: Vec<ProbeResult> = (0..cpus.len())
                     .map(|c| ProbeResult::new("timer", Some(cpus[c]), &ph.per_cpu[c][i].stats(), &ph.per_cpu[c][i].hist))
                     .collect();
-                let mut hist = crate::aggregate::new_histogram();
-                let (mut sum, mut missed, mut min_max, mut max_at) = (0u128, 0u64, None::<(u64, u64)>, None);
-                for c in 0..cpus.len() {
-                    let a = &ph.per_cpu[c][i];
-                    hist.add(&a.hist).expect("same bounds");
-                    sum += a.sum_ns;
-                    missed += a.missed;
-                    if !a.hist.is_empty() {
-                        if min_max.is_none_or(|(_, m)| a.max_ns > m) {
-                            max_at = Some(a.max_at_ns);
-                        }
-                        min_max = Some(min_max.map_or((a.min_ns, a.max_ns), |(lo, hi)| (lo.min(a.min_ns), hi.max(a.max_ns))));
-                    }
-                }
-                let stats = crate::aggregate::LatencyStats::from_parts(&hist, sum, [hist.len(), missed, 0, 0, 0], min_max, max_at);
+                let (stats, hist) = ph.combined(i);
                 crate::result::PhaseResult {
                     start_ns,
                     end_ns,

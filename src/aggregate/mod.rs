@@ -123,6 +123,25 @@ impl Phases {
         self.bounds.partition_point(|&b| b <= offset_ns).saturating_sub(1)
     }
 
+    /// All CPUs together in phase `i`: merged histograms, summed counts, overall extremes.
+    pub fn combined(&self, i: usize) -> (LatencyStats, Histogram<u64>) {
+        let mut hist = new_histogram();
+        let (mut sum, mut missed, mut min_max, mut max_at) = (0u128, 0u64, None::<(u64, u64)>, None);
+        for cpu in &self.per_cpu {
+            let a = &cpu[i];
+            hist.add(&a.hist).expect("same bounds");
+            sum += a.sum_ns;
+            missed += a.missed;
+            if !a.hist.is_empty() {
+                if min_max.is_none_or(|(_, m)| a.max_ns > m) {
+                    max_at = Some(a.max_at_ns);
+                }
+                min_max = Some(min_max.map_or((a.min_ns, a.max_ns), |(lo, hi)| (lo.min(a.min_ns), hi.max(a.max_ns))));
+            }
+        }
+        (LatencyStats::from_parts(&hist, sum, [hist.len(), missed, 0, 0, 0], min_max, max_at), hist)
+    }
+
     /// Counts the missed periods `first..=last` into the phases their deadlines fall in.
     fn add_missed(&mut self, cpu: usize, first: u64, last: u64, interval_ns: u64) {
         let mut p = first;
