@@ -395,7 +395,7 @@ pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Resu
     let sink = args
         .json
         .as_ref()
-        .map(|j| JsonSink::open(&if j == "-" { crate::scenario::JsonTarget::Stdout } else { crate::scenario::JsonTarget::File(j.into()) }))
+        .map(|j| JsonSink::open(&crate::scenario::JsonTarget::parse(j)))
         .transpose()?;
     let interrupts = Interrupts::install()?;
 

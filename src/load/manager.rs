@@ -269,7 +269,9 @@ impl LoadSet {
                 }
             }
         }
-        if !run.stopping && !matches!(end, ChildEnd::Exited(0)) {
+        // A restarting command that ends early is restarted, not failed.
+        let restarts = matches!(load.spec.generator, Generator::Cmd { restart: true, .. });
+        if !run.stopping && !restarts && !matches!(end, ChildEnd::Exited(0)) {
             load.record.failed = true;
             load.record.error.get_or_insert_with(|| format!("ended on its own: {}", ending(end, false)));
         }
@@ -310,11 +312,6 @@ impl LoadSet {
                 let phase_open = load.spec.end_ns.is_none_or(|e| offset < e);
                 let restart = matches!(load.spec.generator, Generator::Cmd { restart: true, .. }) && !was_stopping && phase_open;
                 if restart {
-                    // An early exit of a restarting command is expected, not a failure.
-                    if load.record.error.as_deref().is_some_and(|e| e.starts_with("ended on its own")) {
-                        load.record.failed = false;
-                        load.record.error = None;
-                    }
                     self.spawn(i);
                 } else {
                     load.done = true;

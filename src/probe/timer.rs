@@ -46,8 +46,12 @@ pub fn run(cfg: TimerLoop, start_ns: u64, stop: &AtomicBool, ring: &mut rtrb::Pr
         // Periods (period, skipped_to] passed unserved; split them at the warm-up boundary.
         let skipped_to = (period + late).min(last);
         let skipped_measured = skipped_to.saturating_sub(period.max(warmup));
-        warm_missed += (skipped_to - period) - skipped_measured;
-        missed += skipped_measured;
+        if skipped_to > period {
+            warm_missed += (skipped_to - period) - skipped_measured;
+            missed += skipped_measured;
+            out.missed.store(missed, Relaxed);
+            out.warmup_missed.store(warm_missed, Relaxed);
+        }
 
         if period > warmup {
             samples += 1;
@@ -69,8 +73,6 @@ pub fn run(cfg: TimerLoop, start_ns: u64, stop: &AtomicBool, ring: &mut rtrb::Pr
             warm_samples += 1;
             out.warmup_samples.store(warm_samples, Relaxed);
         }
-        out.missed.store(missed, Relaxed);
-        out.warmup_missed.store(warm_missed, Relaxed);
         period += late + 1;
     }
     out.periods_done.store(period - 1, Relaxed);

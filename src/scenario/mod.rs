@@ -43,6 +43,17 @@ pub enum JsonTarget {
     File(std::path::PathBuf),
 }
 
+impl JsonTarget {
+    /// `-` is standard output, anything else a file.
+    pub fn parse(text: &str) -> JsonTarget {
+        if text == "-" {
+            JsonTarget::Stdout
+        } else {
+            JsonTarget::File(text.into())
+        }
+    }
+}
+
 /// The raw values of `rtgauge run` as typed, before validation (filled by the CLI layer).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunInput {
@@ -214,13 +225,7 @@ impl RunPlan {
             .map(|r| require::parse_requirement(r).map_err(|e| bad(format!("--require {e}"))))
             .collect::<Result<Vec<_>, _>>()?;
 
-        let json = input.json.as_ref().map(|j| {
-            if j == "-" {
-                JsonTarget::Stdout
-            } else {
-                JsonTarget::File(j.into())
-            }
-        });
+        let json = input.json.as_deref().map(JsonTarget::parse);
         if matches!(&json, Some(JsonTarget::File(p)) if p.as_os_str().is_empty()) {
             return Err(bad("--json needs a file name or '-' for standard output"));
         }
