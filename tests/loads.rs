@@ -351,3 +351,22 @@ fn loads_run_at_their_policy_and_nice() {
     child.wait().unwrap();
     m.assert_clean("policies");
 }
+
+#[test]
+fn a_refused_measurement_stops_the_loads_it_started() {
+    // Loads start before the probes; when RT priority is then refused (as 'nobody'), rtgauge
+    // exits 2 and takes its loads and their guardian with it.
+    let m = Marker::new();
+    let mut all: Vec<String> = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"].map(String::from).to_vec();
+    all.extend(bin_argv());
+    all.extend(["run", "-D", "5s", "--cpus", "0", "--load", "cmd:sleep 1000", "--load", "timers:count=2"].map(String::from));
+    let out = Command::new("setpriv").args(&all).env("TMPDIR", m.0.path()).output().unwrap();
+    if out.status.code() == Some(0) {
+        eprintln!("SKIPPED: 'nobody' may use RT priorities here");
+        return;
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("SCHED_FIFO 80") && err.trim_end().lines().count() == 1, "{err}");
+    m.assert_clean("a refused measurement");
+}

@@ -210,7 +210,11 @@ pub fn load(name_or_path: &str) -> Result<Scenario, PlanError> {
     let path = std::path::Path::new(name_or_path);
     if path.exists() {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| PlanError(format!("--scenario cannot read '{name_or_path}': {e}")))?;
+            .map_err(|e| {
+                PlanError(format!(
+                    "--scenario cannot read '{name_or_path}': {e}; give a TOML file or a built-in name ('rtgauge scenarios' lists them)"
+                ))
+            })?;
         return parse(&text, name_or_path, name_or_path);
     }
     match BUILT_IN.iter().find(|(n, _)| *n == name_or_path) {
