@@ -111,7 +111,7 @@ def rtgauge_run(args, cpus, binary, duration=None):
 def start_load(kind):
     if kind == "idle":
         return None
-    # hackbench in a loop, as the seeds load their boards: 4 groups (160 tasks), sockets.
+    # hackbench in a loop, as the ARM9/ARM11 paper loads its boards: 4 groups (160 tasks), sockets.
     return subprocess.Popen(["sh", "-c", "while :; do hackbench -g 4 -l 2000 >/dev/null 2>&1; done"],
                             start_new_session=True)
 

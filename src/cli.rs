@@ -11,7 +11,7 @@ Examples:
   rtgauge run                                  timer latency on every CPU, SCHED_FIFO 80, 1 ms, 60 s
   rtgauge run --cycle-time 1ms                 pass if every CPU's worst case is within 25 % of 1 ms
   rtgauge run -p 80 -i 1ms -D 24h --json day.json
-                                               the seeds' cyclictest set-up, for a day, kept as JSON
+                                               the ARM9/ARM11 paper's cyclictest set-up, for a day, as JSON
   rtgauge run --cpus 2-3 --require 'p99.9<=50us' --require missed==0
 
 Exit status: 0 passed (or no criteria), 1 a criterion failed, 2 usage or runtime error.";
@@ -22,7 +22,8 @@ Examples:
       Timer latency on every online CPU: one thread per CPU at SCHED_FIFO 80, mlockall,
       absolute clock_nanosleep every 1 ms for 60 s after a 1 s warm-up.
   rtgauge run --priority 80 --interval 1ms --duration 10m --cpus 0-3
-      The seed papers' cyclictest set-up (cyclictest -m -p 80 -i 1000 -t -a -D 10m).
+      The cyclictest set-up of the ARM9/ARM11 paper and the Cortex-A53 slides
+      (cyclictest -m -p 80 -i 1000 -t -a -D 10m).
   rtgauge run --cycle-time 500us --budget 25%
       Pass when every CPU's worst case stays within 125 µs and no period is missed.
   rtgauge run --require 'max<100us' --require 'p99.9<=50us' --require missed==0 --json -

@@ -4,7 +4,7 @@
 
 use crate::aggregate::Collector;
 use crate::audit::SystemInfo;
-use crate::probe::{self, timer::TimerLoop, SetupError, ThreadSched};
+use crate::probe::{self, timer::TimerLoop, RunningProbes, SetupError, ThreadSched};
 use crate::report::{json::JsonSink, live::LiveView, summary};
 use crate::result::{Config, ProbeResult, RunResult, Status, WarmupConfig, SCHEMA};
 use crate::scenario::cpus::format_cpu_list;
@@ -122,37 +122,28 @@ fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
+/// How long after the planned end the coordinator waits for a measurement thread before it
+/// takes the thread as held off its CPU and stops the loads.
+const END_SLACK: Duration = Duration::from_millis(100);
+/// How long, once the loads are stopped, a thread held off its CPU gets to come back.
+const THREAD_GRACE: Duration = Duration::from_secs(1);
+/// The start lies this far ahead of the moment it is read, so every thread is waiting for the
+/// first deadline before it passes (the warm-up absorbs the loads' ramp-up).
+const START_MARGIN_NS: u64 = 50_000_000;
+
 /// Runs `rtgauge run`: measures, reports, and returns the exit status.
 pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
+    // Signals first: Ctrl-C and SIGTERM stop the run at any moment from here on.
+    let interrupts = Interrupts::install()?;
     let mut system = SystemInfo::probe();
     let cpus = resolve_cpus(&plan, &system)?;
     let (load_specs, load_source) = resolve_loads(&plan, &system)?;
     let sink = plan.json.as_ref().map(JsonSink::open).transpose()?;
-    let interrupts = Interrupts::install()?;
-
-    let mut warnings = Vec::new();
-    if plan.mlock {
-        let locked = match system.memory_lock_hazard() {
-            Some(why) => Err(why),
-            None => sys::lock_all_memory().map_err(|e| {
-                format!("{e}; run as root or raise RLIMIT_MEMLOCK ('ulimit -l unlimited')")
-            }),
-        };
-        match locked {
-            Ok(()) => system.mlockall_obtained = true,
-            Err(e) => {
-                system.mlockall_error = Some(e.clone());
-                let w = format!("memory not locked (page faults may add latency): {e}");
-                warnings.push(w);
-            }
-        }
-    } else {
-        warnings.push("memory not locked (--no-mlock): page faults may add latency".into());
+    let mut warnings = load_priority_warnings(&plan, &cpus, &load_specs, &system);
+    for w in &warnings {
+        eprintln!("rtgauge: warning: {w}");
     }
-    if !plan.policy.is_realtime() {
-        warnings.push("measured at SCHED_OTHER on purpose (--policy other): not a real-time measurement".into());
-    }
-
+    warnings.extend(lock_memory(&plan, &mut system));
     let dma_guard = plan.cpu_dma_latency_us.map(crate::tuning::DmaLatencyGuard::hold);
     if let Some(g) = dma_guard.as_ref().filter(|g| !g.record.applied) {
         warnings.push(format!(
@@ -162,8 +153,13 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
         ));
     }
 
-    // Loads start before the probes, so the measurement starts under load (the warm-up absorbs
-    // their ramp-up); phased loads wait for their offset.
+    // The measurement threads are ready (pinned, at their priority) before any load starts.
+    let timer = TimerLoop { interval_ns: plan.interval_ns, warmup_periods: plan.warmup_periods(), periods: plan.total_periods() };
+    let prepared = prepare_probes(&plan, &cpus, timer, &interrupts, &system)?;
+    system.rt_priority_obtained = plan.policy.is_realtime()
+        && prepared.reports().len() == cpus.len()
+        && prepared.reports().iter().all(|r| r.policy == Some(plan.policy) && r.priority == plan.priority);
+
     let mut loads = LoadSet::new(&load_specs, plan.load_cpus.clone(), false)?;
     if load_source == "default" && !plan.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         eprintln!(
@@ -171,16 +167,105 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
             load_specs.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(", ")
         );
     }
-    loads.start_initial();
+    loads.start_initial(&interrupts.stop);
 
-    let sched = ThreadSched { policy: plan.policy, priority: plan.priority };
-    let cfg = TimerLoop {
-        interval_ns: plan.interval_ns,
-        warmup_periods: plan.warmup_periods(),
-        measure_periods: plan.measure_periods(),
-    };
     let started_at = SystemTime::now();
-    let mut probes = probe::start_timer(&cpus, sched, cfg, interrupts.stop.clone()).map_err(|reports| {
+    let mut probes = prepared.go(sys::monotonic_ns() + START_MARGIN_NS);
+    loads.set_origin(probes.start_ns);
+    let phase_bounds = phase_bounds(&load_specs, plan.total_ns());
+    let mut collector = Collector::new(cpus.len(), plan.interval_ns, &phase_bounds, timer.warmup_periods);
+    let end_period = measure(&plan, &cpus, &mut probes, &mut collector, &mut loads, &interrupts);
+    let tuning: Vec<_> = dma_guard.map(|g| g.record.clone()).into_iter().collect(); // request released here
+    let load_records = loads.records();
+    let ended_at = SystemTime::now();
+
+    let interrupted_by = interrupts.which();
+    let complete = interrupted_by.is_none() && end_period == plan.total_periods();
+    let status = if complete { Status::Complete } else { Status::Partial };
+    warnings.extend(measurement_warnings(&collector, &cpus, plan.interval_ns));
+    warnings.extend(load_records.iter().filter(|l| l.failed).map(|l| {
+        format!("load '{}' failed: {}", l.spec, l.error.as_deref().unwrap_or("see the loads section of the result"))
+    }));
+    let result = assemble(Assembly {
+        plan: &plan,
+        cpus,
+        collector: &collector,
+        load_specs: &load_specs,
+        load_source,
+        status,
+        interrupted_by,
+        times: (started_at, ended_at, probes.start_ns, end_period),
+        command_line,
+        system,
+        tuning,
+        loads: load_records,
+        containment: loads.containment(),
+        warnings,
+    });
+    report(&result, sink)
+}
+
+/// Warnings known before the run starts: a load at or above the measurement's priority on a
+/// measured CPU holds the measurement off that CPU.
+fn load_priority_warnings(plan: &RunPlan, cpus: &[usize], specs: &[LoadSpec], system: &SystemInfo) -> Vec<String> {
+    use crate::load::spec::LoadPolicy;
+    if !plan.policy.is_realtime() {
+        return Vec::new();
+    }
+    let load_cpus = plan.load_cpus.clone().unwrap_or_else(|| system.allowed_cpus.clone());
+    let shared: Vec<usize> = cpus.iter().copied().filter(|c| load_cpus.contains(c)).collect();
+    if shared.is_empty() {
+        return Vec::new();
+    }
+    specs
+        .iter()
+        .filter_map(|s| match s.policy {
+            Some(LoadPolicy::Fifo(p)) | Some(LoadPolicy::Rr(p)) if p >= plan.priority => Some(format!(
+                "load '{}' runs at RT priority {p}, at or above the measurement's {} {}, on measured CPUs {}: \
+                 while it runs it holds the measurement off those CPUs (their periods count as missed); \
+                 lower its priority or move it with --load-cpus",
+                s.text,
+                plan.policy.kernel_name(),
+                plan.priority,
+                format_cpu_list(&shared)
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Locks memory where that is safe; returns the warning when it is not locked.
+fn lock_memory(plan: &RunPlan, system: &mut SystemInfo) -> Option<String> {
+    if !plan.mlock {
+        return Some("memory not locked (--no-mlock): page faults may add latency".into());
+    }
+    let locked = match system.memory_lock_hazard() {
+        Some(why) => Err(why),
+        None => sys::lock_all_memory().map_err(|e| format!("{e}; run as root or raise RLIMIT_MEMLOCK ('ulimit -l unlimited')")),
+    };
+    match locked {
+        Ok(()) => {
+            system.mlockall_obtained = true;
+            None
+        }
+        Err(e) => {
+            system.mlockall_error = Some(e.clone());
+            Some(format!("memory not locked (page faults may add latency): {e}"))
+        }
+    }
+    .or_else(|| (!plan.policy.is_realtime()).then(|| "measured at SCHED_OTHER on purpose (--policy other): not a real-time measurement".into()))
+}
+
+/// Sets up the measurement threads; a refusal becomes an error that says why and what to do.
+fn prepare_probes(
+    plan: &RunPlan,
+    cpus: &[usize],
+    timer: TimerLoop,
+    interrupts: &Interrupts,
+    system: &SystemInfo,
+) -> Result<probe::PreparedProbes> {
+    let sched = ThreadSched { policy: plan.policy, priority: plan.priority };
+    probe::prepare_timer(cpus, sched, timer, interrupts.stop.clone()).map_err(|reports| {
         let failed = reports.iter().find(|r| r.error.is_some()).expect("a failed report");
         match failed.error.as_ref().expect("an error") {
             SetupError::Scheduler(errno) => anyhow!(system.explain_rt_refusal(
@@ -191,167 +276,228 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
             SetupError::Affinity(msg) => anyhow!("cannot pin a thread to CPU {}: {msg}; check --cpus and the cpuset of this process", failed.cpu),
             SetupError::Other(msg) => anyhow!("cannot prepare the measurement thread for CPU {}: {msg}", failed.cpu),
         }
-    })?;
-    system.rt_priority_obtained = plan.policy.is_realtime()
-        && probes.reports.iter().all(|r| r.policy == Some(plan.policy) && r.priority == plan.priority);
+    })
+}
 
-    // Collect until every thread is done (or stopped), drawing the live view.
-    let total_periods = cfg.warmup_periods + cfg.measure_periods;
-    let total = Duration::from_nanos(total_periods.saturating_mul(plan.interval_ns));
-    // The timeline changes wherever a load starts or stops within the run.
-    let total_ns = plan.total_ns();
-    let mut phase_starts: Vec<u64> = load_specs
-        .iter()
-        .flat_map(|s| [s.start_ns, s.end_ns])
-        .flatten()
-        .filter(|&t| t > 0 && t < total_ns)
-        .collect();
-    phase_starts.sort_unstable();
-    phase_starts.dedup();
-    let mut collector = Collector::new(&cpus, plan.interval_ns, &phase_starts, cfg.warmup_periods);
-    let live = LiveView::new(plan.quiet, &cpus, Some(total));
+/// Where the timeline changes (load starts and stops inside the run), on period deadlines.
+fn phase_bounds(specs: &[LoadSpec], total_ns: u64) -> Vec<u64> {
+    let mut b: Vec<u64> = specs.iter().flat_map(|s| [s.start_ns, s.end_ns]).flatten().filter(|&t| t > 0 && t < total_ns).collect();
+    b.sort_unstable();
+    b.dedup();
+    b
+}
+
+/// Collects until every period is accounted for, the run is stopped, or a thread is held off
+/// its CPU past the planned end; then stops the loads (which frees any CPU they held), gives
+/// the threads a bounded grace, and closes every CPU's account. Returns the last period whose
+/// deadline lay within the measurement (the planned last one unless stopped early).
+fn measure(
+    plan: &RunPlan,
+    cpus: &[usize],
+    probes: &mut RunningProbes,
+    collector: &mut Collector,
+    loads: &mut LoadSet,
+    interrupts: &Interrupts,
+) -> u64 {
+    let interval = plan.interval_ns;
+    let planned_end_ns = probes.start_ns + plan.total_ns();
+    let total = Duration::from_nanos(plan.total_ns());
+    let live = LiveView::new(plan.quiet, cpus, Some(total));
     let mut last_draw = std::time::Instant::now();
-    let planned_end_ns = probes.start_ns + total_periods.saturating_mul(plan.interval_ns);
-    loads.set_origin(probes.start_ns);
+    let mut stopped_at = None;
     loop {
-        collector.drain(&mut probes);
-        if probes.all_finished() {
+        collector.drain(probes);
+        let now = sys::monotonic_ns();
+        if probes.all_finished() || now >= planned_end_ns + END_SLACK.as_nanos() as u64 {
             break;
         }
-        loads.tick(sys::monotonic_ns());
-        if let Some(view) = &live {
-            if last_draw.elapsed() >= Duration::from_millis(250) {
-                last_draw = std::time::Instant::now();
-                let elapsed = Duration::from_nanos(sys::monotonic_ns().saturating_sub(probes.start_ns));
-                let stats: Vec<_> =
-                    (0..cpus.len()).map(|i| collector.cpu_stats(i, &probes.counters[i])).collect();
-                let warming = elapsed.as_nanos() < (cfg.warmup_periods * plan.interval_ns) as u128;
-                view.update(elapsed, Some(total), warming, &cpus, &stats);
-            }
+        if interrupts.stop.load(Ordering::Relaxed) {
+            stopped_at = Some(now);
+            break;
         }
-        // The rings hold ~10 s of samples: draining ten times a second keeps the collector's
+        loads.tick(now);
+        if let Some(view) = live.as_ref().filter(|_| last_draw.elapsed() >= Duration::from_millis(250)) {
+            last_draw = std::time::Instant::now();
+            let elapsed = Duration::from_nanos(now.saturating_sub(probes.start_ns));
+            let figures: Vec<_> = (0..cpus.len()).map(|i| collector.live(i)).collect();
+            view.update(elapsed, Some(total), elapsed.as_nanos() < u128::from(plan.warmup_periods() * interval), cpus, &figures);
+        }
+        // The rings hold seconds of facts: draining ten times a second keeps the collector's
         // own wake-ups (which disturb the measured CPUs too) rare. Near the planned end it
         // wakes sooner, so a run ends as soon as its last period is measured.
-        let next = loads.next_event_ns().map_or(planned_end_ns, |e| e.min(planned_end_ns));
-        let until_end = next.saturating_sub(sys::monotonic_ns());
-        std::thread::sleep(Duration::from_nanos(until_end.clamp(1_000_000, 100_000_000)));
+        let end = if now < planned_end_ns { planned_end_ns } else { planned_end_ns + END_SLACK.as_nanos() as u64 };
+        let next = loads.next_event_ns().map_or(end, |e| e.min(end));
+        std::thread::sleep(Duration::from_nanos(next.saturating_sub(now).clamp(1_000_000, 100_000_000)));
     }
-    probes.join();
-    collector.drain(&mut probes);
-    let tuning: Vec<_> = dma_guard.map(|g| g.record.clone()).into_iter().collect(); // request released here
-    let load_records = loads.finish();
-    for l in load_records.iter().filter(|l| l.failed) {
-        warnings.push(format!(
-            "load '{}' failed: {}",
-            l.spec,
-            l.error.as_deref().unwrap_or("see the loads section of the result")
-        ));
-    }
+    // Threads still measuring end at their next wake-up; loads end now, freeing their CPUs.
+    interrupts.stop.store(true, Ordering::Relaxed);
     if let Some(view) = live {
         view.finish();
     }
-    let ended_at = SystemTime::now();
+    loads.finish();
+    let grace_end = std::time::Instant::now() + THREAD_GRACE;
+    while !probes.all_finished() && std::time::Instant::now() < grace_end {
+        collector.drain(probes);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    probes.join_finished();
+    collector.drain(probes);
+    let end_period = stopped_at.map_or(plan.total_periods(), |t| (t.saturating_sub(probes.start_ns) / interval).min(plan.total_periods()));
+    for i in 0..cpus.len() {
+        collector.close(i, &probes.counters[i], probes.finished(i), end_period);
+    }
+    end_period
+}
 
-    // Result.
-    let interrupted_by = interrupts.which();
-    let complete = probes.counters.iter().all(|c| c.periods_done.load(Ordering::Relaxed) >= total_periods);
-    let status = if complete && interrupted_by.is_none() { Status::Complete } else { Status::Partial };
-    let per_cpu: Vec<ProbeResult> = (0..cpus.len())
-        .map(|i| {
-            ProbeResult::new("timer", Some(cpus[i]), &collector.cpu_stats(i, &probes.counters[i]), &collector.per_cpu[i].hist)
-        })
-        .collect();
-    let (all_stats, all_hist) = collector.combined_stats(&probes.counters);
-    let combined = ProbeResult::new("timer", None, &all_stats, &all_hist);
-    let overflows: u64 = per_cpu.iter().map(|p| p.handoff_overflows).sum();
-    if overflows > 0 {
-        warnings.push(format!(
-            "{overflows} samples could not be handed to the collector in time (it was starved); they count in samples, \
+/// Warnings about the measurement itself: threads held off their CPU, facts lost in the hand-off.
+fn measurement_warnings(collector: &Collector, cpus: &[usize], interval_ns: u64) -> Vec<String> {
+    let mut w = Vec::new();
+    for (c, t) in cpus.iter().zip(&collector.cpus) {
+        if t.unserved > 0 {
+            w.push(format!(
+                "the measurement thread of cpu{c} did not run for its last {} periods ({}): something of higher \
+                 priority held the CPU; they count as missed",
+                t.unserved,
+                crate::scenario::units::Nanos(t.unserved.saturating_mul(interval_ns))
+            ));
+        }
+    }
+    let lost: u64 = collector.cpus.iter().map(|c| c.run.lost).sum();
+    if lost > 0 {
+        w.push(format!(
+            "{lost} samples could not be handed to the collector in time (it was starved); they count in samples, \
              min and max but are missing from the histograms and percentiles"
         ));
     }
-    let phases = collector.phases.as_ref().map_or_else(Vec::new, |ph| {
-        (0..ph.bounds.len())
-            .map(|i| {
-                let (start_ns, end_ns) = (ph.bounds[i], ph.bounds.get(i + 1).copied().unwrap_or(total_ns));
-                let active = load_specs
-                    .iter()
-                    .filter(|s| s.start_ns.unwrap_or(0) <= start_ns && s.end_ns.is_none_or(|e| e >= end_ns))
-                    .map(|s| s.text.clone())
-                    .collect();
-                let probes: Vec<ProbeResult> = (0..cpus.len())
-                    .map(|c| ProbeResult::new("timer", Some(cpus[c]), &ph.per_cpu[c][i].stats(), &ph.per_cpu[c][i].hist))
-                    .collect();
-                let (stats, hist) = ph.combined(i);
-                crate::result::PhaseResult {
-                    start_ns,
-                    end_ns,
-                    loads: active,
-                    probes,
-                    combined: ProbeResult::new("timer", None, &stats, &hist),
-                }
-            })
-            .collect()
-    });
-    let verdict = verdict::evaluate(&per_cpu, combined.max_ns, plan.cycle_time_ns, plan.budget, &plan.requirements, status);
-    let result = RunResult {
+    w
+}
+
+/// Everything the result document is assembled from.
+struct Assembly<'a> {
+    plan: &'a RunPlan,
+    cpus: Vec<usize>,
+    collector: &'a Collector,
+    load_specs: &'a [LoadSpec],
+    load_source: &'static str,
+    status: Status,
+    interrupted_by: Option<String>,
+    /// (started, ended, CLOCK_MONOTONIC start of period 0, last period within the measurement)
+    times: (SystemTime, SystemTime, u64, u64),
+    command_line: Vec<String>,
+    system: SystemInfo,
+    tuning: Vec<crate::tuning::TuningRecord>,
+    loads: Vec<crate::load::manager::LoadRecord>,
+    containment: Option<crate::load::contain::Containment>,
+    warnings: Vec<String>,
+}
+
+fn assemble(a: Assembly) -> RunResult {
+    let (plan, collector) = (a.plan, a.collector);
+    let per_cpu: Vec<ProbeResult> = (0..a.cpus.len())
+        .map(|i| {
+            let (stats, hist) = collector.cpu_stats(i);
+            ProbeResult::new(TIMER, Some(a.cpus[i]), &stats, &hist)
+        })
+        .collect();
+    let (all_stats, all_hist) = collector.combined_stats();
+    let combined = ProbeResult::new(TIMER, None, &all_stats, &all_hist);
+    let phases = phases(plan, &a.cpus, collector, a.load_specs);
+    let facts = verdict::RunFacts {
+        status: a.status,
+        failed_loads: a.loads.iter().filter(|l| l.failed).map(|l| l.spec.clone()).collect(),
+    };
+    let verdict = verdict::evaluate(&per_cpu, combined.max_ns, plan.cycle_time_ns, plan.budget, &plan.requirements, &facts);
+    let (started_at, ended_at, start_ns, end_period) = a.times;
+    RunResult {
         schema: SCHEMA.to_string(),
-        status,
-        interrupted_by,
+        status: a.status,
+        interrupted_by: a.interrupted_by,
         started_at: rfc3339(started_at),
         ended_at: rfc3339(ended_at),
-        monotonic_start_ns: probes.start_ns,
+        monotonic_start_ns: start_ns,
+        measured_ns: end_period.saturating_sub(plan.warmup_periods()) * plan.interval_ns,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        command_line,
-        config: Config {
-            probes: vec!["timer".into()],
-            interval_ns: plan.interval_ns,
-            policy: plan.policy,
-            priority: plan.priority,
-            cpus: cpus.clone(),
-            duration_ns: match plan.length {
-                RunLength::Duration(d) => Some(d),
-                RunLength::Loops(_) => None,
-            },
-            loops: match plan.length {
-                RunLength::Loops(n) => Some(n),
-                RunLength::Duration(_) => None,
-            },
-            warmup: WarmupConfig {
-                ns: match plan.warmup {
-                    Warmup::Time(t) => Some(t),
-                    Warmup::Samples(_) => None,
-                },
-                samples: match plan.warmup {
-                    Warmup::Samples(n) => Some(n),
-                    Warmup::Time(_) => None,
-                },
-                periods: cfg.warmup_periods,
-            },
-            mlockall: plan.mlock,
-            cycle_time_ns: plan.cycle_time_ns,
-            budget_percent: verdict.budget_percent,
-            requirements: plan.requirements.iter().map(|r| r.to_string()).collect(),
-            cpu_dma_latency_us: plan.cpu_dma_latency_us,
-            scenario: plan.scenario.as_ref().map(|(name, source)| crate::result::ScenarioRef { name: name.clone(), source: source.clone() }),
-            load_source: load_source.to_string(),
-            loads: load_specs.iter().map(|s| s.text.clone()).collect(),
-            load_cpus: plan.load_cpus.clone(),
-        },
-        system,
-        tuning,
-        loads: load_records,
+        command_line: a.command_line,
+        config: config(plan, &a.cpus, a.load_source, a.load_specs, verdict.budget_percent),
+        system: a.system,
+        tuning: a.tuning,
+        loads: a.loads,
+        containment: a.containment,
         phases,
         probes: per_cpu,
         combined: vec![combined],
         verdict,
-        warnings,
-    };
+        warnings: a.warnings,
+    }
+}
 
-    // Report: the summary goes to stdout unless stdout carries the JSON document.
-    let text = summary::render(&result);
-    let to_stdout_json = sink.as_ref().is_some_and(JsonSink::is_stdout);
-    if to_stdout_json {
+/// The probe this lifecycle runs today.
+const TIMER: &str = "timer";
+
+fn phases(plan: &RunPlan, cpus: &[usize], collector: &Collector, specs: &[LoadSpec]) -> Vec<crate::result::PhaseResult> {
+    let bounds: Vec<u64> = std::iter::once(0).chain(phase_bounds(specs, plan.total_ns())).collect();
+    (0..collector.phase_count())
+        .map(|i| {
+            let (start_ns, end_ns) = (bounds[i], bounds.get(i + 1).copied().unwrap_or(plan.total_ns()));
+            let active = specs
+                .iter()
+                .filter(|s| s.start_ns.unwrap_or(0) <= start_ns && s.end_ns.is_none_or(|e| e >= end_ns))
+                .map(|s| s.text.clone())
+                .collect();
+            let probes = (0..cpus.len())
+                .map(|c| {
+                    let (stats, hist) = collector.phase_stats(c, i);
+                    ProbeResult::new(TIMER, Some(cpus[c]), &stats, &hist)
+                })
+                .collect();
+            let (stats, hist) = collector.phase_combined(i);
+            crate::result::PhaseResult { start_ns, end_ns, loads: active, probes, combined: ProbeResult::new(TIMER, None, &stats, &hist) }
+        })
+        .collect()
+}
+
+fn config(plan: &RunPlan, cpus: &[usize], load_source: &str, specs: &[LoadSpec], budget_percent: f64) -> Config {
+    Config {
+        probes: vec![TIMER.into()],
+        interval_ns: plan.interval_ns,
+        policy: plan.policy,
+        priority: plan.priority,
+        cpus: cpus.to_vec(),
+        duration_ns: match plan.length {
+            RunLength::Duration(d) => Some(d),
+            RunLength::Loops(_) => None,
+        },
+        loops: match plan.length {
+            RunLength::Loops(n) => Some(n),
+            RunLength::Duration(_) => None,
+        },
+        warmup: WarmupConfig {
+            ns: match plan.warmup {
+                Warmup::Time(t) => Some(t),
+                Warmup::Samples(_) => None,
+            },
+            samples: match plan.warmup {
+                Warmup::Samples(n) => Some(n),
+                Warmup::Time(_) => None,
+            },
+            periods: plan.warmup_periods(),
+        },
+        mlockall: plan.mlock,
+        cycle_time_ns: plan.cycle_time_ns,
+        budget_percent,
+        requirements: plan.requirements.iter().map(|r| r.to_string()).collect(),
+        cpu_dma_latency_us: plan.cpu_dma_latency_us,
+        scenario: plan.scenario.as_ref().map(|(name, source)| crate::result::ScenarioRef { name: name.clone(), source: source.clone() }),
+        load_source: load_source.to_string(),
+        loads: specs.iter().map(|s| s.text.clone()).collect(),
+        load_cpus: plan.load_cpus.clone(),
+    }
+}
+
+/// The summary goes to stdout unless stdout carries the JSON document; then the document.
+fn report(result: &RunResult, sink: Option<JsonSink>) -> Result<u8> {
+    let text = summary::render(result);
+    if sink.as_ref().is_some_and(JsonSink::is_stdout) {
         eprint!("{text}");
     } else {
         let mut out = std::io::stdout().lock();
@@ -359,7 +505,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
         let _ = out.flush();
     }
     if let Some(sink) = sink {
-        sink.write(&result)?;
+        sink.write(result)?;
     }
     Ok(if result.verdict.passed { EXIT_PASSED } else { EXIT_FAILED })
 }
@@ -402,7 +548,7 @@ pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Resu
     let mut loads = LoadSet::new(&specs, cpus, duration.is_none())?;
     let origin = sys::monotonic_ns();
     loads.set_origin(origin);
-    loads.start_initial();
+    loads.start_initial(&interrupts.stop);
     let end = duration.map(|d| origin + d);
     loop {
         let now = sys::monotonic_ns();
@@ -413,7 +559,7 @@ pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Resu
         let next = [loads.next_event_ns(), end].into_iter().flatten().min().unwrap_or(now + 50_000_000);
         std::thread::sleep(Duration::from_nanos(next.saturating_sub(now).clamp(1_000_000, 50_000_000)));
     }
-    let records = loads.finish();
+    let records = loads.records();
 
     let mut text = String::new();
     for (s, r) in specs.iter().zip(&records) {
@@ -432,13 +578,14 @@ pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Resu
         print!("{text}");
     }
     if let Some(sink) = sink {
-        sink.write_value(&serde_json::json!({
+        sink.write(&serde_json::json!({
             "schema": "rtgauge.load.v1",
             "tool_version": env!("CARGO_PKG_VERSION"),
             "command_line": command_line,
             "duration_ns": duration,
             "interrupted_by": interrupts.which(),
             "loads": records,
+            "containment": loads.containment(),
         }))?;
     }
     Ok(if records.iter().any(|r| r.failed) { EXIT_FAILED } else { EXIT_PASSED })

@@ -95,9 +95,15 @@ fn clap_error(e: clap::Error) -> ExitCode {
             ExitCode::from(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { EXIT_ERROR } else { 0 })
         }
         _ => {
+            // The first paragraph, on one line: it names the argument (clap lists missing
+            // required arguments on the lines after "the following ... were not provided:").
             let rendered = e.render().to_string();
-            let first = rendered.lines().next().unwrap_or("invalid command line").trim_start_matches("error: ");
-            eprintln!("rtgauge: error: {first} (see 'rtgauge --help' or 'rtgauge run --help')");
+            let first: Vec<&str> =
+                rendered.split("\n\n").next().unwrap_or("invalid command line").lines().map(str::trim).collect();
+            let first = first.join(" ");
+            let known = |a: &String| ["run", "load", "stall", "scenarios"].contains(&a.as_str());
+            let help = std::env::args().nth(1).filter(known).map_or("rtgauge --help".to_string(), |c| format!("rtgauge {c} --help"));
+            eprintln!("rtgauge: error: {} (see '{help}')", first.trim_start_matches("error: "));
             ExitCode::from(EXIT_ERROR)
         }
     }

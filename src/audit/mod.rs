@@ -177,7 +177,7 @@ const CAP_IPC_LOCK: u32 = 14;
 const CAP_SYS_NICE: u32 = 23;
 
 /// Whether capability number `cap` is in the process's effective set.
-fn has_capability(cap: u32) -> bool {
+pub fn has_capability(cap: u32) -> bool {
     fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

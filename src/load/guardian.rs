@@ -1,9 +1,10 @@
 //! `rtgauge __guardian`: makes sure loads never outlive rtgauge, even when it is killed with
 //! SIGKILL. rtgauge starts it first, in a process group of its own, with a pipe on its standard
-//! input, and tells it, one line each, every load process group (`group PGID`) and temporary
-//! directory (`dir PATH`) it creates, and `release ...` when it has cleaned one up itself.
-//! When the pipe closes — rtgauge ended, however it ended — the guardian kills every group
-//! still registered, removes every directory still registered, and exits.
+//! input, and tells it, one line each, the run's cgroup (`cgroup VERSION PATH`), every load
+//! process group (`group PGID`) and temporary directory (`dir PATH`) it creates, and
+//! `release ...` when it has cleaned one up itself. When the pipe closes — rtgauge ended,
+//! however it ended — the guardian kills everything in the cgroup still registered and removes
+//! it, kills every group still registered, removes every directory still registered, and exits.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
@@ -17,17 +18,27 @@ pub fn main() -> u8 {
     }
     let mut groups = BTreeSet::new();
     let mut dirs = BTreeSet::new();
+    let mut cgroups = BTreeSet::new();
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         match line.split_once(' ') {
             Some(("group", g)) => drop(g.parse::<i32>().map(|g| groups.insert(g))),
             Some(("dir", d)) => drop(dirs.insert(d.to_string())),
+            Some(("cgroup", c)) => drop(cgroups.insert(c.to_string())),
             Some(("release", rest)) => match rest.split_once(' ') {
                 Some(("group", g)) => drop(g.parse::<i32>().map(|g| groups.remove(&g))),
                 Some(("dir", d)) => drop(dirs.remove(d)),
+                Some(("cgroup", c)) => drop(cgroups.remove(c)),
                 _ => {}
             },
             _ => {}
+        }
+    }
+    for c in &cgroups {
+        if let Some((v, path)) = c.split_once(' ') {
+            if let Some(v) = super::contain::Version::from_number(v) {
+                let _ = super::contain::kill_and_remove(std::path::Path::new(path), v);
+            }
         }
     }
     for g in &groups {
@@ -65,6 +76,12 @@ impl Guardian {
     }
     pub fn release_group(&mut self, pgid: i32) {
         self.say(&format!("release group {pgid}"));
+    }
+    pub fn watch_cgroup(&mut self, path: &std::path::Path, v: super::contain::Version) {
+        self.say(&format!("cgroup {} {}", v.number(), path.display()));
+    }
+    pub fn release_cgroup(&mut self, path: &std::path::Path, v: super::contain::Version) {
+        self.say(&format!("release cgroup {} {}", v.number(), path.display()));
     }
     pub fn watch_dir(&mut self, dir: &std::path::Path) {
         self.say(&format!("dir {}", dir.display()));

@@ -34,8 +34,8 @@ pub struct LoadRecord {
     pub stopped_ns: Option<i64>,
     /// How many times it was started (`cmd:` loads are restarted when they exit early).
     pub runs: u32,
-    /// How each run ended: `stopped`, `exited 0`, `exited 3`, `killed by signal 9`.
-    pub endings: Vec<String>,
+    /// How its runs ended: `stopped`, `exited 0`, `exited 3`, `killed by signal 9`.
+    pub endings: Endings,
     /// Whether the load failed (could not start, crashed, or exited early when it should not).
     pub failed: bool,
     pub error: Option<String>,
@@ -47,10 +47,45 @@ pub struct LoadRecord {
     pub round_times_s: Vec<f64>,
 }
 
+/// How a load's runs ended, bounded however often it was restarted: counts by kind, and the
+/// first and the last few endings in order.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Endings {
+    pub counts: std::collections::BTreeMap<String, u64>,
+    /// The first endings (at most [`Endings::KEEP`]).
+    pub first: Vec<String>,
+    /// The latest endings after the first ones (at most [`Endings::KEEP`]).
+    pub last: Vec<String>,
+}
+
+impl Endings {
+    pub const KEEP: usize = 5;
+
+    fn push(&mut self, e: String) {
+        *self.counts.entry(e.clone()).or_default() += 1;
+        if self.first.len() < Self::KEEP {
+            self.first.push(e);
+        } else {
+            if self.last.len() == Self::KEEP {
+                self.last.remove(0);
+            }
+            self.last.push(e);
+        }
+    }
+}
+
 struct Running {
     child: Child,
     stopping: bool,
+    started_mono: u64,
 }
+
+/// A restarted command that ends this many times in a row with a failure is flagged as failed.
+const FAILURES_IN_A_ROW: u32 = 3;
+/// A run shorter than this is restarted after a back-off (doubling from the first to the last).
+const QUICK_RUN: Duration = Duration::from_secs(1);
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
 struct Load {
     spec: LoadSpec,
@@ -60,6 +95,10 @@ struct Load {
     stopped_mono: Option<u64>,
     done: bool,
     dir: Option<PathBuf>,
+    /// A restart waiting for its back-off to pass (CLOCK_MONOTONIC).
+    restart_at: Option<u64>,
+    backoff: Duration,
+    failures_in_a_row: u32,
 }
 
 /// The loads of one run.
@@ -71,6 +110,9 @@ pub struct LoadSet {
     cpus: Option<Vec<usize>>,
     origin_ns: Option<u64>,
     once: bool,
+    cgroup: Option<super::contain::RunCgroup>,
+    containment: Option<super::contain::Containment>,
+    finished: bool,
 }
 
 /// How long a load gets between SIGTERM and SIGKILL.
@@ -152,7 +194,7 @@ impl LoadSet {
                     started_ns: None,
                     stopped_ns: None,
                     runs: 0,
-                    endings: Vec::new(),
+                    endings: Endings::default(),
                     failed: false,
                     error: None,
                     usage: ChildUsage::default(),
@@ -164,9 +206,49 @@ impl LoadSet {
                 stopped_mono: None,
                 done: false,
                 dir: None,
+                restart_at: None,
+                backoff: Duration::ZERO,
+                failures_in_a_row: 0,
             })
             .collect();
-        Ok(LoadSet { loads, guardian, exe, cpus, origin_ns: None, once })
+        let mut set = LoadSet { loads, guardian, exe, cpus, origin_ns: None, once, cgroup: None, containment: None, finished: false };
+        if !specs.is_empty() {
+            set.contain(specs);
+        }
+        Ok(set)
+    }
+
+    /// Makes the run's cgroup (registered with the guardian before anything joins it), or
+    /// records why the loads fall back to process groups.
+    fn contain(&mut self, specs: &[LoadSpec]) {
+        use super::contain::{Containment, RunCgroup};
+        let rt = specs.iter().find_map(|s| match s.policy {
+            Some(LoadPolicy::Fifo(p)) => Some((sys::SCHED_FIFO, p)),
+            Some(LoadPolicy::Rr(p)) => Some((sys::SCHED_RR, p)),
+            _ => None,
+        });
+        match RunCgroup::create(rt) {
+            Ok(cg) => {
+                if let Some(g) = &mut self.guardian {
+                    g.watch_cgroup(&cg.path, cg.version);
+                }
+                self.containment = Some(Containment {
+                    kind: format!("cgroup-v{}", cg.version.number()),
+                    cgroup: Some(cg.path.display().to_string()),
+                    fallback_reason: None,
+                });
+                self.cgroup = Some(cg);
+            }
+            Err(why) => {
+                self.containment =
+                    Some(Containment { kind: "process-group".into(), cgroup: None, fallback_reason: Some(why) });
+            }
+        }
+    }
+
+    /// How the loads are contained (null without loads).
+    pub fn containment(&self) -> Option<super::contain::Containment> {
+        self.containment.clone()
     }
 
     fn spawn(&mut self, i: usize) {
@@ -209,9 +291,11 @@ impl LoadSet {
             }
         };
         cmd.stdin(Stdio::null());
+        use std::os::fd::AsRawFd;
         sys::contain(
             &mut cmd,
             Containment {
+                cgroup_procs: self.cgroup.as_ref().map(|c| c.procs().as_raw_fd()),
                 own_group: true,
                 die_with_parent: true,
                 cpus: self.cpus.clone(),
@@ -231,10 +315,9 @@ impl LoadSet {
                     g.watch_group(child.id() as i32);
                 }
                 load.record.runs += 1;
-                if load.started_mono.is_none() {
-                    load.started_mono = Some(sys::monotonic_ns());
-                }
-                load.running = Some(Running { child, stopping: false });
+                let now = sys::monotonic_ns();
+                load.started_mono.get_or_insert(now);
+                load.running = Some(Running { child, stopping: false, started_mono: now });
             }
             Err(e) => {
                 load.record.failed = true;
@@ -255,6 +338,10 @@ impl LoadSet {
         }
         add_usage(&mut load.record.usage, usage);
         load.record.endings.push(ending(end, run.stopping));
+        if !run.stopping {
+            self.after_own_end(i, end, run.started_mono);
+        }
+        let load = &mut self.loads[i];
         if let Some(mut out) = run.child.stdout.take() {
             let mut text = String::new();
             let _ = out.read_to_string(&mut text);
@@ -269,7 +356,8 @@ impl LoadSet {
                 }
             }
         }
-        // A restarting command that ends early is restarted, not failed.
+        // A restarting command that ends early is restarted; it is flagged only when it keeps
+        // failing (see after_own_end).
         let restarts = matches!(load.spec.generator, Generator::Cmd { restart: true, .. });
         if !run.stopping && !restarts && !matches!(end, ChildEnd::Exited(0)) {
             load.record.failed = true;
@@ -277,9 +365,35 @@ impl LoadSet {
         }
     }
 
-    /// Starts the loads that run from the beginning (no start offset). Call before the probes.
-    pub fn start_initial(&mut self) {
+    /// A run of load `i` ended on its own: count failures in a row (a restarted command that
+    /// keeps failing is flagged), and back off before restarting one that ended quickly.
+    fn after_own_end(&mut self, i: usize, end: ChildEnd, started_mono: u64) {
+        let load = &mut self.loads[i];
+        if matches!(end, ChildEnd::Exited(0)) {
+            load.failures_in_a_row = 0;
+        } else {
+            load.failures_in_a_row += 1;
+        }
+        if load.failures_in_a_row >= FAILURES_IN_A_ROW && !load.record.failed {
+            load.record.failed = true;
+            load.record.error = Some(format!(
+                "kept failing: {}, {} times in a row (restarted after a back-off of up to {})",
+                ending(end, false),
+                load.failures_in_a_row,
+                crate::scenario::units::Nanos(MAX_BACKOFF.as_nanos() as u64)
+            ));
+        }
+        let lasted = Duration::from_nanos(sys::monotonic_ns().saturating_sub(started_mono));
+        load.backoff = if lasted >= QUICK_RUN { Duration::ZERO } else { (load.backoff * 2).clamp(FIRST_BACKOFF, MAX_BACKOFF) };
+    }
+
+    /// Starts the loads that run from the beginning (no start offset), all at once (each
+    /// `spawn` returns as soon as its process runs). Stops starting when `stop` is set.
+    pub fn start_initial(&mut self, stop: &std::sync::atomic::AtomicBool) {
         for i in 0..self.loads.len() {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return;
+            }
             if self.loads[i].spec.start_ns.is_none() && !self.loads[i].done {
                 self.spawn(i);
             }
@@ -311,8 +425,10 @@ impl LoadSet {
                 let load = &mut self.loads[i];
                 let phase_open = load.spec.end_ns.is_none_or(|e| offset < e);
                 let restart = matches!(load.spec.generator, Generator::Cmd { restart: true, .. }) && !was_stopping && phase_open;
-                if restart {
+                if restart && load.backoff.is_zero() {
                     self.spawn(i);
+                } else if restart {
+                    load.restart_at = Some(sys::monotonic_ns() + load.backoff.as_nanos() as u64);
                 } else {
                     load.done = true;
                     load.stopped_mono = Some(sys::monotonic_ns());
@@ -321,6 +437,16 @@ impl LoadSet {
             }
             let load = &self.loads[i];
             if load.done {
+                continue;
+            }
+            if load.restart_at.is_some_and(|at| at <= now_ns) {
+                let phase_open = load.spec.end_ns.is_none_or(|e| offset < e);
+                self.loads[i].restart_at = None;
+                if phase_open {
+                    self.spawn(i);
+                } else {
+                    self.loads[i].done = true;
+                }
                 continue;
             }
             match (&load.running, load.spec.start_ns, load.spec.end_ns) {
@@ -349,6 +475,7 @@ impl LoadSet {
             })
             .map(|o| origin + o)
             .chain(soon)
+            .chain(self.loads.iter().filter(|l| !l.done).filter_map(|l| l.restart_at))
             .min()
     }
 
@@ -360,10 +487,15 @@ impl LoadSet {
         }
     }
 
-    /// Stops every load (SIGTERM, then SIGKILL after a grace period), removes temporary
-    /// directories, and returns the records.
-    pub fn finish(&mut self) -> Vec<LoadRecord> {
+    /// Stops every load (SIGTERM, then SIGKILL after a grace period), kills whatever they left
+    /// in the run's cgroup and removes it, and removes temporary directories. Idempotent.
+    pub fn finish(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
         for i in 0..self.loads.len() {
+            self.loads[i].restart_at = None;
             self.stop(i);
         }
         let deadline = std::time::Instant::now() + GRACE;
@@ -389,6 +521,21 @@ impl LoadSet {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+        if let Some(cg) = self.cgroup.take() {
+            let (path, version) = (cg.path.clone(), cg.version);
+            match cg.remove() {
+                Ok(()) => {
+                    if let Some(g) = &mut self.guardian {
+                        g.release_cgroup(&path, version);
+                    }
+                }
+                Err(e) => {
+                    if let Some(c) = &mut self.containment {
+                        c.fallback_reason = Some(format!("could not empty the run's cgroup: {e}"));
+                    }
+                }
+            }
+        }
         for i in 0..self.loads.len() {
             if let Some(dir) = self.loads[i].dir.take() {
                 let _ = std::fs::remove_dir_all(&dir);
@@ -397,6 +544,11 @@ impl LoadSet {
                 }
             }
         }
+    }
+
+    /// Stops every load (see [`LoadSet::finish`]) and returns what each did.
+    pub fn records(&mut self) -> Vec<LoadRecord> {
+        self.finish();
         let origin = self.origin_ns.unwrap_or(0) as i64;
         self.loads
             .iter_mut()
@@ -417,8 +569,6 @@ impl LoadSet {
 
 impl Drop for LoadSet {
     fn drop(&mut self) {
-        if self.loads.iter().any(|l| l.running.is_some() || l.dir.is_some()) {
-            self.finish();
-        }
+        self.finish();
     }
 }

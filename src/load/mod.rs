@@ -1,8 +1,9 @@
 //! Stage three of the flow: loads, the worst-case disturbances a measurement runs under.
 //! Built-in generators (`gen`) run in worker processes (`worker`), external commands directly;
-//! `manager` starts, times, restarts, stops and records them; `guardian` guarantees they never
-//! outlive rtgauge. `stall` is the calibrated disturbance used to prove a measurement.
+//! `manager` starts, times, restarts, stops and records them; `contain` puts them in a cgroup of
+//! the run's own and `guardian` guarantees they never outlive rtgauge. `stall` is the calibrated disturbance used to prove a measurement.
 
+pub mod contain;
 pub mod gen;
 pub mod guardian;
 pub mod manager;

@@ -88,8 +88,21 @@ pub fn parse_size(text: &str) -> Option<u64> {
         _ => (t, 1),
     };
     let v: f64 = num.parse().ok()?;
+    // Too large saturates at u64::MAX, which every caller's limit refuses by name.
     (v >= 0.0 && v.is_finite()).then_some((v * mult as f64) as u64)
 }
+
+/// Limits of what one load may ask for: beyond them a value is a typing error, not a load.
+pub const MAX_WORKERS: u32 = 4096;
+/// hackbench tasks (groups × fds × 2: senders and receivers).
+pub const MAX_HACKBENCH_TASKS: u64 = 65_536;
+pub const MAX_TIMERS: u32 = 65_536;
+/// Bytes per vm worker, per io file.
+pub const MAX_BYTES: u64 = 1 << 40;
+/// Bytes of one hackbench message, one io block.
+pub const MAX_MESSAGE: u64 = 1 << 30;
+/// The largest UDP payload over IPv4.
+pub const MAX_DATAGRAM: u64 = 65_507;
 
 fn err(spec: &str, msg: impl std::fmt::Display) -> String {
     format!("--load '{spec}': {msg}")
@@ -145,18 +158,20 @@ fn split_phase(spec: &str) -> Result<(&str, Option<u64>, Option<u64>), String> {
     Ok((&spec[..at], start, end))
 }
 
-fn parse_count(spec: &str, key: &str, v: &str) -> Result<u32, String> {
-    match v.parse::<u32>() {
-        Ok(n) if n > 0 => Ok(n),
+fn parse_count(spec: &str, key: &str, v: &str, max: u32) -> Result<u32, String> {
+    match v.parse::<u64>() {
+        Ok(n) if n > u64::from(max) => Err(err(spec, format!("{key}={v} is more than the limit of {max}"))),
+        Ok(n) if n > 0 => Ok(n as u32),
         _ => Err(err(spec, format!("{key}={v} must be a whole number above 0, e.g. {key}=4"))),
     }
 }
 
-fn parse_bytes(spec: &str, key: &str, v: &str) -> Result<u64, String> {
+fn parse_bytes(spec: &str, key: &str, v: &str, max: u64) -> Result<u64, String> {
     if v.trim_start().starts_with('-') {
         return Err(err(spec, format!("{key}={v} is negative; give a size, e.g. {key}=20M")));
     }
     match parse_size(v) {
+        Some(n) if n > max => Err(err(spec, format!("{key}={v} is more than the limit of {max} bytes"))),
         Some(n) if n > 0 => Ok(n),
         _ => Err(err(spec, format!("{key}={v} is not a size; give bytes with K, M or G, e.g. {key}=20M"))),
     }
@@ -220,10 +235,10 @@ impl LoadSpec {
             let bad_opt = |valid: &str| err(spec, format!("'{opt}' is not an option of {name}; it takes {valid}"));
             match &mut generator {
                 Generator::Hackbench { groups, fds, size, loops, pipe, threads } => match (k, v) {
-                    ("groups", v) => *groups = parse_count(spec, k, v)?,
-                    ("fds", v) => *fds = parse_count(spec, k, v)?,
-                    ("size", v) | ("datasize", v) => *size = parse_bytes(spec, k, v)? as usize,
-                    ("loops", v) => *loops = u64::from(parse_count(spec, k, v)?),
+                    ("groups", v) => *groups = parse_count(spec, k, v, u32::MAX)?,
+                    ("fds", v) => *fds = parse_count(spec, k, v, u32::MAX)?,
+                    ("size", v) | ("datasize", v) => *size = parse_bytes(spec, k, v, MAX_MESSAGE)? as usize,
+                    ("loops", v) => *loops = u64::from(parse_count(spec, k, v, u32::MAX)?),
                     ("pipe", "") => *pipe = true,
                     ("sockets", "") => *pipe = false,
                     ("threads", "") => *threads = true,
@@ -231,23 +246,23 @@ impl LoadSpec {
                     _ => return Err(bad_opt("groups=N, fds=N, size=BYTES, loops=N, pipe|sockets, threads|processes, nice=N")),
                 },
                 Generator::Cpu { workers } | Generator::Fork { workers } | Generator::Proc { workers } => match k {
-                    "workers" => *workers = parse_count(spec, k, v)?,
+                    "workers" => *workers = parse_count(spec, k, v, MAX_WORKERS)?,
                     _ => return Err(bad_opt("workers=N, nice=N")),
                 },
                 Generator::Vm { workers, bytes } => match k {
-                    "workers" => *workers = parse_count(spec, k, v)?,
-                    "bytes" => *bytes = parse_bytes(spec, k, v)?,
+                    "workers" => *workers = parse_count(spec, k, v, MAX_WORKERS)?,
+                    "bytes" => *bytes = parse_bytes(spec, k, v, MAX_BYTES)?,
                     _ => return Err(bad_opt("workers=N, bytes=SIZE, nice=N")),
                 },
                 Generator::Io { workers, size, block } => match k {
-                    "workers" => *workers = parse_count(spec, k, v)?,
-                    "size" => *size = parse_bytes(spec, k, v)?,
-                    "block" => *block = parse_bytes(spec, k, v)?,
+                    "workers" => *workers = parse_count(spec, k, v, MAX_WORKERS)?,
+                    "size" => *size = parse_bytes(spec, k, v, MAX_BYTES)?,
+                    "block" => *block = parse_bytes(spec, k, v, MAX_MESSAGE)?,
                     _ => return Err(bad_opt("workers=N, size=SIZE, block=SIZE, nice=N")),
                 },
                 Generator::Net { workers, size, target } => match k {
-                    "workers" => *workers = parse_count(spec, k, v)?,
-                    "size" => *size = parse_bytes(spec, k, v)?.min(65_000) as usize,
+                    "workers" => *workers = parse_count(spec, k, v, MAX_WORKERS)?,
+                    "size" => *size = parse_bytes(spec, k, v, MAX_DATAGRAM)? as usize,
                     "target" => {
                         v.parse::<std::net::SocketAddr>()
                             .map_err(|_| err(spec, format!("target={v} is not ADDR:PORT, e.g. target=10.0.0.2:9000")))?;
@@ -256,7 +271,7 @@ impl LoadSpec {
                     _ => return Err(bad_opt("workers=N, size=BYTES, target=ADDR:PORT, nice=N")),
                 },
                 Generator::Timers { count, period_ns } => match k {
-                    "count" => *count = parse_count(spec, k, v)?,
+                    "count" => *count = parse_count(spec, k, v, MAX_TIMERS)?,
                     "period" => {
                         *period_ns = parse_duration_ns(v, None)
                             .ok()
@@ -271,6 +286,15 @@ impl LoadSpec {
         if let Generator::Io { size, block, .. } = &generator {
             if block > size {
                 return Err(err(spec, "block is larger than size; e.g. io:size=16M,block=64K"));
+            }
+        }
+        if let Generator::Hackbench { groups, fds, .. } = &generator {
+            let tasks = u64::from(*groups) * u64::from(*fds) * 2;
+            if tasks > MAX_HACKBENCH_TASKS {
+                return Err(err(
+                    spec,
+                    format!("groups × fds × 2 = {tasks} tasks is more than the limit of {MAX_HACKBENCH_TASKS}; e.g. groups=10,fds=20"),
+                ));
             }
         }
         Ok(LoadSpec { text, generator, start_ns: start, end_ns: end, nice, policy })
@@ -350,6 +374,12 @@ mod tests {
             ("cpu:nice=40", "nice"),
             ("cpu:policy=fifo:100", "policy"),
             ("cpu:policy=deadline", "policy"),
+            ("cpu:workers=4294967296", "limit of 4096"),
+            ("vm:bytes=99999999999999999999G", "limit"),
+            ("vm:bytes=1e30G", "limit"),
+            ("net:size=100000", "limit of 65507"),
+            ("hackbench:groups=100000,fds=100000", "limit of 65536"),
+            ("timers:count=999999", "limit"),
         ] {
             let e = LoadSpec::parse(spec).unwrap_err();
             assert!(e.contains(words), "{spec}: {e}");

@@ -11,6 +11,9 @@ use serde::Serialize;
 /// a stall is a test instrument, not a load.
 pub const MAX_STALL_NS: u64 = 10_000_000_000;
 
+/// The longest wait before a stall.
+pub const MAX_DELAY_NS: u64 = 3_600_000_000_000;
+
 /// What a stall did, printed as one JSON line.
 #[derive(Debug, Serialize)]
 pub struct StallReport {
@@ -40,6 +43,9 @@ impl StallPlan {
         }
         let delay_ns = parse_duration_ns(delay, None)
             .map_err(|e| format!("--delay {e}: give a time with a unit, e.g. --delay 1s"))?;
+        if delay_ns > MAX_DELAY_NS {
+            return Err(format!("--delay {} is more than the limit of {}, e.g. --delay 1s", Nanos(delay_ns), Nanos(MAX_DELAY_NS)));
+        }
         if !(1..=99).contains(&priority) {
             return Err(format!("--priority {priority} is out of range: SCHED_FIFO priorities are 1-99, e.g. --priority 99"));
         }

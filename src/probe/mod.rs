@@ -11,39 +11,41 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
-/// One measured wake-up, handed from a measurement thread to the collector.
+/// One fact handed from a measurement thread to the collector: the wake-up of one period,
+/// and the periods whose deadlines passed while the thread was not running. The collector
+/// counts samples, missed periods and phases from these facts alone; it never infers them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Sample {
-    /// Index of the period (1-based, counted from the start including warm-up).
+    /// The period served (1-based, counted from the start, warm-up included).
     pub period: u64,
     pub latency_ns: u64,
+    /// Periods `period+1 ..= period+missed_after` passed unserved before this wake-up (their
+    /// deadlines lay strictly before it); clamped to the last planned period.
+    pub missed_after: u64,
+    /// Wake-ups just before this one that could not be handed over (the ring was full): they
+    /// served the first `lost_before` periods after the previous fact; the rest of that gap
+    /// was missed.
+    pub lost_before: u64,
 }
 
-/// Counters one measurement thread publishes; written by that thread only, read by anyone.
+/// Counters one measurement thread publishes; written by that thread only. The collector
+/// reads them once the thread has ended, for what the ring could not carry.
 #[derive(Debug)]
 pub struct ThreadCounters {
-    pub samples: AtomicU64,
-    pub missed: AtomicU64,
-    pub warmup_samples: AtomicU64,
-    pub warmup_missed: AtomicU64,
+    /// Extremes of the measured (post-warm-up) wake-ups, including any lost from the ring.
     pub min_ns: AtomicU64,
     pub max_ns: AtomicU64,
     /// Period of the largest latency.
     pub max_period: AtomicU64,
-    /// Samples the collector could not take in time (the ring was full); they still count in
-    /// `samples`, `min` and `max`, but are absent from the histogram.
+    /// Wake-ups the collector could not take in time (the ring was full).
     pub handoff_overflows: AtomicU64,
-    /// Periods accounted for when the loop ended.
+    /// Periods accounted for so far (served or missed).
     pub periods_done: AtomicU64,
 }
 
 impl Default for ThreadCounters {
     fn default() -> Self {
         ThreadCounters {
-            samples: AtomicU64::new(0),
-            missed: AtomicU64::new(0),
-            warmup_samples: AtomicU64::new(0),
-            warmup_missed: AtomicU64::new(0),
             min_ns: AtomicU64::new(u64::MAX),
             max_ns: AtomicU64::new(0),
             max_period: AtomicU64::new(0),
@@ -79,38 +81,77 @@ pub enum SetupError {
     Other(String),
 }
 
+/// Measurement threads set up (pinned, at their priority, stack and ring pre-faulted) and
+/// waiting for their start time.
+pub struct PreparedProbes {
+    counters: Vec<Arc<ThreadCounters>>,
+    rings: Vec<rtrb::Consumer<Sample>>,
+    reports: Vec<SetupReport>,
+    handles: Vec<JoinHandle<()>>,
+    go: Vec<mpsc::Sender<u64>>,
+}
+
+impl PreparedProbes {
+    pub fn reports(&self) -> &[SetupReport] {
+        &self.reports
+    }
+
+    /// Starts every thread's loop: period `k` has its deadline at `start_ns + k·interval`.
+    /// A thread that cannot run yet (a load above it holds its CPU) starts late and counts the
+    /// periods it missed.
+    pub fn go(self, start_ns: u64) -> RunningProbes {
+        for g in &self.go {
+            let _ = g.send(start_ns);
+        }
+        RunningProbes {
+            start_ns,
+            counters: self.counters,
+            rings: self.rings,
+            handles: self.handles.into_iter().map(Some).collect(),
+        }
+    }
+}
+
 /// The running measurement: one thread, ring consumer and counter set per CPU.
 pub struct RunningProbes {
     pub start_ns: u64,
     pub counters: Vec<Arc<ThreadCounters>>,
     pub rings: Vec<rtrb::Consumer<Sample>>,
-    pub reports: Vec<SetupReport>,
-    handles: Vec<JoinHandle<()>>,
+    /// `None` once joined.
+    handles: Vec<Option<JoinHandle<()>>>,
 }
 
 impl RunningProbes {
-    /// Whether every measurement thread has finished its loop.
-    pub fn all_finished(&self) -> bool {
-        self.handles.iter().all(|h| h.is_finished())
+    /// Whether thread `i` has ended its loop (its counters are final then).
+    pub fn finished(&self, i: usize) -> bool {
+        self.handles[i].as_ref().is_none_or(|h| h.is_finished())
     }
-    /// Waits for the measurement threads to end.
-    pub fn join(&mut self) {
-        for h in self.handles.drain(..) {
-            let _ = h.join();
+    /// Whether every measurement thread has ended its loop.
+    pub fn all_finished(&self) -> bool {
+        (0..self.handles.len()).all(|i| self.finished(i))
+    }
+    /// Joins the threads that have ended; a thread still held off its CPU is left behind (it
+    /// ends with the process) and its unserved periods are counted by the collector.
+    pub fn join_finished(&mut self) {
+        for h in &mut self.handles {
+            if h.as_ref().is_some_and(|h| h.is_finished()) {
+                let _ = h.take().expect("checked").join();
+            }
         }
     }
 }
 
 /// Stack of a measurement thread; small because `mlockall(MCL_FUTURE)` locks all of it.
-const THREAD_STACK: usize = 256 * 1024;
+const THREAD_STACK: usize = 128 * 1024;
 /// Part of the stack touched before the loop so it never page-faults inside it.
-const PREFAULT_STACK: usize = 64 * 1024;
+const PREFAULT_STACK: usize = 32 * 1024;
 
-/// Ring slots per thread: about ten seconds of samples, so a collector starved by a heavy
-/// SCHED_OTHER load loses nothing, within 4096..131072 slots (64 KiB..2 MiB).
+/// Ring slots per thread: about four seconds of wake-ups (the collector drains ten times a
+/// second), within 1024..65536 slots (32 KiB..2 MiB). A fuller ring costs latencies, never
+/// the accounting of periods (see [`Sample::lost_before`]).
 pub fn ring_capacity(interval_ns: u64) -> usize {
-    let ten_seconds = (10_000_000_000 / interval_ns.max(1)) as usize;
-    ten_seconds.next_power_of_two().clamp(4096, 131_072)
+    let four_seconds = (4_000_000_000 / interval_ns.max(1)) as usize;
+    four_seconds.next_power_of_two().clamp(1024, 65_536)
 }
 
 /// EPERM, for the unlikely error without an OS error number.
@@ -146,20 +187,18 @@ fn setup_thread(cpu: usize, sched: ThreadSched) -> SetupReport {
     }
 }
 
-/// Starts one timer measurement thread per CPU. Returns once every thread is set up and
-/// measuring, or, if any set-up failed, after all threads have ended, with their reports.
-pub fn start_timer(
+/// Sets up one timer measurement thread per CPU and returns once every one is ready (or, if
+/// any set-up failed, after all have ended, with their reports). Returns early when `stop` is
+/// set: threads still setting up then end as soon as they are started.
+pub fn prepare_timer(
     cpus: &[usize],
     sched: ThreadSched,
     cfg: timer::TimerLoop,
     stop: Arc<AtomicBool>,
-) -> Result<RunningProbes, Vec<SetupReport>> {
+) -> Result<PreparedProbes, Vec<SetupReport>> {
     let capacity = ring_capacity(cfg.interval_ns);
     let (report_tx, report_rx) = mpsc::channel();
-    let mut handles = Vec::with_capacity(cpus.len());
-    let mut go_senders = Vec::with_capacity(cpus.len());
-    let mut rings = Vec::with_capacity(cpus.len());
-    let mut counters = Vec::with_capacity(cpus.len());
+    let mut prepared = PreparedProbes { counters: vec![], rings: vec![], reports: vec![], handles: vec![], go: vec![] };
     let mut spawn_failure = None;
     for &cpu in cpus {
         let (mut producer, mut consumer) = rtrb::RingBuffer::<Sample>::new(capacity);
@@ -167,8 +206,8 @@ pub fn start_timer(
         while producer.push(Sample::default()).is_ok() {}
         while consumer.pop().is_ok() {}
         let out = Arc::new(ThreadCounters::default());
-        // Each thread waits for its start time (Some) or the order to give up (None / hang-up).
-        let (go_tx, go_rx) = mpsc::channel::<Option<u64>>();
+        // Each thread waits for its start time; a hang-up means: give up.
+        let (go_tx, go_rx) = mpsc::channel::<u64>();
         let (stop, report_tx, thread_out) = (stop.clone(), report_tx.clone(), out.clone());
         let spawned = std::thread::Builder::new()
             .name(format!("rtgauge-timer{cpu}"))
@@ -178,12 +217,12 @@ pub fn start_timer(
                 let ok = report.error.is_none();
                 let _ = report_tx.send(report);
                 drop(report_tx);
-                if let (true, Ok(Some(start_ns))) = (ok, go_rx.recv()) {
+                if let (true, Ok(start_ns)) = (ok, go_rx.recv()) {
                     timer::run(cfg, start_ns, &stop, &mut producer, &thread_out);
                 }
             });
         match spawned {
-            Ok(h) => handles.push(h),
+            Ok(h) => prepared.handles.push(h),
             Err(e) => {
                 spawn_failure = Some(SetupReport {
                     cpu,
@@ -194,24 +233,29 @@ pub fn start_timer(
                 break;
             }
         }
-        go_senders.push(go_tx);
-        rings.push(consumer);
-        counters.push(out);
+        prepared.go.push(go_tx);
+        prepared.rings.push(consumer);
+        prepared.counters.push(out);
     }
     drop(report_tx);
-    let mut reports: Vec<SetupReport> = report_rx.iter().take(handles.len()).collect();
+    let mut reports = Vec::with_capacity(cpus.len());
+    while reports.len() < prepared.handles.len() && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        match report_rx.recv_timeout(std::time::Duration::from_millis(50)) {
+            Ok(r) => reports.push(r),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let interrupted = reports.len() < prepared.handles.len();
     reports.extend(spawn_failure);
     reports.sort_by_key(|r| r.cpu);
-    if reports.iter().any(|r| r.error.is_some()) {
-        drop(go_senders);
-        for h in handles {
+    if !interrupted && reports.iter().any(|r| r.error.is_some()) {
+        drop(prepared.go);
+        for h in prepared.handles {
             let _ = h.join();
         }
         return Err(reports);
     }
-    let start_ns = sys::monotonic_ns();
-    for go in &go_senders {
-        let _ = go.send(Some(start_ns));
-    }
-    Ok(RunningProbes { start_ns, counters, rings, reports, handles })
+    prepared.reports = reports;
+    Ok(prepared)
 }

@@ -3,8 +3,9 @@
 //! deadlines counted instead of silently skipped.
 //!
 //! The loop allocates nothing, takes no lock and prints nothing: its only system calls are
-//! `clock_nanosleep` and `clock_gettime`; samples leave through a pre-allocated wait-free
-//! ring, and the running counters through relaxed atomics that only this thread writes.
+//! `clock_nanosleep` and `clock_gettime`; each wake-up leaves as a fact (the period, its latency,
+//! the periods missed after it) through a pre-allocated wait-free ring, and the extremes through
+//! relaxed atomics that only this thread writes.
 
 use super::{Sample, ThreadCounters};
 use crate::sys;
@@ -14,23 +15,25 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 #[derive(Debug, Clone, Copy)]
 pub struct TimerLoop {
     pub interval_ns: u64,
-    /// Periods at the start whose samples are excluded from the statistics.
+    /// Periods at the start whose wake-ups do not count in the extremes (the collector
+    /// excludes them from every statistic).
     pub warmup_periods: u64,
-    /// Periods measured after the warm-up; each one ends as a sample or as a missed deadline.
-    pub measure_periods: u64,
+    /// Every period of the run, warm-up included; each one ends as a wake-up or a missed deadline.
+    pub periods: u64,
 }
 
 /// Runs the loop from `start_ns` (period `k` has its deadline at `start_ns + k·interval`)
 /// until every period is accounted for or `stop` is set.
 ///
-/// A wake-up `late` periods after its deadline means the deadlines of the next `late` periods
-/// passed while the thread was not running: they are counted as missed and the thread resumes
-/// at the first deadline still in the future, so there is no burst of catch-up samples.
+/// A wake-up after the deadlines of later periods means those periods passed while the thread
+/// was not running: the fact handed over says so (`missed_after`), and the thread resumes at
+/// the first deadline not yet passed, so there is no burst of catch-up samples. A wake-up
+/// exactly on the next deadline serves that period: only deadlines strictly before the
+/// wake-up are missed.
 pub fn run(cfg: TimerLoop, start_ns: u64, stop: &AtomicBool, ring: &mut rtrb::Producer<Sample>, out: &ThreadCounters) {
     let interval = cfg.interval_ns;
-    let warmup = cfg.warmup_periods;
-    let last = cfg.warmup_periods + cfg.measure_periods;
-    let (mut samples, mut missed, mut warm_samples, mut warm_missed, mut overflows) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let last = cfg.periods;
+    let (mut lost, mut overflows) = (0u64, 0u64);
     let (mut min, mut max) = (u64::MAX, 0u64);
     let mut period: u64 = 1;
     while period <= last {
@@ -41,20 +44,8 @@ pub fn run(cfg: TimerLoop, start_ns: u64, stop: &AtomicBool, ring: &mut rtrb::Pr
         sys::sleep_until_monotonic(deadline);
         let now = sys::monotonic_ns();
         let latency = now.saturating_sub(deadline);
-        let late = latency / interval;
-
-        // Periods (period, skipped_to] passed unserved; split them at the warm-up boundary.
-        let skipped_to = (period + late).min(last);
-        let skipped_measured = skipped_to.saturating_sub(period.max(warmup));
-        if skipped_to > period {
-            warm_missed += (skipped_to - period) - skipped_measured;
-            missed += skipped_measured;
-            out.missed.store(missed, Relaxed);
-            out.warmup_missed.store(warm_missed, Relaxed);
-        }
-
-        if period > warmup {
-            samples += 1;
+        let missed_after = (latency.saturating_sub(1) / interval).min(last - period);
+        if period > cfg.warmup_periods {
             if latency < min {
                 min = latency;
                 out.min_ns.store(min, Relaxed);
@@ -64,16 +55,15 @@ pub fn run(cfg: TimerLoop, start_ns: u64, stop: &AtomicBool, ring: &mut rtrb::Pr
                 out.max_ns.store(max, Relaxed);
                 out.max_period.store(period, Relaxed);
             }
-            if ring.push(Sample { period, latency_ns: latency }).is_err() {
-                overflows += 1;
-                out.handoff_overflows.store(overflows, Relaxed);
-            }
-            out.samples.store(samples, Relaxed);
-        } else {
-            warm_samples += 1;
-            out.warmup_samples.store(warm_samples, Relaxed);
         }
-        period += late + 1;
+        if ring.push(Sample { period, latency_ns: latency, missed_after, lost_before: lost }).is_ok() {
+            lost = 0;
+        } else {
+            lost += 1;
+            overflows += 1;
+            out.handoff_overflows.store(overflows, Relaxed);
+        }
+        period += missed_after + 1;
+        out.periods_done.store(period - 1, Relaxed);
     }
-    out.periods_done.store(period - 1, Relaxed);
 }

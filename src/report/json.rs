@@ -1,96 +1,225 @@
-//! Writes the result document as JSON, to standard output or to a file. A file is written
-//! beside its destination first and renamed over it when complete, so a reader never sees a
-//! half-written document and an earlier result at that path survives a failed run. The
-//! destination is checked before the run (a bad path fails before anything is measured) without
-//! leaving anything there, so a run that is killed leaves no stray file. A destination that is
-//! not a regular file (`/dev/null`, a FIFO, a terminal) is written directly, never replaced;
-//! a symbolic link is followed, so the link stays and its target gets the document.
+//! Writes the result document as JSON, to standard output or to a file, without ever losing it.
+//!
+//! The destination is checked before the run, as completely as it can be without changing it:
+//! standard output must be open; a file's directory must take new files, and an existing file
+//! must be writable and replaceable (in a sticky directory another user's file is not: it is
+//! then written in place). At the end the document, serialised once into memory, is written
+//! through one buffer into an unnamed file in the destination's directory (`O_TMPFILE`), which
+//! gets the old file's mode and owner, and is renamed over the destination: a reader never sees
+//! half a document, and a run killed while writing leaves nothing beside it. A symbolic link —
+//! dangling or not — stays a link and its target gets the document; a device or FIFO
+//! (`/dev/null`) is written directly, never replaced. If writing fails anyway, the document is
+//! saved to a fallback file, which the error names.
 
-use crate::result::RunResult;
 use crate::scenario::JsonTarget;
-use anyhow::{anyhow, Context};
-use std::io::Write;
+use anyhow::{anyhow, bail};
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use tempfile::NamedTempFile;
 
 /// An open destination for the result document.
 pub enum JsonSink {
     Stdout,
-    File { path: PathBuf, dir: PathBuf, prefix: String },
+    /// A regular file, new or replaced; `keep`: the mode, owner and group of the file replaced.
+    Replace { path: PathBuf, dir: PathBuf, keep: Option<(u32, u32, u32)> },
+    /// An existing file rtgauge may write but not replace: truncated and written in place.
+    InPlace { path: PathBuf },
     /// A device, FIFO or other special file, opened now and written at the end.
-    Special { path: PathBuf, file: std::fs::File },
+    Special { path: PathBuf, file: File },
 }
+
+/// Buffer of every document write: one `write` per 64 KiB.
+const BUFFER: usize = 64 * 1024;
+/// Symbolic links followed at most (as the kernel's limit).
+const MAX_LINKS: usize = 40;
+const CAP_CHOWN: u32 = 0;
+const CAP_FOWNER: u32 = 3;
 
 fn unwritable(path: &Path, why: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("--json cannot write '{}': {why}; choose a writable path, e.g. --json result.json", path.display())
 }
 
-fn temp_file(dir: &Path, prefix: &str) -> std::io::Result<NamedTempFile> {
-    tempfile::Builder::new().prefix(prefix).suffix(".partial").tempfile_in(dir)
+/// Follows symbolic links, dangling ones too, to the path the document must be written at.
+fn resolve_links(path: &Path) -> anyhow::Result<PathBuf> {
+    let mut cur = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match std::fs::symlink_metadata(&cur) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&cur).map_err(|e| unwritable(path, e))?;
+                cur = match cur.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(cur),
+        }
+    }
+    Err(unwritable(path, "too many levels of symbolic links"))
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Whether rtgauge may rename over `file` in `dir`: a sticky directory protects other users'
+/// files (unless rtgauge owns the directory or holds CAP_FOWNER).
+fn replaceable(dir: &std::fs::Metadata, file: &std::fs::Metadata) -> bool {
+    let uid = crate::sys::effective_uid();
+    dir.permissions().mode() & 0o1000 == 0 || file.uid() == uid || dir.uid() == uid || crate::audit::has_capability(CAP_FOWNER)
+}
+
+/// Whether a replacement can have the old file's owner and group (else it is written in place).
+fn can_keep_owner(file: &std::fs::Metadata) -> bool {
+    (file.uid() == crate::sys::effective_uid() && file.gid() == crate::sys::effective_gid()) || crate::audit::has_capability(CAP_CHOWN)
 }
 
 impl JsonSink {
-    /// Checks the destination and prepares the file written at the end.
+    /// Checks the destination and prepares the write at the end.
     pub fn open(target: &JsonTarget) -> anyhow::Result<JsonSink> {
-        let path = match target {
+        let given = match target {
+            JsonTarget::Stdout if !crate::sys::fd_is_open(1) => {
+                bail!("--json -: standard output is closed; give a file instead, e.g. --json result.json")
+            }
             JsonTarget::Stdout => return Ok(JsonSink::Stdout),
             JsonTarget::File(p) => p,
         };
-        if path.is_dir() {
-            return Err(unwritable(path, "it is a directory"));
-        }
-        if let Ok(meta) = std::fs::metadata(path) {
-            if !meta.is_file() {
-                let file = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| unwritable(path, e))?;
-                return Ok(JsonSink::Special { path: path.clone(), file });
+        let path = resolve_links(given)?;
+        let dir = parent_dir(&path);
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_dir() => Err(unwritable(given, "it is a directory")),
+            Ok(m) if !m.is_file() => {
+                let file = OpenOptions::new().write(true).open(&path).map_err(|e| unwritable(given, e))?;
+                Ok(JsonSink::Special { path, file })
             }
-            std::fs::OpenOptions::new().append(true).open(path).map_err(|e| unwritable(path, e))?;
+            Ok(m) => {
+                OpenOptions::new().append(true).open(&path).map_err(|e| unwritable(given, e))?;
+                let dir_meta = std::fs::metadata(&dir).map_err(|e| unwritable(given, e))?;
+                if replaceable(&dir_meta, &m) && can_keep_owner(&m) && takes_new_files(&dir).is_ok() {
+                    Ok(JsonSink::Replace { path, dir, keep: Some((m.permissions().mode() & 0o7777, m.uid(), m.gid())) })
+                } else {
+                    Ok(JsonSink::InPlace { path })
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                takes_new_files(&dir).map_err(|e| unwritable(given, e))?;
+                Ok(JsonSink::Replace { path, dir, keep: None })
+            }
+            Err(e) => Err(unwritable(given, e)),
         }
-        // Write beside the real file, so that renaming over it keeps a symbolic link intact.
-        let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-        let path = &resolved;
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let prefix = format!(".{name}.");
-        // Proves the directory takes new files; removed again at once.
-        temp_file(dir, &prefix).map_err(|e| unwritable(path, e))?;
-        Ok(JsonSink::File { path: path.to_path_buf(), dir: dir.to_path_buf(), prefix })
     }
 
     pub fn is_stdout(&self) -> bool {
         matches!(self, JsonSink::Stdout)
     }
 
-    /// Writes the result document, pretty-printed, with a final newline.
-    pub fn write(self, result: &RunResult) -> anyhow::Result<()> {
-        self.write_value(result)
+    /// Writes a serialisable document, pretty-printed with a final newline. If that fails,
+    /// saves it to a fallback file and returns an error naming both.
+    pub fn write<T: serde::Serialize>(self, doc: &T) -> anyhow::Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(doc)?;
+        bytes.push(b'\n');
+        let dest = match &self {
+            JsonSink::Stdout => "standard output".to_string(),
+            JsonSink::Replace { path, .. } | JsonSink::InPlace { path } | JsonSink::Special { path, .. } => {
+                format!("'{}'", path.display())
+            }
+        };
+        match self.write_bytes(&bytes) {
+            Ok(()) => Ok(()),
+            Err(e) => match rescue(&bytes) {
+                Ok(saved) => bail!("writing the result to {dest} failed: {e}; it was saved to '{}' instead", saved.display()),
+                Err(e2) => bail!("writing the result to {dest} failed: {e}; saving it elsewhere failed too: {e2}"),
+            },
+        }
     }
 
-    /// Writes any serialisable document, pretty-printed, with a final newline.
-    pub fn write_value<T: serde::Serialize>(self, result: &T) -> anyhow::Result<()> {
+    fn write_bytes(self, bytes: &[u8]) -> std::io::Result<()> {
         match self {
             JsonSink::Stdout => {
                 let mut out = std::io::stdout().lock();
-                serde_json::to_writer_pretty(&mut out, result)?;
-                writeln!(out)?;
+                out.write_all(bytes)?;
+                out.flush()
             }
-            JsonSink::Special { path, mut file } => {
-                let context = || format!("writing the result to '{}'", path.display());
-                serde_json::to_writer_pretty(&mut file, result).with_context(context)?;
-                writeln!(file).with_context(context)?;
+            JsonSink::Special { mut file, .. } => file.write_all(bytes),
+            JsonSink::InPlace { path } => {
+                let file = OpenOptions::new().write(true).truncate(true).open(&path)?;
+                let mut w = BufWriter::with_capacity(BUFFER, file);
+                w.write_all(bytes)?;
+                w.into_inner().map_err(|e| e.into_error())?.sync_all()
             }
-            JsonSink::File { path, dir, prefix } => {
-                let context = || format!("writing the result to '{}'", path.display());
-                let mut temp = temp_file(&dir, &prefix).with_context(context)?;
-                serde_json::to_writer_pretty(&mut temp, result).with_context(context)?;
-                writeln!(temp).with_context(context)?;
-                temp.as_file().sync_all().with_context(context)?;
-                temp.persist(&path).map_err(|e| e.error).with_context(context)?;
-            }
+            JsonSink::Replace { path, dir, keep } => write_replace(&path, &dir, keep, bytes),
         }
-        Ok(())
     }
+}
+
+/// Whether `dir` takes new files (an unnamed one is made and dropped: nothing is left).
+fn takes_new_files(dir: &Path) -> std::io::Result<()> {
+    match crate::sys::open_unnamed_in(dir) {
+        Ok(_) => Ok(()),
+        Err(e) if unnamed_unsupported(&e) => tempfile::Builder::new().prefix(".rtgauge-check.").tempfile_in(dir).map(drop),
+        Err(e) => Err(e),
+    }
+}
+
+/// File systems without `O_TMPFILE` answer EOPNOTSUPP (or EISDIR on old kernels).
+fn unnamed_unsupported(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::EISDIR))
+}
+
+fn write_replace(path: &Path, dir: &Path, keep: Option<(u32, u32, u32)>, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let staged = dir.join(format!(".{name}.{}.partial", std::process::id()));
+    let file = match crate::sys::open_unnamed_in(dir) {
+        Ok(f) => Some(f),
+        Err(e) if unnamed_unsupported(&e) => None,
+        Err(e) => return Err(e),
+    };
+    // Without O_TMPFILE the staged file has a name while it is written (as tempfile does).
+    let file = match file {
+        Some(f) => f,
+        None => OpenOptions::new().write(true).create_new(true).open(&staged)?,
+    };
+    let mut w = BufWriter::with_capacity(BUFFER, file);
+    w.write_all(bytes)?;
+    let file = w.into_inner().map_err(|e| e.into_error())?;
+    if let Some((mode, uid, gid)) = keep {
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        std::os::unix::fs::fchown(&file, Some(uid), Some(gid))?;
+    } else {
+        // A new file gets the usual mode of a new file (0666 less the umask), not the 0600 of
+        // the unnamed one.
+        file.set_permissions(std::fs::Permissions::from_mode(0o666 & !current_umask()))?;
+    }
+    file.sync_all()?;
+    if !staged.exists() {
+        crate::sys::link_into(&file, &staged)?;
+    }
+    std::fs::rename(&staged, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&staged);
+    })
+}
+
+/// The process's umask, read from /proc (reading it with umask(2) would change it).
+fn current_umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Umask:")).and_then(|v| u32::from_str_radix(v.trim(), 8).ok()))
+        .unwrap_or(0o022)
+}
+
+/// Saves the document where it can: the temporary directory, else the current one.
+fn rescue(bytes: &[u8]) -> std::io::Result<PathBuf> {
+    let name = format!("rtgauge-result-{}-{}.json", std::process::id(), crate::sys::monotonic_ns());
+    let mut last = None;
+    for dir in [std::env::temp_dir(), PathBuf::from(".")] {
+        let path = dir.join(&name);
+        match OpenOptions::new().write(true).create_new(true).open(&path).and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all())) {
+            Ok(()) => return Ok(path),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.expect("two attempts"))
 }

@@ -2,7 +2,6 @@
 //! time left, redrawn a few times a second on standard error when it is a terminal. Hidden
 //! with `--quiet` or when standard error is not a terminal.
 
-use crate::aggregate::LatencyStats;
 use crate::scenario::units::us;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -48,8 +47,15 @@ impl LiveView {
         Some(LiveView { _multi: multi, clock, lines })
     }
 
-    /// Redraws with the figures so far.
-    pub fn update(&self, elapsed: Duration, total: Option<Duration>, warming_up: bool, cpus: &[usize], stats: &[LatencyStats]) {
+    /// Redraws with the figures so far: per CPU (samples, missed, max, p99).
+    pub fn update(
+        &self,
+        elapsed: Duration,
+        total: Option<Duration>,
+        warming_up: bool,
+        cpus: &[usize],
+        stats: &[(u64, u64, Option<u64>, Option<u64>)],
+    ) {
         let left = total.map(|t| t.saturating_sub(elapsed));
         self.clock.set_position(elapsed.as_millis() as u64);
         let phase = if warming_up { "warming up" } else { "measuring" };
@@ -58,13 +64,11 @@ impl LiveView {
             None => format!("{phase}, {:.0} s", elapsed.as_secs_f64()),
         });
         let opt = |v: Option<u64>| v.map_or("-".to_string(), us);
-        for ((line, cpu), s) in self.lines.iter().zip(cpus).zip(stats) {
+        for ((line, cpu), &(samples, missed, max, p99)) in self.lines.iter().zip(cpus).zip(stats) {
             line.set_message(format!(
-                "  cpu{cpu:<3} samples {:>10}   max {:>10} µs   p99 {:>10} µs   missed {:>6}",
-                s.samples,
-                opt(s.max_ns),
-                opt(s.p99_ns),
-                s.missed
+                "  cpu{cpu:<3} samples {samples:>10}   max {:>10} µs   p99 {:>10} µs   missed {missed:>6}",
+                opt(max),
+                opt(p99),
             ));
         }
     }

@@ -5,19 +5,37 @@
 use crate::result::{ProbeResult, RunResult, Status};
 use crate::scenario::cpus::format_cpu_list;
 use crate::scenario::units::{us, Nanos};
+use comfy_table::{presets::NOTHING, CellAlignment, ContentArrangement, Table};
 use std::fmt::Write;
 
 fn opt_us(v: Option<u64>) -> String {
     v.map_or("-".to_string(), us)
 }
 
-fn row(p: &ProbeResult) -> String {
-    format!(
-        "{:<6}{:<5}{:>10}{:>8}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>11}",
-        p.probe,
+/// A plain table whose columns are as wide as their widest value (nothing merges however
+/// large a figure grows); the columns in `right` are right-aligned (the figures).
+fn table(header: &[&str], right: std::ops::Range<usize>, rows: Vec<Vec<String>>) -> String {
+    let mut t = Table::new();
+    t.load_preset(NOTHING).set_content_arrangement(ContentArrangement::Disabled).set_header(header.to_vec());
+    for r in rows {
+        t.add_row(r);
+    }
+    for (i, c) in t.column_iter_mut().enumerate() {
+        c.set_padding((0, 1));
+        if right.contains(&i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let text = t.to_string();
+    text.lines().map(str::trim_end).collect::<Vec<_>>().join("\n") + "\n"
+}
+
+fn row(p: &ProbeResult) -> Vec<String> {
+    vec![
+        p.probe.clone(),
         p.cpu.map_or("all".to_string(), |c| c.to_string()),
-        p.samples,
-        p.missed,
+        p.samples.to_string(),
+        p.missed.to_string(),
         opt_us(p.min_ns),
         p.mean_ns.map_or("-".to_string(), |m| us(m.round() as u64)),
         opt_us(p.p50_ns),
@@ -26,7 +44,7 @@ fn row(p: &ProbeResult) -> String {
         opt_us(p.p999_ns),
         opt_us(p.p9999_ns),
         opt_us(p.max_ns),
-    )
+    ]
 }
 
 /// Renders the summary as text.
@@ -51,7 +69,14 @@ pub fn render(r: &RunResult) -> String {
         if sys.mlockall_obtained { "memory locked" } else { "memory NOT locked" },
         r.tuning.iter().filter(|t| t.applied).map(|t| format!(", {} {}", t.setting.trim_start_matches("/dev/"), t.value)).collect::<String>(),
     );
-    let _ = writeln!(s, "measured {length} after {} warm-up periods", c.warmup.periods);
+    match r.status {
+        Status::Complete => {
+            let _ = writeln!(s, "measured {length} after {} warm-up periods", c.warmup.periods);
+        }
+        Status::Partial => {
+            let _ = writeln!(s, "measured {} of the planned {length}, after {} warm-up periods", Nanos(r.measured_ns), c.warmup.periods);
+        }
+    }
     let p = &sys.preemption;
     let mode = p.dynamic_mode.as_ref().map_or(String::new(), |m| format!(", mode {m}"));
     let _ = writeln!(
@@ -71,20 +96,18 @@ pub fn render(r: &RunResult) -> String {
         (Status::Partial, None) => "PARTIAL".to_string(),
     };
     let _ = writeln!(s, "run {status}, {} → {}\n", r.started_at, r.ended_at);
-    let _ = writeln!(
-        s,
-        "{:<6}{:<5}{:>10}{:>8}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>11}",
-        "probe", "cpu", "samples", "missed", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max"
-    );
-    for p in &r.probes {
-        let _ = writeln!(s, "{}", row(p));
-    }
-    for p in &r.combined {
-        let _ = writeln!(s, "{}", row(p));
-    }
+    let header = ["probe", "cpu", "samples", "missed", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max"];
+    s += &table(&header, 2..header.len(), r.probes.iter().chain(&r.combined).map(row).collect());
     let _ = writeln!(s, "(latencies in µs)");
     if let Some(worst) = r.probes.iter().filter(|p| p.max_ns.is_some()).max_by_key(|p| p.max_ns) {
-        let at = worst.max_at_ns.map_or(String::new(), |t| format!(" at {:.3} s", t as f64 / 1e9));
+        let warmup = c.warmup.periods * c.interval_ns;
+        let at = worst.max_at_ns.map_or(String::new(), |t| {
+            format!(
+                ", in the period ending {:.3} s after the start of the run ({})",
+                t as f64 / 1e9,
+                if warmup > 0 { format!("{:.3} s into the measurement, after the {} warm-up", t.saturating_sub(warmup) as f64 / 1e9, Nanos(warmup)) } else { "no warm-up".into() }
+            )
+        });
         let _ = writeln!(s, "\nWorst case: {} µs on {}{at}.", opt_us(worst.max_ns), worst.scope());
     }
     if let Some(line) = r.verdict.shortest_cycle_sentence() {
@@ -95,27 +118,25 @@ pub fn render(r: &RunResult) -> String {
         let _ = writeln!(s, "  failed: {:<18} {:<12} observed {}", ch.expr, ch.scope, ch.observed);
     }
     if !r.phases.is_empty() {
-        let _ = writeln!(s, "\nPer phase (all CPUs; latencies in µs):");
-        let _ = writeln!(
-            s,
-            "{:<16}{:>10}{:>8}{:>10}{:>10}{:>10}{:>11}  loads",
-            "phase", "samples", "missed", "p50", "p99", "p99.9", "max"
-        );
-        for p in &r.phases {
-            let c = &p.combined;
-            let _ = writeln!(
-                s,
-                "{:<16}{:>10}{:>8}{:>10}{:>10}{:>10}{:>11}  {}",
-                format!("{:.1}-{:.1} s", p.start_ns as f64 / 1e9, p.end_ns as f64 / 1e9),
-                c.samples,
-                c.missed,
-                opt_us(c.p50_ns),
-                opt_us(c.p99_ns),
-                opt_us(c.p999_ns),
-                opt_us(c.max_ns),
-                if p.loads.is_empty() { "(none)".to_string() } else { p.loads.join(", ") }
-            );
-        }
+        let _ = writeln!(s, "\nPer phase (all CPUs; latencies in µs; times from the start of the run):");
+        let rows = r
+            .phases
+            .iter()
+            .map(|p| {
+                let c = &p.combined;
+                vec![
+                    format!("{:.3}-{:.3} s", p.start_ns as f64 / 1e9, p.end_ns as f64 / 1e9),
+                    c.samples.to_string(),
+                    c.missed.to_string(),
+                    opt_us(c.p50_ns),
+                    opt_us(c.p99_ns),
+                    opt_us(c.p999_ns),
+                    opt_us(c.max_ns),
+                    if p.loads.is_empty() { "(none)".to_string() } else { p.loads.join(", ") },
+                ]
+            })
+            .collect();
+        s += &table(&["phase", "samples", "missed", "p50", "p99", "p99.9", "max", "loads"], 1..7, rows);
     }
     if !r.loads.is_empty() {
         let _ = writeln!(s, "\nLoads ({}):", r.config.load_source);
@@ -135,29 +156,25 @@ pub fn render_loads(loads: &[crate::load::manager::LoadRecord]) -> String {
     if loads.is_empty() {
         return s;
     }
-    let _ = writeln!(
-        s,
-        "{:<34}{:>5}{:>9}{:>9}{:>11}{:>9}{:>11}{:>11}  work",
-        "load", "runs", "user s", "sys s", "minflt", "majflt", "vol.cs", "invol.cs"
-    );
-    for l in loads {
-        let u = &l.usage;
-        let work: Vec<String> = l.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let spec = if l.spec.chars().count() > 33 { format!("{}…", l.spec.chars().take(32).collect::<String>()) } else { l.spec.clone() };
-        let _ = writeln!(
-            s,
-            "{:<34}{:>5}{:>9.2}{:>9.2}{:>11}{:>9}{:>11}{:>11}  {}{}",
-            spec,
-            l.runs,
-            u.user_ns as f64 / 1e9,
-            u.system_ns as f64 / 1e9,
-            u.minor_faults,
-            u.major_faults,
-            u.voluntary_switches,
-            u.involuntary_switches,
-            work.join(" "),
-            if l.failed { format!("  FAILED: {}", l.error.as_deref().unwrap_or("?")) } else { String::new() },
-        );
-    }
+    let rows = loads
+        .iter()
+        .map(|l| {
+            let u = &l.usage;
+            let work: Vec<String> = l.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let spec = if l.spec.chars().count() > 40 { format!("{}…", l.spec.chars().take(39).collect::<String>()) } else { l.spec.clone() };
+            vec![
+                spec,
+                l.runs.to_string(),
+                format!("{:.2}", u.user_ns as f64 / 1e9),
+                format!("{:.2}", u.system_ns as f64 / 1e9),
+                u.minor_faults.to_string(),
+                u.major_faults.to_string(),
+                u.voluntary_switches.to_string(),
+                u.involuntary_switches.to_string(),
+                work.join(" ") + &if l.failed { format!(" FAILED: {}", l.error.as_deref().unwrap_or("?")) } else { String::new() },
+            ]
+        })
+        .collect();
+    s += &table(&["load", "runs", "user s", "sys s", "minflt", "majflt", "vol.cs", "invol.cs", "work"], 1..8, rows);
     s
 }

@@ -11,7 +11,7 @@ use crate::verdict::Verdict;
 use serde::{Deserialize, Serialize};
 
 /// Version of the result document's layout. Bump on any incompatible change.
-pub const SCHEMA: &str = "rtgauge.result.v1";
+pub const SCHEMA: &str = "rtgauge.result.v2";
 
 /// Whether the run measured everything it planned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +33,9 @@ pub struct RunResult {
     /// CLOCK_MONOTONIC at the start of period 0: `max_at_ns` and other offsets are relative
     /// to it, and adding it gives times comparable with kernel traces.
     pub monotonic_start_ns: u64,
+    /// How long was measured after the warm-up: the planned time for a complete run, up to the
+    /// stop for a partial one.
+    pub measured_ns: u64,
     pub tool_version: String,
     pub command_line: Vec<String>,
     pub config: Config,
@@ -41,6 +44,8 @@ pub struct RunResult {
     pub tuning: Vec<crate::tuning::TuningRecord>,
     /// Every load the run was measured under: what, when, how it ended, what it did and cost.
     pub loads: Vec<crate::load::manager::LoadRecord>,
+    /// How the loads were kept from outliving the run (null without loads).
+    pub containment: Option<crate::load::contain::Containment>,
     /// The timeline cut at every load start and stop, with each probe's figures per phase
     /// (empty when no load has a phase).
     pub phases: Vec<PhaseResult>,

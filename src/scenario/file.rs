@@ -1,6 +1,6 @@
 //! Scenario files (TOML): a named, described measurement set-up — duration, probe settings,
 //! loads with their phases, requirements — that `rtgauge run --scenario FILE|NAME` runs.
-//! Built-in scenarios (one per seed set-up) are shipped inside the binary from `scenarios/`.
+//! Built-in scenarios (one per set-up of the sources: the ARM9/ARM11 paper, the Cortex-A53 slides, the Freescale/OCERA paper) are shipped inside the binary from `scenarios/`.
 //! Every value is validated where it stands: an error names the file, the line and the key.
 //! Pure: parsing and validation only.
 
@@ -209,12 +209,13 @@ pub fn parse(text: &str, origin: &str, source: &str) -> Result<Scenario, PlanErr
 pub fn load(name_or_path: &str) -> Result<Scenario, PlanError> {
     let path = std::path::Path::new(name_or_path);
     if path.exists() {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| {
-                PlanError(format!(
-                    "--scenario cannot read '{name_or_path}': {e}; give a TOML file or a built-in name ('rtgauge scenarios' lists them)"
-                ))
-            })?;
+        let text = super::userfile::read_text(path, super::userfile::SCENARIO_CAP).map_err(|e| {
+            PlanError(format!(
+                "--scenario cannot read '{name_or_path}': {e}; give a TOML scenario file (at most {} bytes) or a built-in name \
+                 ('rtgauge scenarios' lists them)",
+                super::userfile::SCENARIO_CAP
+            ))
+        })?;
         return parse(&text, name_or_path, name_or_path);
     }
     match BUILT_IN.iter().find(|(n, _)| *n == name_or_path) {

@@ -6,6 +6,7 @@ pub mod cpus;
 pub mod file;
 pub mod require;
 pub mod units;
+pub mod userfile;
 
 use crate::sys::Policy;
 use require::Requirement;
@@ -116,6 +117,8 @@ pub struct RunPlan {
 
 /// The longest interval accepted: a period loop slower than this is not a latency test.
 pub const MAX_INTERVAL_NS: u64 = 10_000_000_000;
+/// The longest run accepted, warm-up included (a year and a day).
+pub const MAX_RUN_NS: u64 = 366 * 86_400 * 1_000_000_000;
 /// The shortest interval accepted; below a microsecond every wake-up misses.
 pub const MIN_INTERVAL_NS: u64 = 1_000;
 
@@ -254,7 +257,7 @@ impl RunPlan {
             })?),
         };
 
-        Ok(RunPlan {
+        let plan = RunPlan {
             interval_ns,
             policy,
             priority,
@@ -271,7 +274,29 @@ impl RunPlan {
             loads,
             load_cpus,
             scenario: None,
-        })
+        };
+        plan.check_length()?;
+        Ok(plan)
+    }
+
+    /// The run's length must be representable and sane: warm-up plus measured periods, times
+    /// the interval, within [`MAX_RUN_NS`]. (Every later sum of periods and offsets relies on it.)
+    fn check_length(&self) -> Result<(), PlanError> {
+        let periods = self.warmup_periods().checked_add(self.measure_periods());
+        if periods.and_then(|p| p.checked_mul(self.interval_ns)).is_none_or(|ns| ns > MAX_RUN_NS) {
+            let what = match (self.length, self.warmup) {
+                (RunLength::Loops(n), _) => format!("--loops {n}"),
+                (_, Warmup::Samples(w)) => format!("--warmup {w}"),
+                (RunLength::Duration(d), _) => format!("--duration {}", Nanos(d)),
+            };
+            return Err(bad(format!(
+                "{what} makes the run (warm-up included) longer than rtgauge's limit of {} at --interval {}: \
+                 measure fewer periods or a shorter time",
+                Nanos(MAX_RUN_NS),
+                Nanos(self.interval_ns)
+            )));
+        }
+        Ok(())
     }
 
     /// Number of warm-up periods before measuring.
@@ -282,9 +307,14 @@ impl RunPlan {
         }
     }
 
-    /// Length of the whole run (warm-up included), in nanoseconds.
+    /// Every period of the run, warm-up included (checked when the plan was made).
+    pub fn total_periods(&self) -> u64 {
+        self.warmup_periods() + self.measure_periods()
+    }
+
+    /// Length of the whole run (warm-up included), in nanoseconds (checked when the plan was made).
     pub fn total_ns(&self) -> u64 {
-        (self.warmup_periods() + self.measure_periods()).saturating_mul(self.interval_ns)
+        self.total_periods() * self.interval_ns
     }
 
     /// Number of measured periods (each a sample or a missed deadline).
@@ -305,7 +335,7 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_the_seed_setup() {
+    fn defaults_are_the_sources_cyclictest_setup() {
         let p = RunPlan::from_input(&input()).unwrap();
         assert_eq!((p.interval_ns, p.policy, p.priority, p.mlock), (1_000_000, Policy::Fifo, 80, true));
         assert_eq!(p.length, RunLength::Duration(60_000_000_000));
@@ -344,6 +374,10 @@ mod tests {
             (RunInput { budget: Some("0%".into()), ..input() }, "--budget"),
             (RunInput { require: vec!["bogus<1us".into()], ..input() }, "not a metric"),
             (RunInput { duration: Some("10us".into()), ..input() }, "shorter than one interval"),
+            (RunInput { loops: Some(u64::MAX.to_string()), warmup: Some("1".into()), ..input() }, "limit"),
+            (RunInput { loops: Some((u64::MAX / 1_000_000).to_string()), ..input() }, "limit"),
+            (RunInput { warmup: Some(u64::MAX.to_string()), ..input() }, "limit"),
+            (RunInput { duration: Some("1000000h".into()), ..input() }, "limit"),
         ] {
             let e = RunPlan::from_input(&f).unwrap_err().0;
             assert!(e.contains(msg), "{e:?} should mention {msg:?}");

@@ -200,6 +200,12 @@ pub fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// The effective group id of the process.
+pub fn effective_gid() -> u32 {
+    // SAFETY: getegid has no arguments and cannot fail.
+    unsafe { libc::getegid() }
+}
+
 /// The soft limit of RLIMIT_RTPRIO (`None` = unlimited).
 pub fn rtprio_limit() -> io::Result<Option<u64>> {
     rlimit(libc::RLIMIT_RTPRIO)
@@ -318,9 +324,65 @@ pub fn die_with_parent(expected_parent: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// Sends `signal` to process `pid` (errors ignored: it may be gone already).
+pub fn kill_process(pid: i32, signal: i32) {
+    // SAFETY: no pointers are passed.
+    unsafe { libc::kill(pid, signal) };
+}
+
+/// Writes "0" to a `cgroup.procs` file: moves the calling process into that cgroup.
+/// Async-signal-safe (one `write`), for use between fork and exec.
+fn join_cgroup_raw(fd: libc::c_int) -> io::Result<()> {
+    // SAFETY: writes one byte from a static buffer to a descriptor the caller keeps open.
+    if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } == 1 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sets the calling thread's policy from raw values (async-signal-safe: one system call).
+fn set_scheduler_raw(policy: libc::c_int, priority: libc::c_int) -> io::Result<()> {
+    let mut param = zeroed_sched_param();
+    param.sched_priority = priority;
+    // SAFETY: `param` is a valid sched_param that outlives the call; tid 0 is the calling thread.
+    if unsafe { libc::syscall(libc::SYS_sched_setscheduler, 0 as libc::pid_t, policy, &param as *const libc::sched_param) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Whether a process can run at `policy`/`priority` (raw values) inside the cgroup whose
+/// `cgroup.procs` is open as `procs`: a short-lived child joins it and tries. Detects the RT
+/// group-scheduling trap before any load depends on it. The child leaves the cgroup empty.
+pub fn try_policy_in_cgroup(procs: &std::fs::File, policy: i32, priority: i32) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = procs.as_raw_fd();
+    // SAFETY: the child makes only async-signal-safe system calls (write, sched_setscheduler,
+    // _exit) and allocates nothing; the parent reaps it.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => {
+            let code = match join_cgroup_raw(fd).and_then(|_| set_scheduler_raw(policy, priority)) {
+                Ok(()) => 0,
+                Err(e) => e.raw_os_error().unwrap_or(libc::EPERM).clamp(1, 255),
+            };
+            // SAFETY: _exit ends the child at once.
+            unsafe { libc::_exit(code) }
+        }
+        pid => match wait_pid(pid)? {
+            0 => Ok(()),
+            errno => Err(io::Error::from_raw_os_error(errno)),
+        },
+    }
+}
+
 /// How a child of rtgauge is contained (see `load::manager`).
 #[derive(Debug, Clone, Default)]
 pub struct Containment {
+    /// Join the cgroup whose `cgroup.procs` is open as this descriptor (first of all).
+    pub cgroup_procs: Option<i32>,
     /// Put the child in a process group of its own (so the group can be signalled whole).
     pub own_group: bool,
     /// Kill the child when rtgauge dies.
@@ -352,10 +414,13 @@ pub fn contain(cmd: &mut std::process::Command, c: Containment) {
         }
     }
     // SAFETY: the closure runs in the child after fork; it makes only async-signal-safe system
-    // calls (setpgid, prctl, getppid, sched_setaffinity, sched_setscheduler, setpriority, _exit)
-    // and allocates nothing.
+    // calls (write, setpgid, prctl, getppid, sched_setaffinity, sched_setscheduler, setpriority,
+    // _exit) and allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
+            if let Some(fd) = c.cgroup_procs {
+                join_cgroup_raw(fd)?;
+            }
             if c.own_group && libc::setpgid(0, 0) != 0 {
                 return Err(io::Error::last_os_error());
             }
@@ -483,4 +548,30 @@ pub fn wait_readable(fd: &impl std::os::fd::AsRawFd) -> io::Result<()> {
             return Err(e);
         }
     }
+}
+
+// ---- files: used by the result writer ----
+
+/// Opens an unnamed file in directory `dir` (`O_TMPFILE`): it has no name until
+/// [`link_into`] gives it one, so a process killed while writing it leaves nothing behind.
+pub fn open_unnamed_in(dir: &std::path::Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().write(true).mode(0o600).custom_flags(libc::O_TMPFILE).open(dir)
+}
+
+/// Gives the unnamed file `file` the name `path` (`linkat` through `/proc/self/fd`, which
+/// needs no privilege). Fails if `path` exists.
+pub fn link_into(file: &std::fs::File, path: &std::path::Path) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(io::Error::other)?;
+    let to = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    // SAFETY: both strings are valid NUL-terminated paths that outlive the call.
+    check(unsafe { libc::linkat(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::AT_SYMLINK_FOLLOW) })
+}
+
+/// Whether file descriptor `fd` is open (`fcntl(F_GETFD)`), e.g. whether standard output exists.
+pub fn fd_is_open(fd: i32) -> bool {
+    // SAFETY: F_GETFD takes no pointer; an invalid descriptor only yields EBADF.
+    unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
 }

@@ -70,15 +70,26 @@ fn check(req: &Requirement, p: &ProbeResult) -> Check {
     }
 }
 
+/// Facts about the run as a whole that a verdict depends on.
+#[derive(Debug, Clone)]
+pub struct RunFacts {
+    pub status: Status,
+    /// The loads that failed (a run whose load failed was not measured under its load).
+    pub failed_loads: Vec<String>,
+}
+
 /// Evaluates the criteria against each CPU's figures (every CPU must meet every criterion).
+/// A CPU that measured nothing fails, criteria or not; with criteria, so do a partial run and
+/// a run whose load failed.
 pub fn evaluate(
     per_cpu: &[ProbeResult],
     combined_max_ns: Option<u64>,
     cycle_time_ns: Option<u64>,
     budget: f64,
     requirements: &[Requirement],
-    status: Status,
+    facts: &RunFacts,
 ) -> Verdict {
+    let status = facts.status;
     let mut reqs: Vec<Requirement> = Vec::new();
     if let Some(ct) = cycle_time_ns {
         let limit = (ct as f64 * budget).floor() as u64;
@@ -88,6 +99,17 @@ pub fn evaluate(
     reqs.extend(requirements.iter().cloned());
     let mut checks: Vec<Check> = reqs.iter().flat_map(|r| per_cpu.iter().map(move |p| check(r, p))).collect();
     let criteria_given = !reqs.is_empty();
+    let measured_something = Requirement { metric: Metric::Samples, op: Op::Gt, bound: 0, text: String::new() };
+    checks.extend(per_cpu.iter().filter(|p| p.samples == 0).map(|p| check(&measured_something, p)));
+    if criteria_given && !facts.failed_loads.is_empty() {
+        checks.push(Check {
+            expr: "loads==ok".to_string(),
+            scope: "run".to_string(),
+            observed: format!("failed: {}", facts.failed_loads.join(", ")),
+            observed_value: None,
+            passed: false,
+        });
+    }
     if criteria_given && status == Status::Partial {
         checks.push(Check {
             expr: "status==complete".to_string(),
@@ -112,7 +134,11 @@ impl Verdict {
     pub fn headline(&self) -> String {
         let failed = self.checks.iter().filter(|c| !c.passed).count();
         match (self.criteria_given, self.passed) {
-            (false, _) => "no criteria given (use --cycle-time or --require for a pass/fail verdict)".to_string(),
+            (false, false) => format!(
+                "FAIL: nothing was measured on {}",
+                self.checks.iter().filter(|c| !c.passed).map(|c| c.scope.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+            (false, true) => "no criteria given (use --cycle-time or --require for a pass/fail verdict)".to_string(),
             (true, true) => format!("PASS: all {} checks passed", self.checks.len()),
             (true, false) => format!("FAIL: {failed} of {} checks failed", self.checks.len()),
         }
@@ -136,6 +162,31 @@ mod tests {
     use crate::aggregate::new_histogram;
     use crate::result::histogram::HistogramData;
     use crate::scenario::require::parse_requirement;
+
+    fn facts(status: Status) -> RunFacts {
+        RunFacts { status, failed_loads: Vec::new() }
+    }
+
+    #[test]
+    fn a_run_that_measured_nothing_never_passes() {
+        let mut empty = probe(1, 10_000, 0);
+        empty.samples = 0;
+        let r = vec![parse_requirement("missed==0").unwrap()];
+        let v = evaluate(&[probe(0, 10_000, 0), empty.clone()], Some(10_000), None, 0.25, &r, &facts(Status::Complete));
+        assert!(!v.passed);
+        assert!(v.checks.iter().any(|c| c.expr == "samples>0" && c.scope == "timer/cpu1" && !c.passed));
+        let v = evaluate(&[empty], None, None, 0.25, &[], &facts(Status::Complete));
+        assert!(!v.passed && v.headline().starts_with("FAIL: nothing was measured"), "{}", v.headline());
+    }
+
+    #[test]
+    fn a_failed_load_fails_a_run_with_criteria() {
+        let f = RunFacts { status: Status::Complete, failed_loads: vec!["cmd:false".into()] };
+        let r = vec![parse_requirement("missed==0").unwrap()];
+        let v = evaluate(&[probe(0, 10_000, 0)], Some(10_000), None, 0.25, &r, &f);
+        assert!(!v.passed && v.checks.iter().any(|c| c.expr == "loads==ok" && !c.passed));
+        assert!(evaluate(&[probe(0, 10_000, 0)], Some(10_000), None, 0.25, &[], &f).passed, "no criteria: reported, not judged");
+    }
 
     fn probe(cpu: usize, max: u64, missed: u64) -> ProbeResult {
         let mut h = new_histogram();
@@ -165,30 +216,30 @@ mod tests {
     #[test]
     fn cycle_time_uses_the_budget_on_every_cpu() {
         let cpus = [probe(0, 200_000, 0), probe(1, 260_000, 0)];
-        let v = evaluate(&cpus, Some(260_000), Some(1_000_000), 0.25, &[], Status::Complete);
+        let v = evaluate(&cpus, Some(260_000), Some(1_000_000), 0.25, &[], &facts(Status::Complete));
         assert!(!v.passed);
         assert_eq!(v.checks.len(), 4);
         assert!(v.checks.iter().any(|c| c.scope == "timer/cpu1" && c.expr == "max<=250us" && !c.passed));
         assert_eq!(v.shortest_cycle_time_ns, Some(1_040_000));
-        let v = evaluate(&cpus, Some(260_000), Some(2_000_000), 0.25, &[], Status::Complete);
+        let v = evaluate(&cpus, Some(260_000), Some(2_000_000), 0.25, &[], &facts(Status::Complete));
         assert!(v.passed);
     }
 
     #[test]
     fn missed_deadlines_fail_a_cycle_time() {
-        let v = evaluate(&[probe(0, 10_000, 3)], Some(10_000), Some(1_000_000), 0.25, &[], Status::Complete);
+        let v = evaluate(&[probe(0, 10_000, 3)], Some(10_000), Some(1_000_000), 0.25, &[], &facts(Status::Complete));
         assert!(!v.passed);
     }
 
     #[test]
     fn requirements_and_partial_runs() {
         let r = vec![parse_requirement("p99.9<=50us").unwrap(), parse_requirement("p95<2us").unwrap()];
-        let v = evaluate(&[probe(0, 40_000, 0)], Some(40_000), None, 0.25, &r, Status::Complete);
+        let v = evaluate(&[probe(0, 40_000, 0)], Some(40_000), None, 0.25, &r, &facts(Status::Complete));
         assert!(!v.passed, "p95 of {{1us,40us}} is 40us");
         assert_eq!(v.checks.iter().filter(|c| c.passed).count(), 1);
-        let v = evaluate(&[probe(0, 40_000, 0)], Some(40_000), None, 0.25, &r[..1], Status::Partial);
+        let v = evaluate(&[probe(0, 40_000, 0)], Some(40_000), None, 0.25, &r[..1], &facts(Status::Partial));
         assert!(!v.passed && v.checks.last().unwrap().expr == "status==complete");
-        let v = evaluate(&[probe(0, 40_000, 0)], Some(40_000), None, 0.25, &[], Status::Partial);
+        let v = evaluate(&[probe(0, 40_000, 0)], Some(40_000), None, 0.25, &[], &facts(Status::Partial));
         assert!(v.passed && !v.criteria_given);
     }
 }

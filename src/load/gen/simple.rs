@@ -19,6 +19,9 @@ fn on_threads(workers: u32, work: impl Fn(u32, &AtomicU64) + Sync) -> u64 {
             let (work, total) = (&work, &total);
             s.spawn(move || work(w, total));
         }
+        // The waiting thread leaves SIGTERM to the working ones: at an RT policy they hold
+        // every CPU it could run its handler on, and the stop would wait for the SIGKILL.
+        let _ = sys::block_process_signals();
     });
     total.load(Relaxed)
 }

@@ -1,0 +1,225 @@
+//! The collector's latency histogram: lossless at the project-wide precision (the HdrHistogram
+//! layout, 1 ns .. 1 h, 3 significant digits, the same buckets as [`super::new_histogram`]) but
+//! stored sparsely, in chunks allocated only where values fall. A dense HdrHistogram of that
+//! range is ~270 KB, all of it resident under `mlockall`; one of these holding a real latency
+//! distribution takes a few KB, so histograms per CPU and per phase cost little. It converts
+//! exactly to an [`hdrhistogram::Histogram`] for percentiles and the result document.
+
+use super::{new_histogram, HIST_HIGHEST_NS};
+use hdrhistogram::Histogram;
+
+/// Counts per chunk: 512 bytes while every count fits 32 bits, 1 KiB once one does not.
+const CHUNK: usize = 128;
+/// HdrHistogram layout for 3 significant digits and a lowest value of 1 ns: 2048 sub-buckets
+/// per bucket, of which the upper half (1024) is new in every bucket after the first.
+const SUB_BUCKET_MASK: u64 = 2047;
+const HALF_MAGNITUDE: u32 = 10;
+const HALF_COUNT: usize = 1 << HALF_MAGNITUDE;
+const LEADING_ZERO_BASE: u32 = 64 - 11;
+
+/// Index of `v`'s bucket in the HdrHistogram counts array.
+fn index_of(v: u64) -> usize {
+    let bucket = LEADING_ZERO_BASE - (v | SUB_BUCKET_MASK).leading_zeros();
+    let sub = (v >> bucket) as usize;
+    ((bucket as usize + 1) << HALF_MAGNITUDE) + sub - HALF_COUNT
+}
+
+/// Lowest value of the bucket at `index` (recording it lands in the same bucket).
+fn value_of(index: usize) -> u64 {
+    let mut bucket = (index >> HALF_MAGNITUDE) as i64 - 1;
+    let mut sub = (index & (HALF_COUNT - 1)) + HALF_COUNT;
+    if bucket < 0 {
+        sub -= HALF_COUNT;
+        bucket = 0;
+    }
+    (sub as u64) << bucket
+}
+
+/// A run of adjacent counts; widened to 64 bits when a count outgrows 32.
+#[derive(Debug, Clone, PartialEq)]
+enum Chunk {
+    Narrow(Box<[u32; CHUNK]>),
+    Wide(Box<[u64; CHUNK]>),
+}
+
+impl Chunk {
+    fn get(&self, o: usize) -> u64 {
+        match self {
+            Chunk::Narrow(c) => u64::from(c[o]),
+            Chunk::Wide(c) => c[o],
+        }
+    }
+    fn add(&mut self, o: usize, n: u64) {
+        if let Chunk::Narrow(c) = self {
+            match u32::try_from(u64::from(c[o]) + n) {
+                Ok(v) => return c[o] = v,
+                Err(_) => *self = Chunk::Wide(Box::new(c.map(u64::from))),
+            }
+        }
+        if let Chunk::Wide(c) = self {
+            c[o] = c[o].saturating_add(n);
+        }
+    }
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        match self {
+            Chunk::Narrow(_) => CHUNK * 4,
+            Chunk::Wide(_) => CHUNK * 8,
+        }
+    }
+}
+
+/// A sparse latency histogram with exact count, sum, minimum and maximum.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Hist {
+    chunks: Vec<Option<Chunk>>,
+    count: u64,
+    sum: u128,
+    min: u64,
+    max: u64,
+}
+
+impl Hist {
+    /// Records one latency (values above one hour count as one hour).
+    pub fn record(&mut self, v: u64) {
+        self.record_n(v, 1);
+    }
+
+    fn record_n(&mut self, v: u64, n: u64) {
+        let v = v.min(HIST_HIGHEST_NS);
+        self.add_at(index_of(v), n);
+        if self.count == 0 || v < self.min {
+            self.min = v;
+        }
+        self.max = self.max.max(v);
+        self.count += n;
+        self.sum += v as u128 * n as u128;
+    }
+
+    /// Adds every count of `other`.
+    pub fn add(&mut self, other: &Hist) {
+        for (i, n) in other.buckets() {
+            self.add_at(i, n);
+        }
+        if other.count > 0 {
+            self.min = if self.count == 0 { other.min } else { self.min.min(other.min) };
+            self.max = self.max.max(other.max);
+        }
+        self.count += other.count;
+        self.sum += other.sum;
+    }
+
+    fn add_at(&mut self, i: usize, n: u64) {
+        let (c, o) = (i / CHUNK, i % CHUNK);
+        if self.chunks.len() <= c {
+            self.chunks.resize_with(c + 1, || None);
+        }
+        self.chunks[c].get_or_insert_with(|| Chunk::Narrow(Box::new([0; CHUNK]))).add(o, n);
+    }
+
+    /// Non-empty buckets as (index, count), ascending.
+    fn buckets(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.chunks.iter().enumerate().filter_map(|(c, ch)| ch.as_ref().map(|ch| (c, ch))).flat_map(|(c, ch)| {
+            (0..CHUNK).map(move |o| (c * CHUNK + o, ch.get(o))).filter(|&(_, n)| n > 0)
+        })
+    }
+
+    pub fn len(&self) -> u64 {
+        self.count
+    }
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    /// Exact sum of the recorded values.
+    pub fn sum(&self) -> u128 {
+        self.sum
+    }
+    /// Exact extremes, `None` when empty.
+    pub fn min_max(&self) -> Option<(u64, u64)> {
+        (self.count > 0).then_some((self.min, self.max))
+    }
+
+    /// The value at percentile `p` (in percent), as HdrHistogram reports it (the top of the
+    /// bucket), clamped into the exact extremes. For the live view; reports use [`Hist::to_hdr`].
+    pub fn percentile(&self, p: f64) -> Option<u64> {
+        let (min, max) = self.min_max()?;
+        let target = ((p / 100.0) * self.count as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (i, n) in self.buckets() {
+            seen += n;
+            if seen >= target {
+                let top = value_of(i + 1).saturating_sub(1).max(value_of(i));
+                return Some(top.clamp(min, max));
+            }
+        }
+        Some(max)
+    }
+
+    /// The same counts as a standard HdrHistogram with the project-wide bounds.
+    pub fn to_hdr(&self) -> Histogram<u64> {
+        let mut h = new_histogram();
+        for (i, n) in self.buckets() {
+            h.record_n(value_of(i), n).expect("within the project-wide bounds");
+        }
+        h
+    }
+
+    /// Bytes this histogram holds on the heap.
+    #[cfg(test)]
+    pub fn heap_bytes(&self) -> usize {
+        self.chunks.capacity() * std::mem::size_of::<usize>() + self.chunks.iter().flatten().map(Chunk::bytes).sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_buckets_as_hdrhistogram() {
+        let mut values = vec![0u64, 1, 2, 1023, 1024, 2047, 2048, 2049, 4095, 4096, 100_000, 1_234_567, HIST_HIGHEST_NS];
+        let mut x = 12345u64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push(x % (1u64 << (x % 42)).max(1));
+        }
+        let mut mine = Hist::default();
+        let mut theirs = new_histogram();
+        for &v in &values {
+            mine.record(v);
+            theirs.record(v.min(HIST_HIGHEST_NS)).unwrap();
+        }
+        assert_eq!(mine.to_hdr(), theirs);
+        assert_eq!(mine.len(), values.len() as u64);
+        for p in [50.0, 90.0, 99.0, 99.9] {
+            let (min, max) = mine.min_max().unwrap();
+            assert_eq!(mine.percentile(p), Some(crate::aggregate::percentile(&theirs, p, min, max)), "p{p}");
+        }
+    }
+
+    #[test]
+    fn a_typical_distribution_takes_a_few_chunks() {
+        let mut h = Hist::default();
+        for i in 0..100_000u64 {
+            h.record(5_000 + (i * 7919) % 60_000);
+        }
+        h.record(8_000_000);
+        assert!(h.heap_bytes() <= 32 * 1024, "{} bytes", h.heap_bytes());
+        let mut sum = Hist::default();
+        sum.add(&h);
+        sum.add(&h);
+        assert_eq!((sum.len(), sum.min_max(), sum.sum()), (2 * h.len(), h.min_max(), 2 * h.sum()));
+    }
+
+    #[test]
+    fn counts_beyond_32_bits_are_kept() {
+        let mut h = Hist::default();
+        h.record_n(1_000, u64::from(u32::MAX));
+        h.record_n(1_000, 5);
+        h.record(1_001);
+        assert_eq!(h.to_hdr().count_at(1_000), u64::from(u32::MAX) + 5);
+        assert_eq!(h.len(), u64::from(u32::MAX) + 6);
+    }
+}

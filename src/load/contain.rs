@@ -1,0 +1,245 @@
+//! Containment of loads by what the kernel tracks for every descendant: a cgroup per run.
+//! A `cmd:` load may call `setsid` or double-fork; its grandchildren leave every process group
+//! but never their cgroup. rtgauge makes `rtgauge-PID` below its own cgroup (cgroup v2, where
+//! `cgroup.kill` ends everything inside at once; otherwise a v1 hierarchy without the cpu
+//! controller: freezer or pids), starts every load in it, and at the end kills what is left
+//! and removes it. The guardian does the same when rtgauge is killed.
+//!
+//! The RT group-scheduling trap: a new cgroup with the cpu controller gets `rt_runtime_us = 0`,
+//! and SCHED_FIFO then fails inside it. rtgauge never uses the v1 cpu hierarchy, and before
+//! using a cgroup for a load with an RT policy it tries that policy inside it; where it fails,
+//! loads fall back to process groups and the result says why.
+
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How the loads of a run were contained, as recorded in the result.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Containment {
+    /// `cgroup-v2`, `cgroup-v1` or `process-group`.
+    pub kind: String,
+    /// The run's cgroup (null for process groups).
+    pub cgroup: Option<String>,
+    /// Why no cgroup was used, when none was.
+    pub fallback_reason: Option<String>,
+}
+
+/// Which cgroup version a path belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    V1,
+    V2,
+}
+
+impl Version {
+    pub fn number(self) -> u8 {
+        match self {
+            Version::V1 => 1,
+            Version::V2 => 2,
+        }
+    }
+    pub fn from_number(n: &str) -> Option<Version> {
+        match n {
+            "1" => Some(Version::V1),
+            "2" => Some(Version::V2),
+            _ => None,
+        }
+    }
+}
+
+/// The cgroup of one run: created by rtgauge, emptied and removed by it or by the guardian.
+pub struct RunCgroup {
+    pub path: PathBuf,
+    pub version: Version,
+    /// `cgroup.procs`, open for writing: a child joins by writing "0" to it before exec.
+    procs: File,
+}
+
+/// A mounted hierarchy: where it is mounted and which path of it is the mount's root.
+struct Mount {
+    dir: PathBuf,
+    root: String,
+}
+
+/// Finds the cgroup2 mount, or the v1 mount carrying `controller`, in /proc/self/mountinfo.
+fn find_mount(controller: Option<&str>) -> Option<Mount> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    text.lines().find_map(|line| {
+        let (pre, post) = line.split_once(" - ")?;
+        let pre: Vec<&str> = pre.split(' ').collect();
+        let post: Vec<&str> = post.split(' ').collect();
+        let ok = match controller {
+            None => post.first() == Some(&"cgroup2"),
+            Some(c) => post.first() == Some(&"cgroup") && post.get(2).is_some_and(|o| o.split(',').any(|x| x == c)),
+        };
+        if !ok {
+            return None;
+        }
+        Some(Mount { dir: PathBuf::from(unescape(pre.get(4)?)), root: unescape(pre.get(3)?) })
+    })
+}
+
+/// mountinfo escapes blanks and backslashes as octal (`\040`).
+fn unescape(s: &str) -> String {
+    s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+}
+
+/// This process's path in the v2 hierarchy (`None`) or in the v1 hierarchy of `controller`.
+fn own_path(controller: Option<&str>) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    text.lines().find_map(|l| {
+        let mut it = l.splitn(3, ':');
+        let (id, ctrls, path) = (it.next()?, it.next()?, it.next()?);
+        let ok = match controller {
+            None => id == "0" && ctrls.is_empty(),
+            Some(c) => ctrls.split(',').any(|x| x == c),
+        };
+        ok.then(|| path.to_string())
+    })
+}
+
+/// The directory of this process's own cgroup in a mounted hierarchy.
+fn own_dir(controller: Option<&str>) -> Result<PathBuf, String> {
+    let what = controller.map_or("cgroup2".to_string(), |c| format!("cgroup v1 {c}"));
+    let m = find_mount(controller).ok_or_else(|| format!("no {what} hierarchy is mounted"))?;
+    let path = own_path(controller).ok_or_else(|| format!("this process is in no {what} cgroup"))?;
+    let rel = path.strip_prefix(m.root.trim_end_matches('/')).unwrap_or(&path);
+    Ok(m.dir.join(rel.trim_start_matches('/')))
+}
+
+/// How containment is chosen: automatically, or forced (for tests) by `RTGAUGE_CONTAINMENT`
+/// = `cgroup2`, `cgroup1`, `cgroup1:CONTROLLER` (that v1 hierarchy, even `cpu`, to show the
+/// RT group-scheduling trap is caught) or `process-group`.
+fn forced() -> Option<String> {
+    std::env::var("RTGAUGE_CONTAINMENT").ok().filter(|v| !v.is_empty() && v != "auto")
+}
+
+impl RunCgroup {
+    /// Creates the run's cgroup. `rt`: the RT policy (raw policy, priority) some load needs;
+    /// it is tried inside the new cgroup first. On failure, says why (the loads then use
+    /// process groups).
+    pub fn create(rt: Option<(i32, i32)>) -> Result<RunCgroup, String> {
+        let choice = forced();
+        let mut reasons = Vec::new();
+        if choice.as_deref().is_none_or(|c| c == "cgroup2") {
+            match Self::create_in(None, Version::V2, rt) {
+                Ok(c) => return Ok(c),
+                Err(e) => reasons.push(e),
+            }
+        }
+        let v1: Vec<&str> = match choice.as_deref() {
+            None | Some("cgroup1") => vec!["freezer", "pids"],
+            Some(c) => c.strip_prefix("cgroup1:").into_iter().collect(),
+        };
+        {
+            for controller in v1 {
+                match Self::create_in(Some(controller), Version::V1, rt) {
+                    Ok(c) => return Ok(c),
+                    Err(e) => reasons.push(e),
+                }
+            }
+        }
+        if reasons.is_empty() {
+            reasons.push("RTGAUGE_CONTAINMENT=process-group".into());
+        }
+        Err(reasons.join("; "))
+    }
+
+    fn create_in(controller: Option<&str>, version: Version, rt: Option<(i32, i32)>) -> Result<RunCgroup, String> {
+        let parent = own_dir(controller)?;
+        let path = parent.join(format!("rtgauge-{}", std::process::id()));
+        std::fs::create_dir(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let opened = std::fs::OpenOptions::new().write(true).open(path.join("cgroup.procs"));
+        let cg = match opened {
+            Ok(procs) => RunCgroup { path, version, procs },
+            Err(e) => {
+                let _ = std::fs::remove_dir(&path);
+                return Err(format!("cannot open {}/cgroup.procs: {e}", parent.display()));
+            }
+        };
+        if let Some((policy, priority)) = rt {
+            if let Err(e) = crate::sys::try_policy_in_cgroup(&cg.procs, policy, priority) {
+                let why = format!(
+                    "a process in {} cannot run at RT priority {priority} ({e}): the RT group-scheduling trap \
+                     (a new cgroup with the cpu controller gets rt_runtime_us=0)",
+                    cg.path.display()
+                );
+                let _ = cg.remove();
+                return Err(why);
+            }
+        }
+        Ok(cg)
+    }
+
+    /// The `cgroup.procs` file a child writes "0" to, to join.
+    pub fn procs(&self) -> &File {
+        &self.procs
+    }
+
+    /// Kills everything left inside, waits (bounded) until it is empty, and removes it.
+    /// Returns an error naming what is left when it could not be removed.
+    pub fn remove(self) -> Result<(), String> {
+        kill_and_remove(&self.path, self.version)
+    }
+}
+
+/// Kills every process in the cgroup at `path`, waits until it is empty (at most 5 s), and
+/// removes it. Used by rtgauge at the end of a run and by the guardian.
+pub fn kill_and_remove(path: &Path, version: Version) -> Result<(), String> {
+    if !path.exists() {
+        return Ok(());
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match version {
+            Version::V2 => {
+                if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(path.join("cgroup.kill")) {
+                    let _ = f.write_all(b"1");
+                } else {
+                    kill_listed(path);
+                }
+            }
+            Version::V1 => kill_v1(path),
+        }
+        if std::fs::remove_dir(path).is_ok() || !path.exists() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("{} still holds processes {:?}", path.display(), pids(path)));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn pids(path: &Path) -> Vec<i32> {
+    std::fs::read_to_string(path.join("cgroup.procs"))
+        .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+fn kill_listed(path: &Path) {
+    for pid in pids(path) {
+        crate::sys::kill_process(pid, signal_hook::consts::SIGKILL);
+    }
+}
+
+/// v1 has no cgroup.kill: freeze the group (where it is a freezer cgroup) so nothing forks
+/// while its processes are listed and killed, then thaw it so the kills are delivered.
+fn kill_v1(path: &Path) {
+    let state = path.join("freezer.state");
+    let freezer = state.exists();
+    if freezer {
+        let _ = std::fs::write(&state, "FROZEN");
+        let until = Instant::now() + Duration::from_millis(500);
+        while std::fs::read_to_string(&state).is_ok_and(|s| s.trim() == "FREEZING") && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    kill_listed(path);
+    if freezer {
+        let _ = std::fs::write(&state, "THAWED");
+    }
+}

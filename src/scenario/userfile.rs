@@ -1,0 +1,51 @@
+//! Reading a file a user names, bounded: at most a given number of bytes are read, whatever the
+//! file is (`/dev/zero`, a FIFO, a huge log), and it must be text. Every file rtgauge reads on a
+//! user's word goes through here.
+
+use std::io::Read;
+use std::path::Path;
+
+/// The most a scenario file may hold.
+pub const SCENARIO_CAP: u64 = 1 << 20;
+
+/// Why a user's file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("it is larger than {0} bytes")]
+    TooLarge(u64),
+    #[error("it is not UTF-8 text")]
+    NotText,
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Reads at most `cap` bytes of text from `path`; more is an error (nothing beyond `cap + 1`
+/// bytes is ever read).
+pub fn read_text(path: &Path, cap: u64) -> Result<String, ReadError> {
+    let file = std::fs::File::open(path)?;
+    if file.metadata()?.is_dir() {
+        return Err(ReadError::Io(std::io::Error::from_raw_os_error(libc::EISDIR)));
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(ReadError::TooLarge(cap));
+    }
+    String::from_utf8(bytes).map_err(|_| ReadError::NotText)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endless_file_is_refused_after_the_cap() {
+        assert!(matches!(read_text(Path::new("/dev/zero"), 4096), Err(ReadError::TooLarge(4096))));
+        assert!(matches!(read_text(Path::new("/"), 4096), Err(ReadError::Io(_))));
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), [0xff, 0xfe]).unwrap();
+        assert!(matches!(read_text(f.path(), 4096), Err(ReadError::NotText)));
+        std::fs::write(f.path(), "name = \"x\"\n").unwrap();
+        assert_eq!(read_text(f.path(), 4096).unwrap(), "name = \"x\"\n");
+    }
+}
