@@ -4,12 +4,12 @@
 
 use crate::aggregate::Collector;
 use crate::audit::SystemInfo;
+use crate::load::manager::{find_program, LoadSet};
+use crate::load::spec::{Generator, LoadSpec};
 use crate::probe::{self, timer::TimerLoop, RunningProbes, SetupError, ThreadSched};
 use crate::report::{json::JsonSink, live::LiveView, summary};
 use crate::result::{Config, ProbeResult, RunResult, Status, WarmupConfig, SCHEMA};
 use crate::scenario::cpus::format_cpu_list;
-use crate::load::manager::{find_program, LoadSet};
-use crate::load::spec::{Generator, LoadSpec};
 use crate::scenario::{LoadChoice, RunLength, RunPlan, Warmup};
 use crate::sys;
 use crate::verdict;
@@ -57,7 +57,9 @@ impl Interrupts {
 /// Checks the plan against the audited machine and returns the CPUs to measure.
 fn resolve_cpus(plan: &RunPlan, system: &SystemInfo) -> Result<Vec<usize>> {
     match &plan.cpus {
-        None if system.allowed_cpus.is_empty() => bail!("this process may run on no online CPU; check its affinity (taskset -p $$)"),
+        None if system.allowed_cpus.is_empty() => {
+            bail!("this process may run on no online CPU; check its affinity (taskset -p $$)")
+        }
         None => Ok(system.allowed_cpus.clone()),
         Some(cpus) => {
             if let Some(bad) = cpus.iter().find(|c| !system.online_cpus.contains(c)) {
@@ -183,9 +185,11 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     let complete = interrupted_by.is_none() && end_period == plan.total_periods();
     let status = if complete { Status::Complete } else { Status::Partial };
     warnings.extend(measurement_warnings(&collector, &cpus, plan.interval_ns));
-    warnings.extend(load_records.iter().filter(|l| l.failed).map(|l| {
-        format!("load '{}' failed: {}", l.spec, l.error.as_deref().unwrap_or("see the loads section of the result"))
-    }));
+    warnings.extend(
+        load_records.iter().filter(|l| l.failed).map(|l| {
+            format!("load '{}' failed: {}", l.spec, l.error.as_deref().unwrap_or("see the loads section of the result"))
+        }),
+    );
     let result = assemble(Assembly {
         plan: &plan,
         cpus,
@@ -239,6 +243,7 @@ fn lock_memory(plan: &RunPlan, system: &mut SystemInfo) -> Option<String> {
     if !plan.mlock {
         return Some("memory not locked (--no-mlock): page faults may add latency".into());
     }
+    sys::tame_malloc();
     let locked = match system.memory_lock_hazard() {
         Some(why) => Err(why),
         None => sys::lock_all_memory().map_err(|e| format!("{e}; run as root or raise RLIMIT_MEMLOCK ('ulimit -l unlimited')")),
@@ -253,7 +258,10 @@ fn lock_memory(plan: &RunPlan, system: &mut SystemInfo) -> Option<String> {
             Some(format!("memory not locked (page faults may add latency): {e}"))
         }
     }
-    .or_else(|| (!plan.policy.is_realtime()).then(|| "measured at SCHED_OTHER on purpose (--policy other): not a real-time measurement".into()))
+    .or_else(|| {
+        (!plan.policy.is_realtime())
+            .then(|| "measured at SCHED_OTHER on purpose (--policy other): not a real-time measurement".into())
+    })
 }
 
 /// Sets up the measurement threads; a refusal becomes an error that says why and what to do.
@@ -268,12 +276,16 @@ fn prepare_probes(
     probe::prepare_timer(cpus, sched, timer, interrupts.stop.clone()).map_err(|reports| {
         let failed = reports.iter().find(|r| r.error.is_some()).expect("a failed report");
         match failed.error.as_ref().expect("an error") {
-            SetupError::Scheduler(errno) => anyhow!(system.explain_rt_refusal(
-                plan.policy.kernel_name(),
-                plan.priority,
-                &std::io::Error::from_raw_os_error(*errno)
-            )),
-            SetupError::Affinity(msg) => anyhow!("cannot pin a thread to CPU {}: {msg}; check --cpus and the cpuset of this process", failed.cpu),
+            SetupError::Scheduler(errno) => {
+                anyhow!(system.explain_rt_refusal(
+                    plan.policy.kernel_name(),
+                    plan.priority,
+                    &std::io::Error::from_raw_os_error(*errno)
+                ))
+            }
+            SetupError::Affinity(msg) => {
+                anyhow!("cannot pin a thread to CPU {}: {msg}; check --cpus and the cpuset of this process", failed.cpu)
+            }
             SetupError::Other(msg) => anyhow!("cannot prepare the measurement thread for CPU {}: {msg}", failed.cpu),
         }
     })
@@ -281,7 +293,8 @@ fn prepare_probes(
 
 /// Where the timeline changes (load starts and stops inside the run), on period deadlines.
 fn phase_bounds(specs: &[LoadSpec], total_ns: u64) -> Vec<u64> {
-    let mut b: Vec<u64> = specs.iter().flat_map(|s| [s.start_ns, s.end_ns]).flatten().filter(|&t| t > 0 && t < total_ns).collect();
+    let mut b: Vec<u64> =
+        specs.iter().flat_map(|s| [s.start_ns, s.end_ns]).flatten().filter(|&t| t > 0 && t < total_ns).collect();
     b.sort_unstable();
     b.dedup();
     b
@@ -308,11 +321,12 @@ fn measure(
     loop {
         collector.drain(probes);
         let now = sys::monotonic_ns();
-        if probes.all_finished() || now >= planned_end_ns + END_SLACK.as_nanos() as u64 {
-            break;
-        }
+        // A stop first: the threads may have ended on it before this wakes up.
         if interrupts.stop.load(Ordering::Relaxed) {
             stopped_at = Some(now);
+            break;
+        }
+        if probes.all_finished() || now >= planned_end_ns + END_SLACK.as_nanos() as u64 {
             break;
         }
         loads.tick(now);
@@ -342,7 +356,18 @@ fn measure(
     }
     probes.join_finished();
     collector.drain(probes);
-    let end_period = stopped_at.map_or(plan.total_periods(), |t| (t.saturating_sub(probes.start_ns) / interval).min(plan.total_periods()));
+    // Measuring is over: what follows need not be locked in memory (a thread still held off its
+    // CPU no longer counts).
+    sys::unlock_all_memory();
+    // A stopped run ends where the threads that were running stopped (at their first wake-up
+    // after the signal); only if none was running, where the coordinator noticed the stop.
+    let end_period = stopped_at.map_or(plan.total_periods(), |t| {
+        let ran = (0..cpus.len())
+            .filter(|&i| probes.finished(i))
+            .map(|i| probes.counters[i].periods_done.load(Ordering::Relaxed))
+            .max();
+        ran.filter(|&p| p > 0).unwrap_or(t.saturating_sub(probes.start_ns) / interval).min(plan.total_periods())
+    });
     for i in 0..cpus.len() {
         collector.close(i, &probes.counters[i], probes.finished(i), end_period);
     }
@@ -451,7 +476,13 @@ fn phases(plan: &RunPlan, cpus: &[usize], collector: &Collector, specs: &[LoadSp
                 })
                 .collect();
             let (stats, hist) = collector.phase_combined(i);
-            crate::result::PhaseResult { start_ns, end_ns, loads: active, probes, combined: ProbeResult::new(TIMER, None, &stats, &hist) }
+            crate::result::PhaseResult {
+                start_ns,
+                end_ns,
+                loads: active,
+                probes,
+                combined: ProbeResult::new(TIMER, None, &stats, &hist),
+            }
         })
         .collect()
 }
@@ -487,7 +518,10 @@ fn config(plan: &RunPlan, cpus: &[usize], load_source: &str, specs: &[LoadSpec],
         budget_percent,
         requirements: plan.requirements.iter().map(|r| r.to_string()).collect(),
         cpu_dma_latency_us: plan.cpu_dma_latency_us,
-        scenario: plan.scenario.as_ref().map(|(name, source)| crate::result::ScenarioRef { name: name.clone(), source: source.clone() }),
+        scenario: plan
+            .scenario
+            .as_ref()
+            .map(|(name, source)| crate::result::ScenarioRef { name: name.clone(), source: source.clone() }),
         load_source: load_source.to_string(),
         loads: specs.iter().map(|s| s.text.clone()).collect(),
         load_cpus: plan.load_cpus.clone(),
@@ -538,11 +572,7 @@ pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Resu
     check_loads(&specs, duration, &online, cpus.as_deref())?;
     let n = cpus.as_ref().map_or(online.len(), Vec::len);
     let specs: Vec<LoadSpec> = specs.into_iter().map(|s| s.resolve(n)).collect();
-    let sink = args
-        .json
-        .as_ref()
-        .map(|j| JsonSink::open(&crate::scenario::JsonTarget::parse(j)))
-        .transpose()?;
+    let sink = args.json.as_ref().map(|j| JsonSink::open(&crate::scenario::JsonTarget::parse(j))).transpose()?;
     let interrupts = Interrupts::install()?;
 
     let mut loads = LoadSet::new(&specs, cpus, duration.is_none())?;

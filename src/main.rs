@@ -102,7 +102,8 @@ fn clap_error(e: clap::Error) -> ExitCode {
                 rendered.split("\n\n").next().unwrap_or("invalid command line").lines().map(str::trim).collect();
             let first = first.join(" ");
             let known = |a: &String| ["run", "load", "stall", "scenarios"].contains(&a.as_str());
-            let help = std::env::args().nth(1).filter(known).map_or("rtgauge --help".to_string(), |c| format!("rtgauge {c} --help"));
+            let help =
+                std::env::args().nth(1).filter(known).map_or("rtgauge --help".to_string(), |c| format!("rtgauge {c} --help"));
             eprintln!("rtgauge: error: {} (see '{help}')", first.trim_start_matches("error: "));
             ExitCode::from(EXIT_ERROR)
         }

@@ -74,9 +74,22 @@ fn json_through_a_symlink_keeps_the_link() {
     let link = dir.path().join("link.json");
     std::fs::write(&real, "old").unwrap();
     std::os::unix::fs::symlink(&real, &link).unwrap();
-    let out = rtgauge(&["run", "-q", "--load", "none", "--loops", "20", "--warmup", "0", "--cpus", "0", "--json", link.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = rtgauge(&[
+        "run",
+        "-q",
+        "--load",
+        "none",
+        "--loops",
+        "20",
+        "--warmup",
+        "0",
+        "--cpus",
+        "0",
+        "--json",
+        link.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays a link");
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&real).unwrap()).unwrap();

@@ -11,61 +11,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// A private TMPDIR: it marks every process started under it (in its environment) and receives
-/// the io generator's temporary directories.
-struct Marker(tempfile::TempDir);
-
-impl Marker {
-    fn new() -> Marker {
-        Marker(tempfile::tempdir().unwrap())
-    }
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = rtgauge(args);
-        c.env("TMPDIR", self.0.path());
-        c
-    }
-    /// Processes whose environment carries this marker.
-    fn processes(&self) -> Vec<String> {
-        let needle = format!("TMPDIR={}", self.0.path().display());
-        let mut found = Vec::new();
-        for e in std::fs::read_dir("/proc").unwrap().flatten() {
-            let pid = e.file_name().to_string_lossy().into_owned();
-            if !pid.chars().all(|c| c.is_ascii_digit()) || pid == std::process::id().to_string() {
-                continue;
-            }
-            let Ok(env) = std::fs::read(e.path().join("environ")) else { continue };
-            if env.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
-                let cmd = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default().replace('\0', " ");
-                let state = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-                // Zombies are dead already (waiting to be reaped by their parent).
-                if state.split_whitespace().nth(2).is_none_or(|s| s != "Z") {
-                    found.push(format!("{pid}: {cmd}"));
-                }
-            }
-        }
-        found
-    }
-    fn files(&self) -> Vec<String> {
-        std::fs::read_dir(self.0.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
-    }
-    /// Asserts nothing is left, allowing the kernel a moment to finish killing.
-    fn assert_clean(&self, when: &str) {
-        for _ in 0..50 {
-            if self.processes().is_empty() && self.files().is_empty() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("after {when}: processes {:?}, files {:?}", self.processes(), self.files());
-    }
-}
-
 fn load_json(m: &Marker, args: &[&str]) -> (i32, Value, String) {
     let mut all = vec!["load", "--json", "-"];
     all.extend_from_slice(args);
     let out = m.cmd(&all).output().unwrap();
-    let doc = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     (out.status.code().unwrap(), doc, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
@@ -118,14 +68,16 @@ fn every_generator_does_measurable_work() {
 #[test]
 fn hackbench_passes_its_messages_and_reports_its_time() {
     let m = Marker::new();
-    for (spec, mode) in [
-        ("hackbench:groups=2,loops=20", "process mode"),
-        ("hackbench:groups=2,loops=20,threads,pipe", "threaded mode"),
-    ] {
+    for (spec, mode) in
+        [("hackbench:groups=2,loops=20", "process mode"), ("hackbench:groups=2,loops=20,threads,pipe", "threaded mode")]
+    {
         let out = m.cmd(&["load", spec]).output().unwrap();
         assert!(out.status.success());
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains(&format!("Running in {mode} with 2 groups using 40 file descriptors each (== 80 tasks)")), "{text}");
+        assert!(
+            text.contains(&format!("Running in {mode} with 2 groups using 40 file descriptors each (== 80 tasks)")),
+            "{text}"
+        );
         assert!(text.contains("Each sender will pass 20 messages of 100 bytes"));
         assert!(text.lines().any(|l| l.starts_with("Time: ")), "{text}");
     }
@@ -147,7 +99,10 @@ fn commands_restart_unless_once_and_failures_are_recorded() {
     assert!(u(&l["runs"]) > 1, "restarted when it exited early: {l}");
     assert_eq!(l["failed"], false);
     let (code, doc, _) = load_json(&m, &["cmd-once:true"]);
-    assert_eq!((code, &doc["loads"][0]["runs"], endings(&doc["loads"][0])), (0, &Value::from(1), serde_json::json!({"exited 0": 1})));
+    assert_eq!(
+        (code, &doc["loads"][0]["runs"], endings(&doc["loads"][0])),
+        (0, &Value::from(1), serde_json::json!({"exited 0": 1}))
+    );
     let (code, doc, _) = load_json(&m, &["cmd-once:false"]);
     assert_eq!(code, 1, "a failed load fails 'rtgauge load'");
     assert_eq!(doc["loads"][0]["failed"], true);
@@ -158,7 +113,22 @@ fn commands_restart_unless_once_and_failures_are_recorded() {
 fn a_failing_load_is_recorded_and_the_measurement_goes_on() {
     let m = Marker::new();
     let out = m
-        .cmd(&["run", "-q", "--json", "-", "-D", "1s", "--warmup", "0", "--cpus", "0", "--load", "cpu:workers=1", "--load", "cmd-once:false"])
+        .cmd(&[
+            "run",
+            "-q",
+            "--json",
+            "-",
+            "-D",
+            "1s",
+            "--warmup",
+            "0",
+            "--cpus",
+            "0",
+            "--load",
+            "cpu:workers=1",
+            "--load",
+            "cmd-once:false",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
@@ -181,8 +151,20 @@ fn phases_start_and_stop_at_their_offsets() {
     let m = Marker::new();
     let out = m
         .cmd(&[
-            "run", "-q", "--json", "-", "-D", "2s", "--warmup", "0", "--cpus", "0",
-            "--load", "cmd:sleep 1000@500ms..1500ms", "--load", "cpu:workers=1@1s..",
+            "run",
+            "-q",
+            "--json",
+            "-",
+            "-D",
+            "2s",
+            "--warmup",
+            "0",
+            "--cpus",
+            "0",
+            "--load",
+            "cmd:sleep 1000@500ms..1500ms",
+            "--load",
+            "cpu:workers=1@1s..",
         ])
         .output()
         .unwrap();
@@ -202,7 +184,10 @@ fn phases_start_and_stop_at_their_offsets() {
     not_before(&cpu["started_ns"], 1_000_000_000);
     not_before(&cpu["stopped_ns"], 2_000_000_000);
     let cuts: Vec<(u64, u64)> = doc["phases"].as_array().unwrap().iter().map(|p| (u(&p["start_ns"]), u(&p["end_ns"]))).collect();
-    assert_eq!(cuts, vec![(0, 500_000_000), (500_000_000, 1_000_000_000), (1_000_000_000, 1_500_000_000), (1_500_000_000, 2_000_000_000)]);
+    assert_eq!(
+        cuts,
+        vec![(0, 500_000_000), (500_000_000, 1_000_000_000), (1_000_000_000, 1_500_000_000), (1_500_000_000, 2_000_000_000)]
+    );
     m.assert_clean("phases");
 }
 
@@ -231,7 +216,8 @@ fn loads_run_on_the_load_cpus() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1000));
-    let sleeper = m.processes().into_iter().find(|p| p.split_once(": ").unwrap().1.starts_with("sleep 1000")).expect("the load runs");
+    let sleeper =
+        m.processes().into_iter().find(|p| p.split_once(": ").unwrap().1.starts_with("sleep 1000")).expect("the load runs");
     let pid = sleeper.split(':').next().unwrap();
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let allowed = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim().to_string();
@@ -246,7 +232,20 @@ fn loads_run_on_the_load_cpus() {
 
 fn signal_run(m: &Marker, how: &str) {
     let mut child = m
-        .cmd(&["run", "-q", "-D", "60s", "--json", "-", "--load", "hackbench:groups=1", "--load", "io:size=4M", "--load", "cmd:sleep 1000"])
+        .cmd(&[
+            "run",
+            "-q",
+            "-D",
+            "60s",
+            "--json",
+            "-",
+            "--load",
+            "hackbench:groups=1",
+            "--load",
+            "io:size=4M",
+            "--load",
+            "cmd:sleep 1000",
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -261,7 +260,11 @@ fn signal_run(m: &Marker, how: &str) {
         let out = child.wait_with_output().unwrap();
         let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(doc["status"], "partial");
-        assert!(doc["loads"].as_array().unwrap().iter().all(|l| endings(l) == serde_json::json!({"stopped": 1})), "{}", doc["loads"]);
+        assert!(
+            doc["loads"].as_array().unwrap().iter().all(|l| endings(l) == serde_json::json!({"stopped": 1})),
+            "{}",
+            doc["loads"]
+        );
     }
     m.assert_clean(&format!("SIG{how}"));
 }
@@ -351,14 +354,27 @@ fn loads_run_at_their_policy_and_nice() {
     let fields = |pid: &str| -> Vec<String> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
         let after = &stat[stat.rfind(')').unwrap() + 2..];
-        std::iter::once(String::new()).chain(std::iter::once(String::new())).chain(after.split_whitespace().map(String::from)).collect()
+        std::iter::once(String::new())
+            .chain(std::iter::once(String::new()))
+            .chain(after.split_whitespace().map(String::from))
+            .collect()
     };
-    let workers: Vec<String> = m.processes().into_iter().filter(|p| p.contains("__worker")).map(|p| p.split(':').next().unwrap().to_string()).collect();
+    let workers: Vec<String> =
+        m.processes().into_iter().filter(|p| p.contains("__worker")).map(|p| p.split(':').next().unwrap().to_string()).collect();
     assert_eq!(workers.len(), 2, "{:?}", m.processes());
-    let mut seen: Vec<(String, String, String)> = workers.iter().map(|w| { let f = fields(w); (f[18].clone(), f[39].clone(), f[40].clone()) }).collect();
+    let mut seen: Vec<(String, String, String)> = workers
+        .iter()
+        .map(|w| {
+            let f = fields(w);
+            (f[18].clone(), f[39].clone(), f[40].clone())
+        })
+        .collect();
     seen.sort();
     // (nice, rt_priority, policy): SCHED_FIFO is 1, SCHED_OTHER 0.
-    assert_eq!(seen, vec![("0".to_string(), "7".to_string(), "1".to_string()), ("5".to_string(), "0".to_string(), "0".to_string())]);
+    assert_eq!(
+        seen,
+        vec![("0".to_string(), "7".to_string(), "1".to_string()), ("5".to_string(), "0".to_string(), "0".to_string())]
+    );
     child.wait().unwrap();
     m.assert_clean("policies");
 }

@@ -32,7 +32,9 @@ fn the_measurement_thread_only_sleeps() {
     // Lines look like "1234 clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, {...}, NULL) = 0".
     let mut by_thread: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
     for line in text.lines() {
-        let Some((tid, call)) = line.split_once(' ') else { continue };
+        let Some((tid, call)) = line.split_once(' ') else {
+            continue;
+        };
         let Ok(tid) = tid.parse() else { continue };
         let call = call.trim_start();
         if call.starts_with("<...") || call.starts_with("+++") || call.starts_with("---") {

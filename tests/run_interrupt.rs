@@ -60,11 +60,24 @@ fn second_sigint_exits_at_once_leaving_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     // With a 5 s interval the first SIGINT waits for the threads' current sleep to end.
-    let child = rtgauge(&["run", "-q", "--interval", "5s", "--duration", "60s", "--warmup", "0", "--load", "none", "--json", json.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = rtgauge(&[
+        "run",
+        "-q",
+        "--interval",
+        "5s",
+        "--duration",
+        "60s",
+        "--warmup",
+        "0",
+        "--load",
+        "none",
+        "--json",
+        json.to_str().unwrap(),
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
     let mut child = child;
     std::thread::sleep(Duration::from_millis(800));
     kill(&child, "INT");

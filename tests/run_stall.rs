@@ -25,16 +25,29 @@ fn injected_stall_shows_on_its_cpu_only_with_its_size_and_missed_periods() {
     }
     let (quiet_cpu, stalled_cpu) = (cpus[0], cpus[1]);
     let list = format!("{quiet_cpu},{stalled_cpu}");
-    let run = rtgauge(&["run", "-q", "--json", "-", "--cpus", &list, "--duration", "3s", "--warmup", "0", "--interval", "1ms", "--load", "none"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let run = rtgauge(&[
+        "run",
+        "-q",
+        "--json",
+        "-",
+        "--cpus",
+        &list,
+        "--duration",
+        "3s",
+        "--warmup",
+        "0",
+        "--interval",
+        "1ms",
+        "--load",
+        "none",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     std::thread::sleep(Duration::from_millis(1000));
     let stall_ms = 300u64;
-    let stall = rtgauge(&["stall", "--cpu", &stalled_cpu.to_string(), "--duration", &format!("{stall_ms}ms")])
-        .output()
-        .unwrap();
+    let stall = rtgauge(&["stall", "--cpu", &stalled_cpu.to_string(), "--duration", &format!("{stall_ms}ms")]).output().unwrap();
     assert!(stall.status.success(), "{}", String::from_utf8_lossy(&stall.stderr));
     let s: Value = serde_json::from_slice(&stall.stdout).unwrap();
     let stall_ns = u(&s["duration_ns"]);
@@ -71,8 +84,20 @@ fn a_stall_fails_a_cycle_time_it_does_not_fit() {
     let _turn = turn();
     let cpu = *online_cpus().last().unwrap();
     let run = rtgauge(&[
-        "run", "-q", "--json", "-", "--cpus", &cpu.to_string(), "--duration", "2s", "--warmup", "0", "--cycle-time", "100ms",
-        "--load", "none",
+        "run",
+        "-q",
+        "--json",
+        "-",
+        "--cpus",
+        &cpu.to_string(),
+        "--duration",
+        "2s",
+        "--warmup",
+        "0",
+        "--cycle-time",
+        "100ms",
+        "--load",
+        "none",
     ])
     .stdout(Stdio::piped())
     .spawn()
@@ -113,8 +138,22 @@ fn a_stall_shows_in_its_phase_only_and_phases_add_up() {
     // started by the timeline at 1.2 s (so it lands in the second phase however long start-up takes).
     let stall = format!("cmd-once:{} stall --cpu {cpu} --duration 200ms@1200ms..", bin_shell());
     let out = rtgauge(&[
-        "run", "-q", "--json", "-", "--cpus", &cpu.to_string(), "--duration", "3s", "--warmup", "0",
-        "--load", "cmd:sleep 1000@1s..2s", "--load", "timers:count=2@2s..", "--load", &stall,
+        "run",
+        "-q",
+        "--json",
+        "-",
+        "--cpus",
+        &cpu.to_string(),
+        "--duration",
+        "3s",
+        "--warmup",
+        "0",
+        "--load",
+        "cmd:sleep 1000@1s..2s",
+        "--load",
+        "timers:count=2@2s..",
+        "--load",
+        &stall,
     ])
     .output()
     .unwrap();

@@ -20,7 +20,8 @@ fn requirements_that_hold_exit_zero_with_their_checks() {
 
 #[test]
 fn a_requirement_that_cannot_hold_exits_one() {
-    let (code, doc, out) = run_json(&["--duration", "300ms", "--warmup", "0", "--require", "samples<1", "--require", "missed>=0"]);
+    let (code, doc, out) =
+        run_json(&["--duration", "300ms", "--warmup", "0", "--require", "samples<1", "--require", "missed>=0"]);
     assert_eq!(code, 1);
     assert_eq!(doc["verdict"]["passed"], false);
     let cpus = online_cpus().len();

@@ -17,7 +17,10 @@ fn built_in_scenarios_are_listed_and_printable() {
     }
     let out = rtgauge(&["scenarios", "cortex-a53"]).output().unwrap();
     let toml = String::from_utf8_lossy(&out.stdout);
-    assert!(toml.contains("vm:workers=8,bytes=20M") && toml.contains("cpu:workers=8"), "stress --cpu 8 --vm 8 --vm-bytes 20MB: {toml}");
+    assert!(
+        toml.contains("vm:workers=8,bytes=20M") && toml.contains("cpu:workers=8"),
+        "stress --cpu 8 --vm 8 --vm-bytes 20MB: {toml}"
+    );
     let out = rtgauge(&["scenarios", "nope"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

@@ -84,7 +84,10 @@ fn check_guest(dir: &Path, validator: &jsonschema::Validator) -> Vec<String> {
             problems.push(format!("{name}/{file}: preemption {pre} on a '{}' kernel", host["flavor"]));
         }
         if doc["system"]["kernel_release"] != guest["release"].as_str() {
-            problems.push(format!("{name}/{file}: kernel_release {} but the guest runs {}", doc["system"]["kernel_release"], guest["release"]));
+            problems.push(format!(
+                "{name}/{file}: kernel_release {} but the guest runs {}",
+                doc["system"]["kernel_release"], guest["release"]
+            ));
         }
         for l in doc["loads"].as_array().unwrap() {
             if l["failed"] == true {
@@ -136,7 +139,9 @@ fn check_guest(dir: &Path, validator: &jsonschema::Validator) -> Vec<String> {
             problems.push(format!("{name}: {} phases holding {sum} of {whole} periods", phases.len()));
         }
     }
-    if let (Ok(run), Ok(stall)) = (fs::read_to_string(dir.join("stall-run.json")), fs::read_to_string(dir.join("stall-run.stall"))) {
+    if let (Ok(run), Ok(stall)) =
+        (fs::read_to_string(dir.join("stall-run.json")), fs::read_to_string(dir.join("stall-run.stall")))
+    {
         let doc: Value = serde_json::from_str(&run).unwrap();
         let stall: Value = serde_json::from_str(&stall).unwrap();
         let interval = u(&doc["config"]["interval_ns"]);

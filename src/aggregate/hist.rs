@@ -5,11 +5,11 @@
 //! distribution takes a few KB, so histograms per CPU and per phase cost little. It converts
 //! exactly to an [`hdrhistogram::Histogram`] for percentiles and the result document.
 
-use super::{new_histogram, HIST_HIGHEST_NS};
+use super::{HIST_HIGHEST_NS, HIST_LOWEST_NS, HIST_SIGFIG};
 use hdrhistogram::Histogram;
 
 /// Counts per chunk: 512 bytes while every count fits 32 bits, 1 KiB once one does not.
-const CHUNK: usize = 128;
+const CHUNK: usize = 64;
 /// HdrHistogram layout for 3 significant digits and a lowest value of 1 ns: 2048 sub-buckets
 /// per bucket, of which the upper half (1024) is new in every bucket after the first.
 const SUB_BUCKET_MASK: u64 = 2047;
@@ -18,10 +18,15 @@ const HALF_COUNT: usize = 1 << HALF_MAGNITUDE;
 const LEADING_ZERO_BASE: u32 = 64 - 11;
 
 /// Index of `v`'s bucket in the HdrHistogram counts array.
-fn index_of(v: u64) -> usize {
+pub fn index_of(v: u64) -> usize {
     let bucket = LEADING_ZERO_BASE - (v | SUB_BUCKET_MASK).leading_zeros();
     let sub = (v >> bucket) as usize;
     ((bucket as usize + 1) << HALF_MAGNITUDE) + sub - HALF_COUNT
+}
+
+/// The lowest and highest value of the bucket at `index`.
+pub fn bucket_range(index: usize) -> (u64, u64) {
+    (value_of(index), value_of(index + 1).saturating_sub(1).max(value_of(index)))
 }
 
 /// Lowest value of the bucket at `index` (recording it lands in the same bucket).
@@ -119,9 +124,11 @@ impl Hist {
 
     /// Non-empty buckets as (index, count), ascending.
     fn buckets(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
-        self.chunks.iter().enumerate().filter_map(|(c, ch)| ch.as_ref().map(|ch| (c, ch))).flat_map(|(c, ch)| {
-            (0..CHUNK).map(move |o| (c * CHUNK + o, ch.get(o))).filter(|&(_, n)| n > 0)
-        })
+        self.chunks
+            .iter()
+            .enumerate()
+            .filter_map(|(c, ch)| ch.as_ref().map(|ch| (c, ch)))
+            .flat_map(|(c, ch)| (0..CHUNK).map(move |o| (c * CHUNK + o, ch.get(o))).filter(|&(_, n)| n > 0))
     }
 
     pub fn len(&self) -> u64 {
@@ -155,9 +162,12 @@ impl Hist {
         Some(max)
     }
 
-    /// The same counts as a standard HdrHistogram with the project-wide bounds.
+    /// The same counts as a standard HdrHistogram with the project-wide lowest value and
+    /// precision, its range grown only as far as the largest value (a full 1 ns .. 1 h array
+    /// is ~270 KB, and all of it would be resident under `mlockall`).
     pub fn to_hdr(&self) -> Histogram<u64> {
-        let mut h = new_histogram();
+        let mut h =
+            Histogram::new_with_bounds(HIST_LOWEST_NS, self.max.max(2 * HIST_LOWEST_NS), HIST_SIGFIG).expect("valid bounds");
         for (i, n) in self.buckets() {
             h.record_n(value_of(i), n).expect("within the project-wide bounds");
         }
@@ -174,6 +184,7 @@ impl Hist {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aggregate::new_histogram;
 
     #[test]
     fn same_buckets_as_hdrhistogram() {
@@ -191,7 +202,9 @@ mod tests {
             mine.record(v);
             theirs.record(v.min(HIST_HIGHEST_NS)).unwrap();
         }
-        assert_eq!(mine.to_hdr(), theirs);
+        let mut back = new_histogram();
+        back.add(mine.to_hdr()).unwrap();
+        assert_eq!(back, theirs);
         assert_eq!(mine.len(), values.len() as u64);
         for p in [50.0, 90.0, 99.0, 99.9] {
             let (min, max) = mine.min_max().unwrap();
@@ -220,6 +233,7 @@ mod tests {
         h.record_n(1_000, 5);
         h.record(1_001);
         assert_eq!(h.to_hdr().count_at(1_000), u64::from(u32::MAX) + 5);
+        assert!(h.to_hdr().high() < 1_000_000, "sized to what it holds");
         assert_eq!(h.len(), u64::from(u32::MAX) + 6);
     }
 }

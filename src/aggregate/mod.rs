@@ -373,7 +373,13 @@ mod tests {
         let mut p = 1;
         while p <= last {
             // A stall of 40 periods every 450, one of 400 across the end; every 7th fact lost.
-            let missed = if p == 2_650 { last - p } else if p % 450 == 0 { 40.min(last - p) } else { 0 };
+            let missed = if p == 2_650 {
+                last - p
+            } else if p % 450 == 0 {
+                40.min(last - p)
+            } else {
+                0
+            };
             if p % 7 != 0 {
                 c.take(0, fact(p, missed, u64::from(p % 7 == 1 && p > 7)));
             }

@@ -93,9 +93,7 @@ pub fn detect_preemption(
         }
         None => None,
     };
-    let boot_mode = cmdline.and_then(|c| {
-        c.split_whitespace().find_map(|w| w.strip_prefix("preempt=")).map(|m| m.to_string())
-    });
+    let boot_mode = cmdline.and_then(|c| c.split_whitespace().find_map(|w| w.strip_prefix("preempt=")).map(|m| m.to_string()));
     if let Some(m) = &boot_mode {
         evidence.push(format!("boot parameter preempt={m}"));
     }
@@ -180,11 +178,7 @@ const CAP_SYS_NICE: u32 = 23;
 pub fn has_capability(cap: u32) -> bool {
     fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-        })
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("CapEff:")).and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok()))
         .is_some_and(|caps| caps & (1 << cap) != 0)
 }
 
@@ -239,9 +233,7 @@ impl SystemInfo {
 
     /// Whether this process may use RT priorities at all (root, CAP_SYS_NICE or RLIMIT_RTPRIO).
     pub fn may_use_rt(&self, priority: i32) -> bool {
-        self.effective_uid == 0
-            || self.cap_sys_nice
-            || self.rlimit_rtprio.is_none_or(|l| l >= priority as u64)
+        self.effective_uid == 0 || self.cap_sys_nice || self.rlimit_rtprio.is_none_or(|l| l >= priority as u64)
     }
 
     /// Why locking all memory is unsafe here, if it is: with a finite RLIMIT_MEMLOCK and no

@@ -127,7 +127,11 @@ fn self_exe() -> std::io::Result<Vec<OsString>> {
     let exe = std::env::current_exe().or_else(|e| {
         let argv0 = std::env::args_os().next().ok_or(e)?;
         let text = argv0.to_string_lossy();
-        Ok::<_, std::io::Error>(if text.contains('/') { PathBuf::from(&argv0) } else { find_program(&text).unwrap_or(PathBuf::from(&argv0)) })
+        Ok::<_, std::io::Error>(if text.contains('/') {
+            PathBuf::from(&argv0)
+        } else {
+            find_program(&text).unwrap_or(PathBuf::from(&argv0))
+        })
     })?;
     let mut v: Vec<OsString> = std::env::var("RTGAUGE_RUNNER")
         .ok()
@@ -211,7 +215,8 @@ impl LoadSet {
                 failures_in_a_row: 0,
             })
             .collect();
-        let mut set = LoadSet { loads, guardian, exe, cpus, origin_ns: None, once, cgroup: None, containment: None, finished: false };
+        let mut set =
+            LoadSet { loads, guardian, exe, cpus, origin_ns: None, once, cgroup: None, containment: None, finished: false };
         if !specs.is_empty() {
             set.contain(specs);
         }
@@ -240,8 +245,7 @@ impl LoadSet {
                 self.cgroup = Some(cg);
             }
             Err(why) => {
-                self.containment =
-                    Some(Containment { kind: "process-group".into(), cgroup: None, fallback_reason: Some(why) });
+                self.containment = Some(Containment { kind: "process-group".into(), cgroup: None, fallback_reason: Some(why) });
             }
         }
     }
@@ -462,7 +466,8 @@ impl LoadSet {
     pub fn next_event_ns(&self) -> Option<u64> {
         let origin = self.origin_ns?;
         let busy = self.loads.iter().any(|l| {
-            l.running.as_ref().is_some_and(|r| r.stopping) || (l.running.is_some() && matches!(l.spec.generator, Generator::Cmd { .. }))
+            l.running.as_ref().is_some_and(|r| r.stopping)
+                || (l.running.is_some() && matches!(l.spec.generator, Generator::Cmd { .. }))
         });
         let soon = busy.then(|| sys::monotonic_ns() + POLL.as_nanos() as u64);
         self.loads

@@ -136,7 +136,9 @@ pub fn split_list(value: &str) -> Vec<String> {
 
 /// Splits off a trailing `@START..END` (either side may be empty) from a specification.
 fn split_phase(spec: &str) -> Result<(&str, Option<u64>, Option<u64>), String> {
-    let Some(at) = spec.rfind('@') else { return Ok((spec, None, None)) };
+    let Some(at) = spec.rfind('@') else {
+        return Ok((spec, None, None));
+    };
     let phase = &spec[at + 1..];
     let Some((a, b)) = phase.split_once("..") else {
         // Not a phase (e.g. user@host inside a command line).
@@ -209,12 +211,7 @@ impl LoadSpec {
             "net" => Generator::Net { workers: 1, size: 64, target: None },
             "timers" => Generator::Timers { count: 64, period_ns: 100_000 },
             "" => return Err(err(spec, "empty load; e.g. --load hackbench or --load none")),
-            other => {
-                return Err(err(
-                    spec,
-                    format!("unknown generator '{other}'; use one of {}, or none", NAMES.join(", ")),
-                ))
-            }
+            other => return Err(err(spec, format!("unknown generator '{other}'; use one of {}, or none", NAMES.join(", ")))),
         };
         let mut nice = None;
         let mut policy = None;
@@ -227,9 +224,12 @@ impl LoadSpec {
                 continue;
             }
             if k == "nice" {
-                nice = Some(v.parse::<i32>().ok().filter(|n| (-20..=19).contains(n)).ok_or_else(|| {
-                    err(spec, format!("nice={v} must lie between -20 and 19, e.g. nice=10"))
-                })?);
+                nice = Some(
+                    v.parse::<i32>()
+                        .ok()
+                        .filter(|n| (-20..=19).contains(n))
+                        .ok_or_else(|| err(spec, format!("nice={v} must lie between -20 and 19, e.g. nice=10")))?,
+                );
                 continue;
             }
             let bad_opt = |valid: &str| err(spec, format!("'{opt}' is not an option of {name}; it takes {valid}"));
@@ -293,7 +293,9 @@ impl LoadSpec {
             if tasks > MAX_HACKBENCH_TASKS {
                 return Err(err(
                     spec,
-                    format!("groups × fds × 2 = {tasks} tasks is more than the limit of {MAX_HACKBENCH_TASKS}; e.g. groups=10,fds=20"),
+                    format!(
+                        "groups × fds × 2 = {tasks} tasks is more than the limit of {MAX_HACKBENCH_TASKS}; e.g. groups=10,fds=20"
+                    ),
                 ));
             }
         }
@@ -354,7 +356,10 @@ mod tests {
         assert_eq!(l.generator, Generator::Cmd { argv: vec!["sh".into(), "-c".into(), "make -j4".into()], restart: false });
         assert_eq!(l.start_ns, Some(1_000_000_000));
         assert_eq!(LoadSpec::parse("cpu").unwrap().resolve(4).generator, Generator::Cpu { workers: 4 });
-        assert_eq!(LoadSpec::parse("timers:count=8,period=50us").unwrap().generator, Generator::Timers { count: 8, period_ns: 50_000 });
+        assert_eq!(
+            LoadSpec::parse("timers:count=8,period=50us").unwrap().generator,
+            Generator::Timers { count: 8, period_ns: 50_000 }
+        );
         assert_eq!(parse_loads(&["none".into()]), Ok(None));
     }
 

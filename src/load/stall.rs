@@ -41,10 +41,14 @@ impl StallPlan {
         if duration_ns == 0 || duration_ns > MAX_STALL_NS {
             return Err(format!("--duration must lie between 1ns and {}, e.g. --duration 200ms", Nanos(MAX_STALL_NS)));
         }
-        let delay_ns = parse_duration_ns(delay, None)
-            .map_err(|e| format!("--delay {e}: give a time with a unit, e.g. --delay 1s"))?;
+        let delay_ns =
+            parse_duration_ns(delay, None).map_err(|e| format!("--delay {e}: give a time with a unit, e.g. --delay 1s"))?;
         if delay_ns > MAX_DELAY_NS {
-            return Err(format!("--delay {} is more than the limit of {}, e.g. --delay 1s", Nanos(delay_ns), Nanos(MAX_DELAY_NS)));
+            return Err(format!(
+                "--delay {} is more than the limit of {}, e.g. --delay 1s",
+                Nanos(delay_ns),
+                Nanos(MAX_DELAY_NS)
+            ));
         }
         if !(1..=99).contains(&priority) {
             return Err(format!("--priority {priority} is out of range: SCHED_FIFO priorities are 1-99, e.g. --priority 99"));
@@ -62,9 +66,8 @@ impl StallPlan {
 /// Waits `delay`, then spins on `cpu` at SCHED_FIFO `priority` for `duration`.
 pub fn run(plan: StallPlan) -> Result<StallReport, String> {
     sys::pin_thread_to_cpu(plan.cpu).map_err(|e| format!("cannot pin to CPU {}: {e}", plan.cpu))?;
-    sys::set_thread_scheduler(Policy::Fifo, plan.priority).map_err(|e| {
-        format!("cannot run at SCHED_FIFO {}: {e}; run as root (a stall needs RT priority)", plan.priority)
-    })?;
+    sys::set_thread_scheduler(Policy::Fifo, plan.priority)
+        .map_err(|e| format!("cannot run at SCHED_FIFO {}: {e}; run as root (a stall needs RT priority)", plan.priority))?;
     let begin = sys::monotonic_ns() + plan.delay_ns;
     sys::sleep_until_monotonic(begin);
     let start_ns = sys::monotonic_ns();

@@ -60,11 +60,9 @@ fn run(g: Generator, stop: &AtomicBool) -> WorkerReport {
             let h = Hackbench { groups, fds, size, loops, pipe, threads };
             let once = std::env::var_os(ENV_ONCE).is_some();
             return match h.run(stop, once) {
-                Ok((counters, times)) => WorkerReport {
-                    counters,
-                    round_times_s: times.iter().map(|t| t.as_secs_f64()).collect(),
-                    error: None,
-                },
+                Ok((counters, times)) => {
+                    WorkerReport { counters, round_times_s: times.iter().map(|t| t.as_secs_f64()).collect(), error: None }
+                }
                 Err(e) => WorkerReport { error: Some(format!("hackbench: {e}")), ..Default::default() },
             };
         }

@@ -142,9 +142,9 @@ impl RunningProbes {
 }
 
 /// Stack of a measurement thread; small because `mlockall(MCL_FUTURE)` locks all of it.
-const THREAD_STACK: usize = 128 * 1024;
+const THREAD_STACK: usize = 64 * 1024;
 /// Part of the stack touched before the loop so it never page-faults inside it.
-const PREFAULT_STACK: usize = 32 * 1024;
+const PREFAULT_STACK: usize = 16 * 1024;
 
 /// Ring slots per thread: about four seconds of wake-ups (the collector drains ten times a
 /// second), within 1024..65536 slots (32 KiB..2 MiB). A fuller ring costs latencies, never
@@ -209,18 +209,15 @@ pub fn prepare_timer(
         // Each thread waits for its start time; a hang-up means: give up.
         let (go_tx, go_rx) = mpsc::channel::<u64>();
         let (stop, report_tx, thread_out) = (stop.clone(), report_tx.clone(), out.clone());
-        let spawned = std::thread::Builder::new()
-            .name(format!("rtgauge-timer{cpu}"))
-            .stack_size(THREAD_STACK)
-            .spawn(move || {
-                let report = setup_thread(cpu, sched);
-                let ok = report.error.is_none();
-                let _ = report_tx.send(report);
-                drop(report_tx);
-                if let (true, Ok(start_ns)) = (ok, go_rx.recv()) {
-                    timer::run(cfg, start_ns, &stop, &mut producer, &thread_out);
-                }
-            });
+        let spawned = std::thread::Builder::new().name(format!("rtgauge-timer{cpu}")).stack_size(THREAD_STACK).spawn(move || {
+            let report = setup_thread(cpu, sched);
+            let ok = report.error.is_none();
+            let _ = report_tx.send(report);
+            drop(report_tx);
+            if let (true, Ok(start_ns)) = (ok, go_rx.recv()) {
+                timer::run(cfg, start_ns, &stop, &mut producer, &thread_out);
+            }
+        });
         match spawned {
             Ok(h) => prepared.handles.push(h),
             Err(e) => {

@@ -22,11 +22,20 @@ use std::path::{Path, PathBuf};
 pub enum JsonSink {
     Stdout,
     /// A regular file, new or replaced; `keep`: the mode, owner and group of the file replaced.
-    Replace { path: PathBuf, dir: PathBuf, keep: Option<(u32, u32, u32)> },
+    Replace {
+        path: PathBuf,
+        dir: PathBuf,
+        keep: Option<(u32, u32, u32)>,
+    },
     /// An existing file rtgauge may write but not replace: truncated and written in place.
-    InPlace { path: PathBuf },
+    InPlace {
+        path: PathBuf,
+    },
     /// A device, FIFO or other special file, opened now and written at the end.
-    Special { path: PathBuf, file: File },
+    Special {
+        path: PathBuf,
+        file: File,
+    },
 }
 
 /// Buffer of every document write: one `write` per 64 KiB.
@@ -74,14 +83,15 @@ fn replaceable(dir: &std::fs::Metadata, file: &std::fs::Metadata) -> bool {
 
 /// Whether a replacement can have the old file's owner and group (else it is written in place).
 fn can_keep_owner(file: &std::fs::Metadata) -> bool {
-    (file.uid() == crate::sys::effective_uid() && file.gid() == crate::sys::effective_gid()) || crate::audit::has_capability(CAP_CHOWN)
+    (file.uid() == crate::sys::effective_uid() && file.gid() == crate::sys::effective_gid())
+        || crate::audit::has_capability(CAP_CHOWN)
 }
 
 impl JsonSink {
     /// Checks the destination and prepares the write at the end.
     pub fn open(target: &JsonTarget) -> anyhow::Result<JsonSink> {
         let given = match target {
-            JsonTarget::Stdout if !crate::sys::fd_is_open(1) => {
+            JsonTarget::Stdout if crate::sys::stdout_was_closed() => {
                 bail!("--json -: standard output is closed; give a file instead, e.g. --json result.json")
             }
             JsonTarget::Stdout => return Ok(JsonSink::Stdout),
@@ -98,7 +108,8 @@ impl JsonSink {
             Ok(m) => {
                 OpenOptions::new().append(true).open(&path).map_err(|e| unwritable(given, e))?;
                 let dir_meta = std::fs::metadata(&dir).map_err(|e| unwritable(given, e))?;
-                if replaceable(&dir_meta, &m) && can_keep_owner(&m) && takes_new_files(&dir).is_ok() {
+                takes_new_files(&dir).map_err(|e| unwritable(given, format!("its directory takes no new file ({e})")))?;
+                if replaceable(&dir_meta, &m) && can_keep_owner(&m) {
                     Ok(JsonSink::Replace { path, dir, keep: Some((m.permissions().mode() & 0o7777, m.uid(), m.gid())) })
                 } else {
                     Ok(JsonSink::InPlace { path })
@@ -130,7 +141,9 @@ impl JsonSink {
         match self.write_bytes(&bytes) {
             Ok(()) => Ok(()),
             Err(e) => match rescue(&bytes) {
-                Ok(saved) => bail!("writing the result to {dest} failed: {e}; it was saved to '{}' instead", saved.display()),
+                Ok(saved) => {
+                    bail!("writing the result to {dest} failed: {e}; it was saved to '{}' instead", saved.display())
+                }
                 Err(e2) => bail!("writing the result to {dest} failed: {e}; saving it elsewhere failed too: {e2}"),
             },
         }
@@ -216,7 +229,12 @@ fn rescue(bytes: &[u8]) -> std::io::Result<PathBuf> {
     let mut last = None;
     for dir in [std::env::temp_dir(), PathBuf::from(".")] {
         let path = dir.join(&name);
-        match OpenOptions::new().write(true).create_new(true).open(&path).and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all())) {
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()))
+        {
             Ok(()) => return Ok(path),
             Err(e) => last = Some(e),
         }

@@ -25,8 +25,7 @@ impl LiveView {
             Some(t) => {
                 let b = multi.add(ProgressBar::new(t.as_millis() as u64));
                 b.set_style(
-                    ProgressStyle::with_template("{bar:30} {msg}  (Ctrl-C stops and keeps the data)")
-                        .expect("valid template"),
+                    ProgressStyle::with_template("{bar:30} {msg}  (Ctrl-C stops and keeps the data)").expect("valid template"),
                 );
                 b
             }

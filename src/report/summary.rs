@@ -67,14 +67,23 @@ pub fn render(r: &RunResult) -> String {
         c.priority,
         Nanos(c.interval_ns),
         if sys.mlockall_obtained { "memory locked" } else { "memory NOT locked" },
-        r.tuning.iter().filter(|t| t.applied).map(|t| format!(", {} {}", t.setting.trim_start_matches("/dev/"), t.value)).collect::<String>(),
+        r.tuning
+            .iter()
+            .filter(|t| t.applied)
+            .map(|t| format!(", {} {}", t.setting.trim_start_matches("/dev/"), t.value))
+            .collect::<String>(),
     );
     match r.status {
         Status::Complete => {
             let _ = writeln!(s, "measured {length} after {} warm-up periods", c.warmup.periods);
         }
         Status::Partial => {
-            let _ = writeln!(s, "measured {} of the planned {length}, after {} warm-up periods", Nanos(r.measured_ns), c.warmup.periods);
+            let _ = writeln!(
+                s,
+                "measured {} of the planned {length}, after {} warm-up periods",
+                Nanos(r.measured_ns),
+                c.warmup.periods
+            );
         }
     }
     let p = &sys.preemption;
@@ -92,7 +101,9 @@ pub fn render(r: &RunResult) -> String {
     );
     let status = match (r.status, &r.interrupted_by) {
         (Status::Complete, _) => "complete".to_string(),
-        (Status::Partial, Some(sig)) => format!("PARTIAL (stopped by {sig}; everything measured so far is kept)"),
+        (Status::Partial, Some(sig)) => {
+            format!("PARTIAL (stopped by {sig}; everything measured so far is kept)")
+        }
         (Status::Partial, None) => "PARTIAL".to_string(),
     };
     let _ = writeln!(s, "run {status}, {} → {}\n", r.started_at, r.ended_at);
@@ -105,7 +116,15 @@ pub fn render(r: &RunResult) -> String {
             format!(
                 ", in the period ending {:.3} s after the start of the run ({})",
                 t as f64 / 1e9,
-                if warmup > 0 { format!("{:.3} s into the measurement, after the {} warm-up", t.saturating_sub(warmup) as f64 / 1e9, Nanos(warmup)) } else { "no warm-up".into() }
+                if warmup > 0 {
+                    format!(
+                        "{:.3} s into the measurement, after the {} warm-up",
+                        t.saturating_sub(warmup) as f64 / 1e9,
+                        Nanos(warmup)
+                    )
+                } else {
+                    "no warm-up".into()
+                }
             )
         });
         let _ = writeln!(s, "\nWorst case: {} µs on {}{at}.", opt_us(worst.max_ns), worst.scope());
@@ -161,7 +180,11 @@ pub fn render_loads(loads: &[crate::load::manager::LoadRecord]) -> String {
         .map(|l| {
             let u = &l.usage;
             let work: Vec<String> = l.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let spec = if l.spec.chars().count() > 40 { format!("{}…", l.spec.chars().take(39).collect::<String>()) } else { l.spec.clone() };
+            let spec = if l.spec.chars().count() > 40 {
+                format!("{}…", l.spec.chars().take(39).collect::<String>())
+            } else {
+                l.spec.clone()
+            };
             vec![
                 spec,
                 l.runs.to_string(),
@@ -171,7 +194,8 @@ pub fn render_loads(loads: &[crate::load::manager::LoadRecord]) -> String {
                 u.major_faults.to_string(),
                 u.voluntary_switches.to_string(),
                 u.involuntary_switches.to_string(),
-                work.join(" ") + &if l.failed { format!(" FAILED: {}", l.error.as_deref().unwrap_or("?")) } else { String::new() },
+                work.join(" ")
+                    + &if l.failed { format!(" FAILED: {}", l.error.as_deref().unwrap_or("?")) } else { String::new() },
             ]
         })
         .collect();

@@ -2,6 +2,7 @@
 //! HdrHistogram V2 compressed format (base64), readable by every HdrHistogram implementation,
 //! and a sparse bucket list for scripts and plots.
 
+use crate::aggregate::hist::{bucket_range, index_of};
 use crate::aggregate::new_histogram;
 use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
@@ -21,20 +22,56 @@ pub struct HistogramData {
     pub total_count: u64,
     pub data: String,
     /// Every non-empty bucket as `[lowest_ns, highest_ns, count]`, ascending.
-    pub buckets: Vec<[u64; 3]>,
+    pub buckets: Buckets,
+}
+
+/// The non-empty buckets, kept as (bucket index, count) — 12 bytes each instead of 24 — and
+/// written as `[lowest_ns, highest_ns, count]` triples (the bounds follow from the index).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Buckets {
+    index: Vec<u32>,
+    count: Vec<u64>,
+}
+
+impl Buckets {
+    /// Every bucket as `[lowest_ns, highest_ns, count]`.
+    pub fn triples(&self) -> impl Iterator<Item = [u64; 3]> + '_ {
+        self.index.iter().zip(&self.count).map(|(&i, &n)| {
+            let (lo, hi) = bucket_range(i as usize);
+            [lo, hi, n]
+        })
+    }
+}
+
+impl Serialize for Buckets {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.triples())
+    }
+}
+
+impl<'de> Deserialize<'de> for Buckets {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let triples = Vec::<[u64; 3]>::deserialize(d)?;
+        let mut b = Buckets::default();
+        for [lo, _, n] in triples {
+            b.index.push(index_of(lo) as u32);
+            b.count.push(n);
+        }
+        Ok(b)
+    }
 }
 
 impl HistogramData {
     pub fn encode(h: &Histogram<u64>) -> HistogramData {
         let mut bytes = Vec::new();
         V2DeflateSerializer::new().serialize(h, &mut bytes).expect("serialising to memory cannot fail");
-        let buckets = h
-            .iter_recorded()
-            .map(|v| {
-                let x = v.value_iterated_to();
-                [h.lowest_equivalent(x), h.highest_equivalent(x), v.count_at_value()]
-            })
-            .collect();
+        let mut buckets = Buckets::default();
+        for v in h.iter_recorded() {
+            buckets.index.push(index_of(v.value_iterated_to()) as u32);
+            buckets.count.push(v.count_at_value());
+        }
+        buckets.index.shrink_to_fit();
+        buckets.count.shrink_to_fit();
         HistogramData {
             encoding: ENCODING.to_string(),
             lowest_ns: h.low(),
@@ -71,9 +108,14 @@ mod tests {
         }
         let d = HistogramData::encode(&h);
         assert_eq!(d.total_count, h.len());
-        assert_eq!(d.buckets.iter().map(|b| b[2]).sum::<u64>(), h.len());
+        assert_eq!(d.buckets.triples().map(|b| b[2]).sum::<u64>(), h.len());
         let back = d.decode().unwrap();
         assert_eq!(back, h);
-        assert!(d.buckets.iter().all(|b| b[0] <= b[1]));
+        for (b, v) in d.buckets.triples().zip(h.iter_recorded()) {
+            let x = v.value_iterated_to();
+            assert_eq!(b, [h.lowest_equivalent(x), h.highest_equivalent(x), v.count_at_value()]);
+        }
+        let json = serde_json::to_string(&d).unwrap();
+        assert_eq!(serde_json::from_str::<HistogramData>(&json).unwrap(), d);
     }
 }

@@ -168,21 +168,22 @@ impl RunPlan {
 
         let cpus = match &input.cpus {
             None => None,
-            Some(text) => Some(cpus::parse_cpu_list(text).map_err(|e| {
-                bad(format!("--cpus {e}: give CPU numbers and ranges, e.g. --cpus 0,2-3"))
-            })?),
+            Some(text) => Some(
+                cpus::parse_cpu_list(text)
+                    .map_err(|e| bad(format!("--cpus {e}: give CPU numbers and ranges, e.g. --cpus 0,2-3")))?,
+            ),
         };
 
         let loops = match &input.loops {
             None => None,
-            Some(text) => Some(text.trim().parse::<u64>().map_err(|_| {
-                bad(format!("--loops '{text}' is not a whole number of periods, e.g. --loops 10000"))
-            })?),
+            Some(text) => Some(
+                text.trim()
+                    .parse::<u64>()
+                    .map_err(|_| bad(format!("--loops '{text}' is not a whole number of periods, e.g. --loops 10000")))?,
+            ),
         };
         let length = match (&input.duration, loops) {
-            (Some(_), Some(_)) => {
-                return Err(bad("--duration and --loops both given: choose one, e.g. --duration 60s"))
-            }
+            (Some(_), Some(_)) => return Err(bad("--duration and --loops both given: choose one, e.g. --duration 60s")),
             (_, Some(0)) => return Err(bad("--loops must be at least 1, e.g. --loops 10000")),
             (_, Some(n)) => RunLength::Loops(n),
             (d, None) => {
@@ -218,9 +219,8 @@ impl RunPlan {
             }
         };
         let budget_text = input.budget.as_deref().unwrap_or("25%");
-        let budget = parse_percent(budget_text).ok_or_else(|| {
-            bad(format!("--budget '{budget_text}' is not a percentage between 0 and 100, e.g. --budget 25%"))
-        })?;
+        let budget = parse_percent(budget_text)
+            .ok_or_else(|| bad(format!("--budget '{budget_text}' is not a percentage between 0 and 100, e.g. --budget 25%")))?;
 
         let requirements = input
             .require
@@ -236,9 +236,7 @@ impl RunPlan {
         let cpu_dma_latency_us = match input.cpu_dma_latency.as_deref().unwrap_or("0").trim() {
             "off" | "none" => None,
             t => Some(parse_duration_ns(t, Some(1e3)).ok().and_then(|ns| u32::try_from(ns / 1000).ok()).ok_or_else(|| {
-                bad(format!(
-                    "--cpu-dma-latency '{t}' is neither a time nor 'off', e.g. --cpu-dma-latency 0 (default) or off"
-                ))
+                bad(format!("--cpu-dma-latency '{t}' is neither a time nor 'off', e.g. --cpu-dma-latency 0 (default) or off"))
             })?),
         };
 
@@ -252,9 +250,10 @@ impl RunPlan {
         };
         let load_cpus = match &input.load_cpus {
             None => None,
-            Some(text) => Some(cpus::parse_cpu_list(text).map_err(|e| {
-                bad(format!("--load-cpus {e}: give CPU numbers and ranges, e.g. --load-cpus 0-1"))
-            })?),
+            Some(text) => Some(
+                cpus::parse_cpu_list(text)
+                    .map_err(|e| bad(format!("--load-cpus {e}: give CPU numbers and ranges, e.g. --load-cpus 0-1")))?,
+            ),
         };
 
         let plan = RunPlan {

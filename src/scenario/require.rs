@@ -49,8 +49,7 @@ pub enum Op {
 }
 
 impl Op {
-    const ALL: [(&'static str, Op); 5] =
-        [("<=", Op::Le), (">=", Op::Ge), ("==", Op::Eq), ("<", Op::Lt), (">", Op::Gt)];
+    const ALL: [(&'static str, Op); 5] = [("<=", Op::Le), (">=", Op::Ge), ("==", Op::Eq), ("<", Op::Lt), (">", Op::Gt)];
 
     pub fn holds(self, observed: f64, bound: f64) -> bool {
         match self {

@@ -4,17 +4,8 @@
 use std::fmt;
 
 /// Nanoseconds per unit, for the units accepted in durations.
-const UNITS: &[(&str, f64)] = &[
-    ("ns", 1.0),
-    ("us", 1e3),
-    ("µs", 1e3),
-    ("ms", 1e6),
-    ("s", 1e9),
-    ("m", 60e9),
-    ("min", 60e9),
-    ("h", 3600e9),
-    ("d", 86400e9),
-];
+const UNITS: &[(&str, f64)] =
+    &[("ns", 1.0), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9), ("min", 60e9), ("h", 3600e9), ("d", 86400e9)];
 
 /// Why a duration could not be parsed; the message names the problem, the caller adds the fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

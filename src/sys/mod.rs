@@ -76,9 +76,7 @@ pub fn sleep_until_monotonic(deadline_ns: u64) {
     };
     loop {
         // SAFETY: `ts` is a valid timespec; the remainder pointer may be null for TIMER_ABSTIME.
-        let ret = unsafe {
-            libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut())
-        };
+        let ret = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
         // clock_nanosleep returns the error number directly; only EINTR is retried (an absolute
         // deadline makes the retry exact). Any other error cannot happen with valid arguments.
         if ret != libc::EINTR {
@@ -121,9 +119,7 @@ pub fn thread_scheduler() -> io::Result<(Option<Policy>, i32)> {
     let raw = check_syscall(unsafe { libc::syscall(libc::SYS_sched_getscheduler, 0 as libc::pid_t) })? as libc::c_int;
     let mut param = zeroed_sched_param();
     // SAFETY: `param` is a valid, writable sched_param that outlives the call.
-    check_syscall(unsafe {
-        libc::syscall(libc::SYS_sched_getparam, 0 as libc::pid_t, &mut param as *mut libc::sched_param)
-    })?;
+    check_syscall(unsafe { libc::syscall(libc::SYS_sched_getparam, 0 as libc::pid_t, &mut param as *mut libc::sched_param) })?;
     // Mask SCHED_RESET_ON_FORK which may be or-ed into the policy.
     Ok((Policy::from_raw(raw & !libc::SCHED_RESET_ON_FORK), param.sched_priority))
 }
@@ -151,10 +147,31 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
     }
 }
 
+/// Keeps the C library's allocator small under `mlockall`: one arena (each thread that allocates
+/// would otherwise get one of its own, whose first 132 KiB become resident), and large blocks
+/// always mapped and unmapped (glibc otherwise raises that threshold after the first large
+/// free, and the end-of-run encoders' transient buffers then stay in the heap). glibc only;
+/// the measurement threads do not allocate in their loops, so they never contend for it.
+pub fn tame_malloc() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt takes two integers and only changes future allocations.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+}
+
 /// Locks all current and future pages of the process in memory (`mlockall`).
 pub fn lock_all_memory() -> io::Result<()> {
     // SAFETY: no pointers are passed.
     check(unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) })
+}
+
+/// Unlocks all memory (`munlockall`): once measuring is over, the end-of-run work (encoding,
+/// writing) need not make every page it allocates resident.
+pub fn unlock_all_memory() {
+    // SAFETY: no pointers are passed.
+    unsafe { libc::munlockall() };
 }
 
 /// Sets the calling thread's timer slack (`prctl(PR_SET_TIMERSLACK)`); SCHED_OTHER threads
@@ -438,7 +455,8 @@ pub fn contain(cmd: &mut std::process::Command, c: Containment) {
             if let Some((policy, prio)) = c.policy {
                 let mut param: libc::sched_param = std::mem::zeroed();
                 param.sched_priority = prio;
-                if libc::syscall(libc::SYS_sched_setscheduler, 0 as libc::pid_t, policy, &param as *const libc::sched_param) != 0 {
+                if libc::syscall(libc::SYS_sched_setscheduler, 0 as libc::pid_t, policy, &param as *const libc::sched_param) != 0
+                {
                     return Err(io::Error::last_os_error());
                 }
             }
@@ -570,8 +588,21 @@ pub fn link_into(file: &std::fs::File, path: &std::path::Path) -> io::Result<()>
     check(unsafe { libc::linkat(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::AT_SYMLINK_FOLLOW) })
 }
 
-/// Whether file descriptor `fd` is open (`fcntl(F_GETFD)`), e.g. whether standard output exists.
-pub fn fd_is_open(fd: i32) -> bool {
-    // SAFETY: F_GETFD takes no pointer; an invalid descriptor only yields EBADF.
-    unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+/// Whether standard output was closed when rtgauge started. Rust's runtime opens `/dev/null`
+/// read-write on a closed standard descriptor before `main`, so writes to it would vanish
+/// silently; a shell's `>/dev/null` opens it write-only. (So `1<>/dev/null` reads as closed.)
+pub fn stdout_was_closed() -> bool {
+    let mut st: libc::stat = zeroed_stat();
+    // SAFETY: `st` is a valid, writable stat buffer; F_GETFL takes no pointer.
+    let (stat_ok, flags) = unsafe { (libc::fstat(1, &mut st) == 0, libc::fcntl(1, libc::F_GETFL)) };
+    if !stat_ok || flags == -1 {
+        return true;
+    }
+    let null = std::fs::metadata("/dev/null").map(|m| std::os::unix::fs::MetadataExt::rdev(&m)).ok();
+    (st.st_mode & libc::S_IFMT) == libc::S_IFCHR && Some(st.st_rdev) == null && flags & libc::O_ACCMODE == libc::O_RDWR
+}
+
+fn zeroed_stat() -> libc::stat {
+    // SAFETY: stat is plain data; all-zero is a valid value.
+    unsafe { std::mem::zeroed() }
 }

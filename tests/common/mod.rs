@@ -5,6 +5,7 @@
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::time::Duration;
 
 /// The rtgauge binary under test.
 pub fn bin() -> PathBuf {
@@ -42,9 +43,8 @@ pub fn run_json(args: &[&str]) -> (i32, Value, Output) {
     let mut all = vec!["run", "--quiet", "--json", "-"];
     all.extend_from_slice(args);
     let out = rtgauge(&all).output().expect("rtgauge runs");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("stdout is not a JSON document ({e}); stderr: {}", String::from_utf8_lossy(&out.stderr))
-    });
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not a JSON document ({e}); stderr: {}", String::from_utf8_lossy(&out.stderr)));
     (out.status.code().expect("exited normally"), doc, out)
 }
 
@@ -91,4 +91,55 @@ pub fn check_probe_invariants(p: &Value) {
     // The largest bucket holds the maximum (HDR buckets hold it within their precision).
     let last = buckets.last().unwrap();
     assert!(u(&last[0]) <= vals[6] && vals[6] <= u(&last[1]), "max lies in the top bucket");
+}
+
+/// A private TMPDIR: it marks every process started under it (in its environment) and receives
+/// the io generator's temporary directories.
+pub struct Marker(pub tempfile::TempDir);
+
+impl Marker {
+    pub fn new() -> Marker {
+        Marker(tempfile::tempdir().unwrap())
+    }
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = rtgauge(args);
+        c.env("TMPDIR", self.0.path());
+        c
+    }
+    /// Processes whose environment carries this marker.
+    pub fn processes(&self) -> Vec<String> {
+        let needle = format!("TMPDIR={}", self.0.path().display());
+        let mut found = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let pid = e.file_name().to_string_lossy().into_owned();
+            if !pid.chars().all(|c| c.is_ascii_digit()) || pid == std::process::id().to_string() {
+                continue;
+            }
+            let Ok(env) = std::fs::read(e.path().join("environ")) else {
+                continue;
+            };
+            if env.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
+                let cmd = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default().replace('\0', " ");
+                let state = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                // Zombies are dead already (waiting to be reaped by their parent).
+                if state.split_whitespace().nth(2).is_none_or(|s| s != "Z") {
+                    found.push(format!("{pid}: {cmd}"));
+                }
+            }
+        }
+        found
+    }
+    pub fn files(&self) -> Vec<String> {
+        std::fs::read_dir(self.0.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+    }
+    /// Asserts nothing is left, allowing the kernel a moment to finish killing.
+    pub fn assert_clean(&self, when: &str) {
+        for _ in 0..50 {
+            if self.processes().is_empty() && self.files().is_empty() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("after {when}: processes {:?}, files {:?}", self.processes(), self.files());
+    }
 }

@@ -167,9 +167,8 @@ impl Hackbench {
         // byte written to the gate releases every task at once.
         let (mut gate_r, mut gate_w) = io::pipe()?;
         let (mut ready_r, mut ready_w) = io::pipe()?;
-        let wait_gate = |g: &mut io::PipeReader, ready: &mut io::PipeWriter| {
-            ready.write_all(b"R").is_ok() && sys::wait_readable(g).is_ok()
-        };
+        let wait_gate =
+            |g: &mut io::PipeReader, ready: &mut io::PipeWriter| ready.write_all(b"R").is_ok() && sys::wait_readable(g).is_ok();
         let mut pids = Vec::new();
         for _ in 0..self.groups {
             let mut writers: Vec<Writer> = Vec::new();

@@ -77,7 +77,9 @@ pub fn io(workers: u32, size: u64, block: u64, dir: &Path, stop: &AtomicBool) ->
         let chunk = vec![0xa5u8; block as usize];
         let mut back = vec![0u8; block as usize];
         while !stop.load(Relaxed) {
-            let Ok(mut f) = File::options().create(true).truncate(true).read(true).write(true).open(&path) else { return };
+            let Ok(mut f) = File::options().create(true).truncate(true).read(true).write(true).open(&path) else {
+                return;
+            };
             let mut done = 0;
             while done < size && !stop.load(Relaxed) {
                 let len = block.min(size - done) as usize;
