@@ -358,7 +358,14 @@ fn sticky_dir_with_roots_file(mode: u32) -> (tempfile::TempDir, std::path::PathB
     (dir, file)
 }
 
-const AS_NOBODY: [&str; 10] = ["run", "-q", "--loops", "100", "--warmup", "0", "--policy", "other", "--no-mlock", "--json"];
+/// As `nobody` (no RT priority, no memory lock), `loops` idle periods on CPU 0, the document to `file`.
+fn as_nobody_to(file: &std::path::Path, loops: &str) -> Output {
+    let path = file.to_str().unwrap();
+    nobody(&["run", "-q", "--loops", loops, "--warmup", "0", "--policy", "other", "--no-mlock", "--cpu-dma-latency", "off"])
+        .args(["--cpus", "0", "--load", "none", "--json", path])
+        .output()
+        .unwrap()
+}
 
 #[test]
 fn an_unreplaceable_destination_is_refused_before_measuring() {
@@ -367,15 +374,11 @@ fn an_unreplaceable_destination_is_refused_before_measuring() {
         return;
     }
     let (_dir, file) = sticky_dir_with_roots_file(0o644);
-    let mut args = AS_NOBODY.to_vec();
-    let path = file.display().to_string();
-    args.extend([path.as_str(), "--cpu-dma-latency", "off", "--cpus", "0", "--load", "none"]);
-    args[3] = "1000000"; // would take 1000 s: refused first
     let t = Instant::now();
-    let out = nobody(&args).output().unwrap();
+    let out = as_nobody_to(&file, "1000000"); // would take 1000 s: refused first
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--json") && err.contains(&path), "{err}");
+    assert!(err.contains("--json") && err.contains(file.to_str().unwrap()), "{err}");
     assert!(t.elapsed() < Duration::from_secs(30), "refused before measuring");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "old");
 }
@@ -390,14 +393,17 @@ fn a_writable_file_in_a_sticky_directory_is_written_in_place() {
         return;
     }
     let (_dir, file) = sticky_dir_with_roots_file(0o666);
-    let mut args = AS_NOBODY.to_vec();
-    let path = file.display().to_string();
-    args.extend([path.as_str(), "--cpu-dma-latency", "off", "--cpus", "0", "--load", "none"]);
-    let out = nobody(&args).output().unwrap();
+    let out = as_nobody_to(&file, "100");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(u(&doc["probes"][0]["samples"]) + u(&doc["probes"][0]["missed"]), 100);
     assert_eq!(std::fs::metadata(&file).unwrap().uid(), 0, "still root's file");
+}
+
+/// A short idle run whose document goes to `dest`.
+fn twenty_periods_to(dest: &std::path::Path) -> Output {
+    let dest = dest.to_str().unwrap();
+    rtgauge(&["run", "-q", "--loops", "20", "--warmup", "0", "--cpus", "0", "--load", "none", "--json", dest]).output().unwrap()
 }
 
 #[test]
@@ -408,22 +414,7 @@ fn replacing_a_file_keeps_its_mode_and_owner() {
     std::fs::write(&file, "old").unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
     std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
-    let out = rtgauge(&[
-        "run",
-        "-q",
-        "--loops",
-        "20",
-        "--warmup",
-        "0",
-        "--cpus",
-        "0",
-        "--load",
-        "none",
-        "--json",
-        file.to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
+    let out = twenty_periods_to(&file);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let m = std::fs::metadata(&file).unwrap();
     assert_eq!((m.mode() & 0o7777, m.uid(), m.gid()), (0o640, 65534, 65534));
@@ -441,22 +432,7 @@ fn a_symlink_stays_a_symlink_even_a_dangling_one() {
         }
         std::os::unix::fs::symlink(target, dir.path().join(link)).unwrap();
         let path = dir.path().join(link);
-        let out = rtgauge(&[
-            "run",
-            "-q",
-            "--loops",
-            "20",
-            "--warmup",
-            "0",
-            "--cpus",
-            "0",
-            "--load",
-            "none",
-            "--json",
-            path.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+        let out = twenty_periods_to(&path);
         assert_eq!(out.status.code(), Some(0), "{link}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_symlink(), "{link} is still a link");
         assert!(std::fs::read_to_string(&path).unwrap().contains("rtgauge.result"), "{link}'s target got the document");

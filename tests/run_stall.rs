@@ -191,3 +191,44 @@ fn a_stall_shows_in_its_phase_only_and_phases_add_up() {
         assert!(u(&calm["max_ns"]) < stall_ns / 2, "other phases unaffected: {}", calm["max_ns"]);
     }
 }
+
+/// Missed periods after the last sample were lost from the phases (a 400 ms stall across the end
+/// of a run: 257 missed in total, 2 in the phases). The stall here starts at 2 s and lasts 2 s, so
+/// it covers the end of the 3 s run wherever a busy machine starts it within a second.
+#[test]
+fn phases_sum_exactly_with_a_stall_across_the_end() {
+    let _turn = turn();
+    let cpu = *online_cpus().last().unwrap();
+    let stall = format!("cmd-once:{} stall --cpu {cpu} --duration 2s@2s..", bin_shell());
+    let cpus = online_cpus().iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",");
+    let out = rtgauge(&[
+        "run",
+        "-q",
+        "--json",
+        "-",
+        "--cpus",
+        &cpus,
+        "--duration",
+        "3s",
+        "--warmup",
+        "0",
+        "--load",
+        "cmd:sleep 1000@1s..2s",
+        "--load",
+        &stall,
+    ])
+    .output()
+    .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["status"], "complete");
+    let phases = doc["phases"].as_array().unwrap();
+    for (i, whole) in doc["probes"].as_array().unwrap().iter().enumerate() {
+        let sum = |k: &str| phases.iter().map(|p| u(&p["probes"][i][k])).sum::<u64>();
+        assert_eq!(u(&whole["samples"]) + u(&whole["missed"]), 3000, "cpu{}: every period", whole["cpu"]);
+        assert_eq!((sum("samples"), sum("missed")), (u(&whole["samples"]), u(&whole["missed"])), "cpu{}", whole["cpu"]);
+        assert_eq!(sum("handoff_overflows"), u(&whole["handoff_overflows"]));
+    }
+    let stalled = doc["probes"].as_array().unwrap().iter().position(|p| u(&p["cpu"]) == cpu as u64).unwrap();
+    let last = &phases.last().unwrap()["probes"][stalled];
+    assert!(u(&last["missed"]) > 0, "the stall reaches past the end: {last}");
+}

@@ -12,6 +12,7 @@ mount -t devtmpfs dev /dev
 mount -t tmpfs tmpfs /tmp
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
 ip link set lo up
 OUT=/tmp/out
 mkdir -p $OUT

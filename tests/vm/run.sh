@@ -153,6 +153,16 @@ for arch in ${ARCHES//,/ }; do
     start=$(date +%s)
     boot "$arch" "$kimg" "$initrd" "$WORK/$name.log"
     dir=$WORK/out/$name
+    # A guest that hangs (TCG has stalled on an emulated device, e.g. "Disabling IRQ #4") is
+    # booted once more; the first attempt's last lines say where it stopped.
+    if [ $PROVE_FAILURE = 0 ] && ! grep -q '^@@RTGAUGE-OUT-END@@' <(tr -d '\r' < "$WORK/$name.log"); then
+      log "$name: no complete output; the guest's last lines, then one retry:"
+      tr -d '\r' < "$WORK/$name.log" | grep -v '^@@B64 ' | tail -15 | sed 's/^/    | /' >&2
+      last=$(tr -d '\r' < "$WORK/$name.log" | sed -n 's/^@@RTGAUGE-RUN@@ //p' | tail -1)
+      log "$name: it was running '${last:-nothing yet: boot}'"
+      mv "$WORK/$name.log" "$WORK/$name.first.log"
+      boot "$arch" "$kimg" "$initrd" "$WORK/$name.log"
+    fi
     if unpack "$WORK/$name.log" "$dir"; then
       { echo "flavor=$flavor"; echo "kernel_image=$(basename "$kimg")"; } > "$dir/host-info"
       cp "$cmds" "$dir/commands.txt"
