@@ -5,6 +5,7 @@
 use crate::aggregate::Collector;
 use crate::audit::SystemInfo;
 use crate::load::manager::{find_program, LoadSet};
+use crate::load::watchdog::Watchdog;
 use crate::load::spec::{Generator, LoadSpec};
 use crate::probe::{self, timer::TimerLoop, RunningProbes, SetupError, ThreadSched};
 use crate::report::{json::JsonSink, live::LiveView, summary};
@@ -28,6 +29,10 @@ pub const EXIT_FAILED: u8 = 1;
 struct Interrupts {
     stop: Arc<AtomicBool>,
     signal: Arc<AtomicUsize>,
+    /// A socket the handlers write a byte to, so a thread waiting in `poll` (the load watchdog)
+    /// wakes on a signal; `notify` writes to it too.
+    wake: std::os::unix::net::UnixStream,
+    notify: std::os::unix::net::UnixStream,
 }
 
 impl Interrupts {
@@ -41,7 +46,26 @@ impl Interrupts {
             signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)?;
             signal_hook::flag::register(sig, stop.clone())?;
         }
-        Ok(Interrupts { stop, signal })
+        let (wake, notify) = std::os::unix::net::UnixStream::pair()?;
+        for sig in [SIGINT, SIGTERM] {
+            signal_hook::low_level::pipe::register(sig, notify.try_clone()?)?;
+        }
+        Ok(Interrupts { stop, signal, wake, notify })
+    }
+
+    /// Starts the load watchdog (see `load::watchdog`) for these loads, if there are any.
+    fn watchdog(&self, loads: &LoadSet, warnings: &mut Vec<String>) -> Result<Option<Watchdog>> {
+        if loads.is_empty() {
+            return Ok(None);
+        }
+        let w = Watchdog::start(self.wake.try_clone()?, self.notify.try_clone()?, self.stop.clone(), loads.demoter())?;
+        if let (Err(why), true) = (&w.how, loads.any_realtime()) {
+            warnings.push(format!(
+                "the load watchdog cannot run at SCHED_DEADLINE ({why}): a load at a high RT priority may hold the run \
+                 past its end on a PREEMPT_RT kernel"
+            ));
+        }
+        Ok(Some(w))
     }
 
     fn which(&self) -> Option<String> {
@@ -51,6 +75,17 @@ impl Interrupts {
             signal_hook::consts::SIGTERM => Some("SIGTERM".into()),
             n => Some(format!("signal {n}")),
         }
+    }
+}
+
+/// Ends the watchdog; says so when it had to move loads to SCHED_OTHER for the run to end.
+fn finish_watchdog(w: Option<Watchdog>, warnings: &mut Vec<String>) {
+    let moved = w.map_or(0, Watchdog::finish);
+    if moved > 0 {
+        warnings.push(format!(
+            "{moved} load threads at an RT policy still held CPUs after the planned end or a stop: the watchdog moved \
+             them to SCHED_OTHER so the run could end"
+        ));
     }
 }
 
@@ -169,14 +204,19 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
             load_specs.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(", ")
         );
     }
+    let mut watchdog = interrupts.watchdog(&loads, &mut warnings)?;
     loads.start_initial(&interrupts.stop);
 
     let started_at = SystemTime::now();
     let mut probes = prepared.go(sys::monotonic_ns() + START_MARGIN_NS);
     loads.set_origin(probes.start_ns);
+    if let Some(w) = &mut watchdog {
+        w.arm(probes.start_ns + plan.total_ns() + END_SLACK.as_nanos() as u64);
+    }
     let phase_bounds = phase_bounds(&load_specs, plan.total_ns());
     let mut collector = Collector::new(cpus.len(), plan.interval_ns, &phase_bounds, timer.warmup_periods);
     let end_period = measure(&plan, &cpus, &mut probes, &mut collector, &mut loads, &interrupts);
+    finish_watchdog(watchdog, &mut warnings);
     let tuning: Vec<_> = dma_guard.map(|g| g.record.clone()).into_iter().collect(); // request released here
     let load_records = loads.records();
     let ended_at = SystemTime::now();
@@ -193,7 +233,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     let result = assemble(Assembly {
         plan: &plan,
         cpus,
-        collector: &collector,
+        collector: &mut collector,
         load_specs: &load_specs,
         load_source,
         status,
@@ -401,7 +441,7 @@ fn measurement_warnings(collector: &Collector, cpus: &[usize], interval_ns: u64)
 struct Assembly<'a> {
     plan: &'a RunPlan,
     cpus: Vec<usize>,
-    collector: &'a Collector,
+    collector: &'a mut Collector,
     load_specs: &'a [LoadSpec],
     load_source: &'static str,
     status: Status,
@@ -459,7 +499,7 @@ fn assemble(a: Assembly) -> RunResult {
 /// The probe this lifecycle runs today.
 const TIMER: &str = "timer";
 
-fn phases(plan: &RunPlan, cpus: &[usize], collector: &Collector, specs: &[LoadSpec]) -> Vec<crate::result::PhaseResult> {
+fn phases(plan: &RunPlan, cpus: &[usize], collector: &mut Collector, specs: &[LoadSpec]) -> Vec<crate::result::PhaseResult> {
     let bounds: Vec<u64> = std::iter::once(0).chain(phase_bounds(specs, plan.total_ns())).collect();
     (0..collector.phase_count())
         .map(|i| {
@@ -469,13 +509,8 @@ fn phases(plan: &RunPlan, cpus: &[usize], collector: &Collector, specs: &[LoadSp
                 .filter(|s| s.start_ns.unwrap_or(0) <= start_ns && s.end_ns.is_none_or(|e| e >= end_ns))
                 .map(|s| s.text.clone())
                 .collect();
-            let probes = (0..cpus.len())
-                .map(|c| {
-                    let (stats, hist) = collector.phase_stats(c, i);
-                    ProbeResult::new(TIMER, Some(cpus[c]), &stats, &hist)
-                })
-                .collect();
-            let (stats, hist) = collector.phase_combined(i);
+            let (per_cpu, (stats, hist)) = collector.take_phase(i);
+            let probes = per_cpu.iter().zip(cpus).map(|((s, h), &cpu)| ProbeResult::new(TIMER, Some(cpu), s, h)).collect();
             crate::result::PhaseResult {
                 start_ns,
                 end_ns,
@@ -576,10 +611,15 @@ pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Resu
     let interrupts = Interrupts::install()?;
 
     let mut loads = LoadSet::new(&specs, cpus, duration.is_none())?;
+    let mut warnings = Vec::new();
+    let mut watchdog = interrupts.watchdog(&loads, &mut warnings)?;
     let origin = sys::monotonic_ns();
     loads.set_origin(origin);
     loads.start_initial(&interrupts.stop);
     let end = duration.map(|d| origin + d);
+    if let (Some(w), Some(end)) = (&mut watchdog, end) {
+        w.arm(end + END_SLACK.as_nanos() as u64);
+    }
     loop {
         let now = sys::monotonic_ns();
         loads.tick(now);
@@ -590,6 +630,10 @@ pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Resu
         std::thread::sleep(Duration::from_nanos(next.saturating_sub(now).clamp(1_000_000, 50_000_000)));
     }
     let records = loads.records();
+    finish_watchdog(watchdog, &mut warnings);
+    for w in &warnings {
+        eprintln!("rtgauge: warning: {w}");
+    }
 
     let mut text = String::new();
     for (s, r) in specs.iter().zip(&records) {

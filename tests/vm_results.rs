@@ -160,7 +160,11 @@ fn check_guest(dir: &Path, validator: &jsonschema::Validator) -> Vec<String> {
         let stall: Value = serde_json::from_str(&stall).unwrap();
         let interval = u(&doc["config"]["interval_ns"]);
         let cpu1 = doc["probes"].as_array().unwrap().iter().find(|p| p["cpu"] == 1).unwrap();
-        if u(&cpu1["max_ns"]) + interval < u(&stall["duration_ns"]) {
+        let offset = u(&stall["start_ns"]) as i64 - u(&doc["monotonic_start_ns"]) as i64;
+        let end = (u(&doc["measured_ns"]) + u(&doc["config"]["warmup"]["periods"]) * interval) as i64;
+        if !(0..end).contains(&offset) {
+            problems.push(format!("{name}: the stall began {offset} ns after the run's start, outside its {end} ns"));
+        } else if u(&cpu1["max_ns"]) + interval < u(&stall["duration_ns"]) {
             problems.push(format!("{name}: a {} ns stall on cpu1 but its max is {}", stall["duration_ns"], cpu1["max_ns"]));
         }
     }

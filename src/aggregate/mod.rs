@@ -302,18 +302,18 @@ impl Collector {
         self.phase_first.len()
     }
 
-    /// CPU `i` in phase `p`.
-    pub fn phase_stats(&self, i: usize, p: usize) -> (LatencyStats, Histogram<u64>) {
-        self.cpus[i].phases[p].stats((0, 0), self.interval_ns)
-    }
-
-    /// All CPUs together in phase `p`.
-    pub fn phase_combined(&self, p: usize) -> (LatencyStats, Histogram<u64>) {
-        let mut t = Tally::default();
-        for c in &self.cpus {
-            t.merge(&c.phases[p]);
+    /// Hands over phase `p`: its statistics per CPU and all CPUs together. Its tallies are
+    /// freed as it goes (once measuring is over), so the results of many phases need not sit
+    /// beside all their histograms.
+    pub fn take_phase(&mut self, p: usize) -> (Vec<(LatencyStats, Histogram<u64>)>, (LatencyStats, Histogram<u64>)) {
+        let mut all = Tally::default();
+        let mut per_cpu = Vec::with_capacity(self.cpus.len());
+        for c in &mut self.cpus {
+            let t = std::mem::take(&mut c.phases[p]);
+            all.merge(&t);
+            per_cpu.push(t.stats((0, 0), self.interval_ns));
         }
-        t.stats((0, 0), self.interval_ns)
+        (per_cpu, all.stats((0, 0), self.interval_ns))
     }
 
     /// What the live view shows for CPU `i`: samples, missed, max and p99 so far.

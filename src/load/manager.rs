@@ -113,6 +113,8 @@ pub struct LoadSet {
     cgroup: Option<super::contain::RunCgroup>,
     containment: Option<super::contain::Containment>,
     finished: bool,
+    /// The process groups of the loads now running (for the watchdog).
+    groups: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<i32>>>,
 }
 
 /// How long a load gets between SIGTERM and SIGKILL.
@@ -216,7 +218,7 @@ impl LoadSet {
             })
             .collect();
         let mut set =
-            LoadSet { loads, guardian, exe, cpus, origin_ns: None, once, cgroup: None, containment: None, finished: false };
+            LoadSet { loads, guardian, exe, cpus, origin_ns: None, once, cgroup: None, containment: None, finished: false, groups: Default::default() };
         if !specs.is_empty() {
             set.contain(specs);
         }
@@ -248,6 +250,23 @@ impl LoadSet {
                 self.containment = Some(Containment { kind: "process-group".into(), cgroup: None, fallback_reason: Some(why) });
             }
         }
+    }
+
+    /// What the watchdog needs to find the loads' threads.
+    pub fn demoter(&self) -> super::watchdog::Demoter {
+        super::watchdog::Demoter {
+            cgroup: self.cgroup.as_ref().map(|c| (c.path.clone(), c.version)),
+            groups: self.groups.clone(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.loads.is_empty()
+    }
+
+    /// Whether a load runs at an RT policy (a command may also raise its own).
+    pub fn any_realtime(&self) -> bool {
+        self.loads.iter().any(|l| matches!(l.spec.policy, Some(LoadPolicy::Fifo(_) | LoadPolicy::Rr(_))))
     }
 
     /// How the loads are contained (null without loads).
@@ -318,6 +337,9 @@ impl LoadSet {
                 if let Some(g) = &mut self.guardian {
                     g.watch_group(child.id() as i32);
                 }
+                if let Ok(mut g) = self.groups.lock() {
+                    g.insert(child.id() as i32);
+                }
                 load.record.runs += 1;
                 let now = sys::monotonic_ns();
                 load.started_mono.get_or_insert(now);
@@ -339,6 +361,9 @@ impl LoadSet {
         let _ = sys::signal_group(run.child.id() as i32, signal_hook::consts::SIGKILL);
         if let Some(g) = &mut self.guardian {
             g.release_group(run.child.id() as i32);
+        }
+        if let Ok(mut g) = self.groups.lock() {
+            g.remove(&(run.child.id() as i32));
         }
         add_usage(&mut load.record.usage, usage);
         load.record.endings.push(ending(end, run.stopping));

@@ -146,12 +146,13 @@ const THREAD_STACK: usize = 64 * 1024;
 /// Part of the stack touched before the loop so it never page-faults inside it.
 const PREFAULT_STACK: usize = 16 * 1024;
 
-/// Ring slots per thread: about four seconds of wake-ups (the collector drains ten times a
-/// second), within 1024..65536 slots (32 KiB..2 MiB). A fuller ring costs latencies, never
-/// the accounting of periods (see [`Sample::lost_before`]).
+/// Ring slots per thread: about two seconds of wake-ups (the collector drains ten times a
+/// second, and even a collector starved by RT throttling runs once a second), within
+/// 1024..65536 slots (32 KiB..2 MiB). A fuller ring costs latencies, never the accounting of
+/// periods (see [`Sample::lost_before`]).
 pub fn ring_capacity(interval_ns: u64) -> usize {
-    let four_seconds = (4_000_000_000 / interval_ns.max(1)) as usize;
-    four_seconds.next_power_of_two().clamp(1024, 65_536)
+    let two_seconds = (2_000_000_000 / interval_ns.max(1)) as usize;
+    two_seconds.next_power_of_two().clamp(1024, 65_536)
 }
 
 /// EPERM, for the unlikely error without an OS error number.

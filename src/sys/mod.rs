@@ -157,7 +157,7 @@ pub fn tame_malloc() {
     // SAFETY: mallopt takes two integers and only changes future allocations.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 * 1024);
     }
 }
 
@@ -554,18 +554,71 @@ pub fn map_touch_unmap(bytes: usize) -> io::Result<u64> {
 /// Blocks until `fd` is readable (`poll`), without reading: a start gate many processes can
 /// wait on at once and pass together (reading would serialise them on the file's lock).
 pub fn wait_readable(fd: &impl std::os::fd::AsRawFd) -> io::Result<()> {
+    wait_readable_until(fd, None).map(drop)
+}
+
+/// Blocks until `fd` is readable or CLOCK_MONOTONIC reaches `deadline_ns` (`None`: no time
+/// limit); returns whether it is readable. Signals do not end the wait early.
+pub fn wait_readable_until(fd: &impl std::os::fd::AsRawFd, deadline_ns: Option<u64>) -> io::Result<bool> {
     let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
     loop {
+        let timeout = match deadline_ns {
+            None => -1,
+            Some(d) => (d.saturating_sub(monotonic_ns()).div_ceil(1_000_000)).min(i32::MAX as u64) as libc::c_int,
+        };
         // SAFETY: `p` is one valid pollfd for the duration of the call.
-        let r = unsafe { libc::poll(&mut p, 1, -1) };
+        let r = unsafe { libc::poll(&mut p, 1, timeout) };
         if r >= 0 {
-            return Ok(());
+            return Ok(r > 0);
         }
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {
             return Err(e);
         }
     }
+}
+
+/// Runs the calling thread at SCHED_DEADLINE: `runtime_ns` of CPU every `period_ns`, ahead of
+/// every SCHED_FIFO task and outside RT throttling (`sched_setattr`).
+pub fn set_thread_deadline(runtime_ns: u64, period_ns: u64) -> io::Result<()> {
+    /// `struct sched_attr` of the kernel's UAPI (version 0, 48 bytes).
+    #[repr(C)]
+    struct SchedAttr {
+        size: u32,
+        policy: u32,
+        flags: u64,
+        nice: i32,
+        priority: u32,
+        runtime: u64,
+        deadline: u64,
+        period: u64,
+    }
+    const SCHED_DEADLINE: u32 = 6;
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        policy: SCHED_DEADLINE,
+        flags: 0,
+        nice: 0,
+        priority: 0,
+        runtime: runtime_ns,
+        deadline: period_ns,
+        period: period_ns,
+    };
+    // SAFETY: `attr` is a valid sched_attr that outlives the call; tid 0 is the calling thread.
+    check_syscall(unsafe { libc::syscall(libc::SYS_sched_setattr, 0 as libc::pid_t, &attr as *const SchedAttr, 0u32) }).map(drop)
+}
+
+/// Moves task `tid` (a thread of any process) to SCHED_OTHER if it runs at an RT policy;
+/// returns whether it did.
+pub fn demote_task(tid: i32) -> bool {
+    // SAFETY: no pointers are passed.
+    let policy = unsafe { libc::syscall(libc::SYS_sched_getscheduler, tid as libc::pid_t) } as libc::c_int;
+    if policy < 0 || !matches!(policy & !libc::SCHED_RESET_ON_FORK, libc::SCHED_FIFO | libc::SCHED_RR) {
+        return false;
+    }
+    let param = zeroed_sched_param();
+    // SAFETY: `param` is a valid sched_param that outlives the call.
+    unsafe { libc::syscall(libc::SYS_sched_setscheduler, tid as libc::pid_t, libc::SCHED_OTHER, &param as *const libc::sched_param) == 0 }
 }
 
 // ---- files: used by the result writer ----
