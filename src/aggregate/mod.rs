@@ -41,6 +41,9 @@ pub struct LatencyStats {
     pub max_at_ns: Option<u64>,
 }
 
+/// Statistics with the standard histogram they came from.
+pub type Figures = (LatencyStats, Histogram<u64>);
+
 /// Reads percentile `p` (in percent) from a histogram, clamped into [min, max]: HDR reports
 /// the top of a bucket, which may lie a little above the exact maximum.
 pub fn percentile(hist: &Histogram<u64>, p: f64, min: u64, max: u64) -> u64 {
@@ -305,7 +308,7 @@ impl Collector {
     /// Hands over phase `p`: its statistics per CPU and all CPUs together. Its tallies are
     /// freed as it goes (once measuring is over), so the results of many phases need not sit
     /// beside all their histograms.
-    pub fn take_phase(&mut self, p: usize) -> (Vec<(LatencyStats, Histogram<u64>)>, (LatencyStats, Histogram<u64>)) {
+    pub fn take_phase(&mut self, p: usize) -> (Vec<Figures>, Figures) {
         let mut all = Tally::default();
         let mut per_cpu = Vec::with_capacity(self.cpus.len());
         for c in &mut self.cpus {
