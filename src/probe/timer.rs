@@ -44,7 +44,7 @@ pub fn run(cfg: TimerLoop, start_ns: u64, stop: &AtomicBool, ring: &mut rtrb::Pr
         sys::sleep_until_monotonic(deadline);
         let now = sys::monotonic_ns();
         let latency = now.saturating_sub(deadline);
-        let missed_after = (latency.saturating_sub(1) / interval).min(last - period);
+        let missed_after = missed_after(latency, interval, last - period);
         if period > cfg.warmup_periods {
             if latency < min {
                 min = latency;
@@ -65,5 +65,29 @@ pub fn run(cfg: TimerLoop, start_ns: u64, stop: &AtomicBool, ring: &mut rtrb::Pr
         }
         period += missed_after + 1;
         out.periods_done.store(period - 1, Relaxed);
+    }
+}
+
+/// Periods after the one just served whose deadlines lay strictly before a wake-up `latency_ns`
+/// late, at most `remaining` (the periods left in the run). A wake-up exactly on the next
+/// deadline serves that period: it is not missed.
+#[inline(always)]
+pub fn missed_after(latency_ns: u64, interval_ns: u64, remaining: u64) -> u64 {
+    (latency_ns.saturating_sub(1) / interval_ns).min(remaining)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::missed_after;
+
+    #[test]
+    fn a_wake_up_exactly_on_the_next_deadline_misses_nothing() {
+        let ms = 1_000_000;
+        assert_eq!(missed_after(0, ms, 10), 0);
+        assert_eq!(missed_after(ms - 1, ms, 10), 0);
+        assert_eq!(missed_after(ms, ms, 10), 0, "on the next deadline: that period is served");
+        assert_eq!(missed_after(ms + 1, ms, 10), 1, "later than it: missed");
+        assert_eq!(missed_after(3 * ms, ms, 10), 2);
+        assert_eq!(missed_after(u64::MAX, ms, 10), 10, "never beyond the run");
     }
 }
