@@ -5,8 +5,8 @@
 use crate::aggregate::Collector;
 use crate::audit::SystemInfo;
 use crate::load::manager::{find_program, LoadSet};
-use crate::load::watchdog::Watchdog;
 use crate::load::spec::{Generator, LoadSpec};
+use crate::load::watchdog::Watchdog;
 use crate::probe::{self, timer::TimerLoop, RunningProbes, SetupError, ThreadSched};
 use crate::report::{json::JsonSink, live::LiveView, summary};
 use crate::result::{Config, ProbeResult, RunResult, Status, WarmupConfig, SCHEMA};

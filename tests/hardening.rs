@@ -450,6 +450,13 @@ fn json_to_a_closed_standard_output_exits_2_before_measuring() {
     assert!(t.elapsed() < Duration::from_secs(20));
 }
 
+/// Whether process `pid` holds `/dev/cpu_dma_latency` open (it does while measuring).
+fn holds_dma_latency(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|d| {
+        d.flatten().any(|e| std::fs::read_link(e.path()).is_ok_and(|t| t == std::path::Path::new("/dev/cpu_dma_latency")))
+    })
+}
+
 #[test]
 fn a_result_that_cannot_be_written_at_the_end_is_saved_elsewhere_and_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -463,7 +470,11 @@ fn a_result_that_cannot_be_written_at_the_end_is_saved_elsewhere_and_named() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    // Measuring (its /dev/cpu_dma_latency request is held after the destination was checked).
+    let t = Instant::now();
+    while !holds_dma_latency(child.id()) && t.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     std::fs::remove_dir(&sub).unwrap();
     let (_, out) = wait_bounded(child, Duration::from_secs(30), "a run whose destination vanished");
     let err = String::from_utf8_lossy(&out.stderr);

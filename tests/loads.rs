@@ -9,7 +9,6 @@ use common::*;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 fn load_json(m: &Marker, args: &[&str]) -> (i32, Value, String) {
     let mut all = vec!["load", "--json", "-"];
@@ -215,9 +214,9 @@ fn loads_run_on_the_load_cpus() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
-    let sleeper =
-        m.processes().into_iter().find(|p| p.split_once(": ").unwrap().1.starts_with("sleep 1000")).expect("the load runs");
+    let is_sleeper = |p: &String| p.split_once(": ").unwrap().1.starts_with("sleep 1000");
+    m.wait_for("the load runs", |m| m.processes().iter().any(is_sleeper));
+    let sleeper = m.processes().into_iter().find(is_sleeper).expect("the load runs");
     let pid = sleeper.split(':').next().unwrap();
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let allowed = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim().to_string();
@@ -249,9 +248,8 @@ fn signal_run(m: &Marker, how: &str) {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(m.processes().len() >= 4, "loads running: {:?}", m.processes());
-    assert!(!m.files().is_empty(), "the io load has its temporary directory");
+    // rtgauge, its guardian and the three loads; the io load's temporary directory.
+    m.wait_for("loads running", |m| m.processes().len() >= 5 && !m.files().is_empty());
     if how == "KILL" {
         child.kill().unwrap();
         child.wait().unwrap();
@@ -316,8 +314,8 @@ fn bad_specs_start_nothing() {
 fn tmp_files_live_in_the_chosen_tmpdir() {
     // Sanity of the marker itself: the io load's directory appears under TMPDIR while it runs.
     let m = Marker::new();
-    let mut child = m.cmd(&["load", "io:size=1M", "--duration", "1500ms"]).stdout(Stdio::null()).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    let mut child = m.cmd(&["load", "io:size=1M", "--duration", "3s"]).stdout(Stdio::null()).spawn().unwrap();
+    m.wait_for("the io load's directory", |m| m.files().iter().any(|f| f.starts_with("rtgauge-io-")));
     let files = m.files();
     assert!(files.iter().any(|f| f.starts_with("rtgauge-io-")), "{files:?}");
     assert!(Path::new(&m.0.path().join(&files[0])).is_dir());
@@ -345,11 +343,11 @@ fn a_net_load_that_cannot_send_fails_with_the_reason() {
 fn loads_run_at_their_policy_and_nice() {
     let m = Marker::new();
     let mut child = m
-        .cmd(&["load", "timers:count=1,policy=fifo:7", "proc:nice=5", "--duration", "1500ms"])
+        .cmd(&["load", "timers:count=1,policy=fifo:7", "proc:nice=5", "--duration", "3s"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    m.wait_for("both workers", |m| m.processes().iter().filter(|p| p.contains("__worker")).count() == 2);
     // /proc/PID/stat: field 19 is nice, 40 rt_priority, 41 policy (after the command name).
     let fields = |pid: &str| -> Vec<String> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();

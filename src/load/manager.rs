@@ -217,8 +217,18 @@ impl LoadSet {
                 failures_in_a_row: 0,
             })
             .collect();
-        let mut set =
-            LoadSet { loads, guardian, exe, cpus, origin_ns: None, once, cgroup: None, containment: None, finished: false, groups: Default::default() };
+        let mut set = LoadSet {
+            loads,
+            guardian,
+            exe,
+            cpus,
+            origin_ns: None,
+            once,
+            cgroup: None,
+            containment: None,
+            finished: false,
+            groups: Default::default(),
+        };
         if !specs.is_empty() {
             set.contain(specs);
         }

@@ -102,7 +102,14 @@ impl Watchdog {
     }
 }
 
-fn watch(mut wake: UnixStream, deadline: &AtomicU64, done: &AtomicBool, stop: &AtomicBool, demoter: &Demoter, demoted: &AtomicU64) {
+fn watch(
+    mut wake: UnixStream,
+    deadline: &AtomicU64,
+    done: &AtomicBool,
+    stop: &AtomicBool,
+    demoter: &Demoter,
+    demoted: &AtomicU64,
+) {
     let _ = wake.set_nonblocking(true);
     let mut buf = [0u8; 64];
     let mut acting = false;

@@ -92,7 +92,9 @@ impl JsonSink {
     pub fn open(target: &JsonTarget) -> anyhow::Result<JsonSink> {
         let given = match target {
             JsonTarget::Stdout if crate::sys::stdout_was_closed() => {
-                bail!("--json -: standard output is closed; give a file instead, e.g. --json result.json")
+                bail!(
+                    "--json -: standard output is closed (or not open for writing); give a file instead, e.g. --json result.json"
+                )
             }
             JsonTarget::Stdout => return Ok(JsonSink::Stdout),
             JsonTarget::File(p) => p,

@@ -618,7 +618,10 @@ pub fn demote_task(tid: i32) -> bool {
     }
     let param = zeroed_sched_param();
     // SAFETY: `param` is a valid sched_param that outlives the call.
-    unsafe { libc::syscall(libc::SYS_sched_setscheduler, tid as libc::pid_t, libc::SCHED_OTHER, &param as *const libc::sched_param) == 0 }
+    unsafe {
+        libc::syscall(libc::SYS_sched_setscheduler, tid as libc::pid_t, libc::SCHED_OTHER, &param as *const libc::sched_param)
+            == 0
+    }
 }
 
 // ---- files: used by the result writer ----
@@ -641,7 +644,8 @@ pub fn link_into(file: &std::fs::File, path: &std::path::Path) -> io::Result<()>
     check(unsafe { libc::linkat(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::AT_SYMLINK_FOLLOW) })
 }
 
-/// Whether standard output was closed when rtgauge started. Rust's runtime opens `/dev/null`
+/// Whether standard output was closed when rtgauge started, or is not open for writing.
+/// Rust's runtime opens `/dev/null`
 /// read-write on a closed standard descriptor before `main`, so writes to it would vanish
 /// silently; a shell's `>/dev/null` opens it write-only. (So `1<>/dev/null` reads as closed.)
 pub fn stdout_was_closed() -> bool {
@@ -650,6 +654,9 @@ pub fn stdout_was_closed() -> bool {
     let (stat_ok, flags) = unsafe { (libc::fstat(1, &mut st) == 0, libc::fcntl(1, libc::F_GETFL)) };
     if !stat_ok || flags == -1 {
         return true;
+    }
+    if flags & libc::O_ACCMODE == libc::O_RDONLY {
+        return true; // open, but not for writing (e.g. a descriptor an emulator took over)
     }
     let null = std::fs::metadata("/dev/null").map(|m| std::os::unix::fs::MetadataExt::rdev(&m)).ok();
     (st.st_mode & libc::S_IFMT) == libc::S_IFCHR && Some(st.st_rdev) == null && flags & libc::O_ACCMODE == libc::O_RDWR

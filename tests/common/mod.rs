@@ -132,6 +132,15 @@ impl Marker {
     pub fn files(&self) -> Vec<String> {
         std::fs::read_dir(self.0.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
     }
+    /// Waits (at most 60 s: start-up under an emulator on a busy host is slow) until `ready`
+    /// holds for this marker, instead of assuming how long start-up takes.
+    pub fn wait_for(&self, what: &str, ready: impl Fn(&Marker) -> bool) {
+        let t = std::time::Instant::now();
+        while !ready(self) {
+            assert!(t.elapsed() < Duration::from_secs(60), "{what}: not within 60 s: {:?}", self.processes());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
     /// Asserts nothing is left, allowing the kernel a moment to finish killing.
     pub fn assert_clean(&self, when: &str) {
         for _ in 0..50 {
