@@ -17,6 +17,17 @@ fn turn() -> std::sync::MutexGuard<'static, ()> {
     RT_LOADS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Under an emulator (qemu-user), RT throttling leaves the emulated coordinator ~5 % of a CPU
+/// beside emulated FIFO 99 workers: no time bound holds. The class is covered natively and by
+/// the PREEMPT_RT guests of tests/vm (rt-load-99, load-rt-99).
+fn emulated() -> bool {
+    let skip = runner().is_some();
+    if skip {
+        eprintln!("SKIPPED under an emulator: an RT load on every CPU starves the emulated coordinator");
+    }
+    skip
+}
+
 /// Waits for `child` at most `limit`, reading its output meanwhile (a large document would
 /// otherwise fill the pipe); kills it and fails the test if it does not end.
 fn wait_bounded(child: Child, limit: Duration, what: &str) -> (Duration, Output) {
@@ -45,6 +56,9 @@ fn periods(p: &Value) -> (u64, u64) {
 
 #[test]
 fn an_rt_load_at_priority_99_on_every_measured_cpu_ends_on_time_with_every_period_accounted() {
+    if emulated() {
+        return;
+    }
     let _t = turn();
     let child = rtgauge(&["run", "-q", "-D", "2s", "--warmup", "100", "--json", "-", "--load", "cpu:policy=fifo:99"])
         .stdout(Stdio::piped())
@@ -65,6 +79,9 @@ fn an_rt_load_at_priority_99_on_every_measured_cpu_ends_on_time_with_every_perio
 
 #[test]
 fn ctrl_c_stops_a_run_whose_cpus_an_rt_load_holds() {
+    if emulated() {
+        return;
+    }
     let _t = turn();
     let child = rtgauge(&["run", "-q", "-D", "60s", "--warmup", "0", "--json", "-", "--load", "cpu:policy=fifo:99"])
         .stdout(Stdio::piped())
