@@ -181,6 +181,9 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
         eprintln!("rtgauge: warning: {w}");
     }
     warnings.extend(lock_memory(&plan, &mut system));
+    if !plan.policy.is_realtime() {
+        warnings.push("measured at SCHED_OTHER on purpose (--policy other): not a real-time measurement".into());
+    }
     let dma_guard = plan.cpu_dma_latency_us.map(crate::tuning::DmaLatencyGuard::hold);
     if let Some(g) = dma_guard.as_ref().filter(|g| !g.record.applied) {
         warnings.push(format!(
@@ -298,10 +301,6 @@ fn lock_memory(plan: &RunPlan, system: &mut SystemInfo) -> Option<String> {
             Some(format!("memory not locked (page faults may add latency): {e}"))
         }
     }
-    .or_else(|| {
-        (!plan.policy.is_realtime())
-            .then(|| "measured at SCHED_OTHER on purpose (--policy other): not a real-time measurement".into())
-    })
 }
 
 /// Sets up the measurement threads; a refusal becomes an error that says why and what to do.
