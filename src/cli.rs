@@ -1,7 +1,7 @@
 //! The command line as the user types it (clap definitions only). Values stay text here;
 //! `scenario` validates them into a plan without touching the system.
 
-use crate::sys::Policy;
+use crate::vocab::policy::Policy;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 const ABOUT: &str = "Is this board, kernel and configuration real-time enough for my cycle time?";
@@ -137,6 +137,10 @@ pub struct RunArgs {
     /// here override its values, --require adds to its requirements
     #[arg(short, long, value_name = "FILE|NAME", allow_hyphen_values = true)]
     pub scenario: Option<String>,
+    /// What to measure, repeatable: a probe with options and CPUs, NAME[:key=value,...][@CPUS],
+    /// e.g. 'timer:interval=500us@0-1'. Probes: timer [default: timer on every measured CPU]
+    #[arg(long = "measure", value_name = "PROBE", allow_hyphen_values = true)]
+    pub measure: Vec<String>,
     /// Period of the timer: 100us, 0.5ms, 1ms, ... [default: 1ms]
     #[arg(short, long, allow_hyphen_values = true, value_name = "TIME")]
     pub interval: Option<String>,
@@ -227,6 +231,7 @@ impl RunArgs {
             cpu_dma_latency: self.cpu_dma_latency.clone(),
             load: self.load.clone(),
             load_cpus: self.load_cpus.clone(),
+            measure: self.measure.clone(),
         }
     }
 }

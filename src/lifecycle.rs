@@ -7,13 +7,14 @@ use crate::audit::SystemInfo;
 use crate::load::manager::{find_program, LoadSet};
 use crate::load::spec::{Generator, LoadSpec};
 use crate::load::watchdog::Watchdog;
-use crate::probe::{self, timer::TimerLoop, RunningProbes, SetupError, ThreadSched};
+use crate::probe::registry::{self, RunTiming};
+use crate::probe::{self, ProbePlan, RunningProbes, SetupError, ThreadSched};
 use crate::report::{json::JsonSink, live::LiveView, summary};
-use crate::result::{Config, ProbeResult, RunResult, Status, WarmupConfig, SCHEMA};
-use crate::scenario::cpus::format_cpu_list;
+use crate::result::{Config, ProbeConfig, ProbeResult, RunResult, Status, WarmupConfig, SCHEMA};
 use crate::scenario::{LoadChoice, RunLength, RunPlan, Warmup};
 use crate::sys;
 use crate::verdict;
+use crate::vocab::cpus::format_cpu_list;
 use anyhow::{anyhow, bail, Result};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -97,23 +98,29 @@ fn resolve_cpus(plan: &RunPlan, system: &SystemInfo) -> Result<Vec<usize>> {
         }
         None => Ok(system.allowed_cpus.clone()),
         Some(cpus) => {
-            if let Some(bad) = cpus.iter().find(|c| !system.online_cpus.contains(c)) {
-                bail!(
-                    "--cpus: CPU {bad} is not online on this machine (online: {}); choose among them, e.g. --cpus {}",
-                    format_cpu_list(&system.online_cpus),
-                    format_cpu_list(&system.allowed_cpus)
-                );
-            }
-            if let Some(bad) = cpus.iter().find(|c| !system.allowed_cpus.contains(c)) {
-                bail!(
-                    "--cpus: CPU {bad} is outside this process's affinity (allowed: {}; set by taskset or a cpuset); \
-                     choose among them or widen the affinity",
-                    format_cpu_list(&system.allowed_cpus)
-                );
-            }
+            check_cpus("--cpus", cpus, system)?;
             Ok(cpus.clone())
         }
     }
+}
+
+/// Checks that `option`'s CPUs are online and within this process's affinity.
+fn check_cpus(option: &str, cpus: &[usize], system: &SystemInfo) -> Result<()> {
+    if let Some(bad) = cpus.iter().find(|c| !system.online_cpus.contains(c)) {
+        bail!(
+            "{option}: CPU {bad} is not online on this machine (online: {}); choose among them, e.g. --cpus {}",
+            format_cpu_list(&system.online_cpus),
+            format_cpu_list(&system.allowed_cpus)
+        );
+    }
+    if let Some(bad) = cpus.iter().find(|c| !system.allowed_cpus.contains(c)) {
+        bail!(
+            "{option}: CPU {bad} is outside this process's affinity (allowed: {}; set by taskset or a cpuset); \
+             choose among them or widen the affinity",
+            format_cpu_list(&system.allowed_cpus)
+        );
+    }
+    Ok(())
 }
 
 /// The loads of the plan, resolved for this machine and checked against it: the commands exist,
@@ -143,8 +150,8 @@ fn check_loads(specs: &[LoadSpec], run_ns: Option<u64>, online: &[usize], load_c
                 bail!(
                     "--load '{}': starts at {} but the run lasts {}; start it earlier or lengthen the run",
                     s.text,
-                    crate::scenario::units::Nanos(start),
-                    crate::scenario::units::Nanos(total)
+                    crate::vocab::units::Nanos(start),
+                    crate::vocab::units::Nanos(total)
                 );
             }
         }
@@ -168,47 +175,35 @@ const THREAD_GRACE: Duration = Duration::from_secs(1);
 /// first deadline before it passes (the warm-up absorbs the loads' ramp-up).
 const START_MARGIN_NS: u64 = 50_000_000;
 
-/// Runs `rtgauge run`: measures, reports, and returns the exit status.
+/// The plan resolved against the audited machine: the probes with their CPUs, the loads.
+struct Resolved {
+    probes: Vec<ProbePlan>,
+    /// Every CPU any probe measures, ascending.
+    cpus: Vec<usize>,
+    load_specs: Vec<LoadSpec>,
+    load_source: &'static str,
+}
+
+/// Runs `rtgauge run`: the stages in order (plan → audit → tuning → probes set up → loads →
+/// measure → assemble → verdict → report); returns the exit status.
 pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     // Signals first: Ctrl-C and SIGTERM stop the run at any moment from here on.
     let interrupts = Interrupts::install()?;
     let mut system = SystemInfo::probe();
-    let cpus = resolve_cpus(&plan, &system)?;
-    let (load_specs, load_source) = resolve_loads(&plan, &system)?;
+    let resolved = resolve(&plan, &system)?;
     let sink = plan.json.as_ref().map(JsonSink::open).transpose()?;
-    let mut warnings = load_priority_warnings(&plan, &cpus, &load_specs, &system);
+    let mut warnings = load_priority_warnings(&plan, &resolved.cpus, &resolved.load_specs, &system);
     for w in &warnings {
         eprintln!("rtgauge: warning: {w}");
     }
-    warnings.extend(lock_memory(&plan, &mut system));
-    if !plan.policy.is_realtime() {
-        warnings.push("measured at SCHED_OTHER on purpose (--policy other): not a real-time measurement".into());
-    }
-    let dma_guard = plan.cpu_dma_latency_us.map(crate::tuning::DmaLatencyGuard::hold);
-    if let Some(g) = dma_guard.as_ref().filter(|g| !g.record.applied) {
-        warnings.push(format!(
-            "could not hold /dev/cpu_dma_latency at {} ({}): deep CPU idle states may add exit latency; run as root",
-            g.record.value,
-            g.record.error.as_deref().unwrap_or("?")
-        ));
-    }
-
+    let tuning = apply_tuning(&plan, &mut system, &mut warnings);
     // The measurement threads are ready (pinned, at their priority) before any load starts.
-    let timer = TimerLoop { interval_ns: plan.interval_ns, warmup_periods: plan.warmup_periods(), periods: plan.total_periods() };
-    let prepared = prepare_probes(&plan, &cpus, timer, &interrupts, &system)?;
+    let prepared = prepare_probes(&plan, &resolved.probes, &interrupts, &system)?;
     system.rt_priority_obtained = plan.policy.is_realtime()
-        && prepared.reports().len() == cpus.len()
+        && prepared.reports().len() == resolved.probes.iter().map(|p| p.cpus.len()).sum::<usize>()
         && prepared.reports().iter().all(|r| r.policy == Some(plan.policy) && r.priority == plan.priority);
-
-    let mut loads = LoadSet::new(&load_specs, plan.load_cpus.clone(), false)?;
-    if load_source == "default" && !plan.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        eprintln!(
-            "rtgauge: measuring under the default worst-case load ({}); --load none measures an idle system",
-            load_specs.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(", ")
-        );
-    }
-    let mut watchdog = interrupts.watchdog(&loads, &mut warnings)?;
-    loads.start_initial(&interrupts.stop);
+    announce_default_load(&plan, &resolved);
+    let (mut loads, mut watchdog) = start_loads(&resolved.load_specs, plan.load_cpus.clone(), false, &interrupts, &mut warnings)?;
 
     let started_at = SystemTime::now();
     let mut probes = prepared.go(sys::monotonic_ns() + START_MARGIN_NS);
@@ -216,32 +211,27 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     if let Some(w) = &mut watchdog {
         w.arm(probes.start_ns + plan.total_ns() + END_SLACK.as_nanos() as u64);
     }
-    let phase_bounds = phase_bounds(&load_specs, plan.total_ns());
-    let mut collector = Collector::new(cpus.len(), plan.interval_ns, &phase_bounds, timer.warmup_periods);
-    let end_period = measure(&plan, &cpus, &mut probes, &mut collector, &mut loads, &interrupts);
+    let bounds = phase_bounds(&resolved.load_specs, plan.total_ns());
+    let threads: Vec<_> = probes.keys.iter().map(|&k| (k, resolved.probes[k.probe].probe.schedule())).collect();
+    let mut collector = Collector::new(&threads, &bounds);
+    let end_ns = measure(&plan, &resolved, &mut probes, &mut collector, &mut loads, &interrupts);
     finish_watchdog(watchdog, &mut warnings);
-    let tuning: Vec<_> = dma_guard.map(|g| g.record.clone()).into_iter().collect(); // request released here
+    let tuning: Vec<_> = tuning.map(|g| g.record.clone()).into_iter().collect(); // request released here
     let load_records = loads.records();
     let ended_at = SystemTime::now();
 
     let interrupted_by = interrupts.which();
-    let complete = interrupted_by.is_none() && end_period == plan.total_periods();
+    let complete = interrupted_by.is_none() && end_ns == plan.total_ns();
     let status = if complete { Status::Complete } else { Status::Partial };
-    warnings.extend(measurement_warnings(&collector, &cpus, plan.interval_ns));
-    warnings.extend(
-        load_records.iter().filter(|l| l.failed).map(|l| {
-            format!("load '{}' failed: {}", l.spec, l.error.as_deref().unwrap_or("see the loads section of the result"))
-        }),
-    );
+    warnings.extend(measurement_warnings(&collector, &resolved.probes));
+    warnings.extend(load_failure_warnings(&load_records));
     let result = assemble(Assembly {
         plan: &plan,
-        cpus,
+        resolved: &resolved,
         collector: &mut collector,
-        load_specs: &load_specs,
-        load_source,
         status,
         interrupted_by,
-        times: (started_at, ended_at, probes.start_ns, end_period),
+        times: (started_at, ended_at, probes.start_ns, end_ns),
         command_line,
         system,
         tuning,
@@ -250,6 +240,68 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
         warnings,
     });
     report(&result, sink)
+}
+
+/// The plan checked against the machine: CPUs, probes (built for the run's timing), loads.
+fn resolve(plan: &RunPlan, system: &SystemInfo) -> Result<Resolved> {
+    let cpus = resolve_cpus(plan, system)?;
+    let timing = RunTiming {
+        interval_ns: plan.interval_ns,
+        warmup_ns: plan.warmup_periods() * plan.interval_ns,
+        total_ns: plan.total_ns(),
+    };
+    let mut probes = Vec::new();
+    for m in &plan.measures {
+        let probe_cpus = match &m.cpus {
+            None => cpus.clone(),
+            Some(c) => {
+                check_cpus(&format!("--measure '{}'", m.text), c, system)?;
+                c.clone()
+            }
+        };
+        probes.push(ProbePlan { probe: registry::build(m, timing).map_err(anyhow::Error::msg)?, cpus: probe_cpus });
+    }
+    let mut all: Vec<usize> = probes.iter().flat_map(|p| p.cpus.iter().copied()).collect();
+    all.sort_unstable();
+    all.dedup();
+    let (load_specs, load_source) = resolve_loads(plan, system)?;
+    Ok(Resolved { probes, cpus: all, load_specs, load_source })
+}
+
+/// Settings held for the run: memory locked, the CPU latency request. Returns the request's
+/// guard (released when dropped); what could not be applied becomes a warning.
+fn apply_tuning(plan: &RunPlan, system: &mut SystemInfo, warnings: &mut Vec<String>) -> Option<crate::tuning::DmaLatencyGuard> {
+    warnings.extend(lock_memory(plan, system));
+    if !plan.policy.is_realtime() {
+        warnings.push("measured at SCHED_OTHER on purpose (--policy other): not a real-time measurement".into());
+    }
+    let guard = plan.cpu_dma_latency_us.map(crate::tuning::DmaLatencyGuard::hold);
+    if let Some(g) = guard.as_ref().filter(|g| !g.record.applied) {
+        warnings.push(format!(
+            "could not hold /dev/cpu_dma_latency at {} ({}): deep CPU idle states may add exit latency; run as root",
+            g.record.value,
+            g.record.error.as_deref().unwrap_or("?")
+        ));
+    }
+    guard
+}
+
+/// Says, on a terminal, that the default load mix is in use.
+fn announce_default_load(plan: &RunPlan, resolved: &Resolved) {
+    if resolved.load_source == "default" && !plan.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        eprintln!(
+            "rtgauge: measuring under the default worst-case load ({}); --load none measures an idle system",
+            resolved.load_specs.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(", ")
+        );
+    }
+}
+
+fn load_failure_warnings(records: &[crate::load::manager::LoadRecord]) -> Vec<String> {
+    records
+        .iter()
+        .filter(|l| l.failed)
+        .map(|l| format!("load '{}' failed: {}", l.spec, l.error.as_deref().unwrap_or("see the loads section of the result")))
+        .collect()
 }
 
 /// Warnings known before the run starts: a load at or above the measurement's priority on a
@@ -306,26 +358,26 @@ fn lock_memory(plan: &RunPlan, system: &mut SystemInfo) -> Option<String> {
 /// Sets up the measurement threads; a refusal becomes an error that says why and what to do.
 fn prepare_probes(
     plan: &RunPlan,
-    cpus: &[usize],
-    timer: TimerLoop,
+    probes: &[ProbePlan],
     interrupts: &Interrupts,
     system: &SystemInfo,
 ) -> Result<probe::PreparedProbes> {
     let sched = ThreadSched { policy: plan.policy, priority: plan.priority };
-    probe::prepare_timer(cpus, sched, timer, interrupts.stop.clone()).map_err(|reports| {
+    probe::prepare(probes, sched, interrupts.stop.clone()).map_err(|reports| {
         let failed = reports.iter().find(|r| r.error.is_some()).expect("a failed report");
         match failed.error.as_ref().expect("an error") {
-            SetupError::Scheduler(errno) => {
-                anyhow!(system.explain_rt_refusal(
-                    plan.policy.kernel_name(),
-                    plan.priority,
-                    &std::io::Error::from_raw_os_error(*errno)
-                ))
-            }
+            SetupError::Scheduler(errno) => anyhow!(system.explain_rt_refusal(
+                plan.policy.kernel_name(),
+                plan.priority,
+                &std::io::Error::from_raw_os_error(*errno)
+            )),
             SetupError::Affinity(msg) => {
                 anyhow!("cannot pin a thread to CPU {}: {msg}; check --cpus and the cpuset of this process", failed.cpu)
             }
-            SetupError::Other(msg) => anyhow!("cannot prepare the measurement thread for CPU {}: {msg}", failed.cpu),
+            SetupError::Probe(msg) => anyhow!("{} on CPU {}: {msg}", failed.probe, failed.cpu),
+            SetupError::Other(msg) => {
+                anyhow!("cannot prepare the {} thread for CPU {}: {msg}", failed.probe, failed.cpu)
+            }
         }
     })
 }
@@ -339,49 +391,79 @@ fn phase_bounds(specs: &[LoadSpec], total_ns: u64) -> Vec<u64> {
     b
 }
 
+/// Starts the loads that run from the start, under their watchdog (see `load::watchdog`).
+/// `until_stopped`: one-shot loads run once and are not restarted (`rtgauge load`).
+fn start_loads(
+    specs: &[LoadSpec],
+    cpus: Option<Vec<usize>>,
+    until_stopped: bool,
+    interrupts: &Interrupts,
+    warnings: &mut Vec<String>,
+) -> Result<(LoadSet, Option<Watchdog>)> {
+    let mut loads = LoadSet::new(specs, cpus, until_stopped)?;
+    let watchdog = interrupts.watchdog(&loads, warnings)?;
+    loads.start_initial(&interrupts.stop);
+    Ok((loads, watchdog))
+}
+
+/// The coordinator's loop, shared by every run: steps the loads' timeline (phases, restarts)
+/// and calls `step` until a signal stops the run (returns when it was noticed) or `step`
+/// returns `None` (returns `None`). `step` returns the time it next wants to run at; the loop
+/// sleeps until then or the next load event, between 1 ms and `max_sleep_ms`.
+fn coordinate(
+    loads: &mut LoadSet,
+    interrupts: &Interrupts,
+    max_sleep_ms: u64,
+    mut step: impl FnMut(u64, &LoadSet) -> Option<u64>,
+) -> Option<u64> {
+    loop {
+        let now = sys::monotonic_ns();
+        // A stop first: the threads may have ended on it before this wakes up.
+        if interrupts.stop.load(Ordering::Relaxed) {
+            return Some(now);
+        }
+        let wake = step(now, loads)?;
+        loads.tick(now);
+        let next = loads.next_event_ns().map_or(wake, |e| e.min(wake));
+        std::thread::sleep(Duration::from_nanos(next.saturating_sub(now).clamp(1_000_000, max_sleep_ms * 1_000_000)));
+    }
+}
+
 /// Collects until every period is accounted for, the run is stopped, or a thread is held off
 /// its CPU past the planned end; then stops the loads (which frees any CPU they held), gives
-/// the threads a bounded grace, and closes every CPU's account. Returns the last period whose
-/// deadline lay within the measurement (the planned last one unless stopped early).
+/// the threads a bounded grace, and closes every account. Returns where the measurement ended
+/// (from the start of period 0): the planned end unless stopped early.
 fn measure(
     plan: &RunPlan,
-    cpus: &[usize],
+    resolved: &Resolved,
     probes: &mut RunningProbes,
     collector: &mut Collector,
     loads: &mut LoadSet,
     interrupts: &Interrupts,
 ) -> u64 {
-    let interval = plan.interval_ns;
     let planned_end_ns = probes.start_ns + plan.total_ns();
     let total = Duration::from_nanos(plan.total_ns());
-    let live = LiveView::new(plan.quiet, cpus, Some(total));
+    let labels: Vec<String> =
+        probes.keys.iter().map(|k| format!("{} cpu{}", resolved.probes[k.probe].probe.name(), k.cpu)).collect();
+    let live = LiveView::new(plan.quiet, &labels, Some(total));
     let mut last_draw = std::time::Instant::now();
-    let mut stopped_at = None;
-    loop {
+    // The rings hold seconds of facts: draining ten times a second keeps the collector's own
+    // wake-ups (which disturb the measured CPUs too) rare. Near the planned end it wakes
+    // sooner, so a run ends as soon as its last period is measured.
+    let stopped_at = coordinate(loads, interrupts, 100, |now, _| {
         collector.drain(probes);
-        let now = sys::monotonic_ns();
-        // A stop first: the threads may have ended on it before this wakes up.
-        if interrupts.stop.load(Ordering::Relaxed) {
-            stopped_at = Some(now);
-            break;
-        }
         if probes.all_finished() || now >= planned_end_ns + END_SLACK.as_nanos() as u64 {
-            break;
+            return None;
         }
-        loads.tick(now);
         if let Some(view) = live.as_ref().filter(|_| last_draw.elapsed() >= Duration::from_millis(250)) {
             last_draw = std::time::Instant::now();
             let elapsed = Duration::from_nanos(now.saturating_sub(probes.start_ns));
-            let figures: Vec<_> = (0..cpus.len()).map(|i| collector.live(i)).collect();
-            view.update(elapsed, Some(total), elapsed.as_nanos() < u128::from(plan.warmup_periods() * interval), cpus, &figures);
+            let figures: Vec<_> = (0..labels.len()).map(|i| collector.live(i)).collect();
+            let warming = elapsed.as_nanos() < u128::from(plan.warmup_periods() * plan.interval_ns);
+            view.update(elapsed, Some(total), warming, &labels, &figures);
         }
-        // The rings hold seconds of facts: draining ten times a second keeps the collector's
-        // own wake-ups (which disturb the measured CPUs too) rare. Near the planned end it
-        // wakes sooner, so a run ends as soon as its last period is measured.
-        let end = if now < planned_end_ns { planned_end_ns } else { planned_end_ns + END_SLACK.as_nanos() as u64 };
-        let next = loads.next_event_ns().map_or(end, |e| e.min(end));
-        std::thread::sleep(Duration::from_nanos(next.saturating_sub(now).clamp(1_000_000, 100_000_000)));
-    }
+        Some(if now < planned_end_ns { planned_end_ns } else { planned_end_ns + END_SLACK.as_nanos() as u64 })
+    });
     // Threads still measuring end at their next wake-up; loads end now, freeing their CPUs.
     interrupts.stop.store(true, Ordering::Relaxed);
     if let Some(view) = live {
@@ -398,35 +480,40 @@ fn measure(
     // Measuring is over: what follows need not be locked in memory (a thread still held off its
     // CPU no longer counts).
     sys::unlock_all_memory();
-    // A stopped run ends where the threads that were running stopped (at their first wake-up
-    // after the signal); only if none was running, where the coordinator noticed the stop.
-    let end_period = stopped_at.map_or(plan.total_periods(), |t| {
-        let ran = (0..cpus.len())
-            .filter(|&i| probes.finished(i))
-            .map(|i| probes.counters[i].periods_done.load(Ordering::Relaxed))
-            .max();
-        ran.filter(|&p| p > 0).unwrap_or(t.saturating_sub(probes.start_ns) / interval).min(plan.total_periods())
-    });
-    for i in 0..cpus.len() {
-        collector.close(i, &probes.counters[i], probes.finished(i), end_period);
+    let end_ns = stopped_at.map_or(plan.total_ns(), |t| stopped_end_ns(probes, collector, t));
+    for i in 0..probes.keys.len() {
+        collector.close(i, &probes.counters[i], probes.finished(i), end_ns);
     }
-    end_period
+    end_ns
+}
+
+/// Where a stopped run ends: where the threads that were running stopped (the last deadline
+/// one of them accounted for); only if none was running, where the coordinator noticed the stop.
+fn stopped_end_ns(probes: &RunningProbes, collector: &Collector, noticed_ns: u64) -> u64 {
+    let ran = (0..probes.keys.len())
+        .filter(|&i| probes.finished(i))
+        .map(|i| probes.counters[i].periods_done.load(Ordering::Relaxed) * collector.accounts[i].schedule.interval_ns)
+        .max();
+    let planned = collector.accounts.iter().map(|a| a.schedule.periods * a.schedule.interval_ns).max().unwrap_or(0);
+    ran.filter(|&t| t > 0).unwrap_or(noticed_ns.saturating_sub(probes.start_ns)).min(planned)
 }
 
 /// Warnings about the measurement itself: threads held off their CPU, facts lost in the hand-off.
-fn measurement_warnings(collector: &Collector, cpus: &[usize], interval_ns: u64) -> Vec<String> {
+fn measurement_warnings(collector: &Collector, probes: &[ProbePlan]) -> Vec<String> {
     let mut w = Vec::new();
-    for (c, t) in cpus.iter().zip(&collector.cpus) {
-        if t.unserved > 0 {
+    for a in &collector.accounts {
+        if a.unserved > 0 {
             w.push(format!(
-                "the measurement thread of cpu{c} did not run for its last {} periods ({}): something of higher \
+                "the {} thread of cpu{} did not run for its last {} periods ({}): something of higher \
                  priority held the CPU; they count as missed",
-                t.unserved,
-                crate::scenario::units::Nanos(t.unserved.saturating_mul(interval_ns))
+                probes[a.key.probe].probe.name(),
+                a.key.cpu,
+                a.unserved,
+                crate::vocab::units::Nanos(a.unserved.saturating_mul(a.schedule.interval_ns))
             ));
         }
     }
-    let lost: u64 = collector.cpus.iter().map(|c| c.run.lost).sum();
+    let lost: u64 = collector.accounts.iter().map(|a| a.run.lost).sum();
     if lost > 0 {
         w.push(format!(
             "{lost} samples could not be handed to the collector in time (it was starved); they count in samples, \
@@ -439,13 +526,11 @@ fn measurement_warnings(collector: &Collector, cpus: &[usize], interval_ns: u64)
 /// Everything the result document is assembled from.
 struct Assembly<'a> {
     plan: &'a RunPlan,
-    cpus: Vec<usize>,
+    resolved: &'a Resolved,
     collector: &'a mut Collector,
-    load_specs: &'a [LoadSpec],
-    load_source: &'static str,
     status: Status,
     interrupted_by: Option<String>,
-    /// (started, ended, CLOCK_MONOTONIC start of period 0, last period within the measurement)
+    /// (started, ended, CLOCK_MONOTONIC start of period 0, end of the measurement from it)
     times: (SystemTime, SystemTime, u64, u64),
     command_line: Vec<String>,
     system: SystemInfo,
@@ -455,23 +540,30 @@ struct Assembly<'a> {
     warnings: Vec<String>,
 }
 
+/// The result document: every thread's figures, each probe's combined, the phases, the verdict.
 fn assemble(a: Assembly) -> RunResult {
-    let (plan, collector) = (a.plan, a.collector);
-    let per_cpu: Vec<ProbeResult> = (0..a.cpus.len())
+    let (plan, resolved, collector) = (a.plan, a.resolved, a.collector);
+    let name = |i: usize| resolved.probes[i].probe.name();
+    let per_thread: Vec<ProbeResult> = (0..collector.accounts.len())
         .map(|i| {
-            let (stats, hist) = collector.cpu_stats(i);
-            ProbeResult::new(TIMER, Some(a.cpus[i]), &stats, &hist)
+            let (stats, hist) = collector.stats(i);
+            let key = collector.accounts[i].key;
+            ProbeResult::new(name(key.probe), Some(key.cpu), &stats, &hist)
         })
         .collect();
-    let (all_stats, all_hist) = collector.combined_stats();
-    let combined = ProbeResult::new(TIMER, None, &all_stats, &all_hist);
-    let phases = phases(plan, &a.cpus, collector, a.load_specs);
+    let combined: Vec<ProbeResult> = (0..resolved.probes.len())
+        .map(|p| {
+            let (stats, hist) = collector.combined_stats(p);
+            ProbeResult::new(name(p), None, &stats, &hist)
+        })
+        .collect();
+    let phases = phases(plan, resolved, collector);
     let facts = verdict::RunFacts {
         status: a.status,
         failed_loads: a.loads.iter().filter(|l| l.failed).map(|l| l.spec.clone()).collect(),
     };
-    let verdict = verdict::evaluate(&per_cpu, combined.max_ns, plan.cycle_time_ns, plan.budget, &plan.requirements, &facts);
-    let (started_at, ended_at, start_ns, end_period) = a.times;
+    let verdict = verdict::evaluate(&per_thread, &combined, plan.cycle_time_ns, plan.budget, &plan.requirements, &facts);
+    let (started_at, ended_at, start_ns, end_ns) = a.times;
     RunResult {
         schema: SCHEMA.to_string(),
         status: a.status,
@@ -479,26 +571,25 @@ fn assemble(a: Assembly) -> RunResult {
         started_at: rfc3339(started_at),
         ended_at: rfc3339(ended_at),
         monotonic_start_ns: start_ns,
-        measured_ns: end_period.saturating_sub(plan.warmup_periods()) * plan.interval_ns,
+        measured_ns: end_ns.saturating_sub(plan.warmup_periods() * plan.interval_ns),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         command_line: a.command_line,
-        config: config(plan, &a.cpus, a.load_source, a.load_specs, verdict.budget_percent),
+        config: config(plan, resolved, verdict.budget_percent),
         system: a.system,
         tuning: a.tuning,
         loads: a.loads,
         containment: a.containment,
         phases,
-        probes: per_cpu,
-        combined: vec![combined],
+        probes: per_thread,
+        combined,
         verdict,
         warnings: a.warnings,
     }
 }
 
-/// The probe this lifecycle runs today.
-const TIMER: &str = "timer";
-
-fn phases(plan: &RunPlan, cpus: &[usize], collector: &mut Collector, specs: &[LoadSpec]) -> Vec<crate::result::PhaseResult> {
+/// Each phase of the timeline with every probe's figures in it, per thread and combined.
+fn phases(plan: &RunPlan, resolved: &Resolved, collector: &mut Collector) -> Vec<crate::result::PhaseResult> {
+    let specs = &resolved.load_specs;
     let bounds: Vec<u64> = std::iter::once(0).chain(phase_bounds(specs, plan.total_ns())).collect();
     (0..collector.phase_count())
         .map(|i| {
@@ -508,22 +599,35 @@ fn phases(plan: &RunPlan, cpus: &[usize], collector: &mut Collector, specs: &[Lo
                 .filter(|s| s.start_ns.unwrap_or(0) <= start_ns && s.end_ns.is_none_or(|e| e >= end_ns))
                 .map(|s| s.text.clone())
                 .collect();
-            let (per_cpu, (stats, hist)) = collector.take_phase(i);
-            let probes = per_cpu.iter().zip(cpus).map(|((s, h), &cpu)| ProbeResult::new(TIMER, Some(cpu), s, h)).collect();
-            crate::result::PhaseResult {
-                start_ns,
-                end_ns,
-                loads: active,
-                probes,
-                combined: ProbeResult::new(TIMER, None, &stats, &hist),
+            let (mut probes, mut combined) = (Vec::new(), Vec::new());
+            for (p, pp) in resolved.probes.iter().enumerate() {
+                let name = pp.probe.name();
+                let (per_cpu, (stats, hist)) = collector.take_phase(p, i);
+                probes.extend(per_cpu.iter().zip(&pp.cpus).map(|((s, h), &cpu)| ProbeResult::new(name, Some(cpu), s, h)));
+                combined.push(ProbeResult::new(name, None, &stats, &hist));
             }
+            crate::result::PhaseResult { start_ns, end_ns, loads: active, probes, combined }
         })
         .collect()
 }
 
-fn config(plan: &RunPlan, cpus: &[usize], load_source: &str, specs: &[LoadSpec], budget_percent: f64) -> Config {
+fn config(plan: &RunPlan, resolved: &Resolved, budget_percent: f64) -> Config {
+    let (cpus, load_source, specs) = (&resolved.cpus, resolved.load_source, &resolved.load_specs);
     Config {
-        probes: vec![TIMER.into()],
+        probes: resolved
+            .probes
+            .iter()
+            .zip(&plan.measures)
+            .map(|(p, m)| ProbeConfig {
+                name: p.probe.name().to_string(),
+                spec: m.text.clone(),
+                cpus: p.cpus.clone(),
+                interval_ns: p.probe.schedule().interval_ns,
+                warmup_periods: p.probe.schedule().warmup_periods,
+                periods: p.probe.schedule().periods,
+                settings: p.probe.settings(),
+            })
+            .collect(),
         interval_ns: plan.interval_ns,
         policy: plan.policy,
         priority: plan.priority,
@@ -578,20 +682,27 @@ fn report(result: &RunResult, sink: Option<JsonSink>) -> Result<u8> {
     Ok(if result.verdict.passed { EXIT_PASSED } else { EXIT_FAILED })
 }
 
-/// Runs `rtgauge load`: loads on their own, like stress or hackbench, then what they did.
-/// Exit status 0, or 1 when a load failed.
-pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Result<u8> {
+/// What `rtgauge load` runs: the loads, on which CPUs, for how long.
+struct LoadPlan {
+    specs: Vec<LoadSpec>,
+    cpus: Option<Vec<usize>>,
+    /// `None`: until every (one-shot) load has ended.
+    duration_ns: Option<u64>,
+}
+
+/// The plan of `rtgauge load`, checked against the machine.
+fn plan_loads(args: &crate::cli::LoadArgs) -> Result<LoadPlan> {
     let specs = crate::load::spec::parse_loads(&args.specs)
         .map_err(anyhow::Error::msg)?
         .ok_or_else(|| anyhow!("'rtgauge load none' runs nothing: name a load, e.g. rtgauge load hackbench"))?;
-    let duration = args
+    let duration_ns = args
         .duration
         .as_deref()
-        .map(|d| crate::scenario::units::parse_duration_ns(d, None))
+        .map(|d| crate::vocab::units::parse_duration_ns(d, None))
         .transpose()
         .map_err(|e| anyhow!("--duration {e}: give a time with a unit, e.g. --duration 30s"))?;
     let one_shot = |s: &LoadSpec| matches!(s.generator, Generator::Hackbench { .. } | Generator::Cmd { restart: false, .. });
-    if duration.is_none() {
+    if duration_ns.is_none() {
         if let Some(s) = specs.iter().find(|s| !one_shot(s)) {
             bail!("'{}' runs until stopped: give --duration, e.g. --duration 30s", s.text);
         }
@@ -600,42 +711,54 @@ pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Resu
     let cpus = args
         .cpus
         .as_deref()
-        .map(crate::scenario::cpus::parse_cpu_list)
+        .map(crate::vocab::cpus::parse_cpu_list)
         .transpose()
         .map_err(|e| anyhow!("--cpus {e}: e.g. --cpus 0-1"))?;
-    check_loads(&specs, duration, &online, cpus.as_deref())?;
+    check_loads(&specs, duration_ns, &online, cpus.as_deref())?;
     let n = cpus.as_ref().map_or(online.len(), Vec::len);
-    let specs: Vec<LoadSpec> = specs.into_iter().map(|s| s.resolve(n)).collect();
+    Ok(LoadPlan { specs: specs.into_iter().map(|s| s.resolve(n)).collect(), cpus, duration_ns })
+}
+
+/// Runs `rtgauge load`: the same stages as a run with no probe (plan → loads → coordinate →
+/// report), like stress or hackbench on their own. Exit status 0, or 1 when a load failed.
+pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Result<u8> {
+    let plan = plan_loads(args)?;
     let sink = args.json.as_ref().map(|j| JsonSink::open(&crate::scenario::JsonTarget::parse(j))).transpose()?;
     let interrupts = Interrupts::install()?;
-
-    let mut loads = LoadSet::new(&specs, cpus, duration.is_none())?;
     let mut warnings = Vec::new();
-    let mut watchdog = interrupts.watchdog(&loads, &mut warnings)?;
+    let (mut loads, mut watchdog) =
+        start_loads(&plan.specs, plan.cpus.clone(), plan.duration_ns.is_none(), &interrupts, &mut warnings)?;
     let origin = sys::monotonic_ns();
     loads.set_origin(origin);
-    loads.start_initial(&interrupts.stop);
-    let end = duration.map(|d| origin + d);
+    let end = plan.duration_ns.map(|d| origin + d);
     if let (Some(w), Some(end)) = (&mut watchdog, end) {
         w.arm(end + END_SLACK.as_nanos() as u64);
     }
-    loop {
-        let now = sys::monotonic_ns();
-        loads.tick(now);
-        if interrupts.stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e) || loads.all_done() {
-            break;
+    coordinate(&mut loads, &interrupts, 50, |now, loads| {
+        if end.is_some_and(|e| now >= e) || loads.all_done() {
+            return None;
         }
-        let next = [loads.next_event_ns(), end].into_iter().flatten().min().unwrap_or(now + 50_000_000);
-        std::thread::sleep(Duration::from_nanos(next.saturating_sub(now).clamp(1_000_000, 50_000_000)));
-    }
+        Some(end.unwrap_or(now + 50_000_000))
+    });
     let records = loads.records();
     finish_watchdog(watchdog, &mut warnings);
     for w in &warnings {
         eprintln!("rtgauge: warning: {w}");
     }
+    report_loads(&plan, &records, sink, command_line, interrupts.which(), loads.containment())
+}
 
+/// The report of `rtgauge load`: hackbench's own lines, what each load did, and the document.
+fn report_loads(
+    plan: &LoadPlan,
+    records: &[crate::load::manager::LoadRecord],
+    sink: Option<JsonSink>,
+    command_line: Vec<String>,
+    interrupted_by: Option<String>,
+    containment: Option<crate::load::contain::Containment>,
+) -> Result<u8> {
     let mut text = String::new();
-    for (s, r) in specs.iter().zip(&records) {
+    for (s, r) in plan.specs.iter().zip(records) {
         if let Generator::Hackbench { groups, fds, size, loops, pipe, threads } = s.generator {
             let h = crate::load::gen::hackbench::Hackbench { groups, fds, size, loops, pipe, threads };
             text += &format!("{}\n", h.banner());
@@ -644,22 +767,22 @@ pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Resu
             }
         }
     }
-    text += &crate::report::summary::render_loads(&records);
+    text += &crate::report::summary::render_loads(records);
     if sink.as_ref().is_some_and(JsonSink::is_stdout) {
         eprint!("{text}");
     } else {
         print!("{text}");
     }
     if let Some(sink) = sink {
-        sink.write(&serde_json::json!({
-            "schema": "rtgauge.load.v1",
-            "tool_version": env!("CARGO_PKG_VERSION"),
-            "command_line": command_line,
-            "duration_ns": duration,
-            "interrupted_by": interrupts.which(),
-            "loads": records,
-            "containment": loads.containment(),
-        }))?;
+        sink.write(&crate::result::LoadResult {
+            schema: crate::result::LOAD_SCHEMA.to_string(),
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            command_line,
+            duration_ns: plan.duration_ns,
+            interrupted_by,
+            loads: records.to_vec(),
+            containment,
+        })?;
     }
     Ok(if records.iter().any(|r| r.failed) { EXIT_FAILED } else { EXIT_PASSED })
 }

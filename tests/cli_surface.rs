@@ -93,7 +93,7 @@ fn json_through_a_symlink_keeps_the_link() {
     assert_eq!(out.status.code(), Some(0));
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays a link");
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&real).unwrap()).unwrap();
-    assert_eq!(doc["schema"], "rtgauge.result.v2");
+    assert_eq!(doc["schema"], rtgauge::result::SCHEMA);
     let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names.len(), 2, "no stray file: {names:?}");
 }

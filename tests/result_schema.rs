@@ -37,7 +37,7 @@ fn documents_validate_against_the_schema_and_every_field_is_described() {
             assert!(prose.contains(&format!("`{name}`")), "docs/result-schema.md does not describe `{name}`");
         }
     }
-    assert_eq!(complete["schema"], "rtgauge.result.v2");
+    assert_eq!(complete["schema"], rtgauge::result::SCHEMA);
 }
 
 #[test]
@@ -52,9 +52,9 @@ fn the_schema_rejects_what_it_should() {
     assert!(!validator.is_valid(&doc), "required fields are required");
 }
 
-/// Documents of the previous layout still validate against the previous schema, kept in docs/
-/// (the fixture was written by rtgauge before the v2 layout), and the current schema tells
-/// them apart.
+/// Documents of earlier layouts still validate against their schemas, kept in docs/ (the
+/// fixtures were written by rtgauge before the v2 and v3 layouts), and the current schema
+/// tells them apart.
 #[test]
 fn version_1_documents_validate_against_the_version_1_schema() {
     let v1: Value = serde_json::from_str(include_str!("../docs/result-schema.v1.json")).unwrap();
@@ -63,4 +63,52 @@ fn version_1_documents_validate_against_the_version_1_schema() {
     let errors: Vec<String> = jsonschema::validator_for(&v1).unwrap().iter_errors(&doc).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:#?}");
     assert!(!jsonschema::validator_for(&schema()).unwrap().is_valid(&doc));
+}
+
+#[test]
+fn version_2_documents_validate_against_the_version_2_schema() {
+    let v2: Value = serde_json::from_str(include_str!("../docs/result-schema.v2.json")).unwrap();
+    let doc: Value = serde_json::from_str(include_str!("fixtures/result-v2.json")).unwrap();
+    assert_eq!(doc["schema"], "rtgauge.result.v2");
+    let errors: Vec<String> = jsonschema::validator_for(&v2).unwrap().iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert!(!jsonschema::validator_for(&schema()).unwrap().is_valid(&doc));
+}
+
+/// The schema's percentile fields are the library's table of reported percentiles, no more.
+#[test]
+fn the_schema_lists_exactly_the_reported_percentiles() {
+    let s = schema();
+    let props = s["$defs"]["probe_result"]["properties"].as_object().unwrap();
+    let in_schema: Vec<&str> =
+        props.keys().map(String::as_str).filter(|k| k.starts_with('p') && k.ends_with("_ns") && *k != "probe").collect();
+    let mut table: Vec<&str> = rtgauge::vocab::percentiles::REPORTED.iter().map(|p| p.key).collect();
+    table.sort_unstable(); // the schema's keys come sorted
+    assert_eq!(in_schema, table);
+}
+
+/// `--measure` gives a probe its own interval and CPUs; its periods follow the run's time.
+#[test]
+fn a_probe_with_its_own_interval_and_cpus_keeps_its_own_accounting() {
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let (code, doc, out) = run_json(&[
+        "--measure",
+        "timer:interval=500us@0",
+        "--loops",
+        "40",
+        "--warmup",
+        "0",
+        "--load",
+        "none",
+        "--require",
+        "timer.missed>=0",
+    ]);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+    assert!(errors.is_empty(), "schema violations: {errors:#?}");
+    let typed: rtgauge::result::RunResult = serde_json::from_value(doc).unwrap();
+    let p = &typed.config.probes[0];
+    assert_eq!((p.name.as_str(), p.interval_ns, p.periods), ("timer", 500_000, 80), "40 periods of 1 ms at 500 us");
+    assert_eq!(typed.probes[0].samples + typed.probes[0].missed, 80);
+    assert_eq!(typed.verdict.checks[0].expr, "timer.missed>=0");
 }

@@ -35,6 +35,12 @@ fn bad_values_are_one_line_errors_with_a_fix() {
         (&["--loops", "-5"], &["--loops"]),
         (&["--policy", "deadline"], &["deadline"]),
         (&["--frobnicate"], &["--frobnicate", "--help"]),
+        (&["--measure", "nosuch"], &["--measure 'nosuch'", "unknown probe", "timer"]),
+        (&["--measure", "timer:speed=3"], &["--measure 'timer:speed=3'", "no option 'speed'", "interval="]),
+        (&["--measure", "timer:interval=0"], &["interval=0", "e.g. interval=1ms"]),
+        (&["--measure", "timer@99"], &["--measure 'timer@99'", "CPU 99", "not online"]),
+        (&["--measure", "timer@0", "--measure", "timer@1"], &["same probe", "timer@0-1"]),
+        (&["--require", "nosuch.max<5us"], &["--require", "'nosuch'", "probes: timer"]),
     ];
     for (args, mentions) in cases {
         let mut all = vec!["run", "--duration", "1s"];

@@ -179,7 +179,7 @@ fn a_stall_shows_in_its_phase_only_and_phases_add_up() {
     assert_eq!(sum("missed"), u(&whole["missed"]));
     for p in phases {
         check_probe_invariants(&p["probes"][0]);
-        check_probe_invariants(&p["combined"]);
+        check_probe_invariants(&p["combined"][0]);
     }
 
     // The 200 ms stall, started at 1.2 s, is the worst case of the 1.2-2 s phase only.

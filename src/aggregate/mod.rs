@@ -5,7 +5,8 @@
 
 pub mod hist;
 
-use crate::probe::{RunningProbes, Sample, ThreadCounters};
+use crate::probe::{RunningProbes, Sample, Schedule, ThreadCounters, ThreadKey};
+use crate::vocab::percentiles::Values;
 use hdrhistogram::Histogram;
 pub use hist::Hist;
 use std::sync::atomic::Ordering::Relaxed;
@@ -31,11 +32,8 @@ pub struct LatencyStats {
     /// `None` when there are no samples.
     pub min_ns: Option<u64>,
     pub mean_ns: Option<f64>,
-    pub p50_ns: Option<u64>,
-    pub p90_ns: Option<u64>,
-    pub p99_ns: Option<u64>,
-    pub p999_ns: Option<u64>,
-    pub p9999_ns: Option<u64>,
+    /// The reported percentiles (`vocab::percentiles::REPORTED`).
+    pub percentiles: Values,
     pub max_ns: Option<u64>,
     /// Deadline of the maximum's period, as an offset from the start of the run (warm-up included).
     pub max_at_ns: Option<u64>,
@@ -111,11 +109,7 @@ impl Tally {
             handoff_overflows: self.lost,
             min_ns: mm.map(|m| m.0),
             mean_ns: (!self.hist.is_empty()).then(|| self.hist.sum() as f64 / self.hist.len() as f64),
-            p50_ns: pct(50.0),
-            p90_ns: pct(90.0),
-            p99_ns: pct(99.0),
-            p999_ns: pct(99.9),
-            p9999_ns: pct(99.99),
+            percentiles: Values::from_fn(pct),
             max_ns: mm.map(|m| m.1),
             max_at_ns: mm.map(|_| self.max_period * interval_ns),
         };
@@ -123,9 +117,13 @@ impl Tally {
     }
 }
 
-/// Everything counted for one measurement thread.
-#[derive(Debug, Clone, Default)]
-pub struct CpuTally {
+/// Everything counted for one measurement thread: one probe on one CPU.
+#[derive(Debug, Clone)]
+pub struct Account {
+    pub key: ThreadKey,
+    pub schedule: Schedule,
+    /// The first period of each phase (phase 0 starts at period 1); empty: no phases.
+    phase_first: Vec<u64>,
     pub run: Tally,
     /// Per phase of the timeline (empty when the run has no phases).
     pub phases: Vec<Tally>,
@@ -140,54 +138,18 @@ pub struct CpuTally {
     pub unserved: u64,
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Kind {
-    Missed,
-    Lost,
-}
-
-/// Turns the facts handed over by the measurement threads into tallies per CPU and per phase.
-/// Each period is counted exactly once: as a sample, a lost sample or a missed period; as
-/// warm-up, or in the run and in the one phase its deadline falls in.
-pub struct Collector {
-    interval_ns: u64,
-    warmup_periods: u64,
-    /// The first period of each phase (phase 0 starts at period 1); empty: no phases.
-    phase_first: Vec<u64>,
-    pub cpus: Vec<CpuTally>,
-}
-
-impl Collector {
-    /// A collector for `n` threads. `phase_bounds`: offsets from the start (ns, multiples of the
-    /// interval) where the timeline changes; none means no per-phase statistics. A phase
-    /// starting at offset `b` holds the periods whose deadlines lie after `b`, up to the next
-    /// bound: period `k` spans `((k−1)·interval, k·interval]`.
-    pub fn new(n: usize, interval_ns: u64, phase_bounds: &[u64], warmup_periods: u64) -> Collector {
-        let phase_first: Vec<u64> = if phase_bounds.is_empty() {
-            Vec::new()
-        } else {
-            std::iter::once(1).chain(phase_bounds.iter().map(|b| b / interval_ns + 1)).collect()
-        };
-        let phases = phase_first.len();
-        Collector {
-            interval_ns,
-            warmup_periods,
-            cpus: (0..n).map(|_| CpuTally { phases: vec![Tally::default(); phases], ..Default::default() }).collect(),
-            phase_first,
-        }
-    }
-
+impl Account {
     fn phase_of(&self, period: u64) -> usize {
         self.phase_first.partition_point(|&f| f <= period).saturating_sub(1)
     }
 
-    /// Counts periods `a..=b` of CPU `i` as missed or lost samples.
-    fn count_range(&mut self, i: usize, a: u64, b: u64, kind: Kind) {
+    /// Counts periods `a..=b` as missed or lost samples.
+    fn count_range(&mut self, a: u64, b: u64, kind: Kind) {
         if a > b {
             return;
         }
-        let warm_end = b.min(self.warmup_periods);
-        let c = &mut self.cpus[i];
+        let warm_end = b.min(self.schedule.warmup_periods);
+        let c = self;
         if a <= warm_end {
             match kind {
                 Kind::Missed => c.warmup_missed += warm_end - a + 1,
@@ -197,7 +159,7 @@ impl Collector {
                 }
             }
         }
-        let a = a.max(self.warmup_periods + 1);
+        let a = a.max(c.schedule.warmup_periods + 1);
         if a > b {
             return;
         }
@@ -210,33 +172,81 @@ impl Collector {
         };
         add(&mut c.run, b - a + 1);
         for (p, t) in c.phases.iter_mut().enumerate() {
-            let first = self.phase_first[p];
-            let last = self.phase_first.get(p + 1).map_or(u64::MAX, |n| n - 1);
+            let first = c.phase_first[p];
+            let last = c.phase_first.get(p + 1).map_or(u64::MAX, |n| n - 1);
             let (lo, hi) = (a.max(first), b.min(last));
             if lo <= hi {
                 add(t, hi - lo + 1);
             }
         }
     }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Missed,
+    Lost,
+}
+
+/// Turns the facts handed over by the measurement threads into tallies per CPU and per phase.
+/// Each period is counted exactly once: as a sample, a lost sample or a missed period; as
+/// warm-up, or in the run and in the one phase its deadline falls in.
+pub struct Collector {
+    /// One per measurement thread, in the order of the threads.
+    pub accounts: Vec<Account>,
+    phases: usize,
+}
+
+impl Collector {
+    /// A collector for these threads. `phase_bounds`: offsets from the start (ns) where the
+    /// timeline changes; none means no per-phase statistics. A phase starting at offset `b` holds
+    /// each thread's periods whose deadlines lie after `b`, up to the next bound: period `k`
+    /// spans `((k−1)·interval, k·interval]`.
+    pub fn new(threads: &[(ThreadKey, Schedule)], phase_bounds: &[u64]) -> Collector {
+        let phases = if phase_bounds.is_empty() { 0 } else { phase_bounds.len() + 1 };
+        let accounts = threads
+            .iter()
+            .map(|&(key, schedule)| {
+                let phase_first: Vec<u64> = if phases == 0 {
+                    Vec::new()
+                } else {
+                    std::iter::once(1).chain(phase_bounds.iter().map(|b| b / schedule.interval_ns + 1)).collect()
+                };
+                Account {
+                    key,
+                    schedule,
+                    phase_first,
+                    run: Tally::default(),
+                    phases: vec![Tally::default(); phases],
+                    warmup_samples: 0,
+                    warmup_missed: 0,
+                    warmup_lost: 0,
+                    accounted: 0,
+                    unserved: 0,
+                }
+            })
+            .collect();
+        Collector { accounts, phases }
+    }
 
     /// Counts one fact from thread `i`.
     pub fn take(&mut self, i: usize, s: Sample) {
-        let gap_start = self.cpus[i].accounted + 1;
+        let c = &mut self.accounts[i];
+        let gap_start = c.accounted + 1;
         let lost_end = gap_start.saturating_add(s.lost_before).min(s.period);
-        self.count_range(i, gap_start, lost_end - 1, Kind::Lost);
-        self.count_range(i, lost_end, s.period - 1, Kind::Missed);
-        if s.period <= self.warmup_periods {
-            self.cpus[i].warmup_samples += 1;
+        c.count_range(gap_start, lost_end - 1, Kind::Lost);
+        c.count_range(lost_end, s.period - 1, Kind::Missed);
+        if s.period <= c.schedule.warmup_periods {
+            c.warmup_samples += 1;
         } else {
-            let phase = self.phase_of(s.period);
-            let c = &mut self.cpus[i];
+            let phase = c.phase_of(s.period);
             c.run.record(s.period, s.latency_ns);
             if let Some(t) = c.phases.get_mut(phase) {
                 t.record(s.period, s.latency_ns);
             }
         }
-        self.count_range(i, s.period + 1, s.period + s.missed_after, Kind::Missed);
-        self.cpus[i].accounted = s.period + s.missed_after;
+        c.count_range(s.period + 1, s.period + s.missed_after, Kind::Missed);
+        c.accounted = s.period + s.missed_after;
     }
 
     /// Moves every fact waiting in the rings into the tallies. Cheap; call it often.
@@ -248,21 +258,21 @@ impl Collector {
         }
     }
 
-    /// Closes CPU `i`'s account once measuring is over. A thread that has ended left its final
-    /// counters: wake-ups lost at the very end are counted from them, and the extremes include
-    /// every lost one. Periods up to `end_period` that were never accounted for (the thread was
-    /// held off its CPU) are counted as missed: their deadlines passed unserved.
-    pub fn close(&mut self, i: usize, counters: &ThreadCounters, thread_ended: bool, end_period: u64) {
+    /// Closes thread `i`'s account once measuring is over. A thread that has ended left its
+    /// final counters: wake-ups lost at the very end are counted from them, and the extremes
+    /// include every lost one. Periods whose deadlines lay within `end_ns` (from the start) that
+    /// were never accounted for (the thread was held off its CPU) are counted as missed.
+    pub fn close(&mut self, i: usize, counters: &ThreadCounters, thread_ended: bool, end_ns: u64) {
+        let c = &mut self.accounts[i];
+        let end_period = (end_ns / c.schedule.interval_ns).min(c.schedule.periods);
         if thread_ended {
             let done = counters.periods_done.load(Relaxed);
-            let c = &self.cpus[i];
             let lost_total = counters.handoff_overflows.load(Relaxed);
             let lost_tail = lost_total.saturating_sub(c.run.lost + c.warmup_lost);
             let from = c.accounted + 1;
             let lost_end = from.saturating_add(lost_tail).min(done + 1);
-            self.count_range(i, from, lost_end - 1, Kind::Lost);
-            self.count_range(i, lost_end, done, Kind::Missed);
-            let c = &mut self.cpus[i];
+            c.count_range(from, lost_end - 1, Kind::Lost);
+            c.count_range(lost_end, done, Kind::Missed);
             c.accounted = c.accounted.max(done);
             if lost_total > 0 && c.run.samples > 0 {
                 let (lo, hi) = (counters.min_ns.load(Relaxed), counters.max_ns.load(Relaxed));
@@ -273,55 +283,62 @@ impl Collector {
                 c.run.extremes = Some(mm);
             }
         }
-        let from = self.cpus[i].accounted + 1;
+        let from = c.accounted + 1;
         if from <= end_period {
-            self.count_range(i, from, end_period, Kind::Missed);
-            let c = &mut self.cpus[i];
+            c.count_range(from, end_period, Kind::Missed);
             c.unserved += end_period - from + 1;
             c.accounted = end_period;
         }
     }
 
-    /// Statistics and histogram of CPU `i` over the whole run.
-    pub fn cpu_stats(&self, i: usize) -> (LatencyStats, Histogram<u64>) {
-        let c = &self.cpus[i];
-        c.run.stats((c.warmup_samples, c.warmup_missed), self.interval_ns)
+    /// The accounts of probe `probe`, in thread order.
+    pub fn of_probe(&self, probe: usize) -> impl Iterator<Item = (usize, &Account)> {
+        self.accounts.iter().enumerate().filter(move |(_, a)| a.key.probe == probe)
     }
 
-    /// All CPUs together over the whole run.
-    pub fn combined_stats(&self) -> (LatencyStats, Histogram<u64>) {
+    /// Statistics and histogram of thread `i` over the whole run.
+    pub fn stats(&self, i: usize) -> Figures {
+        let c = &self.accounts[i];
+        c.run.stats((c.warmup_samples, c.warmup_missed), c.schedule.interval_ns)
+    }
+
+    /// All CPUs of probe `probe` together over the whole run.
+    pub fn combined_stats(&self, probe: usize) -> Figures {
         let mut t = Tally::default();
-        let (mut ws, mut wm) = (0, 0);
-        for c in &self.cpus {
+        let (mut ws, mut wm, mut interval) = (0, 0, 1);
+        for (_, c) in self.of_probe(probe) {
             t.merge(&c.run);
             ws += c.warmup_samples;
             wm += c.warmup_missed;
+            interval = c.schedule.interval_ns;
         }
-        t.stats((ws, wm), self.interval_ns)
+        t.stats((ws, wm), interval)
     }
 
     /// Number of phases (0: no phases).
     pub fn phase_count(&self) -> usize {
-        self.phase_first.len()
+        self.phases
     }
 
-    /// Hands over phase `p`: its statistics per CPU and all CPUs together. Its tallies are
-    /// freed as it goes (once measuring is over), so the results of many phases need not sit
-    /// beside all their histograms.
-    pub fn take_phase(&mut self, p: usize) -> (Vec<Figures>, Figures) {
+    /// Hands over phase `p` of probe `probe`: its statistics per thread and all CPUs together.
+    /// Its tallies are freed as it goes (once measuring is over), so the results of many phases
+    /// need not sit beside all their histograms.
+    pub fn take_phase(&mut self, probe: usize, p: usize) -> (Vec<Figures>, Figures) {
         let mut all = Tally::default();
-        let mut per_cpu = Vec::with_capacity(self.cpus.len());
-        for c in &mut self.cpus {
+        let mut per_cpu = Vec::new();
+        let mut interval = 1;
+        for c in self.accounts.iter_mut().filter(|a| a.key.probe == probe) {
             let t = std::mem::take(&mut c.phases[p]);
             all.merge(&t);
-            per_cpu.push(t.stats((0, 0), self.interval_ns));
+            interval = c.schedule.interval_ns;
+            per_cpu.push(t.stats((0, 0), interval));
         }
-        (per_cpu, all.stats((0, 0), self.interval_ns))
+        (per_cpu, all.stats((0, 0), interval))
     }
 
-    /// What the live view shows for CPU `i`: samples, missed, max and p99 so far.
+    /// What the live view shows for thread `i`: samples, missed, max and p99 so far.
     pub fn live(&self, i: usize) -> (u64, u64, Option<u64>, Option<u64>) {
-        let t = &self.cpus[i].run;
+        let t = &self.accounts[i].run;
         (t.samples, t.missed, t.min_max().map(|m| m.1), t.hist.percentile(99.0))
     }
 }
@@ -349,30 +366,36 @@ mod tests {
         assert_eq!(percentile(&h, 0.0, 1001, 50_123), 1001);
     }
 
+    /// `n` timer threads at 1 ms on CPUs 0.., with `warmup` of `periods` periods.
+    fn threads(n: usize, warmup: u64, periods: u64) -> Vec<(ThreadKey, Schedule)> {
+        let s = Schedule { interval_ns: 1_000_000, warmup_periods: warmup, periods };
+        (0..n).map(|cpu| (ThreadKey { probe: 0, cpu }, s)).collect()
+    }
+
     fn fact(period: u64, missed_after: u64, lost_before: u64) -> Sample {
         Sample { period, latency_ns: 1_000 + missed_after * 1_000_000, missed_after, lost_before }
     }
 
     /// Sums of one CPU's phases: (samples, missed, lost).
-    fn phase_sums(c: &CpuTally) -> (u64, u64, u64) {
+    fn phase_sums(c: &Account) -> (u64, u64, u64) {
         c.phases.iter().fold((0, 0, 0), |(s, m, l), t| (s + t.samples, m + t.missed, l + t.lost))
     }
 
     #[test]
     fn phases_cut_at_deadlines_hold_equal_periods() {
         // A 3 s run at 1 ms without warm-up, a load from 1 s to 2 s: 1000 periods per phase.
-        let mut c = Collector::new(1, 1_000_000, &[1_000_000_000, 2_000_000_000], 0);
+        let mut c = Collector::new(&threads(1, 0, 3000), &[1_000_000_000, 2_000_000_000]);
         for p in 1..=3000 {
             c.take(0, fact(p, 0, 0));
         }
-        let per: Vec<u64> = c.cpus[0].phases.iter().map(|t| t.samples).collect();
+        let per: Vec<u64> = c.accounts[0].phases.iter().map(|t| t.samples).collect();
         assert_eq!(per, vec![1000, 1000, 1000]);
     }
 
     #[test]
     fn phases_partition_missed_lost_and_a_stall_across_the_end() {
         let (warmup, last) = (100, 3000);
-        let mut c = Collector::new(1, 1_000_000, &[500_000_000, 1_700_000_000, 2_900_000_000], warmup);
+        let mut c = Collector::new(&threads(1, warmup, last), &[500_000_000, 1_700_000_000, 2_900_000_000]);
         let mut p = 1;
         while p <= last {
             // A stall of 40 periods every 450, one of 400 across the end; every 7th fact lost.
@@ -388,8 +411,8 @@ mod tests {
             }
             p += missed + 1;
         }
-        c.close(0, &ThreadCounters::default(), false, last);
-        let t = &c.cpus[0];
+        c.close(0, &ThreadCounters::default(), false, last * 1_000_000);
+        let t = &c.accounts[0];
         assert_eq!(t.run.samples + t.run.missed, last - warmup, "every measured period counted once");
         assert_eq!(t.warmup_samples + t.warmup_missed, warmup);
         assert_eq!(phase_sums(t), (t.run.samples, t.run.missed, t.run.lost), "phases sum to the run");
@@ -399,15 +422,15 @@ mod tests {
 
     #[test]
     fn a_thread_that_never_ran_misses_every_period() {
-        let mut c = Collector::new(2, 1_000_000, &[1_000_000_000], 10);
+        let mut c = Collector::new(&threads(2, 10, 2000), &[1_000_000_000]);
         for p in 1..=2000 {
             c.take(0, fact(p, 0, 0));
         }
         for i in 0..2 {
-            c.close(i, &ThreadCounters::default(), false, 2000);
+            c.close(i, &ThreadCounters::default(), false, 2_000_000_000);
         }
-        assert_eq!((c.cpus[1].run.samples, c.cpus[1].run.missed, c.cpus[1].unserved), (0, 1990, 2000));
-        assert_eq!(phase_sums(&c.cpus[1]), (0, 1990, 0));
-        assert_eq!((c.cpus[0].run.samples, c.cpus[0].unserved), (1990, 0));
+        assert_eq!((c.accounts[1].run.samples, c.accounts[1].run.missed, c.accounts[1].unserved), (0, 1990, 2000));
+        assert_eq!(phase_sums(&c.accounts[1]), (0, 1990, 0));
+        assert_eq!((c.accounts[0].run.samples, c.accounts[0].unserved), (1990, 0));
     }
 }

@@ -2,8 +2,8 @@
 //! preemption model, CPUs, clocksource, RT throttling and the privileges this process holds.
 //! Recorded in every result so a figure always says how it was obtained. Never changes anything.
 
-use crate::scenario::cpus::parse_cpu_list;
 use crate::sys;
+use crate::vocab::cpus::parse_cpu_list;
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::Path;

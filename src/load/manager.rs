@@ -419,7 +419,7 @@ impl LoadSet {
                 "kept failing: {}, {} times in a row (restarted after a back-off of up to {})",
                 ending(end, false),
                 load.failures_in_a_row,
-                crate::scenario::units::Nanos(MAX_BACKOFF.as_nanos() as u64)
+                crate::vocab::units::Nanos(MAX_BACKOFF.as_nanos() as u64)
             ));
         }
         let lasted = Duration::from_nanos(sys::monotonic_ns().saturating_sub(started_mono));

@@ -2,7 +2,7 @@
 //! `--load vm:workers=8,bytes=20M@30s..90s`, `--load 'cmd:stress-ng --cpu 2'`. Pure parsing into
 //! [`LoadSpec`]; defaults that depend on the machine (CPU count) are filled in by [`LoadSpec::resolve`].
 
-use crate::scenario::units::{parse_duration_ns, Nanos};
+use crate::vocab::units::{parse_duration_ns, Nanos};
 use serde::{Deserialize, Serialize};
 
 /// What a load does. Sizes are bytes, periods nanoseconds.
@@ -60,7 +60,7 @@ pub enum LoadPolicy {
 
 impl LoadPolicy {
     fn parse(v: &str) -> Option<LoadPolicy> {
-        let prio = |p: &str| p.parse::<i32>().ok().filter(|p| (1..=99).contains(p));
+        let prio = |p: &str| p.parse::<i32>().ok().and_then(|p| crate::vocab::policy::check_rt_priority(p).ok());
         match v.split_once(':') {
             None => match v {
                 "other" => Some(LoadPolicy::Other),

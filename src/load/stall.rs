@@ -3,8 +3,9 @@
 //! that a latency measurement on that CPU shows a worst case of at least that size and counts
 //! the periods it missed. The test suite uses it as ground truth.
 
-use crate::scenario::units::{parse_duration_ns, Nanos};
-use crate::sys::{self, Policy};
+use crate::sys;
+use crate::vocab::policy::Policy;
+use crate::vocab::units::{parse_duration_ns, Nanos};
 use serde::Serialize;
 
 /// The longest stall allowed: RT throttling (if enabled) would cut a longer one anyway, and
@@ -50,13 +51,11 @@ impl StallPlan {
                 Nanos(MAX_DELAY_NS)
             ));
         }
-        if !(1..=99).contains(&priority) {
-            return Err(format!("--priority {priority} is out of range: SCHED_FIFO priorities are 1-99, e.g. --priority 99"));
-        }
+        crate::vocab::policy::check_rt_priority(priority).map_err(|e| format!("--priority {e}, e.g. --priority 99"))?;
         if !online.contains(&cpu) {
             return Err(format!(
                 "--cpu {cpu} is not an online CPU (online: {}); choose one of them",
-                crate::scenario::cpus::format_cpu_list(online)
+                crate::vocab::cpus::format_cpu_list(online)
             ));
         }
         Ok(StallPlan { cpu, priority, delay_ns, duration_ns })

@@ -1,13 +1,17 @@
-//! Stage four of the flow: the probes. Each probe runs one measurement thread per CPU, pinned,
-//! at the requested policy and priority, set up completely (affinity, priority, signal mask,
-//! pre-faulted stack and ring) before its loop starts. Samples leave each thread through a
-//! wait-free single-producer ring ([`rtrb`]) to the non-RT collector; counters that must never
-//! be lost (samples, missed, min, max) are also published through atomics.
+//! Stage four of the flow: the probes. A probe ([`Probe`]) is one kind of measurement: its name,
+//! its periods, a per-thread set-up and a real-time loop ([`RtLoop`]). Every probe runs through
+//! the same path here: one thread per (probe, CPU), pinned, at the requested policy and priority,
+//! set up completely (affinity, priority, signal mask, pre-faulted stack and ring, the probe's
+//! own set-up) before the loads start. Facts leave each thread through a [`Handoff`]: a wait-free
+//! single-producer ring ([`rtrb`]) to the non-RT collector, and atomics for what must never be
+//! lost (extremes, hand-off overflows, periods done). [`registry`] knows every probe by name.
 
+pub mod registry;
 pub mod timer;
 
-use crate::sys::{self, Policy};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use crate::sys;
+use crate::vocab::policy::Policy;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
@@ -55,6 +59,86 @@ impl Default for ThreadCounters {
     }
 }
 
+/// The longest interval accepted: a period loop slower than this is not a latency test.
+pub const MAX_INTERVAL_NS: u64 = 10_000_000_000;
+/// The shortest interval accepted; below a microsecond every wake-up misses.
+pub const MIN_INTERVAL_NS: u64 = 1_000;
+
+/// When a probe's periods fall: period `k` (1-based) has its deadline at `start + k·interval`;
+/// the first `warmup_periods` count in no statistic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Schedule {
+    pub interval_ns: u64,
+    pub warmup_periods: u64,
+    /// Every period of the run, warm-up included; each one ends as a fact or a missed period.
+    pub periods: u64,
+}
+
+/// One kind of measurement. The lifecycle knows probes only through this trait.
+pub trait Probe: Send + Sync + std::fmt::Debug {
+    /// Its name, as `--measure`, results and requirements write it.
+    fn name(&self) -> &'static str;
+    /// Its periods.
+    fn schedule(&self) -> Schedule;
+    /// Its settings, as the result's configuration records them (`interval=1ms`, ...).
+    fn settings(&self) -> Vec<String>;
+    /// Per-thread set-up, in the thread, once it is pinned and at its priority, before the loads
+    /// start (it may allocate and open files; the loop may not): returns the loop.
+    fn thread(&self, cpu: usize) -> Result<Box<dyn RtLoop>, String>;
+}
+
+/// A probe's real-time loop on one thread: allocates nothing, locks nothing, prints nothing.
+pub trait RtLoop: Send {
+    /// Runs from `start_ns` until every period is accounted for or `stop` is set, handing over
+    /// each served period (and the periods missed after it) through `out`.
+    fn run(&mut self, start_ns: u64, stop: &AtomicBool, out: &mut Handoff);
+}
+
+/// Where a loop's facts go: the ring to the collector, and the counters that survive a full ring.
+pub struct Handoff {
+    ring: rtrb::Producer<Sample>,
+    counters: Arc<ThreadCounters>,
+    warmup_periods: u64,
+    /// Facts the ring could not take since the last one it took.
+    lost: u64,
+    overflows: u64,
+    min: u64,
+    max: u64,
+}
+
+impl Handoff {
+    fn new(ring: rtrb::Producer<Sample>, counters: Arc<ThreadCounters>, warmup_periods: u64) -> Handoff {
+        Handoff { ring, counters, warmup_periods, lost: 0, overflows: 0, min: u64::MAX, max: 0 }
+    }
+
+    /// Hands over period `period` served with `latency_ns`, and the `missed_after` periods after
+    /// it whose deadlines passed unserved. Wait-free: a full ring loses the latency, never the
+    /// accounting (see [`Sample::lost_before`]).
+    #[inline(always)]
+    pub fn served(&mut self, period: u64, latency_ns: u64, missed_after: u64) {
+        let c = &*self.counters;
+        if period > self.warmup_periods {
+            if latency_ns < self.min {
+                self.min = latency_ns;
+                c.min_ns.store(latency_ns, Relaxed);
+            }
+            if latency_ns > self.max {
+                self.max = latency_ns;
+                c.max_ns.store(latency_ns, Relaxed);
+                c.max_period.store(period, Relaxed);
+            }
+        }
+        if self.ring.push(Sample { period, latency_ns, missed_after, lost_before: self.lost }).is_ok() {
+            self.lost = 0;
+        } else {
+            self.lost += 1;
+            self.overflows += 1;
+            c.handoff_overflows.store(self.overflows, Relaxed);
+        }
+        c.periods_done.store(period + missed_after, Relaxed);
+    }
+}
+
 /// How the measurement threads are scheduled.
 #[derive(Debug, Clone, Copy)]
 pub struct ThreadSched {
@@ -65,6 +149,7 @@ pub struct ThreadSched {
 /// What a measurement thread obtained during set-up.
 #[derive(Debug, Clone)]
 pub struct SetupReport {
+    pub probe: &'static str,
     pub cpu: usize,
     pub policy: Option<Policy>,
     pub priority: i32,
@@ -78,12 +163,29 @@ pub enum SetupError {
     Affinity(String),
     /// The raw OS error of `sched_setscheduler`.
     Scheduler(i32),
+    /// The probe's own set-up failed (a device absent or busy, ...).
+    Probe(String),
     Other(String),
+}
+
+/// A probe and the CPUs it measures on (one thread each).
+#[derive(Debug, Clone)]
+pub struct ProbePlan {
+    pub probe: Arc<dyn Probe>,
+    pub cpus: Vec<usize>,
+}
+
+/// Which probe (index into the plans) and CPU a thread measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadKey {
+    pub probe: usize,
+    pub cpu: usize,
 }
 
 /// Measurement threads set up (pinned, at their priority, stack and ring pre-faulted) and
 /// waiting for their start time.
 pub struct PreparedProbes {
+    keys: Vec<ThreadKey>,
     counters: Vec<Arc<ThreadCounters>>,
     rings: Vec<rtrb::Consumer<Sample>>,
     reports: Vec<SetupReport>,
@@ -105,6 +207,7 @@ impl PreparedProbes {
         }
         RunningProbes {
             start_ns,
+            keys: self.keys,
             counters: self.counters,
             rings: self.rings,
             handles: self.handles.into_iter().map(Some).collect(),
@@ -112,9 +215,11 @@ impl PreparedProbes {
     }
 }
 
-/// The running measurement: one thread, ring consumer and counter set per CPU.
+/// The running measurement: one thread, ring consumer and counter set per (probe, CPU).
 pub struct RunningProbes {
     pub start_ns: u64,
+    /// What each thread measures; the other vectors are indexed alike.
+    pub keys: Vec<ThreadKey>,
     pub counters: Vec<Arc<ThreadCounters>>,
     pub rings: Vec<rtrb::Consumer<Sample>>,
     /// `None` once joined.
@@ -166,63 +271,73 @@ fn prefault_stack() {
     std::hint::black_box(&buf);
 }
 
-fn setup_thread(cpu: usize, sched: ThreadSched) -> SetupReport {
-    let fail = |e| SetupReport { cpu, policy: None, priority: 0, error: Some(e) };
-    if let Err(e) = sys::pin_thread_to_cpu(cpu) {
-        return fail(SetupError::Affinity(e.to_string()));
-    }
-    if let Err(e) = sys::block_process_signals() {
-        return fail(SetupError::Other(format!("blocking signals: {e}")));
-    }
-    if let Err(e) = sys::set_thread_scheduler(sched.policy, sched.priority) {
-        return fail(SetupError::Scheduler(e.raw_os_error().unwrap_or(libc_eperm())));
-    }
+fn setup_thread(probe: &dyn Probe, cpu: usize, sched: ThreadSched) -> Result<Box<dyn RtLoop>, SetupReport> {
+    let fail = |e| SetupReport { probe: probe.name(), cpu, policy: None, priority: 0, error: Some(e) };
+    sys::pin_thread_to_cpu(cpu).map_err(|e| fail(SetupError::Affinity(e.to_string())))?;
+    sys::block_process_signals().map_err(|e| fail(SetupError::Other(format!("blocking signals: {e}"))))?;
+    sys::set_thread_scheduler(sched.policy, sched.priority)
+        .map_err(|e| fail(SetupError::Scheduler(e.raw_os_error().unwrap_or(libc_eperm()))))?;
     if !sched.policy.is_realtime() {
         // SCHED_OTHER threads sleep with 50 µs of timer slack by default; that would be measured.
         let _ = sys::set_timer_slack_ns(1);
     }
+    let rt_loop = probe.thread(cpu).map_err(|e| fail(SetupError::Probe(e)))?;
     prefault_stack();
+    Ok(rt_loop)
+}
+
+/// The scheduling a thread obtained, read back.
+fn obtained(probe: &dyn Probe, cpu: usize) -> SetupReport {
     match sys::thread_scheduler() {
-        Ok((policy, priority)) => SetupReport { cpu, policy, priority, error: None },
-        Err(e) => fail(SetupError::Other(format!("reading back the scheduler: {e}"))),
+        Ok((policy, priority)) => SetupReport { probe: probe.name(), cpu, policy, priority, error: None },
+        Err(e) => SetupReport {
+            probe: probe.name(),
+            cpu,
+            policy: None,
+            priority: 0,
+            error: Some(SetupError::Other(format!("reading back the scheduler: {e}"))),
+        },
     }
 }
 
-/// Sets up one timer measurement thread per CPU and returns once every one is ready (or, if
+/// Sets up one measurement thread per (probe, CPU) and returns once every one is ready (or, if
 /// any set-up failed, after all have ended, with their reports). Returns early when `stop` is
 /// set: threads still setting up then end as soon as they are started.
-pub fn prepare_timer(
-    cpus: &[usize],
-    sched: ThreadSched,
-    cfg: timer::TimerLoop,
-    stop: Arc<AtomicBool>,
-) -> Result<PreparedProbes, Vec<SetupReport>> {
-    let capacity = ring_capacity(cfg.interval_ns);
+pub fn prepare(plans: &[ProbePlan], sched: ThreadSched, stop: Arc<AtomicBool>) -> Result<PreparedProbes, Vec<SetupReport>> {
     let (report_tx, report_rx) = mpsc::channel();
-    let mut prepared = PreparedProbes { counters: vec![], rings: vec![], reports: vec![], handles: vec![], go: vec![] };
+    let mut prepared =
+        PreparedProbes { keys: vec![], counters: vec![], rings: vec![], reports: vec![], handles: vec![], go: vec![] };
     let mut spawn_failure = None;
-    for &cpu in cpus {
-        let (mut producer, mut consumer) = rtrb::RingBuffer::<Sample>::new(capacity);
+    let threads = plans.iter().enumerate().flat_map(|(i, p)| p.cpus.iter().map(move |&cpu| (i, p, cpu)));
+    for (index, plan, cpu) in threads {
+        let schedule = plan.probe.schedule();
+        let (mut producer, mut consumer) = rtrb::RingBuffer::<Sample>::new(ring_capacity(schedule.interval_ns));
         // Touch every slot once so the loop never takes a page fault on the ring.
         while producer.push(Sample::default()).is_ok() {}
         while consumer.pop().is_ok() {}
         let out = Arc::new(ThreadCounters::default());
         // Each thread waits for its start time; a hang-up means: give up.
         let (go_tx, go_rx) = mpsc::channel::<u64>();
-        let (stop, report_tx, thread_out) = (stop.clone(), report_tx.clone(), out.clone());
-        let spawned = std::thread::Builder::new().name(format!("rtgauge-timer{cpu}")).stack_size(THREAD_STACK).spawn(move || {
-            let report = setup_thread(cpu, sched);
+        let (stop, report_tx, probe) = (stop.clone(), report_tx.clone(), plan.probe.clone());
+        let mut handoff = Handoff::new(producer, out.clone(), schedule.warmup_periods);
+        let name = format!("rtgauge-{}{cpu}", probe.name());
+        let spawned = std::thread::Builder::new().name(name).stack_size(THREAD_STACK).spawn(move || {
+            let (mut rt_loop, report) = match setup_thread(&*probe, cpu, sched) {
+                Ok(l) => (Some(l), obtained(&*probe, cpu)),
+                Err(r) => (None, r),
+            };
             let ok = report.error.is_none();
             let _ = report_tx.send(report);
             drop(report_tx);
-            if let (true, Ok(start_ns)) = (ok, go_rx.recv()) {
-                timer::run(cfg, start_ns, &stop, &mut producer, &thread_out);
+            if let (true, Some(l), Ok(start_ns)) = (ok, rt_loop.as_mut(), go_rx.recv()) {
+                l.run(start_ns, &stop, &mut handoff);
             }
         });
         match spawned {
             Ok(h) => prepared.handles.push(h),
             Err(e) => {
                 spawn_failure = Some(SetupReport {
+                    probe: plan.probe.name(),
                     cpu,
                     policy: None,
                     priority: 0,
@@ -231,13 +346,14 @@ pub fn prepare_timer(
                 break;
             }
         }
+        prepared.keys.push(ThreadKey { probe: index, cpu });
         prepared.go.push(go_tx);
         prepared.rings.push(consumer);
         prepared.counters.push(out);
     }
     drop(report_tx);
-    let mut reports = Vec::with_capacity(cpus.len());
-    while reports.len() < prepared.handles.len() && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+    let mut reports = Vec::with_capacity(prepared.handles.len());
+    while reports.len() < prepared.handles.len() && !stop.load(Relaxed) {
         match report_rx.recv_timeout(std::time::Duration::from_millis(50)) {
             Ok(r) => reports.push(r),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -246,7 +362,7 @@ pub fn prepare_timer(
     }
     let interrupted = reports.len() < prepared.handles.len();
     reports.extend(spawn_failure);
-    reports.sort_by_key(|r| r.cpu);
+    reports.sort_by_key(|r| (r.probe, r.cpu));
     if !interrupted && reports.iter().any(|r| r.error.is_some()) {
         drop(prepared.go);
         for h in prepared.handles {

@@ -4,67 +4,59 @@
 //!
 //! The loop allocates nothing, takes no lock and prints nothing: its only system calls are
 //! `clock_nanosleep` and `clock_gettime`; each wake-up leaves as a fact (the period, its latency,
-//! the periods missed after it) through a pre-allocated wait-free ring, and the extremes through
-//! relaxed atomics that only this thread writes.
+//! the periods missed after it) through the thread's [`Handoff`].
 
-use super::{Sample, ThreadCounters};
+use super::{Handoff, Probe, RtLoop, Schedule};
 use crate::sys;
+use crate::vocab::units::Nanos;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-/// Everything the loop needs, resolved before it starts (no globals, no lookups in the loop).
+/// The probe's name in `--measure`, results and requirements.
+pub const NAME: &str = "timer";
+
+/// The timer probe: its periods, resolved before the run (no globals, no lookups in the loop).
 #[derive(Debug, Clone, Copy)]
-pub struct TimerLoop {
-    pub interval_ns: u64,
-    /// Periods at the start whose wake-ups do not count in the extremes (the collector
-    /// excludes them from every statistic).
-    pub warmup_periods: u64,
-    /// Every period of the run, warm-up included; each one ends as a wake-up or a missed deadline.
-    pub periods: u64,
+pub struct TimerProbe {
+    pub schedule: Schedule,
 }
 
-/// Runs the loop from `start_ns` (period `k` has its deadline at `start_ns + k·interval`)
-/// until every period is accounted for or `stop` is set.
-///
-/// A wake-up after the deadlines of later periods means those periods passed while the thread
-/// was not running: the fact handed over says so (`missed_after`), and the thread resumes at
-/// the first deadline not yet passed, so there is no burst of catch-up samples. A wake-up
-/// exactly on the next deadline serves that period: only deadlines strictly before the
-/// wake-up are missed.
-pub fn run(cfg: TimerLoop, start_ns: u64, stop: &AtomicBool, ring: &mut rtrb::Producer<Sample>, out: &ThreadCounters) {
-    let interval = cfg.interval_ns;
-    let last = cfg.periods;
-    let (mut lost, mut overflows) = (0u64, 0u64);
-    let (mut min, mut max) = (u64::MAX, 0u64);
-    let mut period: u64 = 1;
-    while period <= last {
-        if stop.load(Relaxed) {
-            break;
+impl Probe for TimerProbe {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn schedule(&self) -> Schedule {
+        self.schedule
+    }
+    fn settings(&self) -> Vec<String> {
+        vec![format!("interval={}", Nanos(self.schedule.interval_ns)), "wait=nanosleep-abs".into()]
+    }
+    fn thread(&self, _cpu: usize) -> Result<Box<dyn RtLoop>, String> {
+        Ok(Box::new(TimerLoop { schedule: self.schedule }))
+    }
+}
+
+/// The loop of one timer thread.
+pub struct TimerLoop {
+    schedule: Schedule,
+}
+
+impl RtLoop for TimerLoop {
+    /// Period `k` has its deadline at `start_ns + k·interval`. A wake-up after the deadlines of
+    /// later periods means those periods passed while the thread was not running: the fact
+    /// handed over says so (`missed_after`), and the thread resumes at the first deadline not
+    /// yet passed, so there is no burst of catch-up samples. A wake-up exactly on the next
+    /// deadline serves that period: only deadlines strictly before the wake-up are missed.
+    fn run(&mut self, start_ns: u64, stop: &AtomicBool, out: &mut Handoff) {
+        let Schedule { interval_ns: interval, periods: last, .. } = self.schedule;
+        let mut period: u64 = 1;
+        while period <= last && !stop.load(Relaxed) {
+            let deadline = start_ns + period * interval;
+            sys::sleep_until_monotonic(deadline);
+            let latency = sys::monotonic_ns().saturating_sub(deadline);
+            let missed_after = missed_after(latency, interval, last - period);
+            out.served(period, latency, missed_after);
+            period += missed_after + 1;
         }
-        let deadline = start_ns + period * interval;
-        sys::sleep_until_monotonic(deadline);
-        let now = sys::monotonic_ns();
-        let latency = now.saturating_sub(deadline);
-        let missed_after = missed_after(latency, interval, last - period);
-        if period > cfg.warmup_periods {
-            if latency < min {
-                min = latency;
-                out.min_ns.store(min, Relaxed);
-            }
-            if latency > max {
-                max = latency;
-                out.max_ns.store(max, Relaxed);
-                out.max_period.store(period, Relaxed);
-            }
-        }
-        if ring.push(Sample { period, latency_ns: latency, missed_after, lost_before: lost }).is_ok() {
-            lost = 0;
-        } else {
-            lost += 1;
-            overflows += 1;
-            out.handoff_overflows.store(overflows, Relaxed);
-        }
-        period += missed_after + 1;
-        out.periods_done.store(period - 1, Relaxed);
     }
 }
 

@@ -1,8 +1,8 @@
-//! The live view: one line per measured CPU (samples, current max, p99 so far, missed) and the
+//! The live view: one line per measurement thread (probe and CPU) (samples, current max, p99 so far, missed) and the
 //! time left, redrawn a few times a second on standard error when it is a terminal. Hidden
 //! with `--quiet` or when standard error is not a terminal.
 
-use crate::scenario::units::us;
+use crate::vocab::units::us;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -14,9 +14,9 @@ pub struct LiveView {
 }
 
 impl LiveView {
-    /// A live view for these CPUs lasting `total` (None for a run of unknown length),
+    /// A live view with one line per measurement thread (`labels`, e.g. `timer cpu0`) lasting `total` (None for a run of unknown length),
     /// or `None` when it should not be drawn.
-    pub fn new(quiet: bool, cpus: &[usize], total: Option<Duration>) -> Option<LiveView> {
+    pub fn new(quiet: bool, labels: &[String], total: Option<Duration>) -> Option<LiveView> {
         if quiet || !std::io::stderr().is_terminal() {
             return None;
         }
@@ -35,7 +35,7 @@ impl LiveView {
                 b
             }
         };
-        let lines = cpus
+        let lines = labels
             .iter()
             .map(|_| {
                 let b = multi.add(ProgressBar::new_spinner());
@@ -46,13 +46,13 @@ impl LiveView {
         Some(LiveView { _multi: multi, clock, lines })
     }
 
-    /// Redraws with the figures so far: per CPU (samples, missed, max, p99).
+    /// Redraws with the figures so far: per thread (samples, missed, max, p99).
     pub fn update(
         &self,
         elapsed: Duration,
         total: Option<Duration>,
         warming_up: bool,
-        cpus: &[usize],
+        labels: &[String],
         stats: &[(u64, u64, Option<u64>, Option<u64>)],
     ) {
         let left = total.map(|t| t.saturating_sub(elapsed));
@@ -63,9 +63,9 @@ impl LiveView {
             None => format!("{phase}, {:.0} s", elapsed.as_secs_f64()),
         });
         let opt = |v: Option<u64>| v.map_or("-".to_string(), us);
-        for ((line, cpu), &(samples, missed, max, p99)) in self.lines.iter().zip(cpus).zip(stats) {
+        for ((line, label), &(samples, missed, max, p99)) in self.lines.iter().zip(labels).zip(stats) {
             line.set_message(format!(
-                "  cpu{cpu:<3} samples {samples:>10}   max {:>10} µs   p99 {:>10} µs   missed {missed:>6}",
+                "  {label:<12} samples {samples:>10}   max {:>10} µs   p99 {:>10} µs   missed {missed:>6}",
                 opt(max),
                 opt(p99),
             ));

@@ -3,8 +3,9 @@
 //! the verdict with every failed check, and the warnings.
 
 use crate::result::{ProbeResult, RunResult, Status};
-use crate::scenario::cpus::format_cpu_list;
-use crate::scenario::units::{us, Nanos};
+use crate::vocab::cpus::format_cpu_list;
+use crate::vocab::percentiles::REPORTED;
+use crate::vocab::units::{us, Nanos};
 use comfy_table::{presets::NOTHING, CellAlignment, ContentArrangement, Table};
 use std::fmt::Write;
 
@@ -30,21 +31,28 @@ fn table(header: &[&str], right: std::ops::Range<usize>, rows: Vec<Vec<String>>)
     text.lines().map(str::trim_end).collect::<Vec<_>>().join("\n") + "\n"
 }
 
+/// Column heads of a latency table: `first`, then min, mean, every reported percentile, max.
+fn latency_header(first: &[&'static str]) -> Vec<&'static str> {
+    let mut h = first.to_vec();
+    h.extend(["min", "mean"]);
+    h.extend(REPORTED.iter().map(|p| p.label));
+    h.push("max");
+    h
+}
+
+/// min, mean, every reported percentile, max: in µs.
+fn latency_cells(p: &ProbeResult) -> impl Iterator<Item = String> + '_ {
+    [opt_us(p.min_ns), p.mean_ns.map_or("-".to_string(), |m| us(m.round() as u64))]
+        .into_iter()
+        .chain(p.percentiles.iter().map(|(_, v)| opt_us(v)))
+        .chain([opt_us(p.max_ns)])
+}
+
 fn row(p: &ProbeResult) -> Vec<String> {
-    vec![
-        p.probe.clone(),
-        p.cpu.map_or("all".to_string(), |c| c.to_string()),
-        p.samples.to_string(),
-        p.missed.to_string(),
-        opt_us(p.min_ns),
-        p.mean_ns.map_or("-".to_string(), |m| us(m.round() as u64)),
-        opt_us(p.p50_ns),
-        opt_us(p.p90_ns),
-        opt_us(p.p99_ns),
-        opt_us(p.p999_ns),
-        opt_us(p.p9999_ns),
-        opt_us(p.max_ns),
-    ]
+    [p.probe.clone(), p.cpu.map_or("all".to_string(), |c| c.to_string()), p.samples.to_string(), p.missed.to_string()]
+        .into_iter()
+        .chain(latency_cells(p))
+        .collect()
 }
 
 /// Renders the summary as text.
@@ -59,10 +67,13 @@ pub fn render(r: &RunResult) -> String {
     };
     let _ = writeln!(
         s,
-        "rtgauge {}: {} latency on CPUs {}, {} {}, interval {}, {}{}",
+        "rtgauge {}: {}, {} {}, interval {}, {}{}",
         r.tool_version,
-        c.probes.join(", "),
-        format_cpu_list(&c.cpus),
+        c.probes
+            .iter()
+            .map(|p| format!("{} latency on CPUs {}", p.name, format_cpu_list(&p.cpus)))
+            .collect::<Vec<_>>()
+            .join("; "),
         c.policy.kernel_name(),
         c.priority,
         Nanos(c.interval_ns),
@@ -107,7 +118,7 @@ pub fn render(r: &RunResult) -> String {
         (Status::Partial, None) => "PARTIAL".to_string(),
     };
     let _ = writeln!(s, "run {status}, {} → {}\n", r.started_at, r.ended_at);
-    let header = ["probe", "cpu", "samples", "missed", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max"];
+    let header = latency_header(&["probe", "cpu", "samples", "missed"]);
     s += &table(&header, 2..header.len(), r.probes.iter().chain(&r.combined).map(row).collect());
     let _ = writeln!(s, "(latencies in µs)");
     if let Some(worst) = r.probes.iter().filter(|p| p.max_ns.is_some()).max_by_key(|p| p.max_ns) {
@@ -127,7 +138,7 @@ pub fn render(r: &RunResult) -> String {
                 }
             )
         });
-        let _ = writeln!(s, "\nWorst case: {} µs on {}{at}.", opt_us(worst.max_ns), worst.scope());
+        let _ = writeln!(s, "\nWorst case: {} µs on {}/{}{at}.", opt_us(worst.max_ns), worst.probe, worst.scope());
     }
     if let Some(line) = r.verdict.shortest_cycle_sentence() {
         let _ = writeln!(s, "{line}.");
@@ -141,21 +152,20 @@ pub fn render(r: &RunResult) -> String {
         let rows = r
             .phases
             .iter()
-            .map(|p| {
-                let c = &p.combined;
-                vec![
-                    format!("{:.3}-{:.3} s", p.start_ns as f64 / 1e9, p.end_ns as f64 / 1e9),
-                    c.samples.to_string(),
-                    c.missed.to_string(),
-                    opt_us(c.p50_ns),
-                    opt_us(c.p99_ns),
-                    opt_us(c.p999_ns),
-                    opt_us(c.max_ns),
-                    if p.loads.is_empty() { "(none)".to_string() } else { p.loads.join(", ") },
-                ]
+            .flat_map(|p| {
+                p.combined.iter().map(move |c| {
+                    let span = format!("{:.3}-{:.3} s", p.start_ns as f64 / 1e9, p.end_ns as f64 / 1e9);
+                    [span, c.probe.clone(), c.samples.to_string(), c.missed.to_string()]
+                        .into_iter()
+                        .chain(latency_cells(c))
+                        .chain([if p.loads.is_empty() { "(none)".to_string() } else { p.loads.join(", ") }])
+                        .collect()
+                })
             })
             .collect();
-        s += &table(&["phase", "samples", "missed", "p50", "p99", "p99.9", "max", "loads"], 1..7, rows);
+        let mut header = latency_header(&["phase", "probe", "samples", "missed"]);
+        header.push("loads");
+        s += &table(&header, 2..header.len() - 1, rows);
     }
     if !r.loads.is_empty() {
         let _ = writeln!(s, "\nLoads ({}):", r.config.load_source);

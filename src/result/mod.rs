@@ -4,14 +4,31 @@
 //! [`SCHEMA`] and documented field by field in `docs/result-schema.md`.
 
 pub mod histogram;
+pub mod verdict;
+pub use verdict::{Check, Verdict};
 
 use crate::aggregate::LatencyStats;
 use crate::audit::SystemInfo;
-use crate::verdict::Verdict;
 use serde::{Deserialize, Serialize};
 
 /// Version of the result document's layout. Bump on any incompatible change.
-pub const SCHEMA: &str = "rtgauge.result.v2";
+pub const SCHEMA: &str = "rtgauge.result.v3";
+
+/// Version of the document `rtgauge load --json` writes.
+pub const LOAD_SCHEMA: &str = "rtgauge.load.v1";
+
+/// What `rtgauge load` did: the loads on their own.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadResult {
+    pub schema: String,
+    pub tool_version: String,
+    pub command_line: Vec<String>,
+    /// As given; null: until every load ended.
+    pub duration_ns: Option<u64>,
+    pub interrupted_by: Option<String>,
+    pub loads: Vec<crate::load::manager::LoadRecord>,
+    pub containment: Option<crate::load::contain::Containment>,
+}
 
 /// Whether the run measured everything it planned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,18 +83,19 @@ pub struct PhaseResult {
     pub end_ns: u64,
     /// The loads planned to run during the whole phase.
     pub loads: Vec<String>,
-    /// Per CPU (warm-up excluded; `missed` counts the phase's periods passed unserved).
+    /// Per probe and CPU (warm-up excluded; `missed` counts the phase's periods passed unserved).
     pub probes: Vec<ProbeResult>,
-    /// All CPUs together.
-    pub combined: ProbeResult,
+    /// All CPUs of each probe together, one entry per probe.
+    pub combined: Vec<ProbeResult>,
 }
 
 /// The configuration the run used, after defaults were applied.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Config {
-    pub probes: Vec<String>,
+    /// Every probe of the run, as `--measure` gave it and as it was resolved.
+    pub probes: Vec<ProbeConfig>,
     pub interval_ns: u64,
-    pub policy: crate::sys::Policy,
+    pub policy: crate::vocab::policy::Policy,
     pub priority: i32,
     pub cpus: Vec<usize>,
     pub duration_ns: Option<u64>,
@@ -97,6 +115,21 @@ pub struct Config {
     pub loads: Vec<String>,
     /// CPUs the loads were restricted to (null: all).
     pub load_cpus: Option<Vec<usize>>,
+}
+
+/// One probe of the run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProbeConfig {
+    pub name: String,
+    /// As given (`timer:interval=500us@0`).
+    pub spec: String,
+    pub cpus: Vec<usize>,
+    pub interval_ns: u64,
+    pub warmup_periods: u64,
+    /// Every period planned, warm-up included.
+    pub periods: u64,
+    /// Its settings as `key=value`.
+    pub settings: Vec<String>,
 }
 
 /// Which scenario a run came from.
@@ -126,11 +159,9 @@ pub struct ProbeResult {
     pub handoff_overflows: u64,
     pub min_ns: Option<u64>,
     pub mean_ns: Option<f64>,
-    pub p50_ns: Option<u64>,
-    pub p90_ns: Option<u64>,
-    pub p99_ns: Option<u64>,
-    pub p999_ns: Option<u64>,
-    pub p9999_ns: Option<u64>,
+    /// `p50_ns`, `p90_ns`, ...: one field per reported percentile (`vocab::percentiles`).
+    #[serde(flatten)]
+    pub percentiles: crate::vocab::percentiles::Values,
     pub max_ns: Option<u64>,
     pub max_at_ns: Option<u64>,
     pub histogram: histogram::HistogramData,
@@ -148,11 +179,7 @@ impl ProbeResult {
             handoff_overflows: s.handoff_overflows,
             min_ns: s.min_ns,
             mean_ns: s.mean_ns.map(|m| (m * 10.0).round() / 10.0),
-            p50_ns: s.p50_ns,
-            p90_ns: s.p90_ns,
-            p99_ns: s.p99_ns,
-            p999_ns: s.p999_ns,
-            p9999_ns: s.p9999_ns,
+            percentiles: s.percentiles,
             max_ns: s.max_ns,
             max_at_ns: s.max_at_ns,
             histogram: histogram::HistogramData::encode(hist),

@@ -5,9 +5,10 @@
 //! Pure: parsing and validation only.
 
 use super::require::parse_requirement;
-use super::units::{parse_duration_ns, parse_percent};
-use super::{cpus::parse_cpu_list, PlanError, RunInput};
+use super::{PlanError, RunInput};
 use crate::load::spec::LoadSpec;
+use crate::vocab::cpus::parse_cpu_list;
+use crate::vocab::units::{parse_duration_ns, parse_percent};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -33,6 +34,9 @@ struct ScenarioToml {
     cpu_dma_latency: Option<Spanned<String>>,
     mlock: Option<Spanned<bool>>,
     probes: Option<ProbesToml>,
+    /// Probes as `--measure` writes them: `measure = ["timer@0-1"]` [default: the timer].
+    #[serde(default)]
+    measure: Vec<Spanned<String>>,
     #[serde(default)]
     loads: Vec<LoadToml>,
     verdict: Option<VerdictToml>,
@@ -128,6 +132,12 @@ pub fn parse(text: &str, origin: &str, source: &str) -> Result<Scenario, PlanErr
         no_mlock: t.mlock.as_ref().is_some_and(|m| !*m.get_ref()),
         ..Default::default()
     };
+    for m in &t.measure {
+        if let Err(e) = crate::probe::registry::parse(m.get_ref()) {
+            return cx.err(m.span(), "measure", e);
+        }
+        input.measure.push(m.get_ref().clone());
+    }
     if let (Some(d), Some(l)) = (&t.duration, &t.loops) {
         let _ = d;
         return cx.err(l.span(), "loops", "both duration and loops given: keep one");
@@ -149,19 +159,19 @@ pub fn parse(text: &str, origin: &str, source: &str) -> Result<Scenario, PlanErr
     if let Some(timer) = t.probes.as_ref().and_then(|p| p.timer.as_ref()) {
         input.interval = cx.duration(&timer.interval, "probes.timer.interval", "1ms")?;
         if let Some(p) = &timer.priority {
-            if !(1..=99).contains(p.get_ref()) {
-                return cx.err(p.span(), "probes.timer.priority", "must lie within 1-99; e.g. priority = 80");
+            if let Err(e) = crate::vocab::policy::check_rt_priority(*p.get_ref() as i32) {
+                return cx.err(p.span(), "probes.timer.priority", format!("{e}; e.g. priority = 80"));
             }
             input.priority = Some(*p.get_ref() as i32);
         }
         if let Some(p) = &timer.policy {
             input.policy = Some(match p.get_ref().as_str() {
-                "fifo" => crate::sys::Policy::Fifo,
-                "rr" => crate::sys::Policy::Rr,
-                "other" => crate::sys::Policy::Other,
+                "fifo" => crate::vocab::policy::Policy::Fifo,
+                "rr" => crate::vocab::policy::Policy::Rr,
+                "other" => crate::vocab::policy::Policy::Other,
                 other => return cx.err(p.span(), "probes.timer.policy", format!("'{other}' is not fifo, rr or other")),
             });
-            if input.policy == Some(crate::sys::Policy::Other) {
+            if input.policy == Some(crate::vocab::policy::Policy::Other) {
                 input.priority = None;
             }
         }
@@ -238,11 +248,14 @@ impl RunInput {
             self.duration = over.duration;
             self.loops = over.loops;
         }
-        if over.policy == Some(crate::sys::Policy::Other) && over.priority.is_none() {
+        if over.policy == Some(crate::vocab::policy::Policy::Other) && over.priority.is_none() {
             self.priority = None;
         }
         if !over.load.is_empty() {
             self.load = over.load;
+        }
+        if !over.measure.is_empty() {
+            self.measure = over.measure;
         }
         self.require.extend(over.require);
         self.no_mlock |= over.no_mlock;

@@ -2,13 +2,12 @@
 //! without touching the system. Everything here is pure; checks that need the machine
 //! (does CPU 7 exist? can we write that file?) happen when the plan is resolved in `lifecycle`.
 
-pub mod cpus;
 pub mod file;
 pub mod require;
-pub mod units;
 pub mod userfile;
 
-use crate::sys::Policy;
+use crate::vocab::policy::{check_rt_priority, Policy};
+use crate::vocab::{cpus, units};
 use require::Requirement;
 use units::{parse_duration_ns, parse_percent, DurationError, Nanos};
 
@@ -76,6 +75,8 @@ pub struct RunInput {
     /// `--load` values (empty: the default worst-case mix).
     pub load: Vec<String>,
     pub load_cpus: Option<String>,
+    /// `--measure` values (empty: the timer).
+    pub measure: Vec<String>,
 }
 
 /// Which loads a run measures under.
@@ -91,6 +92,8 @@ pub enum LoadChoice {
 /// A validated measurement plan: every value the run needs, checked and in base units.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunPlan {
+    /// The probes, each with its options and CPUs (at least one).
+    pub measures: Vec<crate::probe::registry::MeasureSpec>,
     pub interval_ns: u64,
     pub policy: Policy,
     /// 1–99 for SCHED_FIFO/RR, 0 for SCHED_OTHER.
@@ -115,12 +118,9 @@ pub struct RunPlan {
     pub scenario: Option<(String, String)>,
 }
 
-/// The longest interval accepted: a period loop slower than this is not a latency test.
-pub const MAX_INTERVAL_NS: u64 = 10_000_000_000;
+pub use crate::probe::{MAX_INTERVAL_NS, MIN_INTERVAL_NS};
 /// The longest run accepted, warm-up included (a year and a day).
 pub const MAX_RUN_NS: u64 = 366 * 86_400 * 1_000_000_000;
-/// The shortest interval accepted; below a microsecond every wake-up misses.
-pub const MIN_INTERVAL_NS: u64 = 1_000;
 
 fn duration_arg(flag: &str, text: &str, example: &str) -> Result<u64, PlanError> {
     parse_duration_ns(text, None).map_err(|e| {
@@ -151,13 +151,7 @@ impl RunPlan {
         let policy = input.policy.unwrap_or(Policy::Fifo);
         let priority = match (policy.is_realtime(), input.priority) {
             (true, None) => 80,
-            (true, Some(p)) if (1..=99).contains(&p) => p,
-            (true, Some(p)) => {
-                return Err(bad(format!(
-                    "--priority {p} is out of range: {} priorities are 1-99, e.g. --priority 80",
-                    policy.kernel_name()
-                )))
-            }
+            (true, Some(p)) => check_rt_priority(p).map_err(|e| bad(format!("--priority {e}, e.g. --priority 80")))?,
             (false, None | Some(0)) => 0,
             (false, Some(p)) => {
                 return Err(bad(format!(
@@ -256,7 +250,23 @@ impl RunPlan {
             ),
         };
 
+        let measures = if input.measure.is_empty() {
+            vec![crate::probe::registry::default_spec()]
+        } else {
+            input.measure.iter().map(|m| crate::probe::registry::parse(m).map_err(PlanError)).collect::<Result<_, _>>()?
+        };
+        let mut seen: Vec<&crate::probe::registry::MeasureSpec> = Vec::new();
+        for m in &measures {
+            if let Some(first) = seen.iter().find(|s| s.name == m.name) {
+                return Err(bad(format!(
+                    "--measure '{}' and '{}' name the same probe: give each probe once, with all its CPUs (e.g. {}@0-1)",
+                    first.text, m.text, m.name
+                )));
+            }
+            seen.push(m);
+        }
         let plan = RunPlan {
+            measures,
             interval_ns,
             policy,
             priority,

@@ -1,7 +1,7 @@
 //! Requirement expressions given with `--require`: a metric, a comparison and a bound,
 //! e.g. `max<100us`, `p99.9<=50us`, `missed==0`, `mean<10us`. Pure parsing and evaluation.
 
-use super::units::{parse_duration_ns, us};
+use crate::vocab::units::{parse_duration_ns, us};
 use serde::Serialize;
 use std::fmt;
 
@@ -68,6 +68,8 @@ impl Op {
 /// One parsed `--require` expression.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Requirement {
+    /// The probe it applies to (`wakeup.max<200us`); `None`: every probe.
+    pub probe: Option<String>,
     pub metric: Metric,
     pub op: Op,
     /// Nanoseconds for latency metrics, a count otherwise.
@@ -78,6 +80,9 @@ pub struct Requirement {
 
 impl fmt::Display for Requirement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(p) = &self.probe {
+            write!(f, "{p}.")?;
+        }
         if self.metric.is_latency() {
             write!(f, "{}{}{}us", self.metric, self.op.symbol(), us(self.bound).trim_end_matches('0').trim_end_matches('.'))
         } else {
@@ -86,7 +91,7 @@ impl fmt::Display for Requirement {
     }
 }
 
-const HELP: &str = "write METRIC OP VALUE, e.g. 'max<100us', 'p99.9<=50us', 'missed==0'; \
+const HELP: &str = "write [PROBE.]METRIC OP VALUE, e.g. 'max<100us', 'p99.9<=50us', 'missed==0', 'timer.max<1ms'; \
 metrics: min, mean, max, pN (p99, p99.9, ...), missed, samples; operators: < <= > >= ==";
 
 /// Parses a requirement such as `p99.9<=50us`.
@@ -97,7 +102,18 @@ pub fn parse_requirement(text: &str) -> Result<Requirement, String> {
         .filter_map(|(s, o)| compact.find(s).map(|p| (p, *s, *o)))
         .min_by_key(|(p, s, _)| (*p, usize::MAX - s.len()))
         .ok_or_else(|| format!("'{text}' has no comparison; {HELP}"))?;
-    let name = &compact[..pos];
+    let (probe, name) = match compact[..pos].split_once('.') {
+        Some((p, m)) if !p.is_empty() && p.chars().all(|c| c.is_ascii_alphabetic()) => {
+            if !crate::probe::registry::names().contains(&p) {
+                return Err(format!(
+                    "'{text}' names the probe '{p}', which rtgauge does not have (probes: {}); {HELP}",
+                    crate::probe::registry::names().join(", ")
+                ));
+            }
+            (Some(p.to_string()), m)
+        }
+        _ => (None, &compact[..pos]),
+    };
     let value = &compact[pos + sym.len()..];
     let metric = match name.to_ascii_lowercase().as_str() {
         "min" => Metric::Min,
@@ -119,12 +135,21 @@ pub fn parse_requirement(text: &str) -> Result<Requirement, String> {
     } else {
         value.parse::<u64>().map_err(|_| format!("bound of '{text}' must be a whole number, e.g. missed==0"))?
     };
-    Ok(Requirement { metric, op, bound, text: compact })
+    Ok(Requirement { probe, metric, op, bound, text: compact })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_requirement_may_name_its_probe() {
+        let r = parse_requirement("timer.p99.9<=50us").unwrap();
+        assert_eq!((r.probe.as_deref(), r.metric, r.bound), (Some("timer"), Metric::Percentile(99.9), 50_000));
+        assert_eq!(r.to_string(), "timer.p99.9<=50us");
+        assert_eq!(parse_requirement("p99.9<=50us").unwrap().probe, None);
+        assert!(parse_requirement("nosuch.max<1ms").unwrap_err().contains("'nosuch'"));
+    }
 
     #[test]
     fn parses_the_documented_forms() {

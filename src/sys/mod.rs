@@ -9,42 +9,22 @@
 
 use std::io;
 
-/// A Linux scheduling policy for the measurement threads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Policy {
-    Fifo,
-    Rr,
-    Other,
+pub use crate::vocab::policy::Policy;
+
+fn policy_raw(p: Policy) -> libc::c_int {
+    match p {
+        Policy::Fifo => libc::SCHED_FIFO,
+        Policy::Rr => libc::SCHED_RR,
+        Policy::Other => libc::SCHED_OTHER,
+    }
 }
 
-impl Policy {
-    fn raw(self) -> libc::c_int {
-        match self {
-            Policy::Fifo => libc::SCHED_FIFO,
-            Policy::Rr => libc::SCHED_RR,
-            Policy::Other => libc::SCHED_OTHER,
-        }
-    }
-    fn from_raw(raw: libc::c_int) -> Option<Policy> {
-        match raw {
-            libc::SCHED_FIFO => Some(Policy::Fifo),
-            libc::SCHED_RR => Some(Policy::Rr),
-            libc::SCHED_OTHER => Some(Policy::Other),
-            _ => None,
-        }
-    }
-    /// The kernel's name for the policy, as `chrt` prints it.
-    pub fn kernel_name(self) -> &'static str {
-        match self {
-            Policy::Fifo => "SCHED_FIFO",
-            Policy::Rr => "SCHED_RR",
-            Policy::Other => "SCHED_OTHER",
-        }
-    }
-    /// Whether this is a real-time policy (needs privileges).
-    pub fn is_realtime(self) -> bool {
-        matches!(self, Policy::Fifo | Policy::Rr)
+fn policy_from_raw(raw: libc::c_int) -> Option<Policy> {
+    match raw {
+        libc::SCHED_FIFO => Some(Policy::Fifo),
+        libc::SCHED_RR => Some(Policy::Rr),
+        libc::SCHED_OTHER => Some(Policy::Other),
+        _ => None,
     }
 }
 
@@ -108,7 +88,7 @@ pub fn set_thread_scheduler(policy: Policy, priority: i32) -> io::Result<()> {
     param.sched_priority = if policy.is_realtime() { priority } else { 0 };
     // SAFETY: `param` is a valid sched_param that outlives the call; tid 0 is the calling thread.
     check_syscall(unsafe {
-        libc::syscall(libc::SYS_sched_setscheduler, 0 as libc::pid_t, policy.raw(), &param as *const libc::sched_param)
+        libc::syscall(libc::SYS_sched_setscheduler, 0 as libc::pid_t, policy_raw(policy), &param as *const libc::sched_param)
     })
     .map(drop)
 }
@@ -121,7 +101,7 @@ pub fn thread_scheduler() -> io::Result<(Option<Policy>, i32)> {
     // SAFETY: `param` is a valid, writable sched_param that outlives the call.
     check_syscall(unsafe { libc::syscall(libc::SYS_sched_getparam, 0 as libc::pid_t, &mut param as *mut libc::sched_param) })?;
     // Mask SCHED_RESET_ON_FORK which may be or-ed into the policy.
-    Ok((Policy::from_raw(raw & !libc::SCHED_RESET_ON_FORK), param.sched_priority))
+    Ok((policy_from_raw(raw & !libc::SCHED_RESET_ON_FORK), param.sched_priority))
 }
 
 /// Pins the calling thread to one CPU (`sched_setaffinity(0, ..)`).

@@ -2,38 +2,9 @@
 //! expressions, decides pass or fail per CPU and keeps the evidence of every check. Also
 //! derives the shortest cycle time the measured worst case supports. Pure: works on figures.
 
-use crate::result::{ProbeResult, Status};
+use crate::result::{Check, ProbeResult, Status, Verdict};
 use crate::scenario::require::{Metric, Op, Requirement};
-use crate::scenario::units::{us, Nanos};
-use serde::{Deserialize, Serialize};
-
-/// One evaluated criterion on one scope (a CPU, or all of them).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Check {
-    /// The criterion, e.g. `max<=250us` or `missed==0`.
-    pub expr: String,
-    /// What it was applied to: `timer/cpu0`, `timer/all`, or `run`.
-    pub scope: String,
-    /// The observed figure, readable (`41.250us`, `0`).
-    pub observed: String,
-    /// The observed figure in base units (ns or a count); `null` when there was nothing to observe.
-    pub observed_value: Option<f64>,
-    pub passed: bool,
-}
-
-/// The outcome of a run against its criteria.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Verdict {
-    /// `true` when every check passed (also when there were no criteria).
-    pub passed: bool,
-    /// Whether any criterion (cycle time or requirement) was given.
-    pub criteria_given: bool,
-    pub cycle_time_ns: Option<u64>,
-    pub budget_percent: f64,
-    /// The shortest cycle time whose budget the measured worst case fits: max / budget.
-    pub shortest_cycle_time_ns: Option<u64>,
-    pub checks: Vec<Check>,
-}
+use crate::vocab::units::us;
 
 fn observe(metric: Metric, p: &ProbeResult) -> Option<f64> {
     match metric {
@@ -43,8 +14,7 @@ fn observe(metric: Metric, p: &ProbeResult) -> Option<f64> {
         Metric::Missed => Some(p.missed as f64),
         Metric::Samples => Some(p.samples as f64),
         Metric::Percentile(q) => {
-            let named = [(50.0, p.p50_ns), (90.0, p.p90_ns), (99.0, p.p99_ns), (99.9, p.p999_ns), (99.99, p.p9999_ns)];
-            if let Some((_, v)) = named.iter().find(|(n, _)| (*n - q).abs() < 1e-9) {
+            if let Some(v) = p.percentiles.get(q) {
                 return v.map(|v| v as f64);
             }
             let h = p.histogram.decode().ok()?;
@@ -83,7 +53,7 @@ pub struct RunFacts {
 /// a run whose load failed.
 pub fn evaluate(
     per_cpu: &[ProbeResult],
-    combined_max_ns: Option<u64>,
+    combined: &[ProbeResult],
     cycle_time_ns: Option<u64>,
     budget: f64,
     requirements: &[Requirement],
@@ -93,13 +63,16 @@ pub fn evaluate(
     let mut reqs: Vec<Requirement> = Vec::new();
     if let Some(ct) = cycle_time_ns {
         let limit = (ct as f64 * budget).floor() as u64;
-        reqs.push(Requirement { metric: Metric::Max, op: Op::Le, bound: limit, text: String::new() });
-        reqs.push(Requirement { metric: Metric::Missed, op: Op::Eq, bound: 0, text: String::new() });
+        reqs.push(Requirement { probe: None, metric: Metric::Max, op: Op::Le, bound: limit, text: String::new() });
+        reqs.push(Requirement { probe: None, metric: Metric::Missed, op: Op::Eq, bound: 0, text: String::new() });
     }
     reqs.extend(requirements.iter().cloned());
-    let mut checks: Vec<Check> = reqs.iter().flat_map(|r| per_cpu.iter().map(move |p| check(r, p))).collect();
+    // A requirement naming a probe applies to that probe's CPUs; an unqualified one to every probe's.
+    let applies = |r: &Requirement, p: &ProbeResult| r.probe.as_ref().is_none_or(|n| *n == p.probe);
+    let mut checks: Vec<Check> =
+        reqs.iter().flat_map(|r| per_cpu.iter().filter(move |p| applies(r, p)).map(move |p| check(r, p))).collect();
     let criteria_given = !reqs.is_empty();
-    let measured_something = Requirement { metric: Metric::Samples, op: Op::Gt, bound: 0, text: String::new() };
+    let measured_something = Requirement { probe: None, metric: Metric::Samples, op: Op::Gt, bound: 0, text: String::new() };
     checks.extend(per_cpu.iter().filter(|p| p.samples == 0).map(|p| check(&measured_something, p)));
     if criteria_given && !facts.failed_loads.is_empty() {
         checks.push(Check {
@@ -124,35 +97,8 @@ pub fn evaluate(
         criteria_given,
         cycle_time_ns,
         budget_percent: (budget * 1000.0).round() / 10.0,
-        shortest_cycle_time_ns: combined_max_ns.map(|m| (m as f64 / budget).ceil() as u64),
+        shortest_cycle_time_ns: combined.iter().filter_map(|c| c.max_ns).max().map(|m| (m as f64 / budget).ceil() as u64),
         checks,
-    }
-}
-
-impl Verdict {
-    /// One line for the terminal.
-    pub fn headline(&self) -> String {
-        let failed = self.checks.iter().filter(|c| !c.passed).count();
-        match (self.criteria_given, self.passed) {
-            (false, false) => format!(
-                "FAIL: nothing was measured on {}",
-                self.checks.iter().filter(|c| !c.passed).map(|c| c.scope.as_str()).collect::<Vec<_>>().join(", ")
-            ),
-            (false, true) => "no criteria given (use --cycle-time or --require for a pass/fail verdict)".to_string(),
-            (true, true) => format!("PASS: all {} checks passed", self.checks.len()),
-            (true, false) => format!("FAIL: {failed} of {} checks failed", self.checks.len()),
-        }
-    }
-
-    /// The sentence about the shortest supported cycle time.
-    pub fn shortest_cycle_sentence(&self) -> Option<String> {
-        self.shortest_cycle_time_ns.map(|ns| {
-            format!(
-                "Shortest cycle time this measurement supports (worst case within {}% of it): {}",
-                self.budget_percent,
-                Nanos(ns)
-            )
-        })
     }
 }
 
@@ -172,10 +118,10 @@ mod tests {
         let mut empty = probe(1, 10_000, 0);
         empty.samples = 0;
         let r = vec![parse_requirement("missed==0").unwrap()];
-        let v = evaluate(&[probe(0, 10_000, 0), empty.clone()], Some(10_000), None, 0.25, &r, &facts(Status::Complete));
+        let v = evaluate(&[probe(0, 10_000, 0), empty.clone()], &[all(10_000)], None, 0.25, &r, &facts(Status::Complete));
         assert!(!v.passed);
         assert!(v.checks.iter().any(|c| c.expr == "samples>0" && c.scope == "timer/cpu1" && !c.passed));
-        let v = evaluate(&[empty], None, None, 0.25, &[], &facts(Status::Complete));
+        let v = evaluate(&[empty], &[], None, 0.25, &[], &facts(Status::Complete));
         assert!(!v.passed && v.headline().starts_with("FAIL: nothing was measured"), "{}", v.headline());
     }
 
@@ -183,9 +129,12 @@ mod tests {
     fn a_failed_load_fails_a_run_with_criteria() {
         let f = RunFacts { status: Status::Complete, failed_loads: vec!["cmd:false".into()] };
         let r = vec![parse_requirement("missed==0").unwrap()];
-        let v = evaluate(&[probe(0, 10_000, 0)], Some(10_000), None, 0.25, &r, &f);
+        let v = evaluate(&[probe(0, 10_000, 0)], &[all(10_000)], None, 0.25, &r, &f);
         assert!(!v.passed && v.checks.iter().any(|c| c.expr == "loads==ok" && !c.passed));
-        assert!(evaluate(&[probe(0, 10_000, 0)], Some(10_000), None, 0.25, &[], &f).passed, "no criteria: reported, not judged");
+        assert!(
+            evaluate(&[probe(0, 10_000, 0)], &[all(10_000)], None, 0.25, &[], &f).passed,
+            "no criteria: reported, not judged"
+        );
     }
 
     fn probe(cpu: usize, max: u64, missed: u64) -> ProbeResult {
@@ -202,44 +151,55 @@ mod tests {
             handoff_overflows: 0,
             min_ns: Some(1_000),
             mean_ns: Some((1_000 + max) as f64 / 2.0),
-            p50_ns: Some(1_000),
-            p90_ns: Some(max),
-            p99_ns: Some(max),
-            p999_ns: Some(max),
-            p9999_ns: Some(max),
+            percentiles: crate::vocab::percentiles::Values::from_fn(|q| Some(if q == 50.0 { 1_000 } else { max })),
             max_ns: Some(max),
             max_at_ns: Some(0),
             histogram: HistogramData::encode(&h),
         }
     }
 
+    /// All CPUs of the timer together, with this maximum.
+    fn all(max: u64) -> ProbeResult {
+        ProbeResult { cpu: None, ..probe(0, max, 0) }
+    }
+
+    #[test]
+    fn a_requirement_naming_a_probe_applies_to_that_probe_only() {
+        let other = ProbeResult { probe: "other".into(), ..probe(1, 900_000, 0) };
+        let r = vec![parse_requirement("timer.max<100us").unwrap(), parse_requirement("missed==0").unwrap()];
+        let v = evaluate(&[probe(0, 40_000, 0), other], &[all(900_000)], None, 0.25, &r, &facts(Status::Complete));
+        let scopes: Vec<(&str, &str)> = v.checks.iter().map(|c| (c.expr.as_str(), c.scope.as_str())).collect();
+        assert_eq!(scopes, [("timer.max<100us", "timer/cpu0"), ("missed==0", "timer/cpu0"), ("missed==0", "other/cpu1")]);
+        assert!(v.passed, "the slow CPU belongs to another probe");
+    }
+
     #[test]
     fn cycle_time_uses_the_budget_on_every_cpu() {
         let cpus = [probe(0, 200_000, 0), probe(1, 260_000, 0)];
-        let v = evaluate(&cpus, Some(260_000), Some(1_000_000), 0.25, &[], &facts(Status::Complete));
+        let v = evaluate(&cpus, &[all(260_000)], Some(1_000_000), 0.25, &[], &facts(Status::Complete));
         assert!(!v.passed);
         assert_eq!(v.checks.len(), 4);
         assert!(v.checks.iter().any(|c| c.scope == "timer/cpu1" && c.expr == "max<=250us" && !c.passed));
         assert_eq!(v.shortest_cycle_time_ns, Some(1_040_000));
-        let v = evaluate(&cpus, Some(260_000), Some(2_000_000), 0.25, &[], &facts(Status::Complete));
+        let v = evaluate(&cpus, &[all(260_000)], Some(2_000_000), 0.25, &[], &facts(Status::Complete));
         assert!(v.passed);
     }
 
     #[test]
     fn missed_deadlines_fail_a_cycle_time() {
-        let v = evaluate(&[probe(0, 10_000, 3)], Some(10_000), Some(1_000_000), 0.25, &[], &facts(Status::Complete));
+        let v = evaluate(&[probe(0, 10_000, 3)], &[all(10_000)], Some(1_000_000), 0.25, &[], &facts(Status::Complete));
         assert!(!v.passed);
     }
 
     #[test]
     fn requirements_and_partial_runs() {
         let r = vec![parse_requirement("p99.9<=50us").unwrap(), parse_requirement("p95<2us").unwrap()];
-        let v = evaluate(&[probe(0, 40_000, 0)], Some(40_000), None, 0.25, &r, &facts(Status::Complete));
+        let v = evaluate(&[probe(0, 40_000, 0)], &[all(40_000)], None, 0.25, &r, &facts(Status::Complete));
         assert!(!v.passed, "p95 of {{1us,40us}} is 40us");
         assert_eq!(v.checks.iter().filter(|c| c.passed).count(), 1);
-        let v = evaluate(&[probe(0, 40_000, 0)], Some(40_000), None, 0.25, &r[..1], &facts(Status::Partial));
+        let v = evaluate(&[probe(0, 40_000, 0)], &[all(40_000)], None, 0.25, &r[..1], &facts(Status::Partial));
         assert!(!v.passed && v.checks.last().unwrap().expr == "status==complete");
-        let v = evaluate(&[probe(0, 40_000, 0)], Some(40_000), None, 0.25, &[], &facts(Status::Partial));
+        let v = evaluate(&[probe(0, 40_000, 0)], &[all(40_000)], None, 0.25, &[], &facts(Status::Partial));
         assert!(v.passed && !v.criteria_given);
     }
 }

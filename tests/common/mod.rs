@@ -81,16 +81,20 @@ pub fn check_probe_invariants(p: &Value) {
         assert!(p["max_ns"].is_null() && p["min_ns"].is_null());
         return;
     }
-    let order = ["min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns"];
+    // min, every reported percentile (the library's own table), max.
+    let mut order = vec!["min_ns"];
+    order.extend(rtgauge::vocab::percentiles::REPORTED.iter().map(|q| q.key));
+    order.push("max_ns");
     let vals: Vec<u64> = order.iter().map(|k| u(&p[*k])).collect();
     for w in vals.windows(2) {
         assert!(w[0] <= w[1], "statistics out of order {vals:?} in {}", p["cpu"]);
     }
     let mean = p["mean_ns"].as_f64().unwrap();
-    assert!(mean >= vals[0] as f64 - 1.0 && mean <= vals[6] as f64 + 1.0, "min <= mean <= max");
+    let max = *vals.last().unwrap();
+    assert!(mean >= vals[0] as f64 - 1.0 && mean <= max as f64 + 1.0, "min <= mean <= max");
     // The largest bucket holds the maximum (HDR buckets hold it within their precision).
     let last = buckets.last().unwrap();
-    assert!(u(&last[0]) <= vals[6] && vals[6] <= u(&last[1]), "max lies in the top bucket");
+    assert!(u(&last[0]) <= max && max <= u(&last[1]), "max lies in the top bucket");
 }
 
 /// A private TMPDIR: it marks every process started under it (in its environment) and receives

@@ -1,0 +1,96 @@
+//! The program as the binary runs it: parse the command line, hand it to the lifecycle, map
+//! the outcome to an exit status (0 passed, 1 a criterion failed, 2 usage or runtime error).
+
+use crate::{audit, cli, lifecycle, load, scenario};
+use clap::Parser;
+use std::process::ExitCode;
+
+const EXIT_ERROR: u8 = 2;
+
+/// The whole program: parse the command line, run the command, map the outcome to an exit status.
+pub fn main() -> ExitCode {
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_error(e),
+    };
+    let outcome = match cli.command {
+        cli::Command::Run(args) => plan_run(&args).and_then(|plan| lifecycle::run(plan, std::env::args().collect())),
+        cli::Command::Scenarios(a) => scenarios(a.name.as_deref()),
+        cli::Command::Stall(a) => stall(a),
+        cli::Command::Load(a) => lifecycle::load_only(&a, std::env::args().collect()),
+        cli::Command::Worker => return ExitCode::from(load::worker::main()),
+        cli::Command::Guardian => return ExitCode::from(load::guardian::main()),
+    };
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("rtgauge: error: {}", format!("{e:#}").replace('\n', " "));
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// The plan of `rtgauge run`: the scenario's values (if any) with the command line's over them.
+fn plan_run(args: &cli::RunArgs) -> anyhow::Result<scenario::RunPlan> {
+    let typed = args.input();
+    match &args.scenario {
+        None => Ok(scenario::RunPlan::from_input(&typed)?),
+        Some(s) => {
+            let sc = scenario::file::load(s)?;
+            let mut plan = scenario::RunPlan::from_input(&sc.input.clone().overlay(typed))
+                .map_err(|e| anyhow::anyhow!("scenario '{}': {e}", sc.name))?;
+            plan.scenario = Some((sc.name, sc.source));
+            Ok(plan)
+        }
+    }
+}
+
+/// `rtgauge scenarios [NAME]`: the built-in scenarios, or one of them as TOML.
+fn scenarios(name: Option<&str>) -> anyhow::Result<u8> {
+    match name {
+        None => {
+            for (n, text) in scenario::file::BUILT_IN {
+                let s = scenario::file::parse(text, n, "built-in")?;
+                println!("{n:<12} {}", s.description);
+            }
+            println!("\nRun one with 'rtgauge run --scenario NAME'; print one with 'rtgauge scenarios NAME' to start a file of your own.");
+        }
+        Some(n) => match scenario::file::BUILT_IN.iter().find(|(b, _)| *b == n) {
+            Some((_, text)) => print!("{text}"),
+            None => anyhow::bail!("no built-in scenario '{n}'; 'rtgauge scenarios' lists them"),
+        },
+    }
+    Ok(0)
+}
+
+fn stall(a: cli::StallArgs) -> anyhow::Result<u8> {
+    let plan = load::stall::StallPlan::from_input(a.cpu, a.priority, &a.delay, &a.duration, &audit::online_cpus())
+        .map_err(anyhow::Error::msg)?;
+    let report = load::stall::run(plan).map_err(anyhow::Error::msg)?;
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(0)
+}
+
+/// Help and version go to stdout with status 0; usage errors become one line with a hint.
+fn clap_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { EXIT_ERROR } else { 0 })
+        }
+        _ => {
+            // The first paragraph, on one line: it names the argument (clap lists missing
+            // required arguments on the lines after "the following ... were not provided:").
+            let rendered = e.render().to_string();
+            let first: Vec<&str> =
+                rendered.split("\n\n").next().unwrap_or("invalid command line").lines().map(str::trim).collect();
+            let first = first.join(" ");
+            let known = |a: &String| ["run", "load", "stall", "scenarios"].contains(&a.as_str());
+            let help =
+                std::env::args().nth(1).filter(known).map_or("rtgauge --help".to_string(), |c| format!("rtgauge {c} --help"));
+            eprintln!("rtgauge: error: {} (see '{help}')", first.trim_start_matches("error: "));
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}

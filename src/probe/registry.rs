@@ -1,0 +1,132 @@
+//! Every probe by name: parsing `--measure NAME[:options][@CPUS]` (typed, without touching the
+//! system) and building the probe for a run's timing. Adding a probe means one entry in
+//! [`PROBES`] and its module; nothing else names it.
+
+use super::{timer, Probe, Schedule};
+use crate::vocab::cpus::parse_cpu_list;
+use crate::vocab::units::{parse_duration_ns, Nanos};
+use std::sync::Arc;
+
+/// A `--measure` as typed, parsed: which probe, its options, on which CPUs (`None`: every
+/// measured CPU).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MeasureSpec {
+    pub text: String,
+    pub name: &'static str,
+    pub options: Vec<(String, String)>,
+    pub cpus: Option<Vec<usize>>,
+}
+
+/// The run's timing every probe's periods follow: its length, its warm-up, and the interval
+/// a probe uses unless its options set one.
+#[derive(Debug, Clone, Copy)]
+pub struct RunTiming {
+    pub interval_ns: u64,
+    pub warmup_ns: u64,
+    pub total_ns: u64,
+}
+
+/// Builds a probe from its spec for the run's timing.
+type Builder = fn(&MeasureSpec, RunTiming) -> Result<Arc<dyn Probe>, String>;
+
+/// A probe's entry: name, options it accepts (for messages), constructor.
+struct Entry {
+    name: &'static str,
+    options: &'static str,
+    build: Builder,
+}
+
+const PROBES: &[Entry] = &[Entry { name: timer::NAME, options: "interval=DURATION", build: build_timer }];
+
+/// The probe `rtgauge run` measures with when no `--measure` is given.
+pub fn default_spec() -> MeasureSpec {
+    parse(timer::NAME).expect("the default probe parses")
+}
+
+/// The names of every probe, for help and messages.
+pub fn names() -> Vec<&'static str> {
+    PROBES.iter().map(|e| e.name).collect()
+}
+
+/// Parses `NAME[:key=value,...][@CPUS]`.
+pub fn parse(text: &str) -> Result<MeasureSpec, String> {
+    let t = text.trim();
+    let (body, cpus) = match t.rsplit_once('@') {
+        Some((b, c)) => (b, Some(parse_cpu_list(c).map_err(|e| format!("--measure '{t}': {e}; e.g. timer@0-1"))?)),
+        None => (t, None),
+    };
+    let (name, opts) = body.split_once(':').unwrap_or((body, ""));
+    let entry = PROBES
+        .iter()
+        .find(|e| e.name == name.trim())
+        .ok_or_else(|| format!("--measure '{t}': unknown probe '{}'; the probes are {}", name.trim(), names().join(", ")))?;
+    let mut options = Vec::new();
+    for o in opts.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+        let (k, v) = o.split_once('=').unwrap_or((o, ""));
+        options.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let spec = MeasureSpec { text: t.to_string(), name: entry.name, options, cpus };
+    // Options are checked now, against a placeholder timing, so a typo fails before anything runs.
+    (entry.build)(&spec, RunTiming { interval_ns: 1_000_000, warmup_ns: 0, total_ns: 1_000_000 })?;
+    Ok(spec)
+}
+
+/// Builds the probe of `spec` for the run's timing.
+pub fn build(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+    let entry = PROBES.iter().find(|e| e.name == spec.name).expect("parsed specs name known probes");
+    (entry.build)(spec, timing)
+}
+
+impl MeasureSpec {
+    fn unknown_option(&self, key: &str) -> String {
+        let entry = PROBES.iter().find(|e| e.name == self.name).expect("known probe");
+        format!("--measure '{}': {} has no option '{key}'; its options: {}", self.text, self.name, entry.options)
+    }
+}
+
+/// A probe's schedule in the run's timing, at `interval_ns`.
+fn schedule(timing: RunTiming, interval_ns: u64) -> Schedule {
+    let warmup_periods = timing.warmup_ns.div_ceil(interval_ns);
+    Schedule { interval_ns, warmup_periods, periods: (timing.total_ns / interval_ns).max(warmup_periods) }
+}
+
+fn build_timer(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+    let mut interval_ns = timing.interval_ns;
+    for (k, v) in &spec.options {
+        match k.as_str() {
+            "interval" => {
+                interval_ns = parse_duration_ns(v, None)
+                    .ok()
+                    .filter(|&i| (super::MIN_INTERVAL_NS..=super::MAX_INTERVAL_NS).contains(&i))
+                    .ok_or_else(|| {
+                        format!(
+                            "--measure '{}': interval={v} is not a time within {}..{}; e.g. interval=1ms",
+                            spec.text,
+                            Nanos(super::MIN_INTERVAL_NS),
+                            Nanos(super::MAX_INTERVAL_NS)
+                        )
+                    })?
+            }
+            other => return Err(spec.unknown_option(other)),
+        }
+    }
+    Ok(Arc::new(timer::TimerProbe { schedule: schedule(timing, interval_ns) }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measure_specs_parse_and_check_their_options() {
+        let s = parse("timer:interval=500us@0-1").unwrap();
+        assert_eq!((s.name, s.cpus.clone()), ("timer", Some(vec![0, 1])));
+        let p = build(&s, RunTiming { interval_ns: 1_000_000, warmup_ns: 1_000_000, total_ns: 3_000_000 }).unwrap();
+        assert_eq!(p.schedule(), Schedule { interval_ns: 500_000, warmup_periods: 2, periods: 6 });
+        assert!(parse("nosuch").unwrap_err().contains("unknown probe 'nosuch'"));
+        assert!(parse("timer:speed=9").unwrap_err().contains("no option 'speed'"));
+        assert!(parse("timer:interval=fast").unwrap_err().contains("interval=fast"));
+        assert!(parse("timer@x").unwrap_err().contains("timer@0-1"));
+        assert_eq!(default_spec().name, timer::NAME);
+    }
+}

@@ -1,0 +1,60 @@
+//! The verdict as the result document keeps it: each check with its evidence, and how it reads
+//! on a terminal. `verdict` decides it; this module only holds it.
+
+use crate::vocab::units::Nanos;
+use serde::{Deserialize, Serialize};
+
+/// One evaluated criterion on one scope (a CPU, or all of them).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Check {
+    /// The criterion, e.g. `max<=250us` or `missed==0`.
+    pub expr: String,
+    /// What it was applied to: `timer/cpu0`, `timer/all`, or `run`.
+    pub scope: String,
+    /// The observed figure, readable (`41.250us`, `0`).
+    pub observed: String,
+    /// The observed figure in base units (ns or a count); `null` when there was nothing to observe.
+    pub observed_value: Option<f64>,
+    pub passed: bool,
+}
+
+/// The outcome of a run against its criteria.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Verdict {
+    /// `true` when every check passed (also when there were no criteria).
+    pub passed: bool,
+    /// Whether any criterion (cycle time or requirement) was given.
+    pub criteria_given: bool,
+    pub cycle_time_ns: Option<u64>,
+    pub budget_percent: f64,
+    /// The shortest cycle time whose budget the measured worst case fits: max / budget.
+    pub shortest_cycle_time_ns: Option<u64>,
+    pub checks: Vec<Check>,
+}
+
+impl Verdict {
+    /// One line for the terminal.
+    pub fn headline(&self) -> String {
+        let failed = self.checks.iter().filter(|c| !c.passed).count();
+        match (self.criteria_given, self.passed) {
+            (false, false) => format!(
+                "FAIL: nothing was measured on {}",
+                self.checks.iter().filter(|c| !c.passed).map(|c| c.scope.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+            (false, true) => "no criteria given (use --cycle-time or --require for a pass/fail verdict)".to_string(),
+            (true, true) => format!("PASS: all {} checks passed", self.checks.len()),
+            (true, false) => format!("FAIL: {failed} of {} checks failed", self.checks.len()),
+        }
+    }
+
+    /// The sentence about the shortest supported cycle time.
+    pub fn shortest_cycle_sentence(&self) -> Option<String> {
+        self.shortest_cycle_time_ns.map(|ns| {
+            format!(
+                "Shortest cycle time this measurement supports (worst case within {}% of it): {}",
+                self.budget_percent,
+                Nanos(ns)
+            )
+        })
+    }
+}
