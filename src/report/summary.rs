@@ -67,16 +67,15 @@ pub fn render(r: &RunResult) -> String {
     };
     let _ = writeln!(
         s,
-        "rtgauge {}: {}, {} {}, interval {}, {}{}",
+        "rtgauge {}: {}, {} {}, {}{}",
         r.tool_version,
         c.probes
             .iter()
-            .map(|p| format!("{} latency on CPUs {}", p.name, format_cpu_list(&p.cpus)))
+            .map(|p| format!("{} latency on CPUs {}, interval {}", p.name, format_cpu_list(&p.cpus), Nanos(p.interval_ns)))
             .collect::<Vec<_>>()
             .join("; "),
         c.policy.kernel_name(),
         c.priority,
-        Nanos(c.interval_ns),
         if sys.mlockall_obtained { "memory locked" } else { "memory NOT locked" },
         r.tuning
             .iter()
