@@ -180,6 +180,9 @@ struct Resolved {
     probes: Vec<ProbePlan>,
     /// Every CPU any probe measures, ascending.
     cpus: Vec<usize>,
+    /// How long the probes run, warm-up included: the longest probe's periods (the plan's time,
+    /// unless a probe's own warm-up is longer).
+    total_ns: u64,
     load_specs: Vec<LoadSpec>,
     load_source: &'static str,
 }
@@ -209,10 +212,14 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     let mut probes = prepared.go(sys::monotonic_ns() + START_MARGIN_NS);
     loads.set_origin(probes.start_ns);
     if let Some(w) = &mut watchdog {
-        w.arm(probes.start_ns + plan.total_ns() + END_SLACK.as_nanos() as u64);
+        w.arm(probes.start_ns + resolved.total_ns + END_SLACK.as_nanos() as u64);
     }
-    let bounds = phase_bounds(&resolved.load_specs, plan.total_ns());
-    let threads: Vec<_> = probes.keys.iter().map(|&k| (k, resolved.probes[k.probe].probe.schedule())).collect();
+    let bounds = phase_bounds(&resolved.load_specs, resolved.total_ns);
+    let threads: Vec<_> = probes
+        .keys
+        .iter()
+        .map(|&k| (k, resolved.probes[k.probe].probe.schedule(), resolved.probes[k.probe].probe.bounds()))
+        .collect();
     let mut collector = Collector::new(&threads, &bounds);
     let end_ns = measure(&plan, &resolved, &mut probes, &mut collector, &mut loads, &interrupts);
     finish_watchdog(watchdog, &mut warnings);
@@ -221,7 +228,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     let ended_at = SystemTime::now();
 
     let interrupted_by = interrupts.which();
-    let complete = interrupted_by.is_none() && end_ns == plan.total_ns();
+    let complete = interrupted_by.is_none() && end_ns == resolved.total_ns;
     let status = if complete { Status::Complete } else { Status::Partial };
     warnings.extend(measurement_warnings(&collector, &resolved.probes));
     warnings.extend(load_failure_warnings(&load_records));
@@ -265,7 +272,8 @@ fn resolve(plan: &RunPlan, system: &SystemInfo) -> Result<Resolved> {
     all.sort_unstable();
     all.dedup();
     let (load_specs, load_source) = resolve_loads(plan, system)?;
-    Ok(Resolved { probes, cpus: all, load_specs, load_source })
+    let total_ns = probes.iter().map(|p| p.probe.schedule().periods * p.probe.schedule().interval_ns).max().unwrap_or(0);
+    Ok(Resolved { probes, cpus: all, total_ns: total_ns.max(plan.total_ns()), load_specs, load_source })
 }
 
 /// Settings held for the run: memory locked, the CPU latency request. Returns the request's
@@ -441,8 +449,8 @@ fn measure(
     loads: &mut LoadSet,
     interrupts: &Interrupts,
 ) -> u64 {
-    let planned_end_ns = probes.start_ns + plan.total_ns();
-    let total = Duration::from_nanos(plan.total_ns());
+    let planned_end_ns = probes.start_ns + resolved.total_ns;
+    let total = Duration::from_nanos(resolved.total_ns);
     let labels: Vec<String> =
         probes.keys.iter().map(|k| format!("{} cpu{}", resolved.probes[k.probe].probe.name(), k.cpu)).collect();
     let live = LiveView::new(plan.quiet, &labels, Some(total));
@@ -480,7 +488,7 @@ fn measure(
     // Measuring is over: what follows need not be locked in memory (a thread still held off its
     // CPU no longer counts).
     sys::unlock_all_memory();
-    let end_ns = stopped_at.map_or(plan.total_ns(), |t| stopped_end_ns(probes, collector, t));
+    let end_ns = stopped_at.map_or(resolved.total_ns, |t| stopped_end_ns(probes, collector, t));
     for i in 0..probes.keys.len() {
         collector.close(i, &probes.counters[i], probes.finished(i), end_ns);
     }
@@ -557,7 +565,7 @@ fn assemble(a: Assembly) -> RunResult {
             ProbeResult::new(name(p), None, &stats, &hist)
         })
         .collect();
-    let phases = phases(plan, resolved, collector);
+    let phases = phases(resolved, collector);
     let facts = verdict::RunFacts {
         status: a.status,
         failed_loads: a.loads.iter().filter(|l| l.failed).map(|l| l.spec.clone()).collect(),
@@ -588,12 +596,12 @@ fn assemble(a: Assembly) -> RunResult {
 }
 
 /// Each phase of the timeline with every probe's figures in it, per thread and combined.
-fn phases(plan: &RunPlan, resolved: &Resolved, collector: &mut Collector) -> Vec<crate::result::PhaseResult> {
+fn phases(resolved: &Resolved, collector: &mut Collector) -> Vec<crate::result::PhaseResult> {
     let specs = &resolved.load_specs;
-    let bounds: Vec<u64> = std::iter::once(0).chain(phase_bounds(specs, plan.total_ns())).collect();
+    let bounds: Vec<u64> = std::iter::once(0).chain(phase_bounds(specs, resolved.total_ns)).collect();
     (0..collector.phase_count())
         .map(|i| {
-            let (start_ns, end_ns) = (bounds[i], bounds.get(i + 1).copied().unwrap_or(plan.total_ns()));
+            let (start_ns, end_ns) = (bounds[i], bounds.get(i + 1).copied().unwrap_or(resolved.total_ns));
             let active = specs
                 .iter()
                 .filter(|s| s.start_ns.unwrap_or(0) <= start_ns && s.end_ns.is_none_or(|e| e >= end_ns))
@@ -602,9 +610,10 @@ fn phases(plan: &RunPlan, resolved: &Resolved, collector: &mut Collector) -> Vec
             let (mut probes, mut combined) = (Vec::new(), Vec::new());
             for (p, pp) in resolved.probes.iter().enumerate() {
                 let name = pp.probe.name();
-                let (per_cpu, (stats, hist)) = collector.take_phase(p, i);
-                probes.extend(per_cpu.iter().zip(&pp.cpus).map(|((s, h), &cpu)| ProbeResult::new(name, Some(cpu), s, h)));
-                combined.push(ProbeResult::new(name, None, &stats, &hist));
+                collector.take_phase(p, i, |cpu, (stats, hist)| match cpu {
+                    Some(_) => probes.push(ProbeResult::new(name, cpu, &stats, &hist)),
+                    None => combined.push(ProbeResult::new(name, None, &stats, &hist)),
+                });
             }
             crate::result::PhaseResult { start_ns, end_ns, loads: active, probes, combined }
         })

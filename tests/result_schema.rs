@@ -27,8 +27,20 @@ fn documents_validate_against_the_schema_and_every_field_is_described() {
     let validator = jsonschema::validator_for(&schema()).unwrap();
     let (_, complete, _) = run_json(&["--duration", "300ms", "--warmup", "10", "--cycle-time", "1s", "--require", "p99.9<1s"]);
     let (_, other, _) = run_json(&["--loops", "50", "--warmup", "0", "--cpus", "0", "--policy", "other", "--no-mlock"]);
+    let (_, period, _) = run_json(&[
+        "--loops",
+        "60",
+        "--warmup",
+        "0",
+        "--measure",
+        "period:interval=5ms@0",
+        "--measure",
+        "timer",
+        "--load",
+        "none",
+    ]);
     let prose = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/result-schema.md")).unwrap();
-    for doc in [&complete, &other] {
+    for doc in [&complete, &other, &period] {
         let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
         assert!(errors.is_empty(), "schema violations: {errors:#?}");
         let mut names = Default::default();

@@ -37,6 +37,17 @@ pub struct LatencyStats {
     pub max_ns: Option<u64>,
     /// Deadline of the maximum's period, as an offset from the start of the run (warm-up included).
     pub max_at_ns: Option<u64>,
+    /// Values under and over the probe's bounds, for a probe that has them (the period loop).
+    pub bounds: Option<BoundCounts>,
+}
+
+/// How many values lay under `below_ns` and over `above_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BoundCounts {
+    pub below_ns: u64,
+    pub above_ns: u64,
+    pub below: u64,
+    pub above: u64,
 }
 
 /// Statistics with the standard histogram they came from.
@@ -64,10 +75,17 @@ pub struct Tally {
     pub extremes: Option<(u64, u64)>,
     /// Period of the largest latency.
     pub max_period: u64,
+    /// Values under / over the account's bounds (0 without bounds).
+    pub below: u64,
+    pub above: u64,
 }
 
 impl Tally {
-    fn record(&mut self, period: u64, latency_ns: u64) {
+    fn record(&mut self, period: u64, latency_ns: u64, bounds: Option<(u64, u64)>) {
+        if let Some((lo, hi)) = bounds {
+            self.below += u64::from(latency_ns < lo);
+            self.above += u64::from(latency_ns > hi);
+        }
         if self.hist.is_empty() || latency_ns > self.hist.min_max().map_or(0, |m| m.1) {
             self.max_period = period;
         }
@@ -88,6 +106,8 @@ impl Tally {
         self.samples += o.samples;
         self.missed += o.missed;
         self.lost += o.lost;
+        self.below += o.below;
+        self.above += o.above;
         self.extremes = extremes;
     }
 
@@ -97,7 +117,7 @@ impl Tally {
     }
 
     /// The statistics and the standard histogram of this tally; `warmup` = (samples, missed).
-    pub fn stats(&self, warmup: (u64, u64), interval_ns: u64) -> (LatencyStats, Histogram<u64>) {
+    pub fn stats(&self, warmup: (u64, u64), interval_ns: u64, bounds: Option<(u64, u64)>) -> Figures {
         let hist = self.hist.to_hdr();
         let mm = self.min_max().filter(|_| self.samples > 0);
         let pct = |p: f64| mm.filter(|_| !hist.is_empty()).map(|(lo, hi)| percentile(&hist, p, lo, hi));
@@ -112,6 +132,7 @@ impl Tally {
             percentiles: Values::from_fn(pct),
             max_ns: mm.map(|m| m.1),
             max_at_ns: mm.map(|_| self.max_period * interval_ns),
+            bounds: bounds.map(|(below_ns, above_ns)| BoundCounts { below_ns, above_ns, below: self.below, above: self.above }),
         };
         (stats, hist)
     }
@@ -122,6 +143,8 @@ impl Tally {
 pub struct Account {
     pub key: ThreadKey,
     pub schedule: Schedule,
+    /// The probe's bounds (see `Probe::bounds`).
+    pub bounds: Option<(u64, u64)>,
     /// The first period of each phase (phase 0 starts at period 1); empty: no phases.
     phase_first: Vec<u64>,
     pub run: Tally,
@@ -188,6 +211,9 @@ enum Kind {
     Lost,
 }
 
+/// What the collector is told of each thread: its key, its periods, its probe's bounds.
+pub type ThreadPlan = (ThreadKey, Schedule, Option<(u64, u64)>);
+
 /// Turns the facts handed over by the measurement threads into tallies per CPU and per phase.
 /// Each period is counted exactly once: as a sample, a lost sample or a missed period; as
 /// warm-up, or in the run and in the one phase its deadline falls in.
@@ -202,11 +228,11 @@ impl Collector {
     /// timeline changes; none means no per-phase statistics. A phase starting at offset `b` holds
     /// each thread's periods whose deadlines lie after `b`, up to the next bound: period `k`
     /// spans `((k−1)·interval, k·interval]`.
-    pub fn new(threads: &[(ThreadKey, Schedule)], phase_bounds: &[u64]) -> Collector {
+    pub fn new(threads: &[ThreadPlan], phase_bounds: &[u64]) -> Collector {
         let phases = if phase_bounds.is_empty() { 0 } else { phase_bounds.len() + 1 };
         let accounts = threads
             .iter()
-            .map(|&(key, schedule)| {
+            .map(|&(key, schedule, bounds)| {
                 let phase_first: Vec<u64> = if phases == 0 {
                     Vec::new()
                 } else {
@@ -215,6 +241,7 @@ impl Collector {
                 Account {
                     key,
                     schedule,
+                    bounds,
                     phase_first,
                     run: Tally::default(),
                     phases: vec![Tally::default(); phases],
@@ -240,9 +267,9 @@ impl Collector {
             c.warmup_samples += 1;
         } else {
             let phase = c.phase_of(s.period);
-            c.run.record(s.period, s.latency_ns);
+            c.run.record(s.period, s.latency_ns, c.bounds);
             if let Some(t) = c.phases.get_mut(phase) {
-                t.record(s.period, s.latency_ns);
+                t.record(s.period, s.latency_ns, c.bounds);
             }
         }
         c.count_range(s.period + 1, s.period + s.missed_after, Kind::Missed);
@@ -299,20 +326,20 @@ impl Collector {
     /// Statistics and histogram of thread `i` over the whole run.
     pub fn stats(&self, i: usize) -> Figures {
         let c = &self.accounts[i];
-        c.run.stats((c.warmup_samples, c.warmup_missed), c.schedule.interval_ns)
+        c.run.stats((c.warmup_samples, c.warmup_missed), c.schedule.interval_ns, c.bounds)
     }
 
     /// All CPUs of probe `probe` together over the whole run.
     pub fn combined_stats(&self, probe: usize) -> Figures {
         let mut t = Tally::default();
-        let (mut ws, mut wm, mut interval) = (0, 0, 1);
+        let (mut ws, mut wm, mut interval, mut bounds) = (0, 0, 1, None);
         for (_, c) in self.of_probe(probe) {
             t.merge(&c.run);
             ws += c.warmup_samples;
             wm += c.warmup_missed;
-            interval = c.schedule.interval_ns;
+            (interval, bounds) = (c.schedule.interval_ns, c.bounds);
         }
-        t.stats((ws, wm), interval)
+        t.stats((ws, wm), interval, bounds)
     }
 
     /// Number of phases (0: no phases).
@@ -320,20 +347,20 @@ impl Collector {
         self.phases
     }
 
-    /// Hands over phase `p` of probe `probe`: its statistics per thread and all CPUs together.
-    /// Its tallies are freed as it goes (once measuring is over), so the results of many phases
-    /// need not sit beside all their histograms.
-    pub fn take_phase(&mut self, probe: usize, p: usize) -> (Vec<Figures>, Figures) {
+    /// Hands over phase `p` of probe `probe`: `f` gets its figures per thread (with the CPU)
+    /// and then all CPUs together (`None`). Its tallies are freed as it goes (once measuring is
+    /// over), and each standard histogram is built only when `f` takes it and dropped before the
+    /// next: the results of many phases on many CPUs need not sit beside all their histograms.
+    pub fn take_phase(&mut self, probe: usize, p: usize, mut f: impl FnMut(Option<usize>, Figures)) {
         let mut all = Tally::default();
-        let mut per_cpu = Vec::new();
-        let mut interval = 1;
+        let (mut interval, mut bounds) = (1, None);
         for c in self.accounts.iter_mut().filter(|a| a.key.probe == probe) {
             let t = std::mem::take(&mut c.phases[p]);
             all.merge(&t);
-            interval = c.schedule.interval_ns;
-            per_cpu.push(t.stats((0, 0), interval));
+            (interval, bounds) = (c.schedule.interval_ns, c.bounds);
+            f(Some(c.key.cpu), t.stats((0, 0), interval, bounds));
         }
-        (per_cpu, all.stats((0, 0), interval))
+        f(None, all.stats((0, 0), interval, bounds));
     }
 
     /// What the live view shows for thread `i`: samples, missed, max and p99 so far.
@@ -367,9 +394,9 @@ mod tests {
     }
 
     /// `n` timer threads at 1 ms on CPUs 0.., with `warmup` of `periods` periods.
-    fn threads(n: usize, warmup: u64, periods: u64) -> Vec<(ThreadKey, Schedule)> {
+    fn threads(n: usize, warmup: u64, periods: u64) -> Vec<ThreadPlan> {
         let s = Schedule { interval_ns: 1_000_000, warmup_periods: warmup, periods };
-        (0..n).map(|cpu| (ThreadKey { probe: 0, cpu }, s)).collect()
+        (0..n).map(|cpu| (ThreadKey { probe: 0, cpu }, s, None)).collect()
     }
 
     fn fact(period: u64, missed_after: u64, lost_before: u64) -> Sample {

@@ -6,6 +6,7 @@
 //! single-producer ring ([`rtrb`]) to the non-RT collector, and atomics for what must never be
 //! lost (extremes, hand-off overflows, periods done). [`registry`] knows every probe by name.
 
+pub mod period;
 pub mod registry;
 pub mod timer;
 
@@ -61,6 +62,8 @@ impl Default for ThreadCounters {
 
 /// The longest interval accepted: a period loop slower than this is not a latency test.
 pub const MAX_INTERVAL_NS: u64 = 10_000_000_000;
+/// The longest run accepted, warm-up included (a year and a day).
+pub const MAX_RUN_NS: u64 = 366 * 86_400 * 1_000_000_000;
 /// The shortest interval accepted; below a microsecond every wake-up misses.
 pub const MIN_INTERVAL_NS: u64 = 1_000;
 
@@ -82,6 +85,11 @@ pub trait Probe: Send + Sync + std::fmt::Debug {
     fn schedule(&self) -> Schedule;
     /// Its settings, as the result's configuration records them (`interval=1ms`, ...).
     fn settings(&self) -> Vec<String>;
+    /// Bounds its values are judged by, (below, above): the collector counts the values under
+    /// the first and over the second (the period probe's short and long cycles).
+    fn bounds(&self) -> Option<(u64, u64)> {
+        None
+    }
     /// Per-thread set-up, in the thread, once it is pinned and at its priority, before the loads
     /// start (it may allocate and open files; the loop may not): returns the loop.
     fn thread(&self, cpu: usize) -> Result<Box<dyn RtLoop>, String>;

@@ -2,7 +2,7 @@
 //! system) and building the probe for a run's timing. Adding a probe means one entry in
 //! [`PROBES`] and its module; nothing else names it.
 
-use super::{timer, Probe, Schedule};
+use super::{period, timer, Probe, Schedule};
 use crate::vocab::cpus::parse_cpu_list;
 use crate::vocab::units::{parse_duration_ns, Nanos};
 use std::sync::Arc;
@@ -36,7 +36,14 @@ struct Entry {
     build: Builder,
 }
 
-const PROBES: &[Entry] = &[Entry { name: timer::NAME, options: "interval=DURATION", build: build_timer }];
+const PROBES: &[Entry] = &[
+    Entry { name: timer::NAME, options: "interval=DURATION", build: build_timer },
+    Entry {
+        name: period::NAME,
+        options: "interval=DURATION (10ms), below=DURATION, above=DURATION, warmup=CYCLES",
+        build: build_period,
+    },
+];
 
 /// The probe `rtgauge run` measures with when no `--measure` is given.
 pub fn default_spec() -> MeasureSpec {
@@ -90,27 +97,82 @@ fn schedule(timing: RunTiming, interval_ns: u64) -> Schedule {
     Schedule { interval_ns, warmup_periods, periods: (timing.total_ns / interval_ns).max(warmup_periods) }
 }
 
+/// The value of `interval=`, checked.
+fn interval_option(spec: &MeasureSpec, v: &str) -> Result<u64, String> {
+    parse_duration_ns(v, None).ok().filter(|&i| (super::MIN_INTERVAL_NS..=super::MAX_INTERVAL_NS).contains(&i)).ok_or_else(|| {
+        format!(
+            "--measure '{}': interval={v} is not a time within {}..{}; e.g. interval=1ms",
+            spec.text,
+            Nanos(super::MIN_INTERVAL_NS),
+            Nanos(super::MAX_INTERVAL_NS)
+        )
+    })
+}
+
 fn build_timer(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
     let mut interval_ns = timing.interval_ns;
     for (k, v) in &spec.options {
         match k.as_str() {
-            "interval" => {
-                interval_ns = parse_duration_ns(v, None)
-                    .ok()
-                    .filter(|&i| (super::MIN_INTERVAL_NS..=super::MAX_INTERVAL_NS).contains(&i))
-                    .ok_or_else(|| {
-                        format!(
-                            "--measure '{}': interval={v} is not a time within {}..{}; e.g. interval=1ms",
-                            spec.text,
-                            Nanos(super::MIN_INTERVAL_NS),
-                            Nanos(super::MAX_INTERVAL_NS)
-                        )
-                    })?
-            }
+            "interval" => interval_ns = interval_option(spec, v)?,
             other => return Err(spec.unknown_option(other)),
         }
     }
     Ok(Arc::new(timer::TimerProbe { schedule: schedule(timing, interval_ns) }))
+}
+
+/// `period[:interval=10ms,below=8ms,above=12ms,warmup=1000]`: bounds default to −20 % / +20 %
+/// of the interval; the warm-up to the run's (`warmup=` counts cycles).
+fn build_period(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+    let mut interval_ns = period::DEFAULT_INTERVAL_NS;
+    let (mut below, mut above, mut warmup) = (None, None, None);
+    let time = |k: &str, v: &str| {
+        parse_duration_ns(v, None).map_err(|e| {
+            format!(
+                "--measure '{}': {k}={v}: {e}; give a time with a unit, e.g. {k}={}",
+                spec.text,
+                if k == "below" { "8ms" } else { "12ms" }
+            )
+        })
+    };
+    for (k, v) in &spec.options {
+        match k.as_str() {
+            "interval" => interval_ns = interval_option(spec, v)?,
+            "below" => below = Some(time(k, v)?),
+            "above" => above = Some(time(k, v)?),
+            "warmup" => {
+                warmup =
+                    Some(v.parse::<u64>().map_err(|_| {
+                        format!("--measure '{}': warmup={v} is not a number of cycles, e.g. warmup=1000", spec.text)
+                    })?)
+            }
+            other => return Err(spec.unknown_option(other)),
+        }
+    }
+    let (below_ns, above_ns) = (below.unwrap_or(interval_ns / 10 * 8), above.unwrap_or(interval_ns / 10 * 12));
+    if below_ns > above_ns {
+        return Err(format!(
+            "--measure '{}': below={} lies above above={}; e.g. below=8ms,above=12ms",
+            spec.text,
+            Nanos(below_ns),
+            Nanos(above_ns)
+        ));
+    }
+    let mut schedule = schedule(timing, interval_ns);
+    if let Some(w) = warmup {
+        let measured = schedule.periods - schedule.warmup_periods;
+        schedule.warmup_periods = w;
+        schedule.periods = w
+            .checked_add(measured)
+            .filter(|p| p.checked_mul(interval_ns).is_some_and(|ns| ns <= super::MAX_RUN_NS))
+            .ok_or_else(|| {
+                format!(
+                    "--measure '{}': warmup={w} cycles makes the run longer than the limit of {}; e.g. warmup=1000",
+                    spec.text,
+                    Nanos(super::MAX_RUN_NS)
+                )
+            })?;
+    }
+    Ok(Arc::new(period::PeriodProbe { schedule, below_ns, above_ns }))
 }
 
 #[cfg(test)]

@@ -55,6 +55,26 @@ fn row(p: &ProbeResult) -> Vec<String> {
         .collect()
 }
 
+/// A period loop's cycles in the AM3356 loop's own format.
+fn cycle_report(p: &ProbeResult) -> String {
+    let Some(b) = p.bounds else { return String::new() };
+    let ms = |ns: Option<u64>| ns.map_or("-".to_string(), |v| format!("{:.2}ms", v as f64 / 1e6));
+    format!(
+        "\n{} loop on {} (as the AM3356 loop reports it):\n  Cycles: {}\n  Below {}: {}\n  Above {}: {}\n  \
+         Maximum cycle length: {}\n  Minimum cycle length: {}\n  Missed periods: {}\n",
+        p.probe,
+        p.scope(),
+        p.samples,
+        Nanos(b.below_ns),
+        b.below,
+        Nanos(b.above_ns),
+        b.above,
+        ms(p.max_ns),
+        ms(p.min_ns),
+        p.missed
+    )
+}
+
 /// Renders the summary as text.
 pub fn render(r: &RunResult) -> String {
     let mut s = String::new();
@@ -71,7 +91,7 @@ pub fn render(r: &RunResult) -> String {
         r.tool_version,
         c.probes
             .iter()
-            .map(|p| format!("{} latency on CPUs {}, interval {}", p.name, format_cpu_list(&p.cpus), Nanos(p.interval_ns)))
+            .map(|p| format!("{} on CPUs {}, interval {}", p.name, format_cpu_list(&p.cpus), Nanos(p.interval_ns)))
             .collect::<Vec<_>>()
             .join("; "),
         c.policy.kernel_name(),
@@ -119,8 +139,10 @@ pub fn render(r: &RunResult) -> String {
     let _ = writeln!(s, "run {status}, {} → {}\n", r.started_at, r.ended_at);
     let header = latency_header(&["probe", "cpu", "samples", "missed"]);
     s += &table(&header, 2..header.len(), r.probes.iter().chain(&r.combined).map(row).collect());
-    let _ = writeln!(s, "(latencies in µs)");
-    if let Some(worst) = r.probes.iter().filter(|p| p.max_ns.is_some()).max_by_key(|p| p.max_ns) {
+    let cycles = r.probes.iter().any(|p| p.bounds.is_some());
+    let _ = writeln!(s, "{}", if cycles { "(latencies and cycle lengths in µs)" } else { "(latencies in µs)" });
+    // The worst case is a latency's: a cycle length is judged by its bounds (below).
+    if let Some(worst) = r.probes.iter().filter(|p| p.max_ns.is_some() && p.bounds.is_none()).max_by_key(|p| p.max_ns) {
         let warmup = c.warmup.periods * c.interval_ns;
         let at = worst.max_at_ns.map_or(String::new(), |t| {
             format!(
@@ -138,6 +160,9 @@ pub fn render(r: &RunResult) -> String {
             )
         });
         let _ = writeln!(s, "\nWorst case: {} µs on {}/{}{at}.", opt_us(worst.max_ns), worst.probe, worst.scope());
+    }
+    for p in r.probes.iter().filter(|p| p.bounds.is_some()) {
+        s += &cycle_report(p);
     }
     if let Some(line) = r.verdict.shortest_cycle_sentence() {
         let _ = writeln!(s, "{line}.");

@@ -164,6 +164,9 @@ pub struct ProbeResult {
     pub percentiles: crate::vocab::percentiles::Values,
     pub max_ns: Option<u64>,
     pub max_at_ns: Option<u64>,
+    /// For a probe with bounds (the period loop): the values under and over them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<crate::aggregate::BoundCounts>,
     pub histogram: histogram::HistogramData,
 }
 
@@ -182,6 +185,7 @@ impl ProbeResult {
             percentiles: s.percentiles,
             max_ns: s.max_ns,
             max_at_ns: s.max_at_ns,
+            bounds: s.bounds,
             histogram: histogram::HistogramData::encode(hist),
         }
     }

@@ -19,6 +19,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("cortex-a53", include_str!("../../scenarios/cortex-a53.toml")),
     ("firmtimers", include_str!("../../scenarios/firmtimers.toml")),
     ("ocera", include_str!("../../scenarios/ocera.toml")),
+    ("am3356", include_str!("../../scenarios/am3356.toml")),
 ];
 
 #[derive(Debug, Deserialize)]

@@ -118,9 +118,8 @@ pub struct RunPlan {
     pub scenario: Option<(String, String)>,
 }
 
+pub use crate::probe::MAX_RUN_NS;
 pub use crate::probe::{MAX_INTERVAL_NS, MIN_INTERVAL_NS};
-/// The longest run accepted, warm-up included (a year and a day).
-pub const MAX_RUN_NS: u64 = 366 * 86_400 * 1_000_000_000;
 
 fn duration_arg(flag: &str, text: &str, example: &str) -> Result<u64, PlanError> {
     parse_duration_ns(text, None).map_err(|e| {

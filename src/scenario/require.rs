@@ -16,12 +16,15 @@ pub enum Metric {
     Percentile(f64),
     Missed,
     Samples,
+    /// Values under / over a probe's bounds (the period loop's short and long cycles).
+    Below,
+    Above,
 }
 
 impl Metric {
     /// Whether the metric is a latency (its bound needs a time unit) or a count.
     pub fn is_latency(self) -> bool {
-        !matches!(self, Metric::Missed | Metric::Samples)
+        !matches!(self, Metric::Missed | Metric::Samples | Metric::Below | Metric::Above)
     }
 }
 
@@ -34,6 +37,8 @@ impl fmt::Display for Metric {
             Metric::Percentile(p) => write!(f, "p{p}"),
             Metric::Missed => write!(f, "missed"),
             Metric::Samples => write!(f, "samples"),
+            Metric::Below => write!(f, "below"),
+            Metric::Above => write!(f, "above"),
         }
     }
 }
@@ -92,7 +97,7 @@ impl fmt::Display for Requirement {
 }
 
 const HELP: &str = "write [PROBE.]METRIC OP VALUE, e.g. 'max<100us', 'p99.9<=50us', 'missed==0', 'timer.max<1ms'; \
-metrics: min, mean, max, pN (p99, p99.9, ...), missed, samples; operators: < <= > >= ==";
+metrics: min, mean, max, pN (p99, p99.9, ...), missed, samples, below, above (period); operators: < <= > >= ==";
 
 /// Parses a requirement such as `p99.9<=50us`.
 pub fn parse_requirement(text: &str) -> Result<Requirement, String> {
@@ -121,6 +126,8 @@ pub fn parse_requirement(text: &str) -> Result<Requirement, String> {
         "max" => Metric::Max,
         "missed" => Metric::Missed,
         "samples" => Metric::Samples,
+        "below" => Metric::Below,
+        "above" => Metric::Above,
         p if p.starts_with('p') => {
             let v: f64 = p[1..].parse().map_err(|_| format!("'{name}' is not a metric; {HELP}"))?;
             if !(v > 0.0 && v < 100.0) {

@@ -13,6 +13,8 @@ fn observe(metric: Metric, p: &ProbeResult) -> Option<f64> {
         Metric::Max => p.max_ns.map(|v| v as f64),
         Metric::Missed => Some(p.missed as f64),
         Metric::Samples => Some(p.samples as f64),
+        Metric::Below => p.bounds.map(|b| b.below as f64),
+        Metric::Above => p.bounds.map(|b| b.above as f64),
         Metric::Percentile(q) => {
             if let Some(v) = p.percentiles.get(q) {
                 return v.map(|v| v as f64);
@@ -60,19 +62,37 @@ pub fn evaluate(
     facts: &RunFacts,
 ) -> Verdict {
     let status = facts.status;
-    let mut reqs: Vec<Requirement> = Vec::new();
+    let req = |metric, op, bound| Requirement { probe: None, metric, op, bound, text: String::new() };
+    let mut checks: Vec<Check> = Vec::new();
     if let Some(ct) = cycle_time_ns {
+        // A latency must fit the budget; a cycle (the period loop) must stay within its bounds.
         let limit = (ct as f64 * budget).floor() as u64;
-        reqs.push(Requirement { probe: None, metric: Metric::Max, op: Op::Le, bound: limit, text: String::new() });
-        reqs.push(Requirement { probe: None, metric: Metric::Missed, op: Op::Eq, bound: 0, text: String::new() });
+        let latency = [req(Metric::Max, Op::Le, limit), req(Metric::Missed, Op::Eq, 0)];
+        let cycle = [req(Metric::Below, Op::Eq, 0), req(Metric::Above, Op::Eq, 0), req(Metric::Missed, Op::Eq, 0)];
+        for p in per_cpu {
+            let rules: &[Requirement] = if p.bounds.is_some() { &cycle } else { &latency };
+            checks.extend(rules.iter().map(|r| check(r, p)));
+        }
     }
-    reqs.extend(requirements.iter().cloned());
-    // A requirement naming a probe applies to that probe's CPUs; an unqualified one to every probe's.
-    let applies = |r: &Requirement, p: &ProbeResult| r.probe.as_ref().is_none_or(|n| *n == p.probe);
-    let mut checks: Vec<Check> =
-        reqs.iter().flat_map(|r| per_cpu.iter().filter(move |p| applies(r, p)).map(move |p| check(r, p))).collect();
-    let criteria_given = !reqs.is_empty();
-    let measured_something = Requirement { probe: None, metric: Metric::Samples, op: Op::Gt, bound: 0, text: String::new() };
+    // A requirement naming a probe applies to that probe's CPUs; an unqualified one to every
+    // probe's that measures its metric. One that applies to nothing fails: it was not checked.
+    let measures = |m: Metric, p: &ProbeResult| !matches!(m, Metric::Below | Metric::Above) || p.bounds.is_some();
+    for r in requirements {
+        let targets: Vec<&ProbeResult> =
+            per_cpu.iter().filter(|p| r.probe.as_ref().is_none_or(|n| *n == p.probe) && measures(r.metric, p)).collect();
+        if targets.is_empty() {
+            checks.push(Check {
+                expr: r.to_string(),
+                scope: "run".to_string(),
+                observed: "no probe of this run measures it".to_string(),
+                observed_value: None,
+                passed: false,
+            });
+        }
+        checks.extend(targets.into_iter().map(|p| check(r, p)));
+    }
+    let criteria_given = cycle_time_ns.is_some() || !requirements.is_empty();
+    let measured_something = req(Metric::Samples, Op::Gt, 0);
     checks.extend(per_cpu.iter().filter(|p| p.samples == 0).map(|p| check(&measured_something, p)));
     if criteria_given && !facts.failed_loads.is_empty() {
         checks.push(Check {
@@ -97,7 +117,12 @@ pub fn evaluate(
         criteria_given,
         cycle_time_ns,
         budget_percent: (budget * 1000.0).round() / 10.0,
-        shortest_cycle_time_ns: combined.iter().filter_map(|c| c.max_ns).max().map(|m| (m as f64 / budget).ceil() as u64),
+        shortest_cycle_time_ns: combined
+            .iter()
+            .filter(|c| c.bounds.is_none())
+            .filter_map(|c| c.max_ns)
+            .max()
+            .map(|m| (m as f64 / budget).ceil() as u64),
         checks,
     }
 }
@@ -154,6 +179,7 @@ mod tests {
             percentiles: crate::vocab::percentiles::Values::from_fn(|q| Some(if q == 50.0 { 1_000 } else { max })),
             max_ns: Some(max),
             max_at_ns: Some(0),
+            bounds: None,
             histogram: HistogramData::encode(&h),
         }
     }

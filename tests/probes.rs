@@ -1,0 +1,140 @@
+//! The probes of `--measure` on one lifecycle: each probe keeps its own accounting in one run,
+//! the period loop's cycles add up and judge themselves by their bounds, and an injected stall
+//! (`rtgauge stall`, a busy SCHED_FIFO 99 thread for a known time) shows in the period loop on
+//! its CPU only, with its size and the periods it swallowed.
+
+mod common;
+use common::*;
+use rtgauge::result::{ProbeResult, RunResult};
+use std::process::Stdio;
+use std::time::Duration;
+
+fn typed(doc: serde_json::Value) -> RunResult {
+    serde_json::from_value(doc).expect("the document is a RunResult")
+}
+
+fn entry<'a>(r: &'a RunResult, probe: &str, cpu: usize) -> &'a ProbeResult {
+    r.probes.iter().find(|p| p.probe == probe && p.cpu == Some(cpu)).unwrap_or_else(|| panic!("no {probe}/cpu{cpu}"))
+}
+
+#[test]
+fn two_probes_in_one_run_keep_separate_accounting() {
+    let cpus = online_cpus();
+    let (a, b) = (cpus[0], *cpus.last().unwrap());
+    let (code, doc, out) = run_json(&[
+        "-D",
+        "2s",
+        "--warmup",
+        "200ms",
+        "--load",
+        "none",
+        "--measure",
+        &format!("timer:interval=500us@{a}"),
+        "--measure",
+        &format!("period:interval=20ms@{b}"),
+    ]);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let r = typed(doc);
+    let (timer, period) = (entry(&r, "timer", a), entry(&r, "period", b));
+    // Each counts its own periods over the same 2.2 s: 400 warm-up + 4000 at 500 us, 10 + 100 at 20 ms.
+    assert_eq!((timer.warmup_samples + timer.warmup_missed, timer.samples + timer.missed), (400, 4000));
+    assert_eq!((period.warmup_samples + period.warmup_missed, period.samples + period.missed), (10, 100));
+    assert_eq!(r.probes.len(), 2, "one thread per probe and CPU");
+    let names: Vec<&str> = r.combined.iter().map(|c| c.probe.as_str()).collect();
+    assert_eq!(names, ["timer", "period"], "one combined entry per probe");
+    assert!(timer.bounds.is_none());
+    let bounds = period.bounds.expect("the period loop counts its bounds");
+    assert_eq!((bounds.below_ns, bounds.above_ns), (16_000_000, 24_000_000), "-20 % / +20 % of 20 ms");
+    assert!(bounds.below + bounds.above <= period.samples);
+    for p in &r.probes {
+        check_probe_invariants(&serde_json::to_value(p).unwrap());
+    }
+}
+
+#[test]
+fn period_bounds_and_warmup_cycles_are_options() {
+    let (code, doc, out) = run_json(&[
+        "-D",
+        "1s",
+        "--warmup",
+        "0",
+        "--load",
+        "none",
+        "--cpus",
+        "0",
+        "--measure",
+        "period:interval=10ms,below=1ms,above=2s,warmup=20",
+        "--require",
+        "period.below==0",
+        "--require",
+        "period.above==0",
+    ]);
+    let r = typed(doc);
+    let p = entry(&r, "period", 0);
+    assert_eq!((p.warmup_samples + p.warmup_missed, p.samples + p.missed), (20, 100), "20 warm-up cycles, then 1 s");
+    let b = p.bounds.unwrap();
+    assert_eq!((b.below_ns, b.above_ns), (1_000_000, 2_000_000_000));
+    // No cycle of a 10 ms loop is shorter than 1 ms without a long one before it, nor longer than
+    // 2 s in a 1 s run: the verdict reads the counts.
+    let checks: Vec<(&str, bool)> = r.verdict.checks.iter().map(|c| (c.expr.as_str(), c.passed)).collect();
+    assert_eq!(&checks[..2], [("period.below==0", b.below == 0), ("period.above==0", true)]);
+    assert_eq!(code, i32::from(!r.verdict.passed), "{}", String::from_utf8_lossy(&out.stderr));
+    let config = &r.config.probes[0];
+    assert_eq!((config.name.as_str(), config.warmup_periods, config.periods), ("period", 20, 120));
+}
+
+/// A requirement on a metric no probe of the run measures is not silently passed.
+#[test]
+fn a_requirement_no_probe_measures_fails() {
+    let (code, doc, _) = run_json(&["--loops", "20", "--warmup", "0", "--cpus", "0", "--load", "none", "--require", "above==0"]);
+    assert_eq!(code, 1);
+    let r = typed(doc);
+    let c = &r.verdict.checks[0];
+    assert_eq!((c.expr.as_str(), c.scope.as_str(), c.passed), ("above==0", "run", false));
+}
+
+#[test]
+fn a_stall_shows_in_the_period_loop_as_one_long_cycle_on_its_cpu_only() {
+    let cpus = online_cpus();
+    if cpus.len() < 2 {
+        eprintln!("SKIPPED: needs two CPUs");
+        return;
+    }
+    let (calm_cpu, hit_cpu) = (cpus[0], cpus[1]);
+    let run = rtgauge(&[
+        "run",
+        "-q",
+        "--json",
+        "-",
+        "-D",
+        "3s",
+        "--warmup",
+        "0",
+        "--load",
+        "none",
+        "--measure",
+        &format!("period:interval=10ms@{calm_cpu},{hit_cpu}"),
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let stall = rtgauge(&["stall", "--cpu", &hit_cpu.to_string(), "--duration", "300ms"]).output().unwrap();
+    assert!(stall.status.success(), "{}", String::from_utf8_lossy(&stall.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&stall.stdout).unwrap();
+    let stall_ns = u(&s["duration_ns"]);
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = typed(serde_json::from_slice(&out.stdout).unwrap());
+    let (hit, calm) = (entry(&r, "period", hit_cpu), entry(&r, "period", calm_cpu));
+    let interval = 10_000_000;
+    // The thread wakes before the stall and next after it: one cycle at least as long as the stall.
+    assert!(hit.max_ns.unwrap() >= stall_ns, "longest cycle {:?} for a {stall_ns} ns stall", hit.max_ns);
+    assert!(hit.bounds.unwrap().above >= 1, "the long cycle is above 12 ms");
+    assert!(hit.missed >= stall_ns / interval - 1, "missed {} for a {stall_ns} ns stall", hit.missed);
+    assert!(calm.max_ns.unwrap() < stall_ns / 2, "cpu{calm_cpu}: longest cycle {:?}", calm.max_ns);
+    for p in [hit, calm] {
+        assert_eq!(p.samples + p.missed, 300, "every cycle of 3 s at 10 ms accounted");
+    }
+}
