@@ -30,12 +30,10 @@ fn record<'a>(doc: &'a Value, kind: &str) -> &'a Value {
 #[test]
 fn every_generator_does_measurable_work() {
     let m = Marker::new();
-    // Seven emulated processes starting at once on a busy host: CI saw the armv7 net worker
-    // still starting after 1.25 s (0 datagrams). Under an emulator the loads get 5 s.
-    let duration = if runner().is_some() { "5s" } else { "1500ms" };
+    let duration = load_time(1500);
     let (code, doc, _) = load_json(
         &m,
-        &["cpu:workers=1,vm:workers=1,bytes=8M,io:size=4M,block=64K,fork,proc,net,timers:count=4", "--duration", duration],
+        &["cpu:workers=1,vm:workers=1,bytes=8M,io:size=4M,block=64K,fork,proc,net,timers:count=4", "--duration", &duration],
     );
     assert_eq!(code, 0);
     for l in doc["loads"].as_array().unwrap() {
@@ -307,7 +305,7 @@ fn bad_specs_start_nothing() {
     let out = m.cmd(&["load", "cpu"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "a load that runs until stopped needs --duration");
     // Memory that can never be mapped is a failed load, not an idle one.
-    let (code, doc, _) = load_json(&m, &["vm:bytes=900G", "--duration", "500ms"]);
+    let (code, doc, _) = load_json(&m, &["vm:bytes=900G", "--duration", &load_time(500)]);
     assert_eq!((code, &doc["loads"][0]["failed"]), (1, &Value::from(true)));
     assert!(doc["loads"][0]["error"].as_str().unwrap().contains("cannot map"));
     assert!(m.processes().is_empty() && m.files().is_empty(), "nothing started");
@@ -332,7 +330,7 @@ fn a_net_load_that_cannot_send_fails_with_the_reason() {
     let m = Marker::new();
     let mut all = vec!["-n".to_string()];
     all.extend(bin_argv());
-    all.extend(["load", "net", "--duration", "1s", "--json", "-"].map(String::from));
+    all.extend(["load", "net", "--duration", &load_time(1000), "--json", "-"].map(String::from));
     let out = Command::new("unshare").args(&all).env("TMPDIR", m.0.path()).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "a failed load fails 'rtgauge load': {}", String::from_utf8_lossy(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();

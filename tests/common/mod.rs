@@ -18,6 +18,13 @@ pub fn runner() -> Option<String> {
     std::env::var("RTGAUGE_RUNNER").ok().filter(|r| !r.trim().is_empty())
 }
 
+/// A load's duration for a test that needs its worker to start and act within it: `native_ms`,
+/// or 5 s under an emulator, where a worker process on a busy host took over a second to start
+/// (CI saw the armv7 net worker and the aarch64 vm worker do nothing in 1.25 s and 0.5 s).
+pub fn load_time(native_ms: u64) -> String {
+    format!("{}ms", if runner().is_some() { native_ms.max(5_000) } else { native_ms })
+}
+
 /// The argv that starts the binary: `[runner,] binary`.
 pub fn bin_argv() -> Vec<String> {
     let mut v: Vec<String> = runner().map(|r| r.split_whitespace().map(String::from).collect()).unwrap_or_default();
