@@ -39,6 +39,6 @@ for arch in "$@"; do
       cargo build --release --locked --target $target ;;
     *) echo "build-static: unknown architecture '$arch': use x86_64, aarch64, armv7 or all" >&2; exit 2 ;;
   esac
-  cp "target/$target/release/rtgauge" "dist/rtgauge-$arch"
+  cp "${CARGO_TARGET_DIR:-target}/$target/release/rtgauge" "dist/rtgauge-$arch"
   echo "dist/rtgauge-$arch: $(file -b "dist/rtgauge-$arch" 2>/dev/null | cut -d, -f1-2 || true)"
 done
