@@ -46,7 +46,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Measure timer wake-up latency per CPU and judge it against a cycle time
+    /// Measure latency per CPU (timer wake-up by default; see --measure) and judge it against a cycle time
     #[command(after_help = RUN_EXAMPLES)]
     Run(Box<RunArgs>),
     /// Occupy one CPU with a busy SCHED_FIFO thread for an exact time (a known stall, to prove
@@ -138,10 +138,13 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "FILE|NAME", allow_hyphen_values = true)]
     pub scenario: Option<String>,
     /// What to measure, repeatable: a probe with options and CPUs, NAME[:key=value,...][@CPUS],
-    /// e.g. 'timer:interval=500us@0-1'. Probes: timer [default: timer on every measured CPU]
+    /// e.g. 'timer:interval=500us@0-1'. Probes: timer (wake-up latency; interval=), period (a cyclic
+    /// loop's cycle lengths; interval=10ms, below=, above=, warmup=CYCLES) [default: timer on every
+    /// measured CPU]
     #[arg(long = "measure", value_name = "PROBE", allow_hyphen_values = true)]
     pub measure: Vec<String>,
-    /// Period of the timer: 100us, 0.5ms, 1ms, ... [default: 1ms]
+    /// Period of the timer (and of --loops and a warm-up in samples): 100us, 0.5ms, 1ms, ...
+    /// [default: 1ms, or the first --measure probe's own interval]
     #[arg(short, long, allow_hyphen_values = true, value_name = "TIME")]
     pub interval: Option<String>,
     /// How long to measure after the warm-up: 10s, 5m, 24h [default: 60s]

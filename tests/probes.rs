@@ -83,6 +83,21 @@ fn period_bounds_and_warmup_cycles_are_options() {
     assert_eq!((config.name.as_str(), config.warmup_periods, config.periods), ("period", 20, 120));
 }
 
+/// `--loops` counts periods of the run's interval: the first probe's own when `--interval` is not
+/// given (a period loop alone counts its own cycles, not 1 ms periods it would never see).
+#[test]
+fn loops_count_the_first_probes_own_periods() {
+    let (code, doc, out) = run_json(&["--loops", "5", "--warmup", "0", "--load", "none", "--measure", "period@0"]);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let r = typed(doc);
+    let p = entry(&r, "period", 0);
+    assert_eq!((r.config.interval_ns, p.samples + p.missed), (10_000_000, 5));
+    let (_, doc, _) =
+        run_json(&["--loops", "5", "--warmup", "0", "--load", "none", "--measure", "period@0", "--interval", "5ms"]);
+    let r = typed(doc);
+    assert_eq!(entry(&r, "period", 0).samples + entry(&r, "period", 0).missed, 2, "5 periods of 5 ms hold 2 cycles of 10 ms");
+}
+
 /// A requirement on a metric no probe of the run measures is not silently passed.
 #[test]
 fn a_requirement_no_probe_measures_fails() {

@@ -32,14 +32,17 @@ type Builder = fn(&MeasureSpec, RunTiming) -> Result<Arc<dyn Probe>, String>;
 /// A probe's entry: name, options it accepts (for messages), constructor.
 struct Entry {
     name: &'static str,
+    /// Its interval unless its options set one; `None`: the run's (`--interval`).
+    interval_ns: Option<u64>,
     options: &'static str,
     build: Builder,
 }
 
 const PROBES: &[Entry] = &[
-    Entry { name: timer::NAME, options: "interval=DURATION", build: build_timer },
+    Entry { name: timer::NAME, interval_ns: None, options: "interval=DURATION", build: build_timer },
     Entry {
         name: period::NAME,
+        interval_ns: Some(period::DEFAULT_INTERVAL_NS),
         options: "interval=DURATION (10ms), below=DURATION, above=DURATION, warmup=CYCLES",
         build: build_period,
     },
@@ -85,6 +88,17 @@ pub fn build(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, St
 }
 
 impl MeasureSpec {
+    /// The probe's own interval (its `interval=` option, or its default), if it has one; else it
+    /// follows the run's.
+    pub fn own_interval_ns(&self) -> Option<u64> {
+        let entry = PROBES.iter().find(|e| e.name == self.name).expect("known probe");
+        self.options
+            .iter()
+            .find(|(k, _)| k == "interval")
+            .and_then(|(_, v)| parse_duration_ns(v, None).ok())
+            .or(entry.interval_ns)
+    }
+
     fn unknown_option(&self, key: &str) -> String {
         let entry = PROBES.iter().find(|e| e.name == self.name).expect("known probe");
         format!("--measure '{}': {} has no option '{key}'; its options: {}", self.text, self.name, entry.options)

@@ -134,7 +134,27 @@ fn duration_arg(flag: &str, text: &str, example: &str) -> Result<u64, PlanError>
 impl RunPlan {
     /// Validates what the user typed. Pure: no system calls.
     pub fn from_input(input: &RunInput) -> Result<RunPlan, PlanError> {
-        let interval_ns = duration_arg("--interval", input.interval.as_deref().unwrap_or("1ms"), "1ms")?;
+        let measures = if input.measure.is_empty() {
+            vec![crate::probe::registry::default_spec()]
+        } else {
+            input.measure.iter().map(|m| crate::probe::registry::parse(m).map_err(PlanError)).collect::<Result<_, _>>()?
+        };
+        let mut seen: Vec<&crate::probe::registry::MeasureSpec> = Vec::new();
+        for m in &measures {
+            if let Some(first) = seen.iter().find(|s| s.name == m.name) {
+                return Err(bad(format!(
+                    "--measure '{}' and '{}' name the same probe: give each probe once, with all its CPUs (e.g. {}@0-1)",
+                    first.text, m.text, m.name
+                )));
+            }
+            seen.push(m);
+        }
+        // --loops and a warm-up in samples count periods of the run's interval: --interval, else
+        // the first probe's own (a period loop's 10 ms), else 1 ms.
+        let interval_ns = match (&input.interval, measures[0].own_interval_ns()) {
+            (None, Some(own)) => own,
+            (given, _) => duration_arg("--interval", given.as_deref().unwrap_or("1ms"), "1ms")?,
+        };
         if interval_ns == 0 {
             return Err(bad("--interval must be greater than zero, e.g. --interval 1ms"));
         }
@@ -249,21 +269,6 @@ impl RunPlan {
             ),
         };
 
-        let measures = if input.measure.is_empty() {
-            vec![crate::probe::registry::default_spec()]
-        } else {
-            input.measure.iter().map(|m| crate::probe::registry::parse(m).map_err(PlanError)).collect::<Result<_, _>>()?
-        };
-        let mut seen: Vec<&crate::probe::registry::MeasureSpec> = Vec::new();
-        for m in &measures {
-            if let Some(first) = seen.iter().find(|s| s.name == m.name) {
-                return Err(bad(format!(
-                    "--measure '{}' and '{}' name the same probe: give each probe once, with all its CPUs (e.g. {}@0-1)",
-                    first.text, m.text, m.name
-                )));
-            }
-            seen.push(m);
-        }
         let plan = RunPlan {
             measures,
             interval_ns,
