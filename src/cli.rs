@@ -138,7 +138,8 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "FILE|NAME", allow_hyphen_values = true)]
     pub scenario: Option<String>,
     /// What to measure, repeatable: a probe with options and CPUs, NAME[:key=value,...][@CPUS],
-    /// e.g. 'timer:interval=500us@0-1'. Probes: timer (wake-up latency; interval=), period (a cyclic
+    /// e.g. 'timer:interval=500us@0-1'. Probes: timer (wake-up latency; interval=,
+    /// wait=nanosleep-abs|nanosleep-rel|timerfd|posix-timer|select|poll), period (a cyclic
     /// loop's cycle lengths; interval=10ms, below=, above=, warmup=CYCLES) [default: timer on every
     /// measured CPU]
     #[arg(long = "measure", value_name = "PROBE", allow_hyphen_values = true)]

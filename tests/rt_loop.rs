@@ -1,7 +1,8 @@
-//! The real-time loop does nothing but sleep and read the clock: traced with strace, the
+//! The real-time loop does nothing but wait and read the clock: traced with strace, the
 //! measurement thread's only system call between its first and last sleep is
 //! `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, ...)` (clock_gettime runs in the vDSO), one per
-//! period — no allocation (mmap/brk), no lock (futex), no output (write).
+//! period — no allocation (mmap/brk), no lock (futex), no output (write); with another wait
+//! method (`timer:wait=`), only that method's calls.
 
 mod common;
 use common::*;
@@ -9,6 +10,24 @@ use std::collections::BTreeMap;
 
 #[test]
 fn the_measurement_thread_only_sleeps() {
+    trace_the_loop("nanosleep-abs", &[], "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME");
+}
+
+/// Every wait method of `timer:wait=` keeps the loop to its own calls: the call that waits, and
+/// the one that arms the wait where the method has one; set-up (the timerfd, the POSIX timer
+/// and its signal) happens before the loop.
+#[test]
+fn every_wait_method_keeps_the_loop_to_its_own_calls() {
+    trace_the_loop("nanosleep-rel", &[], "clock_nanosleep(CLOCK_MONOTONIC, 0");
+    trace_the_loop("timerfd", &["timerfd_settime("], "read(");
+    trace_the_loop("posix-timer", &["timer_settime("], "rt_sigtimedwait(");
+    trace_the_loop("select", &[], "pselect6("); // the C library makes select a pselect6
+    trace_the_loop("poll", &[], "ppoll(");
+}
+
+/// Traces a 300-period run waiting by `method` and checks its measurement thread: between its
+/// first and last `waits` call only `arms` and `waits` calls, one `waits` per wake-up.
+fn trace_the_loop(method: &str, arms: &[&str], waits: &str) {
     if let Some(r) = runner() {
         // Under an emulator strace would trace the emulator, not rtgauge's loop.
         eprintln!("SKIPPED: the RT loop cannot be traced through the emulator '{r}'");
@@ -19,15 +38,17 @@ fn the_measurement_thread_only_sleeps() {
     }
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace");
+    let measure = format!("timer:wait={method}");
     let out = std::process::Command::new("strace")
         .args(["-f", "-qq", "-o"])
         .arg(&trace)
         .args(bin_argv())
-        .args(["run", "-q", "--loops", "300", "--warmup", "20", "--cpus", "0", "--interval", "1ms", "--json"])
+        .args(["run", "-q", "--loops", "300", "--warmup", "20", "--cpus", "0", "--interval", "1ms", "--load", "none"])
+        .args(["--measure", &measure, "--json"])
         .arg(dir.path().join("r.json"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{method}: {}", String::from_utf8_lossy(&out.stderr));
     let text = std::fs::read_to_string(&trace).unwrap();
     // Lines look like "1234 clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, {...}, NULL) = 0".
     let mut by_thread: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
@@ -42,26 +63,27 @@ fn the_measurement_thread_only_sleeps() {
         }
         by_thread.entry(tid).or_default().push(call);
     }
-    let is_sleep = |c: &&str| c.starts_with("clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME");
+    let is_wait = |c: &&str| c.starts_with(waits);
     let (tid, calls) = by_thread
         .iter()
-        .find(|(_, calls)| calls.iter().any(|c| c.starts_with("sched_setscheduler")) && calls.iter().any(is_sleep))
-        .expect("a measurement thread that set its scheduler and slept");
-    let first = calls.iter().position(is_sleep).unwrap();
-    let last = calls.iter().rposition(is_sleep).unwrap();
+        .find(|(_, calls)| calls.iter().any(|c| c.starts_with("sched_setscheduler")) && calls.iter().any(is_wait))
+        .unwrap_or_else(|| panic!("{method}: a measurement thread that set its scheduler and waited with {waits}"));
+    let first = calls.iter().position(is_wait).unwrap();
+    let last = calls.iter().rposition(is_wait).unwrap();
     let in_loop = &calls[first..=last];
-    let others: Vec<&&str> = in_loop.iter().filter(|c| !is_sleep(c)).collect();
-    assert!(others.is_empty(), "thread {tid} made other system calls inside its loop: {others:?}");
-    // One sleep per wake-up: every period is slept for unless an earlier wake-up came so late
+    let others: Vec<&&str> = in_loop.iter().filter(|c| !is_wait(c) && !arms.iter().any(|a| c.starts_with(a))).collect();
+    assert!(others.is_empty(), "{method}: thread {tid} made other system calls inside its loop: {others:?}");
+    // One wait per wake-up: every period is waited for unless an earlier wake-up came so late
     // that it was counted as missed.
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     let p = &doc["probes"][0];
-    assert_eq!(in_loop.len() as u64, u(&p["samples"]) + u(&p["warmup_samples"]), "one sleep per wake-up");
+    let waited = in_loop.iter().filter(|c| is_wait(c)).count() as u64;
+    assert_eq!(waited, u(&p["samples"]) + u(&p["warmup_samples"]), "{method}: one wait per wake-up");
     assert_eq!(u(&p["samples"]) + u(&p["missed"]) + u(&p["warmup_samples"]) + u(&p["warmup_missed"]), 320);
     // Set-up happened before the loop: affinity, scheduler, signal mask.
     let setup = &calls[..first];
     for call in ["sched_setaffinity", "sched_setscheduler", "rt_sigprocmask"] {
-        assert!(setup.iter().any(|c| c.starts_with(call)), "{call} before the loop");
+        assert!(setup.iter().any(|c| c.starts_with(call)), "{method}: {call} before the loop");
     }
 }
 

@@ -42,6 +42,7 @@ fn bad_values_are_one_line_errors_with_a_fix() {
         (&["--measure", "timer@0", "--measure", "timer@1"], &["same probe", "timer@0-1"]),
         (&["--require", "nosuch.max<5us"], &["--require", "'nosuch'", "probes: timer"]),
         (&["--measure", "period:below=20ms,above=12ms"], &["below=20 ms", "above=12 ms", "e.g. below=8ms,above=12ms"]),
+        (&["--measure", "timer:wait=spin"], &["wait=spin", "timerfd", "posix-timer"]),
         (&["--measure", "period:warmup=many"], &["warmup=many", "e.g. warmup=1000"]),
         (&["--measure", "period:warmup=18446744073709551615"], &["warmup=", "limit"]),
         (&["--measure", "period:above=soon"], &["above=soon", "e.g. above=12ms"]),

@@ -39,7 +39,12 @@ struct Entry {
 }
 
 const PROBES: &[Entry] = &[
-    Entry { name: timer::NAME, interval_ns: None, options: "interval=DURATION", build: build_timer },
+    Entry {
+        name: timer::NAME,
+        interval_ns: None,
+        options: "interval=DURATION, wait=nanosleep-abs|nanosleep-rel|timerfd|posix-timer|select|poll",
+        build: build_timer,
+    },
     Entry {
         name: period::NAME,
         interval_ns: Some(period::DEFAULT_INTERVAL_NS),
@@ -124,14 +129,20 @@ fn interval_option(spec: &MeasureSpec, v: &str) -> Result<u64, String> {
 }
 
 fn build_timer(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
-    let mut interval_ns = timing.interval_ns;
+    let (mut interval_ns, mut wait) = (timing.interval_ns, crate::sys::WaitMethod::NanosleepAbs);
     for (k, v) in &spec.options {
         match k.as_str() {
             "interval" => interval_ns = interval_option(spec, v)?,
+            "wait" => {
+                wait = timer::WAIT_METHODS.iter().find(|(n, _)| n == v).map(|(_, m)| *m).ok_or_else(|| {
+                    let names: Vec<&str> = timer::WAIT_METHODS.iter().map(|(n, _)| *n).collect();
+                    format!("--measure '{}': wait={v} is not a wait method; choose one of {}", spec.text, names.join(", "))
+                })?
+            }
             other => return Err(spec.unknown_option(other)),
         }
     }
-    Ok(Arc::new(timer::TimerProbe { schedule: schedule(timing, interval_ns) }))
+    Ok(Arc::new(timer::TimerProbe { schedule: schedule(timing, interval_ns), wait }))
 }
 
 /// `period[:interval=10ms,below=8ms,above=12ms,warmup=1000]`: bounds default to −20 % / +20 %

@@ -7,17 +7,29 @@
 //! the periods missed after it) through the thread's [`Handoff`].
 
 use super::{Handoff, Probe, RtLoop, Schedule};
-use crate::sys;
+use crate::sys::{self, WaitMethod};
 use crate::vocab::units::Nanos;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// The probe's name in `--measure`, results and requirements.
 pub const NAME: &str = "timer";
 
-/// The timer probe: its periods, resolved before the run (no globals, no lookups in the loop).
+/// The wait methods by name (`timer:wait=NAME`), as the FirmTimers `measure_latency` compared them.
+pub const WAIT_METHODS: &[(&str, WaitMethod)] = &[
+    ("nanosleep-abs", WaitMethod::NanosleepAbs),
+    ("nanosleep-rel", WaitMethod::NanosleepRel),
+    ("timerfd", WaitMethod::Timerfd),
+    ("posix-timer", WaitMethod::PosixTimer),
+    ("select", WaitMethod::Select),
+    ("poll", WaitMethod::Poll),
+];
+
+/// The timer probe: its periods and how it waits, resolved before the run (no globals, no
+/// lookups in the loop).
 #[derive(Debug, Clone, Copy)]
 pub struct TimerProbe {
     pub schedule: Schedule,
+    pub wait: WaitMethod,
 }
 
 impl Probe for TimerProbe {
@@ -28,16 +40,20 @@ impl Probe for TimerProbe {
         self.schedule
     }
     fn settings(&self) -> Vec<String> {
-        vec![format!("interval={}", Nanos(self.schedule.interval_ns)), "wait=nanosleep-abs".into()]
+        let wait = WAIT_METHODS.iter().find(|(_, m)| *m == self.wait).map_or("?", |(n, _)| n);
+        vec![format!("interval={}", Nanos(self.schedule.interval_ns)), format!("wait={wait}")]
     }
     fn thread(&self, _cpu: usize) -> Result<Box<dyn RtLoop>, String> {
-        Ok(Box::new(TimerLoop { schedule: self.schedule }))
+        // Made in the thread itself: a POSIX timer signals the thread that made it.
+        let waiter = sys::Waiter::new(self.wait).map_err(|e| format!("cannot prepare its timer: {e}"))?;
+        Ok(Box::new(TimerLoop { schedule: self.schedule, waiter }))
     }
 }
 
 /// The loop of one timer thread.
 pub struct TimerLoop {
     schedule: Schedule,
+    waiter: sys::Waiter,
 }
 
 impl RtLoop for TimerLoop {
@@ -51,7 +67,7 @@ impl RtLoop for TimerLoop {
         let mut period: u64 = 1;
         while period <= last && !stop.load(Relaxed) {
             let deadline = start_ns + period * interval;
-            sys::sleep_until_monotonic(deadline);
+            self.waiter.wait_until(deadline);
             let latency = sys::monotonic_ns().saturating_sub(deadline);
             let missed_after = missed_after(latency, interval, last - period);
             out.served(period, latency, missed_after);

@@ -646,3 +646,138 @@ fn zeroed_stat() -> libc::stat {
     // SAFETY: stat is plain data; all-zero is a valid value.
     unsafe { std::mem::zeroed() }
 }
+
+/// How a timer thread waits for its deadline: the wait methods the FirmTimers `measure_latency`
+/// compared. Everything a method needs (a timerfd, a POSIX timer and its signal) is made by
+/// [`Waiter::new`] in the thread's set-up; [`Waiter::wait_until`] allocates nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitMethod {
+    /// `clock_nanosleep(TIMER_ABSTIME)` (cyclictest's default).
+    NanosleepAbs,
+    /// `clock_nanosleep` for the time left (cyclictest `-r`): the wake-up also pays for the
+    /// time between reading the clock and sleeping.
+    NanosleepRel,
+    /// A timerfd armed at the absolute deadline, then `read`.
+    Timerfd,
+    /// A POSIX timer (`timer_create`, SIGEV_THREAD_ID) armed at the absolute deadline, its RT
+    /// signal taken with `sigwaitinfo`.
+    PosixTimer,
+    /// `select` with no descriptors and the time left (microsecond resolution).
+    Select,
+    /// `ppoll` with no descriptors and the time left.
+    Poll,
+}
+
+/// A thread's means of waiting (see [`WaitMethod`]); closes what it opened when dropped.
+pub struct Waiter {
+    method: WaitMethod,
+    timerfd: Option<std::os::fd::OwnedFd>,
+    posix: Option<(libc::timer_t, libc::sigset_t)>,
+}
+
+// SAFETY: the timer id is a plain handle the kernel gives this process; the waiter moves into
+// its measurement thread before it is used and is used by that thread only.
+unsafe impl Send for Waiter {}
+
+fn timespec_of(ns: u64) -> libc::timespec {
+    libc::timespec { tv_sec: (ns / 1_000_000_000) as _, tv_nsec: (ns % 1_000_000_000) as _ }
+}
+
+impl Waiter {
+    /// Prepares `method` for the calling thread (a POSIX timer signals this thread only).
+    pub fn new(method: WaitMethod) -> io::Result<Waiter> {
+        let mut w = Waiter { method, timerfd: None, posix: None };
+        match method {
+            WaitMethod::Timerfd => {
+                // SAFETY: timerfd_create takes no pointers; a non-negative result is a new fd we own.
+                let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // SAFETY: `fd` was just returned by the kernel and is owned by nothing else.
+                w.timerfd = Some(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) });
+            }
+            WaitMethod::PosixTimer => {
+                let sig = libc::SIGRTMIN() + 1;
+                // SAFETY: zeroed sigset_t/sigevent are valid starting values; every pointer passed
+                // refers to a local that outlives the call; the timer id is written by the kernel.
+                unsafe {
+                    let mut set: libc::sigset_t = std::mem::zeroed();
+                    libc::sigemptyset(&mut set);
+                    libc::sigaddset(&mut set, sig);
+                    let ret = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+                    if ret != 0 {
+                        return Err(io::Error::from_raw_os_error(ret));
+                    }
+                    let mut ev: libc::sigevent = std::mem::zeroed();
+                    ev.sigev_notify = libc::SIGEV_THREAD_ID;
+                    ev.sigev_signo = sig;
+                    ev.sigev_notify_thread_id = libc::gettid();
+                    let mut id: libc::timer_t = std::mem::zeroed();
+                    check(libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut id))?;
+                    w.posix = Some((id, set));
+                }
+            }
+            _ => {}
+        }
+        Ok(w)
+    }
+
+    /// Waits until the absolute CLOCK_MONOTONIC time `deadline_ns` by this waiter's method.
+    /// Returns early only on an error the method cannot recover from (the caller reads the
+    /// clock and records what happened either way).
+    #[inline(always)]
+    pub fn wait_until(&mut self, deadline_ns: u64) {
+        match self.method {
+            WaitMethod::NanosleepAbs => sleep_until_monotonic(deadline_ns),
+            WaitMethod::NanosleepRel => {
+                let left = timespec_of(deadline_ns.saturating_sub(monotonic_ns()));
+                // SAFETY: `left` is a valid timespec; a null remainder is allowed.
+                unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, 0, &left, std::ptr::null_mut()) };
+            }
+            WaitMethod::Timerfd => {
+                let fd = std::os::fd::AsRawFd::as_raw_fd(self.timerfd.as_ref().expect("made in new"));
+                let spec = libc::itimerspec { it_interval: timespec_of(0), it_value: timespec_of(deadline_ns.max(1)) };
+                let mut expirations = 0u64;
+                // SAFETY: `spec` and `expirations` are valid for the calls; `fd` is this waiter's timerfd.
+                unsafe {
+                    libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut());
+                    libc::read(fd, (&mut expirations as *mut u64).cast(), 8);
+                }
+            }
+            WaitMethod::PosixTimer => {
+                let (id, set) = self.posix.as_ref().expect("made in new");
+                let spec = libc::itimerspec { it_interval: timespec_of(0), it_value: timespec_of(deadline_ns.max(1)) };
+                // SAFETY: `id` is this waiter's timer, `spec` and `set` are valid for the calls.
+                unsafe {
+                    libc::timer_settime(*id, libc::TIMER_ABSTIME, &spec, std::ptr::null_mut());
+                    while libc::sigwaitinfo(set, std::ptr::null_mut()) < 0
+                        && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+                    {}
+                }
+            }
+            WaitMethod::Select => {
+                let left = deadline_ns.saturating_sub(monotonic_ns());
+                let mut tv = libc::timeval { tv_sec: (left / 1_000_000_000) as _, tv_usec: ((left % 1_000_000_000) / 1000) as _ };
+                // SAFETY: no descriptor sets (null), `tv` is a valid timeval for the call.
+                unsafe {
+                    libc::select(0, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), &mut tv);
+                }
+            }
+            WaitMethod::Poll => {
+                let left = timespec_of(deadline_ns.saturating_sub(monotonic_ns()));
+                // SAFETY: no descriptors (null, 0), `left` is a valid timespec, no signal mask.
+                unsafe { libc::ppoll(std::ptr::null_mut(), 0, &left, std::ptr::null()) };
+            }
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if let Some((id, _)) = self.posix.take() {
+            // SAFETY: `id` was made by timer_create in `new` and is deleted once.
+            unsafe { libc::timer_delete(id) };
+        }
+    }
+}
