@@ -1,6 +1,8 @@
-//! The one lifecycle every measurement goes through, in the order of DESIGN.md:
-//! plan → audit → (tuning) → (loads) → probes → aggregation → result → report → exit status.
-//! Each stage is a call into its own module; nothing here measures or formats by itself.
+//! The one lifecycle every measurement goes through, in the order of DESIGN.md: plan → audit →
+//! tuning → probes set up → loads → measure → assemble (with the verdict) → report → exit
+//! status. Each stage is a short function here calling into its own module; nothing here
+//! measures or formats by itself, and no probe is named here (they plug in through
+//! `probe::Probe`). `rtgauge load` goes through the same stages with no probe.
 
 use crate::aggregate::Collector;
 use crate::audit::SystemInfo;

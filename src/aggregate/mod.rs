@@ -1,5 +1,5 @@
-//! Stage five of the flow: aggregation, in the non-RT collector. Drains each measurement
-//! thread's ring into an HDR histogram (1 ns .. 1 h, 3 significant digits: the relative error
+//! Stage five of the flow: aggregation, in the non-RT collector. One account per measurement
+//! thread, keyed by (probe, CPU): drains the thread's ring into an HDR histogram (1 ns .. 1 h, 3 significant digits: the relative error
 //! is bounded everywhere and there is no overflow bucket) and turns histograms plus the
 //! threads' exact counters into the statistics every report uses.
 
