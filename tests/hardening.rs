@@ -344,7 +344,8 @@ fn a_partial_run_says_how_long_it_measured() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_until_measuring(child.id());
+    std::thread::sleep(Duration::from_millis(300));
     signal(&child, "INT");
     let (_, out) = wait_bounded(child, Duration::from_secs(20), "Ctrl-C");
     let text = String::from_utf8_lossy(&out.stdout);

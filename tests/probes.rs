@@ -134,7 +134,8 @@ fn a_stall_shows_in_the_period_loop_as_one_long_cycle_on_its_cpu_only() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
+    wait_until_measuring(run.id());
+    std::thread::sleep(Duration::from_millis(500));
     let stall = rtgauge(&["stall", "--cpu", &hit_cpu.to_string(), "--duration", "300ms"]).output().unwrap();
     assert!(stall.status.success(), "{}", String::from_utf8_lossy(&stall.stderr));
     let s: serde_json::Value = serde_json::from_slice(&stall.stdout).unwrap();

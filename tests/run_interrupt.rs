@@ -18,7 +18,8 @@ fn interrupted_run(sig: &str, extra: &[&str]) -> (Option<i32>, Value, Duration) 
     let mut args = vec!["run", "-q", "--duration", "60s", "--warmup", "0", "--load", "none", "--json", path.to_str().unwrap()];
     args.extend_from_slice(extra);
     let child = rtgauge(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_until_measuring(child.id());
+    std::thread::sleep(Duration::from_millis(300));
     let t = Instant::now();
     kill(&child, sig);
     let out = child.wait_with_output().unwrap();
@@ -79,7 +80,7 @@ fn second_sigint_exits_at_once_leaving_nothing() {
     .spawn()
     .unwrap();
     let mut child = child;
-    std::thread::sleep(Duration::from_millis(800));
+    wait_until_measuring(child.id()); // in its first 5 s sleep
     kill(&child, "INT");
     std::thread::sleep(Duration::from_millis(300));
     assert!(child.try_wait().unwrap().is_none(), "still finishing the current 5 s period");

@@ -45,7 +45,8 @@ fn injected_stall_shows_on_its_cpu_only_with_its_size_and_missed_periods() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
+    wait_until_measuring(run.id());
+    std::thread::sleep(Duration::from_millis(500));
     let stall_ms = 300u64;
     let stall = rtgauge(&["stall", "--cpu", &stalled_cpu.to_string(), "--duration", &format!("{stall_ms}ms")]).output().unwrap();
     assert!(stall.status.success(), "{}", String::from_utf8_lossy(&stall.stderr));
@@ -102,7 +103,8 @@ fn a_stall_fails_a_cycle_time_it_does_not_fit() {
     .stdout(Stdio::piped())
     .spawn()
     .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    wait_until_measuring(run.id());
+    std::thread::sleep(Duration::from_millis(200));
     let stall = rtgauge(&["stall", "--cpu", &cpu.to_string(), "--duration", "200ms"]).output().unwrap();
     assert!(stall.status.success());
     let out = run.wait_with_output().unwrap();

@@ -18,6 +18,29 @@ pub fn runner() -> Option<String> {
     std::env::var("RTGAUGE_RUNNER").ok().filter(|r| !r.trim().is_empty())
 }
 
+/// Waits (at most 60 s) until process `pid` is measuring — one of its measurement threads
+/// (named `rtgauge-<probe><cpu>`) waits in its loop's sleep — instead of assuming how long
+/// start-up takes: on a busy host under an emulator it took over 1.5 s (CI), and a signal or a
+/// stall sent earlier lands in the set-up instead of the measurement.
+pub fn wait_until_measuring(pid: u32) {
+    let t = std::time::Instant::now();
+    let in_loop = |task: &std::path::Path| {
+        let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        let wchan = std::fs::read_to_string(task.join("wchan")).unwrap_or_default();
+        comm.starts_with("rtgauge-") && wchan.contains("nanosleep")
+    };
+    loop {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>());
+        match tasks {
+            Ok(tasks) if tasks.iter().any(|t| in_loop(t)) => return,
+            Ok(_) => {}
+            Err(e) => panic!("process {pid} ended before it measured: {e}"),
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "process {pid} not measuring within 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A load's duration for a test that needs its worker to start and act within it: `native_ms`,
 /// or 5 s under an emulator, where a worker process on a busy host took over a second to start
 /// (CI saw the armv7 net worker and the aarch64 vm worker do nothing in 1.25 s and 0.5 s).
