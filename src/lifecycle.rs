@@ -110,7 +110,7 @@ fn resolve_cpus(plan: &RunPlan, system: &SystemInfo) -> Result<Vec<usize>> {
 fn check_cpus(option: &str, cpus: &[usize], system: &SystemInfo) -> Result<()> {
     if let Some(bad) = cpus.iter().find(|c| !system.online_cpus.contains(c)) {
         bail!(
-            "{option}: CPU {bad} is not online on this machine (online: {}); choose among them, e.g. --cpus {}",
+            "{option}: CPU {bad} is not online on this machine (online: {}); choose among them, e.g. {}",
             format_cpu_list(&system.online_cpus),
             format_cpu_list(&system.allowed_cpus)
         );

@@ -7,7 +7,6 @@ mod common;
 use common::*;
 use rtgauge::result::{ProbeResult, RunResult};
 use std::process::Stdio;
-use std::time::Duration;
 
 fn typed(doc: serde_json::Value) -> RunResult {
     serde_json::from_value(doc).expect("the document is a RunResult")
@@ -134,11 +133,7 @@ fn a_stall_shows_in_the_period_loop_as_one_long_cycle_on_its_cpu_only() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    wait_until_measuring(run.id());
-    std::thread::sleep(Duration::from_millis(500));
-    let stall = rtgauge(&["stall", "--cpu", &hit_cpu.to_string(), "--duration", "300ms"]).output().unwrap();
-    assert!(stall.status.success(), "{}", String::from_utf8_lossy(&stall.stderr));
-    let s: serde_json::Value = serde_json::from_slice(&stall.stdout).unwrap();
+    let s = stall_while_measuring(&run, 500, hit_cpu, 300);
     let stall_ns = u(&s["duration_ns"]);
     let out = run.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));

@@ -6,7 +6,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::process::Stdio;
-use std::time::Duration;
 
 /// A stall disturbs the whole CPU: the tests of this file take turns.
 static ONE_STALL_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -45,12 +44,8 @@ fn injected_stall_shows_on_its_cpu_only_with_its_size_and_missed_periods() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    wait_until_measuring(run.id());
-    std::thread::sleep(Duration::from_millis(500));
     let stall_ms = 300u64;
-    let stall = rtgauge(&["stall", "--cpu", &stalled_cpu.to_string(), "--duration", &format!("{stall_ms}ms")]).output().unwrap();
-    assert!(stall.status.success(), "{}", String::from_utf8_lossy(&stall.stderr));
-    let s: Value = serde_json::from_slice(&stall.stdout).unwrap();
+    let s = stall_while_measuring(&run, 500, stalled_cpu, stall_ms);
     let stall_ns = u(&s["duration_ns"]);
     assert!(stall_ns >= stall_ms * 1_000_000);
 
@@ -103,10 +98,7 @@ fn a_stall_fails_a_cycle_time_it_does_not_fit() {
     .stdout(Stdio::piped())
     .spawn()
     .unwrap();
-    wait_until_measuring(run.id());
-    std::thread::sleep(Duration::from_millis(200));
-    let stall = rtgauge(&["stall", "--cpu", &cpu.to_string(), "--duration", "200ms"]).output().unwrap();
-    assert!(stall.status.success());
+    stall_while_measuring(&run, 200, cpu, 200);
     let out = run.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "a 200 ms stall exceeds 25% of a 100 ms cycle");
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();

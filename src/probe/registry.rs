@@ -97,11 +97,7 @@ impl MeasureSpec {
     /// follows the run's.
     pub fn own_interval_ns(&self) -> Option<u64> {
         let entry = PROBES.iter().find(|e| e.name == self.name).expect("known probe");
-        self.options
-            .iter()
-            .find(|(k, _)| k == "interval")
-            .and_then(|(_, v)| parse_duration_ns(v, None).ok())
-            .or(entry.interval_ns)
+        self.options.iter().find(|(k, _)| k == "interval").and_then(|(_, v)| interval_option(self, v).ok()).or(entry.interval_ns)
     }
 
     fn unknown_option(&self, key: &str) -> String {

@@ -41,6 +41,17 @@ pub fn wait_until_measuring(pid: u32) {
     }
 }
 
+/// Once `run` is measuring, waits `after_ms` more, then stalls `cpu` for `ms` milliseconds with
+/// `rtgauge stall` (a busy SCHED_FIFO 99 thread); returns the stall's own report (its start, end
+/// and actual `duration_ns`).
+pub fn stall_while_measuring(run: &std::process::Child, after_ms: u64, cpu: usize, ms: u64) -> Value {
+    wait_until_measuring(run.id());
+    std::thread::sleep(Duration::from_millis(after_ms));
+    let stall = rtgauge(&["stall", "--cpu", &cpu.to_string(), "--duration", &format!("{ms}ms")]).output().unwrap();
+    assert!(stall.status.success(), "{}", String::from_utf8_lossy(&stall.stderr));
+    serde_json::from_slice(&stall.stdout).unwrap()
+}
+
 /// A load's duration for a test that needs its worker to start and act within it: `native_ms`,
 /// or 5 s under an emulator, where a worker process on a busy host took over a second to start
 /// (CI saw the armv7 net worker and the aarch64 vm worker do nothing in 1.25 s and 0.5 s).
