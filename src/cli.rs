@@ -32,6 +32,9 @@ Examples:
       Exactly 100 000 periods after 1000 warm-up samples.
   rtgauge run --policy other
       Deliberately measure without RT priority (marked in the result).
+  rtgauge run --measure timer@0 --measure wakeup:via=mq,cross@1-2 --require 'wakeup.task.p99<50us'
+      Timer latency on CPU 0 and, in the same run, a handler→task wake-up chain over a POSIX
+      message queue on CPUs 1-2, each task on the other CPU; judge the task's own latency.
 
 Exit status: 0 passed (or no criteria), 1 a criterion failed, 2 usage or runtime error.
 Ctrl-C or SIGTERM stops early and keeps everything measured (status \"partial\");
@@ -140,8 +143,10 @@ pub struct RunArgs {
     /// What to measure, repeatable: a probe with options and CPUs, NAME[:key=value,...][@CPUS],
     /// e.g. 'timer:interval=500us@0-1'. Probes: timer (wake-up latency; interval=,
     /// wait=nanosleep-abs|nanosleep-rel|timerfd|posix-timer|select|poll), period (a cyclic
-    /// loop's cycle lengths; interval=10ms, below=, above=, warmup=CYCLES) [default: timer on every
-    /// measured CPU]
+    /// loop's cycle lengths; interval=10ms, below=, above=, warmup=CYCLES), wakeup (a handler at
+    /// FIFO 99 woken by a timer wakes a task at FIFO 98: series chain, handler, task; interval=,
+    /// via=eventfd|futex|pipe|mq|signal|sem|pi-mutex, cross (the task on the next CPU),
+    /// priority=99) [default: timer on every measured CPU]
     #[arg(long = "measure", value_name = "PROBE", allow_hyphen_values = true)]
     pub measure: Vec<String>,
     /// Period of the timer (and of --loops and a warm-up in samples): 100us, 0.5ms, 1ms, ...

@@ -10,7 +10,7 @@ use crate::load::manager::{find_program, LoadSet};
 use crate::load::spec::{Generator, LoadSpec};
 use crate::load::watchdog::Watchdog;
 use crate::probe::registry::{self, RunTiming};
-use crate::probe::{self, ProbePlan, RunningProbes, SetupError, ThreadSched};
+use crate::probe::{self, ProbePlan, RunningProbes, SeriesKey, SetupError, ThreadSched};
 use crate::report::{json::JsonSink, live::LiveView, summary};
 use crate::result::{Config, ProbeConfig, ProbeResult, RunResult, Status, WarmupConfig, SCHEMA};
 use crate::scenario::{LoadChoice, RunLength, RunPlan, Warmup};
@@ -205,8 +205,8 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     // The measurement threads are ready (pinned, at their priority) before any load starts.
     let prepared = prepare_probes(&plan, &resolved.probes, &interrupts, &system)?;
     system.rt_priority_obtained = plan.policy.is_realtime()
-        && prepared.reports().len() == resolved.probes.iter().map(|p| p.cpus.len()).sum::<usize>()
-        && prepared.reports().iter().all(|r| r.policy == Some(plan.policy) && r.priority == plan.priority);
+        && !prepared.reports().is_empty()
+        && prepared.reports().iter().all(|r| r.error.is_none() && r.policy == Some(plan.policy) && r.priority == r.wanted);
     announce_default_load(&plan, &resolved);
     let (mut loads, mut watchdog) = start_loads(&resolved.load_specs, plan.load_cpus.clone(), false, &interrupts, &mut warnings)?;
 
@@ -217,12 +217,12 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
         w.arm(probes.start_ns + resolved.total_ns + END_SLACK.as_nanos() as u64);
     }
     let bounds = phase_bounds(&resolved.load_specs, resolved.total_ns);
-    let threads: Vec<_> = probes
+    let series: Vec<_> = probes
         .keys
         .iter()
         .map(|&k| (k, resolved.probes[k.probe].probe.schedule(), resolved.probes[k.probe].probe.bounds()))
         .collect();
-    let mut collector = Collector::new(&threads, &bounds);
+    let mut collector = Collector::new(&series, &bounds);
     let end_ns = measure(&plan, &resolved, &mut probes, &mut collector, &mut loads, &interrupts);
     finish_watchdog(watchdog, &mut warnings);
     let tuning: Vec<_> = tuning.map(|g| g.record.clone()).into_iter().collect(); // request released here
@@ -251,6 +251,24 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     report(&result, sink)
 }
 
+impl Resolved {
+    /// Every series of every probe, in order (the CPU left 0).
+    fn series(&self) -> impl Iterator<Item = SeriesKey> + '_ {
+        self.probes
+            .iter()
+            .enumerate()
+            .flat_map(|(probe, p)| (0..probe::series_count(&*p.probe)).map(move |series| SeriesKey { probe, cpu: 0, series }))
+    }
+    /// The probe's name and the series' (for a probe with several).
+    fn names(&self, k: SeriesKey) -> (&'static str, Option<&'static str>) {
+        let p = &*self.probes[k.probe].probe;
+        (p.name(), probe::series_name(p, k.series))
+    }
+    fn label(&self, k: SeriesKey) -> String {
+        series_label(&self.probes, k)
+    }
+}
+
 /// The plan checked against the machine: CPUs, probes (built for the run's timing), loads.
 fn resolve(plan: &RunPlan, system: &SystemInfo) -> Result<Resolved> {
     let cpus = resolve_cpus(plan, system)?;
@@ -268,7 +286,9 @@ fn resolve(plan: &RunPlan, system: &SystemInfo) -> Result<Resolved> {
                 c.clone()
             }
         };
-        probes.push(ProbePlan { probe: registry::build(m, timing).map_err(anyhow::Error::msg)?, cpus: probe_cpus });
+        let probe = registry::build(m, timing).map_err(anyhow::Error::msg)?;
+        probe.check_cpus(&probe_cpus).map_err(|e| anyhow!("--measure '{}': {e}", m.text))?;
+        probes.push(ProbePlan { probe, cpus: probe_cpus });
     }
     let mut all: Vec<usize> = probes.iter().flat_map(|p| p.cpus.iter().copied()).collect();
     all.sort_unstable();
@@ -453,8 +473,7 @@ fn measure(
 ) -> u64 {
     let planned_end_ns = probes.start_ns + resolved.total_ns;
     let total = Duration::from_nanos(resolved.total_ns);
-    let labels: Vec<String> =
-        probes.keys.iter().map(|k| format!("{} cpu{}", resolved.probes[k.probe].probe.name(), k.cpu)).collect();
+    let labels: Vec<String> = probes.keys.iter().map(|&k| format!("{} cpu{}", resolved.label(k), k.cpu)).collect();
     let live = LiveView::new(plan.quiet, &labels, Some(total));
     let mut last_draw = std::time::Instant::now();
     // The rings hold seconds of facts: draining ten times a second keeps the collector's own
@@ -509,6 +528,15 @@ fn stopped_end_ns(probes: &RunningProbes, collector: &Collector, noticed_ns: u64
 }
 
 /// Warnings about the measurement itself: threads held off their CPU, facts lost in the hand-off.
+/// A series as results name it: `timer`, `wakeup.task`.
+fn series_label(probes: &[ProbePlan], k: SeriesKey) -> String {
+    let p = &*probes[k.probe].probe;
+    match probe::series_name(p, k.series) {
+        Some(s) => format!("{}.{s}", p.name()),
+        None => p.name().to_string(),
+    }
+}
+
 fn measurement_warnings(collector: &Collector, probes: &[ProbePlan]) -> Vec<String> {
     let mut w = Vec::new();
     for a in &collector.accounts {
@@ -516,7 +544,7 @@ fn measurement_warnings(collector: &Collector, probes: &[ProbePlan]) -> Vec<Stri
             w.push(format!(
                 "the {} thread of cpu{} did not run for its last {} periods ({}): something of higher \
                  priority held the CPU; they count as missed",
-                probes[a.key.probe].probe.name(),
+                series_label(probes, a.key),
                 a.key.cpu,
                 a.unserved,
                 crate::vocab::units::Nanos(a.unserved.saturating_mul(a.schedule.interval_ns))
@@ -553,18 +581,25 @@ struct Assembly<'a> {
 /// The result document: every thread's figures, each probe's combined, the phases, the verdict.
 fn assemble(a: Assembly) -> RunResult {
     let (plan, resolved, collector) = (a.plan, a.resolved, a.collector);
-    let name = |i: usize| resolved.probes[i].probe.name();
-    let per_thread: Vec<ProbeResult> = (0..collector.accounts.len())
+    // Per probe, per CPU, its series in the probe's order (the headline first).
+    let mut order: Vec<usize> = (0..collector.accounts.len()).collect();
+    order.sort_by_key(|&i| {
+        let k = collector.accounts[i].key;
+        (k.probe, k.cpu, k.series)
+    });
+    let per_thread: Vec<ProbeResult> = order
+        .into_iter()
         .map(|i| {
             let (stats, hist) = collector.stats(i);
             let key = collector.accounts[i].key;
-            ProbeResult::new(name(key.probe), Some(key.cpu), &stats, &hist)
+            ProbeResult::new(resolved.names(key), Some(key.cpu), &stats, &hist)
         })
         .collect();
-    let combined: Vec<ProbeResult> = (0..resolved.probes.len())
-        .map(|p| {
-            let (stats, hist) = collector.combined_stats(p);
-            ProbeResult::new(name(p), None, &stats, &hist)
+    let combined: Vec<ProbeResult> = resolved
+        .series()
+        .map(|k| {
+            let (stats, hist) = collector.combined_stats((k.probe, k.series));
+            ProbeResult::new(resolved.names(k), None, &stats, &hist)
         })
         .collect();
     let phases = phases(resolved, collector);
@@ -610,11 +645,11 @@ fn phases(resolved: &Resolved, collector: &mut Collector) -> Vec<crate::result::
                 .map(|s| s.text.clone())
                 .collect();
             let (mut probes, mut combined) = (Vec::new(), Vec::new());
-            for (p, pp) in resolved.probes.iter().enumerate() {
-                let name = pp.probe.name();
-                collector.take_phase(p, i, |cpu, (stats, hist)| match cpu {
-                    Some(_) => probes.push(ProbeResult::new(name, cpu, &stats, &hist)),
-                    None => combined.push(ProbeResult::new(name, None, &stats, &hist)),
+            for k in resolved.series() {
+                let names = resolved.names(k);
+                collector.take_phase((k.probe, k.series), i, |cpu, (stats, hist)| match cpu {
+                    Some(_) => probes.push(ProbeResult::new(names, cpu, &stats, &hist)),
+                    None => combined.push(ProbeResult::new(names, None, &stats, &hist)),
                 });
             }
             crate::result::PhaseResult { start_ns, end_ns, loads: active, probes, combined }

@@ -341,16 +341,16 @@ fn a_missing_required_argument_is_named() {
 fn a_partial_run_says_how_long_it_measured() {
     let child = rtgauge(&["run", "-q", "-D", "60s", "--warmup", "0", "--cpus", "0", "--load", "none"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     wait_until_measuring(child.id());
     std::thread::sleep(Duration::from_millis(300));
     signal(&child, "INT");
     let (_, out) = wait_bounded(child, Duration::from_secs(20), "Ctrl-C");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("of the planned 1 min"), "{text}");
-    assert!(!text.contains("measured 1 min"), "{text}");
+    let (text, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("of the planned 1 min"), "{text}\nstderr: {err}");
+    assert!(!text.contains("measured 1 min"), "{text}\nstderr: {err}");
 }
 
 // ---- the result document: never lost at the end ----

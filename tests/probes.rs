@@ -149,3 +149,126 @@ fn a_stall_shows_in_the_period_loop_as_one_long_cycle_on_its_cpu_only() {
         assert_eq!(p.samples + p.missed, 300, "every cycle of 3 s at 10 ms accounted");
     }
 }
+
+// ---- the wake-up chain ----
+
+fn series<'a>(r: &'a RunResult, name: &str, cpu: usize) -> &'a ProbeResult {
+    r.probes
+        .iter()
+        .find(|p| p.probe == "wakeup" && p.series.as_deref() == Some(name) && p.cpu == Some(cpu))
+        .unwrap_or_else(|| panic!("no wakeup.{name}/cpu{cpu}"))
+}
+
+/// Every mechanism, task on the handler's CPU and on the other: each period is accounted once
+/// in every series; the task and the chain take the same events; a chain contains its task's
+/// wake-up (chain = handler's post − deadline + task latency, so never shorter).
+#[test]
+fn every_wakeup_mechanism_accounts_for_every_event_in_its_three_series() {
+    let cpus = online_cpus();
+    let list = if cpus.len() >= 2 { format!("{},{}", cpus[0], cpus[1]) } else { cpus[0].to_string() };
+    let loops = 300;
+    for via in ["eventfd", "futex", "pipe", "mq", "signal", "sem", "pi-mutex"] {
+        for cross in if cpus.len() >= 2 { &["", ",cross"][..] } else { &[""][..] } {
+            let m = format!("wakeup:via={via}{cross}@{list}");
+            let (code, doc, out) = run_json(&["--loops", &loops.to_string(), "--warmup", "0", "--load", "none", "--measure", &m]);
+            assert_eq!(code, 0, "{m}: {}", String::from_utf8_lossy(&out.stderr));
+            let r = typed(doc);
+            assert!(r.config.probes[0].settings.contains(&format!("via={via}")), "{m}: {:?}", r.config.probes[0].settings);
+            for cpu in list.split(',').map(|c| c.parse::<usize>().unwrap()) {
+                let (chain, handler, task) = (series(&r, "chain", cpu), series(&r, "handler", cpu), series(&r, "task", cpu));
+                for p in [chain, handler, task] {
+                    assert_eq!(p.samples + p.missed, loops, "{m}: {} cpu{cpu}: every event accounted once", p.label());
+                    check_probe_invariants(&serde_json::to_value(p).unwrap());
+                }
+                assert_eq!(
+                    (task.samples, task.missed),
+                    (chain.samples, chain.missed),
+                    "{m}: task and chain take the same events"
+                );
+                assert!(chain.missed >= handler.missed, "{m}: a period the handler missed posts no event");
+                assert!(chain.samples > 0, "{m}: cpu{cpu}: the task took no event");
+                assert!(chain.min_ns >= task.min_ns && chain.max_ns >= task.max_ns, "{m}: a chain holds its task's wake-up");
+            }
+            assert_eq!(r.probes.len(), 3 * list.split(',').count(), "{m}: three series per CPU");
+            let combined: Vec<String> = r.combined.iter().map(|c| c.label()).collect();
+            assert_eq!(combined, ["wakeup.chain", "wakeup.handler", "wakeup.task"], "{m}");
+        }
+    }
+}
+
+/// `wakeup.task.samples` judges the task's series only; the probe's priority (99 by default) is
+/// its handler's, the task's one below, as the configuration records.
+#[test]
+fn a_requirement_may_judge_one_series_of_the_wakeup_chain() {
+    let (code, doc, out) = run_json(&[
+        "--loops",
+        "100",
+        "--warmup",
+        "0",
+        "--cpus",
+        "0",
+        "--load",
+        "none",
+        "--measure",
+        "wakeup:priority=90",
+        "--require",
+        "wakeup.task.samples>=1",
+        "--require",
+        "wakeup.handler.samples>100",
+    ]);
+    assert_eq!(code, 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let r = typed(doc);
+    let checks: Vec<(&str, &str, bool)> =
+        r.verdict.checks.iter().map(|c| (c.expr.as_str(), c.scope.as_str(), c.passed)).collect();
+    assert!(checks.contains(&("wakeup.task.samples>=1", "wakeup.task/cpu0", true)), "{checks:?}");
+    assert!(checks.contains(&("wakeup.handler.samples>100", "wakeup.handler/cpu0", false)), "{checks:?}");
+    assert_eq!(checks.len(), 2, "a series-qualified requirement judges that series only: {checks:?}");
+    assert!(r.config.probes[0].settings.iter().any(|s| s == "priority=90 (task 89)"), "{:?}", r.config.probes[0].settings);
+}
+
+/// A stall of the handler's CPU (a busy FIFO 99 thread) delays the whole chain by its size and
+/// swallows its periods there; the other CPU's chain does not see it.
+#[test]
+fn a_stall_shows_in_the_wakeup_chain_on_its_cpu_only() {
+    let cpus = online_cpus();
+    if cpus.len() < 2 {
+        eprintln!("SKIPPED: needs two CPUs");
+        return;
+    }
+    let (calm_cpu, hit_cpu) = (cpus[0], cpus[1]);
+    let run = rtgauge(&[
+        "run",
+        "-q",
+        "--json",
+        "-",
+        "-D",
+        "3s",
+        "--warmup",
+        "0",
+        "--load",
+        "none",
+        "--measure",
+        &format!("wakeup:interval=1ms@{calm_cpu},{hit_cpu}"),
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let s = stall_while_measuring(&run, 500, hit_cpu, 300);
+    let stall_ns = u(&s["duration_ns"]);
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = typed(serde_json::from_slice(&out.stdout).unwrap());
+    let interval = 1_000_000;
+    let swallowed = stall_ns / interval - 1;
+    for name in ["chain", "handler"] {
+        let (hit, calm) = (series(&r, name, hit_cpu), series(&r, name, calm_cpu));
+        assert!(hit.max_ns.unwrap() >= stall_ns - interval, "{name}: max {:?} for a {stall_ns} ns stall", hit.max_ns);
+        assert!(hit.missed >= swallowed - 1, "{name}: missed {} for a {stall_ns} ns stall", hit.missed);
+        assert!(calm.max_ns.unwrap() < stall_ns / 2, "{name} cpu{calm_cpu}: max {:?}", calm.max_ns);
+        assert!(calm.missed < swallowed / 2, "{name} cpu{calm_cpu}: missed {}", calm.missed);
+        for p in [hit, calm] {
+            assert_eq!(p.samples + p.missed, 3000, "{name}: every period of 3 s at 1 ms accounted");
+        }
+    }
+}

@@ -2,7 +2,8 @@
 //! measurement thread's only system call between its first and last sleep is
 //! `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, ...)` (clock_gettime runs in the vDSO), one per
 //! period — no allocation (mmap/brk), no lock (futex), no output (write); with another wait
-//! method (`timer:wait=`), only that method's calls.
+//! method (`timer:wait=`), only that method's calls. The wake-up chain's handler and task make
+//! only their mechanism's calls (`wakeup:via=`).
 
 mod common;
 use common::*;
@@ -25,33 +26,32 @@ fn every_wait_method_keeps_the_loop_to_its_own_calls() {
     trace_the_loop("poll", &[], "ppoll(");
 }
 
-/// Traces a 300-period run waiting by `method` and checks its measurement thread: between its
-/// first and last `waits` call only `arms` and `waits` calls, one `waits` per wake-up.
-fn trace_the_loop(method: &str, arms: &[&str], waits: &str) {
+/// Runs `rtgauge run ARGS --json FILE` under strace: the system calls of each thread, and the
+/// result document. `None` under an emulator (strace would trace the emulator).
+fn traced(args: &[&str]) -> Option<(BTreeMap<u32, Vec<String>>, serde_json::Value)> {
     if let Some(r) = runner() {
-        // Under an emulator strace would trace the emulator, not rtgauge's loop.
         eprintln!("SKIPPED: the RT loop cannot be traced through the emulator '{r}'");
-        return;
+        return None;
     }
     if std::process::Command::new("strace").arg("-V").output().is_err() {
         panic!("strace is needed for this test: apt-get install strace (.ci/run installs it)");
     }
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace");
-    let measure = format!("timer:wait={method}");
     let out = std::process::Command::new("strace")
         .args(["-f", "-qq", "-o"])
         .arg(&trace)
         .args(bin_argv())
-        .args(["run", "-q", "--loops", "300", "--warmup", "20", "--cpus", "0", "--interval", "1ms", "--load", "none"])
-        .args(["--measure", &measure, "--json"])
+        .args(["run", "-q"])
+        .args(args)
+        .arg("--json")
         .arg(dir.path().join("r.json"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{method}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     let text = std::fs::read_to_string(&trace).unwrap();
     // Lines look like "1234 clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, {...}, NULL) = 0".
-    let mut by_thread: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
+    let mut by_thread: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for line in text.lines() {
         let Some((tid, call)) = line.split_once(' ') else {
             continue;
@@ -61,9 +61,19 @@ fn trace_the_loop(method: &str, arms: &[&str], waits: &str) {
         if call.starts_with("<...") || call.starts_with("+++") || call.starts_with("---") {
             continue; // resumptions, exits and signals are not new calls
         }
-        by_thread.entry(tid).or_default().push(call);
+        by_thread.entry(tid).or_default().push(call.to_string());
     }
-    let is_wait = |c: &&str| c.starts_with(waits);
+    let doc = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    Some((by_thread, doc))
+}
+
+/// Traces a 300-period run waiting by `method` and checks its measurement thread: between its
+/// first and last `waits` call only `arms` and `waits` calls, one `waits` per wake-up.
+fn trace_the_loop(method: &str, arms: &[&str], waits: &str) {
+    let measure = format!("timer:wait={method}");
+    let args = ["--loops", "300", "--warmup", "20", "--cpus", "0", "--interval", "1ms", "--load", "none", "--measure", &measure];
+    let Some((by_thread, doc)) = traced(&args) else { return };
+    let is_wait = |c: &String| c.starts_with(waits);
     let (tid, calls) = by_thread
         .iter()
         .find(|(_, calls)| calls.iter().any(|c| c.starts_with("sched_setscheduler")) && calls.iter().any(is_wait))
@@ -71,11 +81,10 @@ fn trace_the_loop(method: &str, arms: &[&str], waits: &str) {
     let first = calls.iter().position(is_wait).unwrap();
     let last = calls.iter().rposition(is_wait).unwrap();
     let in_loop = &calls[first..=last];
-    let others: Vec<&&str> = in_loop.iter().filter(|c| !is_wait(c) && !arms.iter().any(|a| c.starts_with(a))).collect();
+    let others: Vec<&String> = in_loop.iter().filter(|c| !is_wait(c) && !arms.iter().any(|a| c.starts_with(a))).collect();
     assert!(others.is_empty(), "{method}: thread {tid} made other system calls inside its loop: {others:?}");
     // One wait per wake-up: every period is waited for unless an earlier wake-up came so late
     // that it was counted as missed.
-    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     let p = &doc["probes"][0];
     let waited = in_loop.iter().filter(|c| is_wait(c)).count() as u64;
     assert_eq!(waited, u(&p["samples"]) + u(&p["warmup_samples"]), "{method}: one wait per wake-up");
@@ -84,6 +93,47 @@ fn trace_the_loop(method: &str, arms: &[&str], waits: &str) {
     let setup = &calls[..first];
     for call in ["sched_setaffinity", "sched_setscheduler", "rt_sigprocmask"] {
         assert!(setup.iter().any(|c| c.starts_with(call)), "{method}: {call} before the loop");
+    }
+}
+
+/// The wake-up chain's two loops, for every mechanism: the handler only sleeps and posts, the
+/// task only waits (and, for the PI locks, hands its lock back); nothing else — no allocation,
+/// no output — between their first and last such call.
+#[test]
+fn the_wakeup_handler_and_task_make_only_their_mechanisms_calls() {
+    // (via, the handler's posting calls, the task's waiting calls)
+    let cases: &[(&str, &[&str], &[&str])] = &[
+        ("eventfd", &["write("], &["read("]),
+        ("futex", &["futex("], &["futex("]),
+        ("pipe", &["write("], &["read("]),
+        ("mq", &["mq_timedsend("], &["mq_timedreceive("]),
+        ("signal", &["tgkill("], &["rt_sigtimedwait("]),
+        ("sem", &["futex("], &["futex("]),
+        ("pi-mutex", &["futex("], &["futex("]),
+    ];
+    for &(via, posts, waits) in cases {
+        let measure = format!("wakeup:via={via}@0");
+        let args = ["--loops", "200", "--warmup", "0", "--load", "none", "--measure", &measure];
+        let Some((by_thread, doc)) = traced(&args) else { return };
+        let sleeps = "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME";
+        // The handler sleeps to deadlines; the task is the other thread at an RT priority that waits.
+        let rt: Vec<(&u32, &Vec<String>)> =
+            by_thread.iter().filter(|(_, c)| c.iter().any(|c| c.starts_with("sched_setscheduler"))).collect();
+        let (_, handler) = rt.iter().find(|(_, c)| c.iter().any(|c| c.starts_with(sleeps))).expect("a handler thread");
+        let (_, task) = rt
+            .iter()
+            .find(|(_, c)| !c.iter().any(|c| c.starts_with(sleeps)) && c.iter().any(|c| waits.iter().any(|w| c.starts_with(w))))
+            .unwrap_or_else(|| panic!("{via}: a task thread waiting with {waits:?}"));
+        let only = |calls: &Vec<String>, first: &[&str], allowed: &[&str], who: &str| {
+            let from = calls.iter().position(|c| first.iter().any(|f| c.starts_with(f))).unwrap();
+            let to = calls.iter().rposition(|c| first.iter().any(|f| c.starts_with(f))).unwrap();
+            let others: Vec<&String> = calls[from..=to].iter().filter(|c| !allowed.iter().any(|a| c.starts_with(a))).collect();
+            assert!(others.is_empty(), "{via}: the {who} made other system calls inside its loop: {others:?}");
+        };
+        only(handler, &[sleeps], &[&[sleeps][..], posts].concat(), "handler");
+        only(task, waits, waits, "task");
+        let chain = doc["probes"].as_array().unwrap().iter().find(|p| p["series"] == "chain").unwrap();
+        assert_eq!(u(&chain["samples"]) + u(&chain["missed"]), 200, "{via}");
     }
 }
 

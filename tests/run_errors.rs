@@ -46,6 +46,14 @@ fn bad_values_are_one_line_errors_with_a_fix() {
         (&["--measure", "period:warmup=many"], &["warmup=many", "e.g. warmup=1000"]),
         (&["--measure", "period:warmup=18446744073709551615"], &["warmup=", "limit"]),
         (&["--measure", "period:above=soon"], &["above=soon", "e.g. above=12ms"]),
+        (&["--measure", "wakeup:via=carrier-pigeon"], &["via=carrier-pigeon", "eventfd", "pi-mutex"]),
+        (&["--measure", "wakeup:priority=1"], &["priority=1", "2..99", "e.g. priority=99"]),
+        (&["--measure", "wakeup:priority=100"], &["priority=100", "2..99"]),
+        (&["--measure", "wakeup:cross=sideways"], &["cross=sideways", "'cross' alone"]),
+        (&["--measure", "wakeup:cross@0"], &["--measure 'wakeup:cross@0'", "only one", "wakeup:cross@0-1"]),
+        (&["--measure", "wakeup:cross", "--cpus", "0"], &["--measure 'wakeup:cross'", "only one", "wakeup:cross@0-1"]),
+        (&["--require", "wakeup.nosuch.max<5us"], &["--require", "no series 'nosuch'", "chain, handler, task"]),
+        (&["--require", "timer.task.max<5us"], &["--require", "no series 'task'"]),
     ];
     for (args, mentions) in cases {
         let mut all = vec!["run", "--duration", "1s"];

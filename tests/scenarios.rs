@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 
-const NAMES: [&str; 5] = ["worst-case", "arm-paper", "cortex-a53", "firmtimers", "ocera"];
+const NAMES: [&str; 7] = ["worst-case", "arm-paper", "arm-chain", "cortex-a53", "firmtimers", "ocera", "am3356"];
 
 #[test]
 fn built_in_scenarios_are_listed_and_printable() {
@@ -77,6 +77,24 @@ fn built_in_scenario_runs_shortened() {
     let kinds: Vec<&str> = doc["loads"].as_array().unwrap().iter().map(|l| l["generator"]["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, vec!["cpu", "vm"]);
     assert!(doc["loads"].as_array().unwrap().iter().all(|l| l["failed"] == false));
+}
+
+/// The ARM9/ARM11 paper's full set-up measures the timer and the wake-up chain side by side and
+/// judges both by the 25 % rule: every series of the chain on every CPU.
+#[test]
+fn the_arm_chain_scenario_judges_the_timer_and_every_series_of_the_chain() {
+    let (code, doc, out) =
+        run_json(&["--scenario", "arm-chain", "--loops", "50", "--warmup", "0", "--cpus", "0", "--load", "none"]);
+    assert!(code == 0 || code == 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let names: Vec<&str> = doc["config"]["probes"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["timer", "wakeup"]);
+    let scopes: Vec<&str> = doc["verdict"]["checks"].as_array().unwrap().iter().map(|c| c["scope"].as_str().unwrap()).collect();
+    for s in ["timer/cpu0", "wakeup.chain/cpu0", "wakeup.handler/cpu0", "wakeup.task/cpu0"] {
+        assert!(scopes.contains(&s), "{s} judged: {scopes:?}");
+    }
+    for p in doc["probes"].as_array().unwrap() {
+        assert_eq!(u(&p["samples"]) + u(&p["missed"]), 50, "{p}");
+    }
 }
 
 #[test]

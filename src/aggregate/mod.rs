@@ -1,11 +1,11 @@
-//! Stage five of the flow: aggregation, in the non-RT collector. One account per measurement
-//! thread, keyed by (probe, CPU): drains the thread's ring into an HDR histogram (1 ns .. 1 h, 3 significant digits: the relative error
+//! Stage five of the flow: aggregation, in the non-RT collector. One account per ring of facts,
+//! keyed by (probe, CPU, series): drains the ring into an HDR histogram (1 ns .. 1 h, 3 significant digits: the relative error
 //! is bounded everywhere and there is no overflow bucket) and turns histograms plus the
 //! threads' exact counters into the statistics every report uses.
 
 pub mod hist;
 
-use crate::probe::{RunningProbes, Sample, Schedule, ThreadCounters, ThreadKey};
+use crate::probe::{RunningProbes, Sample, Schedule, SeriesKey, ThreadCounters};
 use crate::vocab::percentiles::Values;
 use hdrhistogram::Histogram;
 pub use hist::Hist;
@@ -138,10 +138,10 @@ impl Tally {
     }
 }
 
-/// Everything counted for one measurement thread: one probe on one CPU.
+/// Everything counted for one series of one probe instance (one ring of facts).
 #[derive(Debug, Clone)]
 pub struct Account {
-    pub key: ThreadKey,
+    pub key: SeriesKey,
     pub schedule: Schedule,
     /// The probe's bounds (see `Probe::bounds`).
     pub bounds: Option<(u64, u64)>,
@@ -211,8 +211,8 @@ enum Kind {
     Lost,
 }
 
-/// What the collector is told of each thread: its key, its periods, its probe's bounds.
-pub type ThreadPlan = (ThreadKey, Schedule, Option<(u64, u64)>);
+/// What the collector is told of each ring: its key, its periods, its probe's bounds.
+pub type SeriesPlan = (SeriesKey, Schedule, Option<(u64, u64)>);
 
 /// Turns the facts handed over by the measurement threads into tallies per CPU and per phase.
 /// Each period is counted exactly once: as a sample, a lost sample or a missed period; as
@@ -228,7 +228,7 @@ impl Collector {
     /// timeline changes; none means no per-phase statistics. A phase starting at offset `b` holds
     /// each thread's periods whose deadlines lie after `b`, up to the next bound: period `k`
     /// spans `((k−1)·interval, k·interval]`.
-    pub fn new(threads: &[ThreadPlan], phase_bounds: &[u64]) -> Collector {
+    pub fn new(threads: &[SeriesPlan], phase_bounds: &[u64]) -> Collector {
         let phases = if phase_bounds.is_empty() { 0 } else { phase_bounds.len() + 1 };
         let accounts = threads
             .iter()
@@ -318,9 +318,9 @@ impl Collector {
         }
     }
 
-    /// The accounts of probe `probe`, in thread order.
-    pub fn of_probe(&self, probe: usize) -> impl Iterator<Item = (usize, &Account)> {
-        self.accounts.iter().enumerate().filter(move |(_, a)| a.key.probe == probe)
+    /// The accounts of series `series` of probe `probe`, in CPU order.
+    pub fn of_series(&self, probe: usize, series: usize) -> impl Iterator<Item = (usize, &Account)> {
+        self.accounts.iter().enumerate().filter(move |(_, a)| (a.key.probe, a.key.series) == (probe, series))
     }
 
     /// Statistics and histogram of thread `i` over the whole run.
@@ -329,11 +329,11 @@ impl Collector {
         c.run.stats((c.warmup_samples, c.warmup_missed), c.schedule.interval_ns, c.bounds)
     }
 
-    /// All CPUs of probe `probe` together over the whole run.
-    pub fn combined_stats(&self, probe: usize) -> Figures {
+    /// All CPUs of series `series` of probe `probe` together over the whole run.
+    pub fn combined_stats(&self, (probe, series): (usize, usize)) -> Figures {
         let mut t = Tally::default();
         let (mut ws, mut wm, mut interval, mut bounds) = (0, 0, 1, None);
-        for (_, c) in self.of_probe(probe) {
+        for (_, c) in self.of_series(probe, series) {
             t.merge(&c.run);
             ws += c.warmup_samples;
             wm += c.warmup_missed;
@@ -347,14 +347,14 @@ impl Collector {
         self.phases
     }
 
-    /// Hands over phase `p` of probe `probe`: `f` gets its figures per thread (with the CPU)
+    /// Hands over phase `p` of series `series` of probe `probe`: `f` gets its figures per CPU
     /// and then all CPUs together (`None`). Its tallies are freed as it goes (once measuring is
     /// over), and each standard histogram is built only when `f` takes it and dropped before the
     /// next: the results of many phases on many CPUs need not sit beside all their histograms.
-    pub fn take_phase(&mut self, probe: usize, p: usize, mut f: impl FnMut(Option<usize>, Figures)) {
+    pub fn take_phase(&mut self, (probe, series): (usize, usize), p: usize, mut f: impl FnMut(Option<usize>, Figures)) {
         let mut all = Tally::default();
         let (mut interval, mut bounds) = (1, None);
-        for c in self.accounts.iter_mut().filter(|a| a.key.probe == probe) {
+        for c in self.accounts.iter_mut().filter(|a| (a.key.probe, a.key.series) == (probe, series)) {
             let t = std::mem::take(&mut c.phases[p]);
             all.merge(&t);
             (interval, bounds) = (c.schedule.interval_ns, c.bounds);
@@ -394,9 +394,9 @@ mod tests {
     }
 
     /// `n` timer threads at 1 ms on CPUs 0.., with `warmup` of `periods` periods.
-    fn threads(n: usize, warmup: u64, periods: u64) -> Vec<ThreadPlan> {
+    fn threads(n: usize, warmup: u64, periods: u64) -> Vec<SeriesPlan> {
         let s = Schedule { interval_ns: 1_000_000, warmup_periods: warmup, periods };
-        (0..n).map(|cpu| (ThreadKey { probe: 0, cpu }, s, None)).collect()
+        (0..n).map(|cpu| (SeriesKey { probe: 0, cpu, series: 0 }, s, None)).collect()
     }
 
     fn fact(period: u64, missed_after: u64, lost_before: u64) -> Sample {

@@ -1,14 +1,17 @@
 //! Stage four of the flow: the probes. A probe ([`Probe`]) is one kind of measurement: its name,
-//! its periods, a per-thread set-up and a real-time loop ([`RtLoop`]). Every probe runs through
-//! the same path here: one thread per (probe, CPU), pinned, at the requested policy and priority,
-//! set up completely (affinity, priority, signal mask, pre-faulted stack and ring, the probe's
-//! own set-up) before the loads start. Facts leave each thread through a [`Handoff`]: a wait-free
-//! single-producer ring ([`rtrb`]) to the non-RT collector, and atomics for what must never be
-//! lost (extremes, hand-off overflows, periods done). [`registry`] knows every probe by name.
+//! its periods, the value series it reports, and per CPU an instance of one or more threads
+//! ([`Role`]: the timer's one thread; the wake-up chain's handler and task), each with its own
+//! set-up and real-time loop ([`RtLoop`]). Every probe runs through the same path here: each
+//! thread pinned, at its policy and priority, set up completely (affinity, priority, signal mask,
+//! pre-faulted stack and rings, the probe's own set-up) before the loads start. Facts leave a
+//! thread through one [`Handoff`] per series it reports: a wait-free single-producer ring
+//! ([`rtrb`]) to the non-RT collector, and atomics for what must never be lost (extremes,
+//! hand-off overflows, periods done). [`registry`] knows every probe by name.
 
 pub mod period;
 pub mod registry;
 pub mod timer;
+pub mod wakeup;
 
 use crate::sys;
 use crate::vocab::policy::Policy;
@@ -81,7 +84,7 @@ pub struct Schedule {
 pub trait Probe: Send + Sync + std::fmt::Debug {
     /// Its name, as `--measure`, results and requirements write it.
     fn name(&self) -> &'static str;
-    /// Its periods.
+    /// Its periods (every series of the probe follows them).
     fn schedule(&self) -> Schedule;
     /// Its settings, as the result's configuration records them (`interval=1ms`, ...).
     fn settings(&self) -> Vec<String>;
@@ -90,16 +93,61 @@ pub trait Probe: Send + Sync + std::fmt::Debug {
     fn bounds(&self) -> Option<(u64, u64)> {
         None
     }
-    /// Per-thread set-up, in the thread, once it is pinned and at its priority, before the loads
-    /// start (it may allocate and open files; the loop may not): returns the loop.
-    fn thread(&self, cpu: usize) -> Result<Box<dyn RtLoop>, String>;
+    /// The names of the value series each instance reports, the headline first (the wake-up
+    /// chain: `chain`, `handler`, `task`). Empty: one series, named by the probe alone.
+    fn series(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Checks the CPUs the probe is to measure on, before anything runs (`cross` needs two).
+    fn check_cpus(&self, _cpus: &[usize]) -> Result<(), String> {
+        Ok(())
+    }
+    /// The threads of the instance reported under `cpu` (`cpus`: every CPU the probe measures
+    /// on), with their set-up. Called before any thread starts; state the threads share is
+    /// made here.
+    fn instance(&self, cpu: usize, cpus: &[usize]) -> Result<Vec<Role>, String>;
+}
+
+/// How many series a probe reports (at least one).
+pub fn series_count(p: &dyn Probe) -> usize {
+    p.series().len().max(1)
+}
+
+/// The name of series `s` of a probe, `None` for a probe's only, unnamed series.
+pub fn series_name(p: &dyn Probe, s: usize) -> Option<&'static str> {
+    p.series().get(s).copied()
+}
+
+/// A thread's set-up, run in the thread once it is pinned and at its priority, before the loads
+/// start (it may allocate and open files; the loop may not): returns the loop.
+pub type ThreadSetup = Box<dyn FnOnce() -> Result<Box<dyn RtLoop>, String> + Send>;
+
+/// One thread of a probe's instance.
+pub struct Role {
+    /// Its part, for the thread's name and messages (`handler`); empty for a probe's only thread.
+    pub name: &'static str,
+    pub cpu: usize,
+    /// Its RT priority; `None`: the run's (`--priority`).
+    pub priority: Option<i32>,
+    /// The probe's series it reports (indices into [`Probe::series`]), one [`Handoff`] each, in
+    /// this order.
+    pub series: Vec<usize>,
+    pub setup: ThreadSetup,
+}
+
+impl Role {
+    /// The only thread of a one-thread, one-series probe.
+    pub fn single(cpu: usize, setup: ThreadSetup) -> Role {
+        Role { name: "", cpu, priority: None, series: vec![0], setup }
+    }
 }
 
 /// A probe's real-time loop on one thread: allocates nothing, locks nothing, prints nothing.
 pub trait RtLoop: Send {
     /// Runs from `start_ns` until every period is accounted for or `stop` is set, handing over
-    /// each served period (and the periods missed after it) through `out`.
-    fn run(&mut self, start_ns: u64, stop: &AtomicBool, out: &mut Handoff);
+    /// each served period (and the periods missed after it) through `out`: one handoff per
+    /// series of its role, in the role's order.
+    fn run(&mut self, start_ns: u64, stop: &AtomicBool, out: &mut [Handoff]);
 }
 
 /// Where a loop's facts go: the ring to the collector, and the counters that survive a full ring.
@@ -112,11 +160,29 @@ pub struct Handoff {
     overflows: u64,
     min: u64,
     max: u64,
+    /// The last period accounted for.
+    done: u64,
 }
 
 impl Handoff {
     fn new(ring: rtrb::Producer<Sample>, counters: Arc<ThreadCounters>, warmup_periods: u64) -> Handoff {
-        Handoff { ring, counters, warmup_periods, lost: 0, overflows: 0, min: u64::MAX, max: 0 }
+        Handoff { ring, counters, warmup_periods, lost: 0, overflows: 0, min: u64::MAX, max: 0, done: 0 }
+    }
+
+    /// The last period accounted for (served or missed).
+    #[inline(always)]
+    pub fn done(&self) -> u64 {
+        self.done
+    }
+
+    /// Says that every period up to `period` not yet handed over passed unserved (the wake-up
+    /// chain's task, when its handler ended after events it never received).
+    #[inline(always)]
+    pub fn missed_through(&mut self, period: u64) {
+        if period > self.done {
+            self.done = period;
+            self.counters.periods_done.store(period, Relaxed);
+        }
     }
 
     /// Hands over period `period` served with `latency_ns`, and the `missed_after` periods after
@@ -143,7 +209,8 @@ impl Handoff {
             self.overflows += 1;
             c.handoff_overflows.store(self.overflows, Relaxed);
         }
-        c.periods_done.store(period + missed_after, Relaxed);
+        self.done = period + missed_after;
+        c.periods_done.store(self.done, Relaxed);
     }
 }
 
@@ -158,7 +225,12 @@ pub struct ThreadSched {
 #[derive(Debug, Clone)]
 pub struct SetupReport {
     pub probe: &'static str,
+    /// The CPU its instance reports under.
     pub cpu: usize,
+    /// Its part in the instance (empty for a probe's only thread).
+    pub role: &'static str,
+    /// The priority it was to get.
+    pub wanted: i32,
     pub policy: Option<Policy>,
     pub priority: i32,
     /// Why set-up failed (the thread then does not measure).
@@ -183,22 +255,32 @@ pub struct ProbePlan {
     pub cpus: Vec<usize>,
 }
 
-/// Which probe (index into the plans) and CPU a thread measures.
+/// What one ring of facts carries: which probe (index into the plans), the CPU its instance
+/// reports under, and which of the probe's series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ThreadKey {
+pub struct SeriesKey {
     pub probe: usize,
     pub cpu: usize,
+    pub series: usize,
 }
 
-/// Measurement threads set up (pinned, at their priority, stack and ring pre-faulted) and
+/// Measurement threads set up (pinned, at their priority, stack and rings pre-faulted) and
 /// waiting for their start time.
 pub struct PreparedProbes {
-    keys: Vec<ThreadKey>,
-    counters: Vec<Arc<ThreadCounters>>,
-    rings: Vec<rtrb::Consumer<Sample>>,
+    series: SeriesSet,
     reports: Vec<SetupReport>,
     handles: Vec<JoinHandle<()>>,
     go: Vec<mpsc::Sender<u64>>,
+}
+
+/// Per ring of facts (one per series of each instance): its key, its counters, its consumer
+/// end, and the thread that feeds it.
+#[derive(Default)]
+struct SeriesSet {
+    keys: Vec<SeriesKey>,
+    counters: Vec<Arc<ThreadCounters>>,
+    rings: Vec<rtrb::Consumer<Sample>>,
+    thread_of: Vec<usize>,
 }
 
 impl PreparedProbes {
@@ -213,35 +295,40 @@ impl PreparedProbes {
         for g in &self.go {
             let _ = g.send(start_ns);
         }
+        let s = self.series;
         RunningProbes {
             start_ns,
-            keys: self.keys,
-            counters: self.counters,
-            rings: self.rings,
+            keys: s.keys,
+            counters: s.counters,
+            rings: s.rings,
+            thread_of: s.thread_of,
             handles: self.handles.into_iter().map(Some).collect(),
         }
     }
 }
 
-/// The running measurement: one thread, ring consumer and counter set per (probe, CPU).
+/// The running measurement: per series of each instance one ring consumer and counter set,
+/// fed by one of the threads.
 pub struct RunningProbes {
     pub start_ns: u64,
-    /// What each thread measures; the other vectors are indexed alike.
-    pub keys: Vec<ThreadKey>,
+    /// What each ring carries; `counters` and `rings` are indexed alike.
+    pub keys: Vec<SeriesKey>,
     pub counters: Vec<Arc<ThreadCounters>>,
     pub rings: Vec<rtrb::Consumer<Sample>>,
+    /// The thread (index into `handles`) feeding each ring.
+    thread_of: Vec<usize>,
     /// `None` once joined.
     handles: Vec<Option<JoinHandle<()>>>,
 }
 
 impl RunningProbes {
-    /// Whether thread `i` has ended its loop (its counters are final then).
+    /// Whether the thread feeding ring `i` has ended its loop (its counters are final then).
     pub fn finished(&self, i: usize) -> bool {
-        self.handles[i].as_ref().is_none_or(|h| h.is_finished())
+        self.handles[self.thread_of[i]].as_ref().is_none_or(|h| h.is_finished())
     }
     /// Whether every measurement thread has ended its loop.
     pub fn all_finished(&self) -> bool {
-        (0..self.handles.len()).all(|i| self.finished(i))
+        self.handles.iter().all(|h| h.as_ref().is_none_or(|h| h.is_finished()))
     }
     /// Joins the threads that have ended; a thread still held off its CPU is left behind (it
     /// ends with the process) and its unserved periods are counted by the collector.
@@ -279,87 +366,143 @@ fn prefault_stack() {
     std::hint::black_box(&buf);
 }
 
-fn setup_thread(probe: &dyn Probe, cpu: usize, sched: ThreadSched) -> Result<Box<dyn RtLoop>, SetupReport> {
-    let fail = |e| SetupReport { probe: probe.name(), cpu, policy: None, priority: 0, error: Some(e) };
-    sys::pin_thread_to_cpu(cpu).map_err(|e| fail(SetupError::Affinity(e.to_string())))?;
+/// A thread's place: which probe, the instance's CPU, its role's name, CPU and scheduling.
+#[derive(Clone, Copy)]
+struct Placement {
+    probe: &'static str,
+    instance_cpu: usize,
+    role: &'static str,
+    cpu: usize,
+    sched: ThreadSched,
+}
+
+impl Placement {
+    fn report(&self, policy: Option<Policy>, priority: i32, error: Option<SetupError>) -> SetupReport {
+        let (probe, cpu, role, wanted) = (self.probe, self.instance_cpu, self.role, self.sched.priority);
+        SetupReport { probe, cpu, role, wanted, policy, priority, error }
+    }
+}
+
+fn setup_thread(at: Placement, setup: ThreadSetup) -> Result<Box<dyn RtLoop>, SetupReport> {
+    let fail = |e| at.report(None, 0, Some(e));
+    sys::pin_thread_to_cpu(at.cpu).map_err(|e| fail(SetupError::Affinity(e.to_string())))?;
     sys::block_process_signals().map_err(|e| fail(SetupError::Other(format!("blocking signals: {e}"))))?;
-    sys::set_thread_scheduler(sched.policy, sched.priority)
+    sys::set_thread_scheduler(at.sched.policy, at.sched.priority)
         .map_err(|e| fail(SetupError::Scheduler(e.raw_os_error().unwrap_or(libc_eperm()))))?;
-    if !sched.policy.is_realtime() {
+    if !at.sched.policy.is_realtime() {
         // SCHED_OTHER threads sleep with 50 µs of timer slack by default; that would be measured.
         let _ = sys::set_timer_slack_ns(1);
     }
-    let rt_loop = probe.thread(cpu).map_err(|e| fail(SetupError::Probe(e)))?;
+    let rt_loop = setup().map_err(|e| fail(SetupError::Probe(e)))?;
     prefault_stack();
     Ok(rt_loop)
 }
 
 /// The scheduling a thread obtained, read back.
-fn obtained(probe: &dyn Probe, cpu: usize) -> SetupReport {
+fn obtained(at: Placement) -> SetupReport {
     match sys::thread_scheduler() {
-        Ok((policy, priority)) => SetupReport { probe: probe.name(), cpu, policy, priority, error: None },
-        Err(e) => SetupReport {
-            probe: probe.name(),
-            cpu,
-            policy: None,
-            priority: 0,
-            error: Some(SetupError::Other(format!("reading back the scheduler: {e}"))),
-        },
+        Ok((policy, priority)) => at.report(policy, priority, None),
+        Err(e) => at.report(None, 0, Some(SetupError::Other(format!("reading back the scheduler: {e}")))),
     }
 }
 
-/// Sets up one measurement thread per (probe, CPU) and returns once every one is ready (or, if
+/// A ring for one series, every slot touched once so the loop never takes a page fault on it.
+fn new_ring(interval_ns: u64) -> (rtrb::Producer<Sample>, rtrb::Consumer<Sample>) {
+    let (mut producer, mut consumer) = rtrb::RingBuffer::<Sample>::new(ring_capacity(interval_ns));
+    while producer.push(Sample::default()).is_ok() {}
+    while consumer.pop().is_ok() {}
+    (producer, consumer)
+}
+
+/// Sets up every thread of every probe instance and returns once every one is ready (or, if
 /// any set-up failed, after all have ended, with their reports). Returns early when `stop` is
 /// set: threads still setting up then end as soon as they are started.
 pub fn prepare(plans: &[ProbePlan], sched: ThreadSched, stop: Arc<AtomicBool>) -> Result<PreparedProbes, Vec<SetupReport>> {
     let (report_tx, report_rx) = mpsc::channel();
-    let mut prepared =
-        PreparedProbes { keys: vec![], counters: vec![], rings: vec![], reports: vec![], handles: vec![], go: vec![] };
-    let mut spawn_failure = None;
-    let threads = plans.iter().enumerate().flat_map(|(i, p)| p.cpus.iter().map(move |&cpu| (i, p, cpu)));
-    for (index, plan, cpu) in threads {
-        let schedule = plan.probe.schedule();
-        let (mut producer, mut consumer) = rtrb::RingBuffer::<Sample>::new(ring_capacity(schedule.interval_ns));
-        // Touch every slot once so the loop never takes a page fault on the ring.
-        while producer.push(Sample::default()).is_ok() {}
-        while consumer.pop().is_ok() {}
-        let out = Arc::new(ThreadCounters::default());
-        // Each thread waits for its start time; a hang-up means: give up.
-        let (go_tx, go_rx) = mpsc::channel::<u64>();
-        let (stop, report_tx, probe) = (stop.clone(), report_tx.clone(), plan.probe.clone());
-        let mut handoff = Handoff::new(producer, out.clone(), schedule.warmup_periods);
-        let name = format!("rtgauge-{}{cpu}", probe.name());
-        let spawned = std::thread::Builder::new().name(name).stack_size(THREAD_STACK).spawn(move || {
-            let (mut rt_loop, report) = match setup_thread(&*probe, cpu, sched) {
-                Ok(l) => (Some(l), obtained(&*probe, cpu)),
-                Err(r) => (None, r),
+    let mut prepared = PreparedProbes { series: SeriesSet::default(), reports: vec![], handles: vec![], go: vec![] };
+    let mut failure = None;
+    'plans: for (index, plan) in plans.iter().enumerate() {
+        for &cpu in &plan.cpus {
+            let instance = Placement { probe: plan.probe.name(), instance_cpu: cpu, role: "", cpu, sched };
+            let roles = match plan.probe.instance(cpu, &plan.cpus) {
+                Ok(r) => r,
+                Err(e) => {
+                    failure = Some(instance.report(None, 0, Some(SetupError::Probe(e))));
+                    break 'plans;
+                }
             };
-            let ok = report.error.is_none();
-            let _ = report_tx.send(report);
-            drop(report_tx);
-            if let (true, Some(l), Ok(start_ns)) = (ok, rt_loop.as_mut(), go_rx.recv()) {
-                l.run(start_ns, &stop, &mut handoff);
-            }
-        });
-        match spawned {
-            Ok(h) => prepared.handles.push(h),
-            Err(e) => {
-                spawn_failure = Some(SetupReport {
-                    probe: plan.probe.name(),
-                    cpu,
-                    policy: None,
-                    priority: 0,
-                    error: Some(SetupError::Other(format!("creating the thread: {e}"))),
-                });
-                break;
+            for role in roles {
+                let priority = role.priority.unwrap_or(sched.priority);
+                let at = Placement { role: role.name, cpu: role.cpu, sched: ThreadSched { priority, ..sched }, ..instance };
+                if let Err(r) = spawn_role(&mut prepared, index, plan, role, at, (&stop, &report_tx)) {
+                    failure = Some(r);
+                    break 'plans;
+                }
             }
         }
-        prepared.keys.push(ThreadKey { probe: index, cpu });
-        prepared.go.push(go_tx);
-        prepared.rings.push(consumer);
-        prepared.counters.push(out);
     }
     drop(report_tx);
+    collect_reports(prepared, report_rx, failure, &stop)
+}
+
+/// Spawns one thread of an instance with a ring per series it reports.
+fn spawn_role(
+    prepared: &mut PreparedProbes,
+    index: usize,
+    plan: &ProbePlan,
+    role: Role,
+    at: Placement,
+    (stop, report_tx): (&Arc<AtomicBool>, &mpsc::Sender<SetupReport>),
+) -> Result<(), SetupReport> {
+    let schedule = plan.probe.schedule();
+    let thread = prepared.handles.len();
+    let mut handoffs = Vec::with_capacity(role.series.len());
+    for &series in &role.series {
+        let (producer, consumer) = new_ring(schedule.interval_ns);
+        let counters = Arc::new(ThreadCounters::default());
+        handoffs.push(Handoff::new(producer, counters.clone(), schedule.warmup_periods));
+        let s = &mut prepared.series;
+        s.keys.push(SeriesKey { probe: index, cpu: at.instance_cpu, series });
+        s.counters.push(counters);
+        s.rings.push(consumer);
+        s.thread_of.push(thread);
+    }
+    // Each thread waits for its start time; a hang-up means: give up.
+    let (go_tx, go_rx) = mpsc::channel::<u64>();
+    let (stop, report_tx, setup) = (stop.clone(), report_tx.clone(), role.setup);
+    let tag = if at.role.is_empty() { String::new() } else { at.role[..1].to_string() };
+    let name = format!("rtgauge-{}{}{tag}", at.probe, at.instance_cpu);
+    let spawned = std::thread::Builder::new().name(name).stack_size(THREAD_STACK).spawn(move || {
+        let (mut rt_loop, report) = match setup_thread(at, setup) {
+            Ok(l) => (Some(l), obtained(at)),
+            Err(r) => (None, r),
+        };
+        let ok = report.error.is_none();
+        let _ = report_tx.send(report);
+        drop(report_tx);
+        if let (true, Some(l), Ok(start_ns)) = (ok, rt_loop.as_mut(), go_rx.recv()) {
+            l.run(start_ns, &stop, &mut handoffs);
+        }
+    });
+    match spawned {
+        Ok(h) => {
+            prepared.handles.push(h);
+            prepared.go.push(go_tx);
+            Ok(())
+        }
+        // The run does not start: its rings are dropped with the rest.
+        Err(e) => Err(at.report(None, 0, Some(SetupError::Other(format!("creating the thread: {e}"))))),
+    }
+}
+
+/// Waits for every spawned thread's set-up report. On a failure, ends them all and returns the
+/// reports; otherwise the threads wait for [`PreparedProbes::go`].
+fn collect_reports(
+    mut prepared: PreparedProbes,
+    report_rx: mpsc::Receiver<SetupReport>,
+    failure: Option<SetupReport>,
+    stop: &AtomicBool,
+) -> Result<PreparedProbes, Vec<SetupReport>> {
     let mut reports = Vec::with_capacity(prepared.handles.len());
     while reports.len() < prepared.handles.len() && !stop.load(Relaxed) {
         match report_rx.recv_timeout(std::time::Duration::from_millis(50)) {
@@ -369,8 +512,8 @@ pub fn prepare(plans: &[ProbePlan], sched: ThreadSched, stop: Arc<AtomicBool>) -
         }
     }
     let interrupted = reports.len() < prepared.handles.len();
-    reports.extend(spawn_failure);
-    reports.sort_by_key(|r| (r.probe, r.cpu));
+    reports.extend(failure);
+    reports.sort_by_key(|r| (r.probe, r.cpu, r.role));
     if !interrupted && reports.iter().any(|r| r.error.is_some()) {
         drop(prepared.go);
         for h in prepared.handles {

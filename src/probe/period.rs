@@ -10,7 +10,7 @@
 //! `clock_nanosleep` and `clock_gettime`; each cycle leaves as a fact through the thread's
 //! [`Handoff`].
 
-use super::{timer::missed_after, Handoff, Probe, RtLoop, Schedule};
+use super::{timer::missed_after, Handoff, Probe, Role, RtLoop, Schedule};
 use crate::sys;
 use crate::vocab::units::Nanos;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -47,8 +47,9 @@ impl Probe for PeriodProbe {
     fn bounds(&self) -> Option<(u64, u64)> {
         Some((self.below_ns, self.above_ns))
     }
-    fn thread(&self, _cpu: usize) -> Result<Box<dyn RtLoop>, String> {
-        Ok(Box::new(PeriodLoop { schedule: self.schedule }))
+    fn instance(&self, cpu: usize, _cpus: &[usize]) -> Result<Vec<Role>, String> {
+        let schedule = self.schedule;
+        Ok(vec![Role::single(cpu, Box::new(move || Ok(Box::new(PeriodLoop { schedule }) as Box<dyn RtLoop>)))])
     }
 }
 
@@ -60,8 +61,9 @@ pub struct PeriodLoop {
 impl RtLoop for PeriodLoop {
     /// Cycle `k` ends at the wake-up for the deadline `start_ns + k·interval`; its length is
     /// measured from the previous wake-up (from `start_ns` for the first).
-    fn run(&mut self, start_ns: u64, stop: &AtomicBool, out: &mut Handoff) {
+    fn run(&mut self, start_ns: u64, stop: &AtomicBool, out: &mut [Handoff]) {
         let Schedule { interval_ns: interval, periods: last, .. } = self.schedule;
+        let out = &mut out[0];
         let (mut period, mut previous) = (1u64, start_ns);
         while period <= last && !stop.load(Relaxed) {
             let deadline = start_ns + period * interval;

@@ -2,7 +2,7 @@
 //! system) and building the probe for a run's timing. Adding a probe means one entry in
 //! [`PROBES`] and its module; nothing else names it.
 
-use super::{period, timer, Probe, Schedule};
+use super::{period, timer, wakeup, Probe, Schedule};
 use crate::vocab::cpus::parse_cpu_list;
 use crate::vocab::units::{parse_duration_ns, Nanos};
 use std::sync::Arc;
@@ -32,6 +32,8 @@ type Builder = fn(&MeasureSpec, RunTiming) -> Result<Arc<dyn Probe>, String>;
 /// A probe's entry: name, options it accepts (for messages), constructor.
 struct Entry {
     name: &'static str,
+    /// Its series (see `Probe::series`), for requirements that name one.
+    series: &'static [&'static str],
     /// Its interval unless its options set one; `None`: the run's (`--interval`).
     interval_ns: Option<u64>,
     options: &'static str,
@@ -41,21 +43,35 @@ struct Entry {
 const PROBES: &[Entry] = &[
     Entry {
         name: timer::NAME,
+        series: &[],
         interval_ns: None,
         options: "interval=DURATION, wait=nanosleep-abs|nanosleep-rel|timerfd|posix-timer|select|poll",
         build: build_timer,
     },
     Entry {
         name: period::NAME,
+        series: &[],
         interval_ns: Some(period::DEFAULT_INTERVAL_NS),
         options: "interval=DURATION (10ms), below=DURATION, above=DURATION, warmup=CYCLES",
         build: build_period,
+    },
+    Entry {
+        name: wakeup::NAME,
+        series: wakeup::SERIES,
+        interval_ns: None,
+        options: "interval=DURATION, via=eventfd|futex|pipe|mq|signal|sem|pi-mutex, cross, priority=2..99 (99)",
+        build: build_wakeup,
     },
 ];
 
 /// The probe `rtgauge run` measures with when no `--measure` is given.
 pub fn default_spec() -> MeasureSpec {
     parse(timer::NAME).expect("the default probe parses")
+}
+
+/// The series of probe `name` (empty: one, unnamed), or `None` for no such probe.
+pub fn series_of(name: &str) -> Option<&'static [&'static str]> {
+    PROBES.iter().find(|e| e.name == name).map(|e| e.series)
 }
 
 /// The names of every probe, for help and messages.
@@ -194,6 +210,40 @@ fn build_period(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>,
             })?;
     }
     Ok(Arc::new(period::PeriodProbe { schedule, below_ns, above_ns }))
+}
+
+/// `wakeup[:interval=1ms,via=eventfd,cross,priority=99]`.
+fn build_wakeup(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+    let mut p = wakeup::WakeupProbe {
+        schedule: schedule(timing, timing.interval_ns),
+        via: crate::sys::WakeMethod::Eventfd,
+        cross: false,
+        priority: wakeup::DEFAULT_PRIORITY,
+    };
+    for (k, v) in &spec.options {
+        match k.as_str() {
+            "interval" => p.schedule = schedule(timing, interval_option(spec, v)?),
+            "via" => {
+                p.via = wakeup::VIA.iter().find(|(n, _)| n == v).map(|(_, m)| *m).ok_or_else(|| {
+                    let names: Vec<&str> = wakeup::VIA.iter().map(|(n, _)| *n).collect();
+                    format!("--measure '{}': via={v} is not a wake-up mechanism; choose one of {}", spec.text, names.join(", "))
+                })?
+            }
+            "cross" if v.is_empty() || v == "yes" => p.cross = true,
+            "cross" if v == "no" => p.cross = false,
+            "cross" => {
+                return Err(format!("--measure '{}': write 'cross' alone (the task on the next CPU), not cross={v}", spec.text))
+            }
+            "priority" => p.priority = v.parse().ok().filter(|n| (2..=99).contains(n)).ok_or_else(|| {
+                format!(
+                    "--measure '{}': priority={v} is not an RT priority within 2..99 (the task runs one below); e.g. priority=99",
+                    spec.text
+                )
+            })?,
+            other => return Err(spec.unknown_option(other)),
+        }
+    }
+    Ok(Arc::new(p))
 }
 
 #[cfg(test)]

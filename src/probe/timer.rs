@@ -6,7 +6,7 @@
 //! `clock_nanosleep` and `clock_gettime`; each wake-up leaves as a fact (the period, its latency,
 //! the periods missed after it) through the thread's [`Handoff`].
 
-use super::{Handoff, Probe, RtLoop, Schedule};
+use super::{Handoff, Probe, Role, RtLoop, Schedule};
 use crate::sys::{self, WaitMethod};
 use crate::vocab::units::Nanos;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -43,10 +43,16 @@ impl Probe for TimerProbe {
         let wait = WAIT_METHODS.iter().find(|(_, m)| *m == self.wait).map_or("?", |(n, _)| n);
         vec![format!("interval={}", Nanos(self.schedule.interval_ns)), format!("wait={wait}")]
     }
-    fn thread(&self, _cpu: usize) -> Result<Box<dyn RtLoop>, String> {
-        // Made in the thread itself: a POSIX timer signals the thread that made it.
-        let waiter = sys::Waiter::new(self.wait).map_err(|e| format!("cannot prepare its timer: {e}"))?;
-        Ok(Box::new(TimerLoop { schedule: self.schedule, waiter }))
+    fn instance(&self, cpu: usize, _cpus: &[usize]) -> Result<Vec<Role>, String> {
+        let (schedule, wait) = (self.schedule, self.wait);
+        Ok(vec![Role::single(
+            cpu,
+            Box::new(move || {
+                // Made in the thread itself: a POSIX timer signals the thread that made it.
+                let waiter = sys::Waiter::new(wait).map_err(|e| format!("cannot prepare its timer: {e}"))?;
+                Ok(Box::new(TimerLoop { schedule, waiter }) as Box<dyn RtLoop>)
+            }),
+        )])
     }
 }
 
@@ -62,8 +68,9 @@ impl RtLoop for TimerLoop {
     /// handed over says so (`missed_after`), and the thread resumes at the first deadline not
     /// yet passed, so there is no burst of catch-up samples. A wake-up exactly on the next
     /// deadline serves that period: only deadlines strictly before the wake-up are missed.
-    fn run(&mut self, start_ns: u64, stop: &AtomicBool, out: &mut Handoff) {
+    fn run(&mut self, start_ns: u64, stop: &AtomicBool, out: &mut [Handoff]) {
         let Schedule { interval_ns: interval, periods: last, .. } = self.schedule;
+        let out = &mut out[0];
         let mut period: u64 = 1;
         while period <= last && !stop.load(Relaxed) {
             let deadline = start_ns + period * interval;

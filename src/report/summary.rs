@@ -49,7 +49,7 @@ fn latency_cells(p: &ProbeResult) -> impl Iterator<Item = String> + '_ {
 }
 
 fn row(p: &ProbeResult) -> Vec<String> {
-    [p.probe.clone(), p.cpu.map_or("all".to_string(), |c| c.to_string()), p.samples.to_string(), p.missed.to_string()]
+    [p.label(), p.cpu.map_or("all".to_string(), |c| c.to_string()), p.samples.to_string(), p.missed.to_string()]
         .into_iter()
         .chain(latency_cells(p))
         .collect()
@@ -75,6 +75,30 @@ fn cycle_report(p: &ProbeResult) -> String {
     )
 }
 
+/// The wake-up chain's events per CPU: posted by the handler, and lost before the task took
+/// them (the ARM9/ARM11 paper's missed-event count): `chain.missed − handler.missed`.
+fn chain_report(probes: &[ProbeResult]) -> String {
+    use crate::probe::wakeup::{NAME, SERIES};
+    let (chain, handler) = (Some(SERIES[0]), Some(SERIES[1]));
+    let of = |series, cpu| probes.iter().find(|p| p.probe == NAME && p.series.as_deref() == series && p.cpu == cpu);
+    let mut s = String::new();
+    for c in probes.iter().filter(|p| p.probe == NAME && p.series.as_deref() == chain) {
+        let Some(h) = of(handler, c.cpu) else { continue };
+        if s.is_empty() {
+            s += "\nWake-up chain (handler → task), per CPU:\n";
+        }
+        let _ = writeln!(
+            s,
+            "  {}: {} events taken by the task; {} periods the handler missed; {} events posted but never taken",
+            c.scope(),
+            c.samples,
+            h.missed,
+            c.missed.saturating_sub(h.missed)
+        );
+    }
+    s
+}
+
 /// Renders the summary as text.
 pub fn render(r: &RunResult) -> String {
     let mut s = String::new();
@@ -91,7 +115,11 @@ pub fn render(r: &RunResult) -> String {
         r.tool_version,
         c.probes
             .iter()
-            .map(|p| format!("{} on CPUs {}, interval {}", p.name, format_cpu_list(&p.cpus), Nanos(p.interval_ns)))
+            .map(|p| {
+                let more: Vec<&str> = p.settings.iter().map(String::as_str).filter(|s| !s.starts_with("interval=")).collect();
+                let more = if more.is_empty() { String::new() } else { format!(" ({})", more.join(", ")) };
+                format!("{} on CPUs {}, interval {}{more}", p.name, format_cpu_list(&p.cpus), Nanos(p.interval_ns))
+            })
             .collect::<Vec<_>>()
             .join("; "),
         c.policy.kernel_name(),
@@ -159,11 +187,12 @@ pub fn render(r: &RunResult) -> String {
                 }
             )
         });
-        let _ = writeln!(s, "\nWorst case: {} µs on {}/{}{at}.", opt_us(worst.max_ns), worst.probe, worst.scope());
+        let _ = writeln!(s, "\nWorst case: {} µs on {}/{}{at}.", opt_us(worst.max_ns), worst.label(), worst.scope());
     }
     for p in r.probes.iter().filter(|p| p.bounds.is_some()) {
         s += &cycle_report(p);
     }
+    s += &chain_report(&r.probes);
     if let Some(line) = r.verdict.shortest_cycle_sentence() {
         let _ = writeln!(s, "{line}.");
     }
@@ -179,7 +208,7 @@ pub fn render(r: &RunResult) -> String {
             .flat_map(|p| {
                 p.combined.iter().map(move |c| {
                     let span = format!("{:.3}-{:.3} s", p.start_ns as f64 / 1e9, p.end_ns as f64 / 1e9);
-                    [span, c.probe.clone(), c.samples.to_string(), c.missed.to_string()]
+                    [span, c.label(), c.samples.to_string(), c.missed.to_string()]
                         .into_iter()
                         .chain(latency_cells(c))
                         .chain([if p.loads.is_empty() { "(none)".to_string() } else { p.loads.join(", ") }])

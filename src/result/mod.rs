@@ -147,10 +147,14 @@ pub struct WarmupConfig {
     pub periods: u64,
 }
 
-/// One probe's figures on one CPU (or combined, with `cpu` null).
+/// One probe's figures on one CPU (or combined, with `cpu` null): for a probe with several
+/// series (the wake-up chain's `chain`, `handler`, `task`), one series of it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProbeResult {
     pub probe: String,
+    /// Which of the probe's series; absent for a probe with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<String>,
     pub cpu: Option<usize>,
     pub samples: u64,
     pub missed: u64,
@@ -171,9 +175,16 @@ pub struct ProbeResult {
 }
 
 impl ProbeResult {
-    pub fn new(probe: &str, cpu: Option<usize>, s: &LatencyStats, hist: &hdrhistogram::Histogram<u64>) -> ProbeResult {
+    /// The figures of `probe` (with its series, if it has several) on `cpu` (`None`: combined).
+    pub fn new(
+        (probe, series): (&str, Option<&str>),
+        cpu: Option<usize>,
+        s: &LatencyStats,
+        hist: &hdrhistogram::Histogram<u64>,
+    ) -> ProbeResult {
         ProbeResult {
             probe: probe.to_string(),
+            series: series.map(str::to_string),
             cpu,
             samples: s.samples,
             missed: s.missed,
@@ -193,5 +204,13 @@ impl ProbeResult {
     /// Where this result stands, for messages: `cpu3` or `all CPUs`.
     pub fn scope(&self) -> String {
         self.cpu.map_or("all".to_string(), |c| format!("cpu{c}"))
+    }
+
+    /// The probe with its series, as requirements and messages name it: `timer`, `wakeup.task`.
+    pub fn label(&self) -> String {
+        match &self.series {
+            Some(s) => format!("{}.{s}", self.probe),
+            None => self.probe.clone(),
+        }
     }
 }

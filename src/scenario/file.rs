@@ -16,6 +16,7 @@ use toml::Spanned;
 pub const BUILT_IN: &[(&str, &str)] = &[
     ("worst-case", include_str!("../../scenarios/worst-case.toml")),
     ("arm-paper", include_str!("../../scenarios/arm-paper.toml")),
+    ("arm-chain", include_str!("../../scenarios/arm-chain.toml")),
     ("cortex-a53", include_str!("../../scenarios/cortex-a53.toml")),
     ("firmtimers", include_str!("../../scenarios/firmtimers.toml")),
     ("ocera", include_str!("../../scenarios/ocera.toml")),

@@ -75,6 +75,8 @@ impl Op {
 pub struct Requirement {
     /// The probe it applies to (`wakeup.max<200us`); `None`: every probe.
     pub probe: Option<String>,
+    /// The series of that probe it applies to (`wakeup.task.max<50us`); `None`: all of them.
+    pub series: Option<String>,
     pub metric: Metric,
     pub op: Op,
     /// Nanoseconds for latency metrics, a count otherwise.
@@ -85,8 +87,8 @@ pub struct Requirement {
 
 impl fmt::Display for Requirement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(p) = &self.probe {
-            write!(f, "{p}.")?;
+        for part in [&self.probe, &self.series].into_iter().flatten() {
+            write!(f, "{part}.")?;
         }
         if self.metric.is_latency() {
             write!(f, "{}{}{}us", self.metric, self.op.symbol(), us(self.bound).trim_end_matches('0').trim_end_matches('.'))
@@ -96,7 +98,8 @@ impl fmt::Display for Requirement {
     }
 }
 
-const HELP: &str = "write [PROBE.]METRIC OP VALUE, e.g. 'max<100us', 'p99.9<=50us', 'missed==0', 'timer.max<1ms'; \
+const HELP: &str = "write [PROBE[.SERIES].]METRIC OP VALUE, e.g. 'max<100us', 'p99.9<=50us', 'missed==0', 'timer.max<1ms', \
+'wakeup.task.p99<50us'; \
 metrics: min, mean, max, pN (p99, p99.9, ...), missed, samples, below, above (period); operators: < <= > >= ==";
 
 /// Parses a requirement such as `p99.9<=50us`.
@@ -107,18 +110,7 @@ pub fn parse_requirement(text: &str) -> Result<Requirement, String> {
         .filter_map(|(s, o)| compact.find(s).map(|p| (p, *s, *o)))
         .min_by_key(|(p, s, _)| (*p, usize::MAX - s.len()))
         .ok_or_else(|| format!("'{text}' has no comparison; {HELP}"))?;
-    let (probe, name) = match compact[..pos].split_once('.') {
-        Some((p, m)) if !p.is_empty() && p.chars().all(|c| c.is_ascii_alphabetic()) => {
-            if !crate::probe::registry::names().contains(&p) {
-                return Err(format!(
-                    "'{text}' names the probe '{p}', which rtgauge does not have (probes: {}); {HELP}",
-                    crate::probe::registry::names().join(", ")
-                ));
-            }
-            (Some(p.to_string()), m)
-        }
-        _ => (None, &compact[..pos]),
-    };
+    let (probe, series, name) = split_target(text, &compact[..pos])?;
     let value = &compact[pos + sym.len()..];
     let metric = match name.to_ascii_lowercase().as_str() {
         "min" => Metric::Min,
@@ -142,7 +134,30 @@ pub fn parse_requirement(text: &str) -> Result<Requirement, String> {
     } else {
         value.parse::<u64>().map_err(|_| format!("bound of '{text}' must be a whole number, e.g. missed==0"))?
     };
-    Ok(Requirement { probe, metric, op, bound, text: compact })
+    Ok(Requirement { probe, series, metric, op, bound, text: compact })
+}
+
+/// Splits `[PROBE[.SERIES].]METRIC` (the metric may hold dots: `p99.9`).
+fn split_target<'a>(text: &str, left: &'a str) -> Result<(Option<String>, Option<String>, &'a str), String> {
+    use crate::probe::registry;
+    let word = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphabetic());
+    let Some((p, rest)) = left.split_once('.').filter(|(p, _)| word(p)) else {
+        return Ok((None, None, left));
+    };
+    let Some(series) = registry::series_of(p) else {
+        return Err(format!(
+            "'{text}' names the probe '{p}', which rtgauge does not have (probes: {}); {HELP}",
+            registry::names().join(", ")
+        ));
+    };
+    match rest.split_once('.').filter(|(s, _)| word(s)) {
+        Some((s, metric)) if series.contains(&s) => Ok((Some(p.to_string()), Some(s.to_string()), metric)),
+        Some((s, _)) if !s.starts_with('p') => Err(format!(
+            "'{text}': the probe '{p}' has no series '{s}'{}; {HELP}",
+            if series.is_empty() { String::new() } else { format!(" (its series: {})", series.join(", ")) }
+        )),
+        _ => Ok((Some(p.to_string()), None, rest)),
+    }
 }
 
 #[cfg(test)]
@@ -156,6 +171,18 @@ mod tests {
         assert_eq!(r.to_string(), "timer.p99.9<=50us");
         assert_eq!(parse_requirement("p99.9<=50us").unwrap().probe, None);
         assert!(parse_requirement("nosuch.max<1ms").unwrap_err().contains("'nosuch'"));
+    }
+
+    #[test]
+    fn a_requirement_may_name_a_series_of_its_probe() {
+        let r = parse_requirement("wakeup.task.p99.9<=50us").unwrap();
+        assert_eq!((r.probe.as_deref(), r.series.as_deref()), (Some("wakeup"), Some("task")));
+        assert_eq!(r.metric, Metric::Percentile(99.9));
+        assert_eq!(r.to_string(), "wakeup.task.p99.9<=50us");
+        let r = parse_requirement("wakeup.p99<1ms").unwrap();
+        assert_eq!((r.probe.as_deref(), r.series, r.metric), (Some("wakeup"), None, Metric::Percentile(99.0)));
+        assert!(parse_requirement("wakeup.nosuch.max<1ms").unwrap_err().contains("no series 'nosuch'"));
+        assert!(parse_requirement("timer.task.max<1ms").unwrap_err().contains("no series 'task'"));
     }
 
     #[test]

@@ -9,7 +9,9 @@
 
 use std::io;
 
+mod wake;
 pub use crate::vocab::policy::Policy;
+pub use wake::{WakeChannel, WakeMethod};
 
 fn policy_raw(p: Policy) -> libc::c_int {
     match p {

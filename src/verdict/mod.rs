@@ -35,7 +35,7 @@ fn check(req: &Requirement, p: &ProbeResult) -> Check {
     };
     Check {
         expr: req.to_string(),
-        scope: format!("{}/{}", p.probe, p.scope()),
+        scope: format!("{}/{}", p.label(), p.scope()),
         observed,
         observed_value,
         passed: observed_value.is_some_and(|v| req.op.holds(v, req.bound as f64)),
@@ -62,7 +62,7 @@ pub fn evaluate(
     facts: &RunFacts,
 ) -> Verdict {
     let status = facts.status;
-    let req = |metric, op, bound| Requirement { probe: None, metric, op, bound, text: String::new() };
+    let req = |metric, op, bound| Requirement { probe: None, series: None, metric, op, bound, text: String::new() };
     let mut checks: Vec<Check> = Vec::new();
     if let Some(ct) = cycle_time_ns {
         // A latency must fit the budget; a cycle (the period loop) must stay within its bounds.
@@ -78,8 +78,10 @@ pub fn evaluate(
     // probe's that measures its metric. One that applies to nothing fails: it was not checked.
     let measures = |m: Metric, p: &ProbeResult| !matches!(m, Metric::Below | Metric::Above) || p.bounds.is_some();
     for r in requirements {
-        let targets: Vec<&ProbeResult> =
-            per_cpu.iter().filter(|p| r.probe.as_ref().is_none_or(|n| *n == p.probe) && measures(r.metric, p)).collect();
+        let named = |p: &ProbeResult| {
+            r.probe.as_ref().is_none_or(|n| *n == p.probe) && r.series.as_ref().is_none_or(|s| Some(s) == p.series.as_ref())
+        };
+        let targets: Vec<&ProbeResult> = per_cpu.iter().filter(|p| named(p) && measures(r.metric, p)).collect();
         if targets.is_empty() {
             checks.push(Check {
                 expr: r.to_string(),
@@ -168,6 +170,7 @@ mod tests {
         h.record(max).unwrap();
         ProbeResult {
             probe: "timer".into(),
+            series: None,
             cpu: Some(cpu),
             samples: 2,
             missed,

@@ -1,0 +1,337 @@
+//! How one thread wakes another: the mechanisms the wake-up chain probe compares (the
+//! Freescale/OCERA paper's list, and what rt-tests' ptsematest, pmqtest, svsematest and
+//! sigwaittest measure). A [`WakeChannel`] is made before the threads start and shared by the
+//! handler (which posts) and the task (which waits); posting and waiting allocate nothing.
+
+use super::{check, check_syscall};
+use std::cell::UnsafeCell;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+
+/// The mechanism a handler wakes its task with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WakeMethod {
+    /// A futex word: the handler bumps it and `FUTEX_WAKE`s; the task `FUTEX_WAIT`s on it.
+    Futex,
+    /// An eventfd: the handler writes 1, the task's blocking `read` returns the count (as a UIO
+    /// device's `read` returns the interrupt count).
+    Eventfd,
+    /// A pipe: the handler writes 8 bytes, the task reads them.
+    Pipe,
+    /// A POSIX message queue: `mq_send` / `mq_receive` (pmqtest).
+    Mq,
+    /// A real-time signal sent to the task thread (`tgkill`), taken with `sigwaitinfo`
+    /// (sigwaittest).
+    Signal,
+    /// A POSIX semaphore: `sem_post` / `sem_wait` (svsematest's counterpart within a process).
+    Sem,
+    /// Priority-inheritance futex locks handed over like a baton: the handler holds one and,
+    /// at each event, takes the other and releases the one the task is blocked on (ptsematest's
+    /// mutex hand-over, with PI). Two locks, so the handler never takes back at once the lock it
+    /// just released (it would steal it from a task not yet running).
+    PiMutex,
+}
+
+/// The signal the `Signal` method sends (the timer probe's POSIX timer uses `SIGRTMIN + 1`).
+fn wake_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 2
+}
+
+/// A `sem_t` that lives at one address for its whole life.
+struct Semaphore(Box<UnsafeCell<libc::sem_t>>);
+
+/// A one-way wake-up from a handler thread to a task thread (see [`WakeMethod`]).
+pub struct WakeChannel {
+    method: WakeMethod,
+    /// The futex word.
+    word: AtomicU32,
+    /// The PI locks' words (their owner's thread id, 0 when free).
+    pi: [AtomicU32; 2],
+    /// (read end, write end): the eventfd twice, the pipe's ends, or the queue's descriptors.
+    fds: Option<(OwnedFd, OwnedFd)>,
+    mq: Option<(libc::mqd_t, libc::mqd_t)>,
+    sem: Option<Semaphore>,
+    /// The process's id, and the threads' ids (published by their set-up): the signal's
+    /// target and the PI locks' owner ids, read without a system call in the loops.
+    pid: i32,
+    handler_tid: AtomicI32,
+    task_tid: AtomicI32,
+}
+
+// SAFETY: every member is either atomic, a file descriptor, or a kernel object (message queue,
+// semaphore) whose operations are thread-safe by POSIX; the semaphore never moves (boxed).
+unsafe impl Sync for WakeChannel {}
+unsafe impl Send for WakeChannel {}
+
+fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by the kernel and is owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor we own, integer arguments only.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        check(libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK))
+    }
+}
+
+/// Opens an unnamed POSIX message queue of 8-byte messages: (the handler's non-blocking
+/// descriptor, the task's blocking one). Its name is unlinked at once.
+fn open_queue() -> io::Result<(libc::mqd_t, libc::mqd_t)> {
+    static QUEUES: AtomicU32 = AtomicU32::new(0);
+    let name = format!("/rtgauge-{}-{}\0", std::process::id(), QUEUES.fetch_add(1, Ordering::Relaxed));
+    // SAFETY: `name` is NUL-terminated and outlives the calls; `attr` is a valid mq_attr.
+    unsafe {
+        let mut attr: libc::mq_attr = std::mem::zeroed();
+        attr.mq_maxmsg = 8;
+        attr.mq_msgsize = 8;
+        let path = name.as_ptr().cast();
+        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC;
+        let task = libc::mq_open(path, flags, 0o600 as libc::mode_t, &attr as *const libc::mq_attr);
+        if task < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let handler = libc::mq_open(path, libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC);
+        let err = io::Error::last_os_error();
+        libc::mq_unlink(path);
+        if handler < 0 {
+            libc::mq_close(task);
+            return Err(err);
+        }
+        Ok((handler, task))
+    }
+}
+
+fn futex(word: &AtomicU32, op: libc::c_int, val: u32) -> libc::c_long {
+    // SAFETY: `word` is a valid, aligned u32 for the call; no timeout (null) or second word.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op, val, std::ptr::null::<libc::timespec>(), 0usize, 0u32) }
+}
+
+fn gettid() -> i32 {
+    // SAFETY: gettid takes no arguments.
+    unsafe { libc::gettid() }
+}
+
+impl WakeChannel {
+    /// Makes the channel (before the threads start).
+    pub fn new(method: WakeMethod) -> io::Result<WakeChannel> {
+        let mut c = WakeChannel {
+            method,
+            word: AtomicU32::new(0),
+            pi: [AtomicU32::new(0), AtomicU32::new(0)],
+            fds: None,
+            mq: None,
+            sem: None,
+            // SAFETY: getpid takes no arguments.
+            pid: unsafe { libc::getpid() },
+            handler_tid: AtomicI32::new(0),
+            task_tid: AtomicI32::new(0),
+        };
+        match method {
+            WakeMethod::Eventfd => {
+                // SAFETY: eventfd takes integers only.
+                let fd = owned(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) })?;
+                c.fds = Some((fd.try_clone()?, fd));
+            }
+            WakeMethod::Pipe => {
+                let mut ends = [0; 2];
+                // SAFETY: `ends` is a valid array of two ints for the kernel to fill.
+                check(unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) })?;
+                let (read, write) = (owned(ends[0])?, owned(ends[1])?);
+                set_nonblocking(&write)?;
+                c.fds = Some((read, write));
+            }
+            WakeMethod::Mq => c.mq = Some(open_queue()?),
+            WakeMethod::Sem => {
+                // SAFETY: sem_t is plain data; sem_init initialises it in place, where it stays.
+                let sem = Semaphore(Box::new(UnsafeCell::new(unsafe { std::mem::zeroed() })));
+                check(unsafe { libc::sem_init(sem.0.get(), 0, 0) })?;
+                c.sem = Some(sem);
+            }
+            WakeMethod::Futex | WakeMethod::Signal | WakeMethod::PiMutex => {}
+        }
+        Ok(c)
+    }
+
+    /// In the handler thread, before the run: the PI method takes its first lock (the task
+    /// blocks on it). The handler's state for [`WakeChannel::post`] starts at 0.
+    pub fn handler_setup(&self) -> io::Result<()> {
+        self.handler_tid.store(gettid(), Ordering::Release);
+        if self.method == WakeMethod::PiMutex {
+            pi_lock(&self.pi[0], gettid())?;
+        }
+        Ok(())
+    }
+
+    /// In the task thread, before the run: the signal method blocks its signal there (it is
+    /// taken with `sigwaitinfo`) and publishes the thread's id.
+    pub fn task_setup(&self) -> io::Result<()> {
+        self.task_tid.store(gettid(), Ordering::Release);
+        if self.method == WakeMethod::Signal {
+            // SAFETY: `set` is a valid sigset_t initialised by sigemptyset.
+            unsafe {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigaddset(&mut set, wake_signal());
+                let ret = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+                if ret != 0 {
+                    return Err(io::Error::from_raw_os_error(ret));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Wakes the task (the handler, at each event; `state`: the handler's, 0 at first). Never
+    /// blocks, except the PI method when the task still holds the lock it takes (the task
+    /// inherits the handler's priority meanwhile).
+    #[inline(always)]
+    pub fn post(&self, state: &mut u32) {
+        if self.method == WakeMethod::PiMutex {
+            let (held, tid) = (*state as usize & 1, self.handler_tid.load(Ordering::Relaxed));
+            let _ = pi_lock(&self.pi[held ^ 1], tid);
+            pi_unlock(&self.pi[held], tid);
+            *state ^= 1;
+        } else {
+            self.signal_task();
+        }
+    }
+
+    /// Wakes the task for the last time (the handler, when it ends); no PI lock stays held.
+    pub fn finish(&self, state: u32) {
+        if self.method == WakeMethod::PiMutex {
+            pi_unlock(&self.pi[state as usize & 1], self.handler_tid.load(Ordering::Relaxed));
+        } else {
+            self.signal_task();
+        }
+    }
+
+    #[inline(always)]
+    fn signal_task(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY (each arm): valid descriptors, handles and pointers owned by this channel; the
+        // buffers outlive the calls.
+        match self.method {
+            WakeMethod::Futex => {
+                self.word.fetch_add(1, Ordering::Release);
+                futex(&self.word, libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1);
+            }
+            WakeMethod::Eventfd | WakeMethod::Pipe => {
+                let fd = self.fds.as_ref().expect("made in new").1.as_raw_fd();
+                unsafe { libc::write(fd, one.as_ptr().cast(), 8) };
+            }
+            WakeMethod::Mq => {
+                let q = self.mq.expect("made in new").0;
+                unsafe { libc::mq_send(q, one.as_ptr().cast(), 8, 0) };
+            }
+            WakeMethod::Signal => {
+                let tid = self.task_tid.load(Ordering::Acquire);
+                unsafe { libc::syscall(libc::SYS_tgkill, self.pid, tid, wake_signal()) };
+            }
+            WakeMethod::Sem => {
+                unsafe { libc::sem_post(self.sem.as_ref().expect("made in new").0.get()) };
+            }
+            WakeMethod::PiMutex => {}
+        }
+    }
+
+    /// Blocks until the handler posts (the task). `seen`: the task's state, 0 at first (the
+    /// futex value it last saw; the PI lock it waits on). The PI method returns holding the
+    /// lock: call [`WakeChannel::woken`] right after reading the clock.
+    #[inline(always)]
+    pub fn wait(&self, seen: &mut u32) {
+        let mut buf = [0u8; 8];
+        // SAFETY (each arm): as in `signal_task`; `buf` and `set` outlive the calls.
+        match self.method {
+            WakeMethod::Futex => loop {
+                let now = self.word.load(Ordering::Acquire);
+                if now != *seen {
+                    *seen = now;
+                    return;
+                }
+                futex(&self.word, libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, now);
+            },
+            WakeMethod::Eventfd | WakeMethod::Pipe => {
+                let fd = self.fds.as_ref().expect("made in new").0.as_raw_fd();
+                while unsafe { libc::read(fd, buf.as_mut_ptr().cast(), 8) } < 0 && interrupted() {}
+            }
+            WakeMethod::Mq => {
+                let q = self.mq.expect("made in new").1;
+                let mut prio = 0;
+                while unsafe { libc::mq_receive(q, buf.as_mut_ptr().cast(), 8, &mut prio) } < 0 && interrupted() {}
+            }
+            WakeMethod::Signal => unsafe {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigaddset(&mut set, wake_signal());
+                while libc::sigwaitinfo(&set, std::ptr::null_mut()) < 0 && interrupted() {}
+            },
+            WakeMethod::Sem => {
+                let sem = self.sem.as_ref().expect("made in new").0.get();
+                while unsafe { libc::sem_wait(sem) } < 0 && interrupted() {}
+            }
+            WakeMethod::PiMutex => {
+                let _ = pi_lock(&self.pi[*seen as usize & 1], self.task_tid.load(Ordering::Relaxed));
+            }
+        }
+    }
+
+    /// Right after the task's wake-up was timed: the PI method releases the lock it took and
+    /// waits on the other next.
+    #[inline(always)]
+    pub fn woken(&self, seen: &mut u32) {
+        if self.method == WakeMethod::PiMutex {
+            pi_unlock(&self.pi[*seen as usize & 1], self.task_tid.load(Ordering::Relaxed));
+            *seen ^= 1;
+        }
+    }
+}
+
+/// Takes a PI lock: the word holds its owner's thread id; a contended lock is taken by the
+/// kernel (`FUTEX_LOCK_PI`), which lends the waiter's priority to the owner.
+fn pi_lock(word: &AtomicU32, tid: i32) -> io::Result<()> {
+    let tid = tid as u32;
+    if word.compare_exchange(0, tid, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+        return Ok(());
+    }
+    loop {
+        match check_syscall(futex(word, libc::FUTEX_LOCK_PI | libc::FUTEX_PRIVATE_FLAG, 0)) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Releases a PI lock; with waiters, the kernel hands it to the highest-priority one.
+fn pi_unlock(word: &AtomicU32, tid: i32) {
+    let tid = tid as u32;
+    if word.compare_exchange(tid, 0, Ordering::Release, Ordering::Relaxed).is_err() {
+        futex(word, libc::FUTEX_UNLOCK_PI | libc::FUTEX_PRIVATE_FLAG, 0);
+    }
+}
+
+fn interrupted() -> bool {
+    io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+}
+
+impl Drop for WakeChannel {
+    fn drop(&mut self) {
+        // SAFETY: the queue descriptors and the semaphore were made in `new` and are released
+        // once, after both threads have ended (the channel is shared by `Arc`).
+        unsafe {
+            if let Some((a, b)) = self.mq.take() {
+                libc::mq_close(a);
+                libc::mq_close(b);
+            }
+            if let Some(s) = self.sem.take() {
+                libc::sem_destroy(s.0.get());
+            }
+        }
+    }
+}
