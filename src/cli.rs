@@ -146,7 +146,8 @@ pub struct RunArgs {
     /// loop's cycle lengths; interval=10ms, below=, above=, warmup=CYCLES), wakeup (a handler at
     /// FIFO 99 woken by a timer wakes a task at FIFO 98: series chain, handler, task; interval=,
     /// via=eventfd|futex|pipe|mq|signal|sem|pi-mutex, cross (the task on the next CPU),
-    /// priority=99) [default: timer on every measured CPU]
+    /// priority=99), noise (a busy loop's gaps over a threshold, as oslat: threshold=1us; give it
+    /// CPUs of its own) [default: timer on every measured CPU]
     #[arg(long = "measure", value_name = "PROBE", allow_hyphen_values = true)]
     pub measure: Vec<String>,
     /// Period of the timer (and of --loops and a warm-up in samples): 100us, 0.5ms, 1ms, ...

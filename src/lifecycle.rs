@@ -4,7 +4,7 @@
 //! measures or formats by itself, and no probe is named here (they plug in through
 //! `probe::Probe`). `rtgauge load` goes through the same stages with no probe.
 
-use crate::aggregate::Collector;
+use crate::aggregate::{Collector, SeriesPlan};
 use crate::audit::SystemInfo;
 use crate::load::manager::{find_program, LoadSet};
 use crate::load::spec::{Generator, LoadSpec};
@@ -198,6 +198,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     let resolved = resolve(&plan, &system)?;
     let sink = plan.json.as_ref().map(JsonSink::open).transpose()?;
     let mut warnings = load_priority_warnings(&plan, &resolved.cpus, &resolved.load_specs, &system);
+    warnings.extend(busy_loop_warnings(&resolved.probes));
     for w in &warnings {
         eprintln!("rtgauge: warning: {w}");
     }
@@ -220,7 +221,10 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     let series: Vec<_> = probes
         .keys
         .iter()
-        .map(|&k| (k, resolved.probes[k.probe].probe.schedule(), resolved.probes[k.probe].probe.bounds()))
+        .map(|&key| {
+            let p = &resolved.probes[key.probe].probe;
+            SeriesPlan { key, schedule: p.schedule(), bounds: p.bounds(), events: p.events().is_some() }
+        })
         .collect();
     let mut collector = Collector::new(&series, &bounds);
     let end_ns = measure(&plan, &resolved, &mut probes, &mut collector, &mut loads, &interrupts);
@@ -266,6 +270,24 @@ impl Resolved {
     }
     fn label(&self, k: SeriesKey) -> String {
         series_label(&self.probes, k)
+    }
+    /// The result of series `k` on `cpu` (`None`: all its CPUs) measured from `span.0` to
+    /// `span.1` (from the start of the run; the probe's warm-up is not measured); an event-
+    /// accounted probe's noise figures are per CPU-second.
+    fn result(
+        &self,
+        k: SeriesKey,
+        cpu: Option<usize>,
+        (stats, hist): crate::aggregate::Figures,
+        span: (u64, u64),
+    ) -> ProbeResult {
+        let plan = &self.probes[k.probe];
+        let r = ProbeResult::new(self.names(k), cpu, &stats, &hist);
+        let Some(threshold) = plan.probe.events() else { return r };
+        let s = plan.probe.schedule();
+        let measured = span.1.saturating_sub(span.0.max(s.warmup_periods * s.interval_ns));
+        let cpus = if cpu.is_some() { 1 } else { plan.cpus.len() as u64 };
+        r.with_noise(threshold, stats.sum_ns, measured * cpus)
     }
 }
 
@@ -361,6 +383,30 @@ fn load_priority_warnings(plan: &RunPlan, cpus: &[usize], specs: &[LoadSpec], sy
             _ => None,
         })
         .collect()
+}
+
+/// A busy loop (an event-accounted probe: noise) holds its CPU from every thread at its
+/// priority or below: another probe on that CPU is starved.
+fn busy_loop_warnings(probes: &[ProbePlan]) -> Vec<String> {
+    let mut w = Vec::new();
+    for busy in probes.iter().filter(|p| p.probe.events().is_some()) {
+        for other in probes.iter().filter(|o| !std::ptr::addr_eq(Arc::as_ptr(&o.probe), Arc::as_ptr(&busy.probe))) {
+            let shared: Vec<usize> = busy.cpus.iter().copied().filter(|c| other.cpus.contains(c)).collect();
+            if !shared.is_empty() {
+                w.push(format!(
+                    "{} and {} share CPUs {}: the {} busy loop holds the CPU from the {} threads at its priority or \
+                     below; give each its own CPUs (--measure {}@CPUS)",
+                    busy.probe.name(),
+                    other.probe.name(),
+                    format_cpu_list(&shared),
+                    busy.probe.name(),
+                    other.probe.name(),
+                    busy.probe.name()
+                ));
+            }
+        }
+    }
+    w
 }
 
 /// Locks memory where that is safe; returns the warning when it is not locked.
@@ -581,6 +627,7 @@ struct Assembly<'a> {
 /// The result document: every thread's figures, each probe's combined, the phases, the verdict.
 fn assemble(a: Assembly) -> RunResult {
     let (plan, resolved, collector) = (a.plan, a.resolved, a.collector);
+    let (started_at, ended_at, start_ns, end_ns) = a.times;
     // Per probe, per CPU, its series in the probe's order (the headline first).
     let mut order: Vec<usize> = (0..collector.accounts.len()).collect();
     order.sort_by_key(|&i| {
@@ -590,25 +637,18 @@ fn assemble(a: Assembly) -> RunResult {
     let per_thread: Vec<ProbeResult> = order
         .into_iter()
         .map(|i| {
-            let (stats, hist) = collector.stats(i);
             let key = collector.accounts[i].key;
-            ProbeResult::new(resolved.names(key), Some(key.cpu), &stats, &hist)
+            resolved.result(key, Some(key.cpu), collector.stats(i), (0, end_ns))
         })
         .collect();
-    let combined: Vec<ProbeResult> = resolved
-        .series()
-        .map(|k| {
-            let (stats, hist) = collector.combined_stats((k.probe, k.series));
-            ProbeResult::new(resolved.names(k), None, &stats, &hist)
-        })
-        .collect();
-    let phases = phases(resolved, collector);
+    let combined: Vec<ProbeResult> =
+        resolved.series().map(|k| resolved.result(k, None, collector.combined_stats((k.probe, k.series)), (0, end_ns))).collect();
+    let phases = phases(resolved, collector, end_ns);
     let facts = verdict::RunFacts {
         status: a.status,
         failed_loads: a.loads.iter().filter(|l| l.failed).map(|l| l.spec.clone()).collect(),
     };
     let verdict = verdict::evaluate(&per_thread, &combined, plan.cycle_time_ns, plan.budget, &plan.requirements, &facts);
-    let (started_at, ended_at, start_ns, end_ns) = a.times;
     RunResult {
         schema: SCHEMA.to_string(),
         status: a.status,
@@ -633,8 +673,8 @@ fn assemble(a: Assembly) -> RunResult {
 }
 
 /// Each phase of the timeline with every probe's figures in it, per thread and combined.
-fn phases(resolved: &Resolved, collector: &mut Collector) -> Vec<crate::result::PhaseResult> {
-    let specs = &resolved.load_specs;
+fn phases(resolved: &Resolved, collector: &mut Collector, end_ns: u64) -> Vec<crate::result::PhaseResult> {
+    let (specs, measured_to) = (&resolved.load_specs, end_ns);
     let bounds: Vec<u64> = std::iter::once(0).chain(phase_bounds(specs, resolved.total_ns)).collect();
     (0..collector.phase_count())
         .map(|i| {
@@ -646,10 +686,10 @@ fn phases(resolved: &Resolved, collector: &mut Collector) -> Vec<crate::result::
                 .collect();
             let (mut probes, mut combined) = (Vec::new(), Vec::new());
             for k in resolved.series() {
-                let names = resolved.names(k);
-                collector.take_phase((k.probe, k.series), i, |cpu, (stats, hist)| match cpu {
-                    Some(_) => probes.push(ProbeResult::new(names, cpu, &stats, &hist)),
-                    None => combined.push(ProbeResult::new(names, None, &stats, &hist)),
+                let span = (start_ns, end_ns.min(measured_to));
+                collector.take_phase((k.probe, k.series), i, |cpu, figures| match cpu {
+                    Some(_) => probes.push(resolved.result(k, cpu, figures, span)),
+                    None => combined.push(resolved.result(k, None, figures, span)),
                 });
             }
             crate::result::PhaseResult { start_ns, end_ns, loads: active, probes, combined }

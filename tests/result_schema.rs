@@ -40,8 +40,9 @@ fn documents_validate_against_the_schema_and_every_field_is_described() {
         "none",
     ]);
     let (_, wakeup, _) = run_json(&["--loops", "30", "--warmup", "0", "--cpus", "0", "--measure", "wakeup", "--load", "none"]);
+    let (_, noise, _) = run_json(&["--loops", "30", "--warmup", "0", "--measure", "noise:threshold=100ns@0", "--load", "none"]);
     let prose = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/result-schema.md")).unwrap();
-    for doc in [&complete, &other, &period, &wakeup] {
+    for doc in [&complete, &other, &period, &wakeup, &noise] {
         let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
         assert!(errors.is_empty(), "schema violations: {errors:#?}");
         let mut names = Default::default();

@@ -54,6 +54,9 @@ fn bad_values_are_one_line_errors_with_a_fix() {
         (&["--measure", "wakeup:cross", "--cpus", "0"], &["--measure 'wakeup:cross'", "only one", "wakeup:cross@0-1"]),
         (&["--require", "wakeup.nosuch.max<5us"], &["--require", "no series 'nosuch'", "chain, handler, task"]),
         (&["--require", "timer.task.max<5us"], &["--require", "no series 'task'"]),
+        (&["--measure", "noise:threshold=0"], &["threshold=0", "e.g. threshold=1us"]),
+        (&["--measure", "noise:threshold=loud"], &["threshold=loud", "1 ns..1 s"]),
+        (&["--measure", "noise:rate=5"], &["no option 'rate'", "threshold="]),
     ];
     for (args, mentions) in cases {
         let mut all = vec!["run", "--duration", "1s"];

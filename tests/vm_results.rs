@@ -20,12 +20,36 @@ fn key_values(path: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn planned_periods(doc: &Value) -> u64 {
-    let c = &doc["config"];
-    match c["loops"].as_u64() {
-        Some(n) => n,
-        None => u(&c["duration_ns"]) / u(&c["interval_ns"]),
+/// The measured periods a complete run planned for probe entry `p`: its probe's periods after
+/// the warm-up (each probe at its own interval).
+fn planned_periods(doc: &Value, p: &Value) -> u64 {
+    let c = doc["config"]["probes"].as_array().unwrap().iter().find(|c| c["name"] == p["probe"]).expect("configured");
+    u(&c["periods"]) - u(&c["warmup_periods"])
+}
+
+/// The wake-up chain's ground truth on each CPU: the task and the chain hold the same events,
+/// the chain misses at least what the handler missed, and the task took events.
+fn check_wakeup(doc: &Value, what: &str) -> Vec<String> {
+    let probes = doc["probes"].as_array().unwrap();
+    let of = |series: &str, cpu: &Value| probes.iter().find(|p| p["series"] == series && p["cpu"] == *cpu);
+    let mut problems = Vec::new();
+    for chain in probes.iter().filter(|p| p["series"] == "chain") {
+        let (Some(task), Some(handler)) = (of("task", &chain["cpu"]), of("handler", &chain["cpu"])) else {
+            problems.push(format!("{what}: cpu{} lacks the task or handler series", chain["cpu"]));
+            continue;
+        };
+        let counts = |p: &Value| (u(&p["samples"]), u(&p["missed"]));
+        if counts(task) != counts(chain) || u(&chain["missed"]) < u(&handler["missed"]) || u(&chain["samples"]) == 0 {
+            problems.push(format!(
+                "{what}: cpu{}: chain {:?}, task {:?}, handler {:?} (samples, missed)",
+                chain["cpu"],
+                counts(chain),
+                counts(task),
+                counts(handler)
+            ));
+        }
     }
+    problems
 }
 
 fn check_guest(dir: &Path, validator: &jsonschema::Validator) -> Vec<String> {
@@ -94,9 +118,19 @@ fn check_guest(dir: &Path, validator: &jsonschema::Validator) -> Vec<String> {
                 problems.push(format!("{name}/{file}: load {} failed: {}", l["spec"], l["error"]));
             }
         }
-        let planned = planned_periods(&doc);
+        if file.starts_with("wakeup") {
+            problems.extend(check_wakeup(&doc, &format!("{name}/{file}")));
+        }
         for p in doc["probes"].as_array().unwrap() {
             check_probe_invariants(p);
+            if p.get("noise").is_some() {
+                // Gaps are events, not periods: a busy loop that ran misses no window.
+                if doc["status"] == "complete" && u(&p["missed"]) != 0 {
+                    problems.push(format!("{name}/{file}: noise cpu{} missed {} windows", p["cpu"], p["missed"]));
+                }
+                continue;
+            }
+            let planned = planned_periods(&doc, p);
             let periods = u(&p["samples"]) + u(&p["missed"]);
             if doc["status"] == "complete" && periods != planned {
                 problems.push(format!("{name}/{file}: cpu{} measured {periods} periods, planned {planned}", p["cpu"]));

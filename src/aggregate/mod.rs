@@ -32,6 +32,8 @@ pub struct LatencyStats {
     /// `None` when there are no samples.
     pub min_ns: Option<u64>,
     pub mean_ns: Option<f64>,
+    /// Sum of the histogrammed values (exact).
+    pub sum_ns: u64,
     /// The reported percentiles (`vocab::percentiles::REPORTED`).
     pub percentiles: Values,
     pub max_ns: Option<u64>,
@@ -129,6 +131,7 @@ impl Tally {
             handoff_overflows: self.lost,
             min_ns: mm.map(|m| m.0),
             mean_ns: (!self.hist.is_empty()).then(|| self.hist.sum() as f64 / self.hist.len() as f64),
+            sum_ns: self.hist.sum() as u64,
             percentiles: Values::from_fn(pct),
             max_ns: mm.map(|m| m.1),
             max_at_ns: mm.map(|_| self.max_period * interval_ns),
@@ -145,6 +148,10 @@ pub struct Account {
     pub schedule: Schedule,
     /// The probe's bounds (see `Probe::bounds`).
     pub bounds: Option<(u64, u64)>,
+    /// Its facts are events in windows of `interval_ns` (the noise probe's gaps), not periods:
+    /// a window without a fact is a quiet one; only windows its thread never reached (held off
+    /// its CPU until the end) are missed.
+    pub events: bool,
     /// The first period of each phase (phase 0 starts at period 1); empty: no phases.
     phase_first: Vec<u64>,
     pub run: Tally,
@@ -205,14 +212,67 @@ impl Account {
     }
 }
 
+impl Account {
+    /// When values were lost in the hand-off, the run's extremes are the thread's own.
+    fn keep_thread_extremes(&mut self, counters: &ThreadCounters) {
+        if counters.handoff_overflows.load(Relaxed) > 0 && self.run.samples > 0 {
+            let (lo, hi) = (counters.min_ns.load(Relaxed), counters.max_ns.load(Relaxed));
+            let mm = self.run.hist.min_max().map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi)));
+            if mm.1 > self.run.hist.min_max().map_or(0, |m| m.1) {
+                self.run.max_period = counters.max_period.load(Relaxed);
+            }
+            self.run.extremes = Some(mm);
+        }
+    }
+
+    /// Counts a value of period (or window) `period`: as warm-up, or in the run and its phase.
+    fn record(&mut self, period: u64, value: u64) {
+        if period <= self.schedule.warmup_periods {
+            self.warmup_samples += 1;
+        } else {
+            let phase = self.phase_of(period);
+            self.run.record(period, value, self.bounds);
+            if let Some(t) = self.phases.get_mut(phase) {
+                t.record(period, value, self.bounds);
+            }
+        }
+    }
+
+    /// Counts `n` events of window `window` (or before it) lost in the hand-off: samples
+    /// without a value.
+    fn lost_events(&mut self, window: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        if window <= self.schedule.warmup_periods {
+            self.warmup_samples += n;
+            self.warmup_lost += n;
+            return;
+        }
+        let phase = self.phase_of(window);
+        for t in std::iter::once(&mut self.run).chain(self.phases.get_mut(phase)) {
+            t.samples += n;
+            t.lost += n;
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Missed,
     Lost,
 }
 
-/// What the collector is told of each ring: its key, its periods, its probe's bounds.
-pub type SeriesPlan = (SeriesKey, Schedule, Option<(u64, u64)>);
+/// What the collector is told of each ring.
+#[derive(Debug, Clone, Copy)]
+pub struct SeriesPlan {
+    pub key: SeriesKey,
+    pub schedule: Schedule,
+    /// Its probe's bounds (see `Probe::bounds`).
+    pub bounds: Option<(u64, u64)>,
+    /// Its facts are events (`Probe::events`): no period is ever missed.
+    pub events: bool,
+}
 
 /// Turns the facts handed over by the measurement threads into tallies per CPU and per phase.
 /// Each period is counted exactly once: as a sample, a lost sample or a missed period; as
@@ -232,7 +292,7 @@ impl Collector {
         let phases = if phase_bounds.is_empty() { 0 } else { phase_bounds.len() + 1 };
         let accounts = threads
             .iter()
-            .map(|&(key, schedule, bounds)| {
+            .map(|&SeriesPlan { key, schedule, bounds, events }| {
                 let phase_first: Vec<u64> = if phases == 0 {
                     Vec::new()
                 } else {
@@ -242,6 +302,7 @@ impl Collector {
                     key,
                     schedule,
                     bounds,
+                    events,
                     phase_first,
                     run: Tally::default(),
                     phases: vec![Tally::default(); phases],
@@ -259,19 +320,17 @@ impl Collector {
     /// Counts one fact from thread `i`.
     pub fn take(&mut self, i: usize, s: Sample) {
         let c = &mut self.accounts[i];
+        if c.events {
+            c.lost_events(s.period, s.lost_before);
+            c.record(s.period, s.latency_ns);
+            c.accounted = c.accounted.max(s.period);
+            return;
+        }
         let gap_start = c.accounted + 1;
         let lost_end = gap_start.saturating_add(s.lost_before).min(s.period);
         c.count_range(gap_start, lost_end - 1, Kind::Lost);
         c.count_range(lost_end, s.period - 1, Kind::Missed);
-        if s.period <= c.schedule.warmup_periods {
-            c.warmup_samples += 1;
-        } else {
-            let phase = c.phase_of(s.period);
-            c.run.record(s.period, s.latency_ns, c.bounds);
-            if let Some(t) = c.phases.get_mut(phase) {
-                t.record(s.period, s.latency_ns, c.bounds);
-            }
-        }
+        c.record(s.period, s.latency_ns);
         c.count_range(s.period + 1, s.period + s.missed_after, Kind::Missed);
         c.accounted = s.period + s.missed_after;
     }
@@ -292,6 +351,22 @@ impl Collector {
     pub fn close(&mut self, i: usize, counters: &ThreadCounters, thread_ended: bool, end_ns: u64) {
         let c = &mut self.accounts[i];
         let end_period = (end_ns / c.schedule.interval_ns).min(c.schedule.periods);
+        if c.events {
+            // A loop that ended saw every window up to where it stopped (a quiet window has no
+            // event); one still held off its CPU saw none after its last event: those are missed.
+            if thread_ended {
+                let lost_total = counters.handoff_overflows.load(Relaxed);
+                let lost_tail = lost_total.saturating_sub(c.run.lost + c.warmup_lost);
+                c.lost_events(c.accounted.max(c.schedule.warmup_periods + 1), lost_tail);
+                c.keep_thread_extremes(counters);
+                c.accounted = c.accounted.max(counters.periods_done.load(Relaxed)).max(end_period);
+            } else if c.accounted < end_period {
+                c.count_range(c.accounted + 1, end_period, Kind::Missed);
+                c.unserved += end_period - c.accounted;
+                c.accounted = end_period;
+            }
+            return;
+        }
         if thread_ended {
             let done = counters.periods_done.load(Relaxed);
             let lost_total = counters.handoff_overflows.load(Relaxed);
@@ -301,14 +376,7 @@ impl Collector {
             c.count_range(from, lost_end - 1, Kind::Lost);
             c.count_range(lost_end, done, Kind::Missed);
             c.accounted = c.accounted.max(done);
-            if lost_total > 0 && c.run.samples > 0 {
-                let (lo, hi) = (counters.min_ns.load(Relaxed), counters.max_ns.load(Relaxed));
-                let mm = c.run.hist.min_max().map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi)));
-                if mm.1 > c.run.hist.min_max().map_or(0, |m| m.1) {
-                    c.run.max_period = counters.max_period.load(Relaxed);
-                }
-                c.run.extremes = Some(mm);
-            }
+            c.keep_thread_extremes(counters);
         }
         let from = c.accounted + 1;
         if from <= end_period {
@@ -396,7 +464,9 @@ mod tests {
     /// `n` timer threads at 1 ms on CPUs 0.., with `warmup` of `periods` periods.
     fn threads(n: usize, warmup: u64, periods: u64) -> Vec<SeriesPlan> {
         let s = Schedule { interval_ns: 1_000_000, warmup_periods: warmup, periods };
-        (0..n).map(|cpu| (SeriesKey { probe: 0, cpu, series: 0 }, s, None)).collect()
+        (0..n)
+            .map(|cpu| SeriesPlan { key: SeriesKey { probe: 0, cpu, series: 0 }, schedule: s, bounds: None, events: false })
+            .collect()
     }
 
     fn fact(period: u64, missed_after: u64, lost_before: u64) -> Sample {

@@ -8,6 +8,7 @@
 //! ([`rtrb`]) to the non-RT collector, and atomics for what must never be lost (extremes,
 //! hand-off overflows, periods done). [`registry`] knows every probe by name.
 
+pub mod noise;
 pub mod period;
 pub mod registry;
 pub mod timer;
@@ -93,6 +94,12 @@ pub trait Probe: Send + Sync + std::fmt::Debug {
     fn bounds(&self) -> Option<(u64, u64)> {
         None
     }
+    /// For a probe whose facts are events rather than periods (the noise probe's gaps over a
+    /// threshold): the threshold. Its schedule's periods are then windows that place each event
+    /// in time (its phase, its warm-up); none is ever missed.
+    fn events(&self) -> Option<u64> {
+        None
+    }
     /// The names of the value series each instance reports, the headline first (the wake-up
     /// chain: `chain`, `handler`, `task`). Empty: one series, named by the probe alone.
     fn series(&self) -> &'static [&'static str] {
@@ -175,10 +182,18 @@ impl Handoff {
         self.done
     }
 
-    /// Says that every period up to `period` not yet handed over passed unserved (the wake-up
-    /// chain's task, when its handler ended after events it never received).
+    /// Hands over an event of window `window` with value `value_ns` (an event-accounted probe,
+    /// see [`Probe::events`]): wait-free; a full ring loses the value, never the count.
     #[inline(always)]
-    pub fn missed_through(&mut self, period: u64) {
+    pub fn event(&mut self, window: u64, value_ns: u64) {
+        self.served(window, value_ns, 0);
+    }
+
+    /// Says that every period up to `period` is accounted for: those not yet handed over passed
+    /// unserved (the wake-up chain's task, when its handler ended after events it never
+    /// received), or, for an event-accounted probe, were quiet.
+    #[inline(always)]
+    pub fn accounted_through(&mut self, period: u64) {
         if period > self.done {
             self.done = period;
             self.counters.periods_done.store(period, Relaxed);

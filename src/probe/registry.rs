@@ -2,7 +2,7 @@
 //! system) and building the probe for a run's timing. Adding a probe means one entry in
 //! [`PROBES`] and its module; nothing else names it.
 
-use super::{period, timer, wakeup, Probe, Schedule};
+use super::{noise, period, timer, wakeup, Probe, Schedule};
 use crate::vocab::cpus::parse_cpu_list;
 use crate::vocab::units::{parse_duration_ns, Nanos};
 use std::sync::Arc;
@@ -61,6 +61,13 @@ const PROBES: &[Entry] = &[
         interval_ns: None,
         options: "interval=DURATION, via=eventfd|futex|pipe|mq|signal|sem|pi-mutex, cross, priority=2..99 (99)",
         build: build_wakeup,
+    },
+    Entry {
+        name: noise::NAME,
+        series: &[],
+        interval_ns: None,
+        options: "threshold=DURATION (1us), interval=DURATION (the window events are placed in)",
+        build: build_noise,
     },
 ];
 
@@ -234,12 +241,31 @@ fn build_wakeup(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>,
             "cross" => {
                 return Err(format!("--measure '{}': write 'cross' alone (the task on the next CPU), not cross={v}", spec.text))
             }
-            "priority" => p.priority = v.parse().ok().filter(|n| (2..=99).contains(n)).ok_or_else(|| {
-                format!(
+            "priority" => {
+                p.priority = v.parse().ok().filter(|n| (2..=99).contains(n)).ok_or_else(|| {
+                    format!(
                     "--measure '{}': priority={v} is not an RT priority within 2..99 (the task runs one below); e.g. priority=99",
                     spec.text
                 )
-            })?,
+                })?
+            }
+            other => return Err(spec.unknown_option(other)),
+        }
+    }
+    Ok(Arc::new(p))
+}
+
+/// `noise[:threshold=1us,interval=1ms]`.
+fn build_noise(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+    let mut p = noise::NoiseProbe { schedule: schedule(timing, timing.interval_ns), threshold_ns: noise::DEFAULT_THRESHOLD_NS };
+    for (k, v) in &spec.options {
+        match k.as_str() {
+            "interval" => p.schedule = schedule(timing, interval_option(spec, v)?),
+            "threshold" => {
+                p.threshold_ns = parse_duration_ns(v, None).ok().filter(|t| (1..=1_000_000_000).contains(t)).ok_or_else(|| {
+                    format!("--measure '{}': threshold={v} is not a time within 1 ns..1 s; e.g. threshold=1us", spec.text)
+                })?
+            }
             other => return Err(spec.unknown_option(other)),
         }
     }

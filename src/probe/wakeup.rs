@@ -226,6 +226,6 @@ impl RtLoop for TaskLoop {
         }
         // Events after the last one taken were never received (or never posted).
         let last = shared.last_period.load(Relaxed);
-        out.iter_mut().for_each(|o| o.missed_through(last));
+        out.iter_mut().for_each(|o| o.accounted_through(last));
     }
 }

@@ -99,6 +99,57 @@ fn chain_report(probes: &[ProbeResult]) -> String {
     s
 }
 
+/// The noise floor per CPU: the gaps over the threshold, their share of the time, the longest;
+/// and RT throttling named when its signature shows (see [`throttling_gaps`]).
+fn noise_report(r: &RunResult) -> String {
+    let mut s = String::new();
+    for p in r.probes.iter().filter(|p| p.noise.is_some()) {
+        let n = p.noise.expect("filtered");
+        if s.is_empty() {
+            let _ = writeln!(s, "\nNoise floor (busy loop; gaps over {}), per CPU:", Nanos(n.threshold_ns));
+        }
+        let at = p.max_at_ns.map_or(String::new(), |t| format!(" in the window ending {:.3} s", t as f64 / 1e9));
+        let _ = writeln!(
+            s,
+            "  {}: {} gaps, {} per second ({:.4} % of the CPU), longest {} µs{at}",
+            p.scope(),
+            p.samples,
+            Nanos(n.ns_per_s),
+            n.ns_per_s as f64 / 1e7,
+            opt_us(p.max_ns)
+        );
+        if let Some(line) = throttling_gaps(r, p) {
+            let _ = writeln!(s, "    {line}");
+        }
+    }
+    s
+}
+
+/// RT throttling's signature in a noise entry: a gap of about `period − runtime` (50 ms at the
+/// default 950 000 of 1 000 000 µs) at least once every two seconds measured.
+fn throttling_gaps(r: &RunResult, p: &ProbeResult) -> Option<String> {
+    let sys = &r.system;
+    let (runtime, period) = (sys.sched_rt_runtime_us?, sys.sched_rt_period_us?);
+    if runtime < 0 || runtime >= period {
+        return None;
+    }
+    let gap = (period - runtime) as u64 * 1000;
+    let (lo, hi) = (gap * 6 / 10, gap * 12 / 10);
+    let n: u64 = p.histogram.buckets.triples().filter(|&[a, b, _]| a >= lo && b <= hi).map(|[_, _, c]| c).sum();
+    let seconds = r.measured_ns / 1_000_000_000;
+    (n >= 1 && n * 2 >= seconds).then(|| {
+        format!(
+            "{n} gaps of {}..{}: the signature of RT throttling (sched_rt_runtime_us={runtime} of {period} lets \
+             other tasks take {} every {} from a busy RT loop); for the measurement write -1 to \
+             /proc/sys/kernel/sched_rt_runtime_us, or keep other tasks off this CPU",
+            Nanos(lo),
+            Nanos(hi),
+            Nanos(gap),
+            Nanos(period as u64 * 1000)
+        )
+    })
+}
+
 /// Renders the summary as text.
 pub fn render(r: &RunResult) -> String {
     let mut s = String::new();
@@ -193,6 +244,7 @@ pub fn render(r: &RunResult) -> String {
         s += &cycle_report(p);
     }
     s += &chain_report(&r.probes);
+    s += &noise_report(r);
     if let Some(line) = r.verdict.shortest_cycle_sentence() {
         let _ = writeln!(s, "{line}.");
     }

@@ -171,7 +171,20 @@ pub struct ProbeResult {
     /// For a probe with bounds (the period loop): the values under and over them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bounds: Option<crate::aggregate::BoundCounts>,
+    /// For the noise probe: how much of the time the gaps took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<NoiseFigures>,
     pub histogram: histogram::HistogramData,
+}
+
+/// The noise floor in one scope: every gap over the threshold, summed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoiseFigures {
+    pub threshold_ns: u64,
+    /// All gaps over the threshold together (those lost in the hand-off excepted).
+    pub total_ns: u64,
+    /// `total_ns` per second of measurement: 1 000 000 is 0.1 % of the CPU.
+    pub ns_per_s: u64,
 }
 
 impl ProbeResult {
@@ -197,8 +210,17 @@ impl ProbeResult {
             max_ns: s.max_ns,
             max_at_ns: s.max_at_ns,
             bounds: s.bounds,
+            noise: None,
             histogram: histogram::HistogramData::encode(hist),
         }
+    }
+
+    /// Adds the noise figures of an event-accounted probe (gaps over `threshold_ns`) whose
+    /// values sum to `sum_ns` over `span_ns` of measurement.
+    pub fn with_noise(mut self, threshold_ns: u64, sum_ns: u64, span_ns: u64) -> ProbeResult {
+        let per_second = if span_ns == 0 { 0 } else { (sum_ns as u128 * 1_000_000_000 / span_ns as u128) as u64 };
+        self.noise = Some(NoiseFigures { threshold_ns, total_ns: sum_ns, ns_per_s: per_second });
+        self
     }
 
     /// Where this result stands, for messages: `cpu3` or `all CPUs`.

@@ -19,7 +19,8 @@ pub fn runner() -> Option<String> {
 }
 
 /// Waits (at most 60 s) until process `pid` is measuring — one of its measurement threads
-/// (named `rtgauge-<probe><cpu>`) waits in its loop's sleep — instead of assuming how long
+/// (named `rtgauge-<probe><cpu>`) waits in its loop's sleep, or the noise probe's busy loop has
+/// used a second tick of CPU time (its set-up takes far less) — instead of assuming how long
 /// start-up takes: on a busy host under an emulator it took over 1.5 s (CI), and a signal or a
 /// stall sent earlier lands in the set-up instead of the measurement.
 pub fn wait_until_measuring(pid: u32) {
@@ -27,7 +28,10 @@ pub fn wait_until_measuring(pid: u32) {
     let in_loop = |task: &std::path::Path| {
         let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
         let wchan = std::fs::read_to_string(task.join("wchan")).unwrap_or_default();
-        comm.starts_with("rtgauge-") && wchan.contains("nanosleep")
+        let stat = std::fs::read_to_string(task.join("stat")).unwrap_or_default();
+        // utime is the 14th field; the name in parentheses holds no spaces here.
+        let ticks: u64 = stat.split_whitespace().nth(13).and_then(|t| t.parse().ok()).unwrap_or(0);
+        comm.starts_with("rtgauge-") && (wchan.contains("nanosleep") || (comm.starts_with("rtgauge-noise") && ticks >= 2))
     };
     loop {
         let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>());

@@ -1,0 +1,128 @@
+//! The noise floor (`--measure noise`): a busy loop per CPU whose gaps over a threshold are
+//! events — none missed, each in exactly one phase, their share of the time summed — and an
+//! injected stall (`rtgauge stall`) is one gap of its size, ending where it ended, on its CPU
+//! only. Its own file: a busy loop at the measurement's priority would starve another test's
+//! measurement threads on the same CPU, so these tests take turns and no other test binary runs
+//! beside them.
+
+mod common;
+use common::*;
+use rtgauge::result::{ProbeResult, RunResult};
+use std::process::Stdio;
+use std::sync::{Mutex, MutexGuard};
+
+/// One busy-loop test at a time.
+fn turn() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn typed(doc: serde_json::Value) -> RunResult {
+    serde_json::from_value(doc).expect("the document is a RunResult")
+}
+
+fn entry<'a>(r: &'a RunResult, probe: &str, cpu: usize) -> &'a ProbeResult {
+    r.probes.iter().find(|p| p.probe == probe && p.cpu == Some(cpu)).unwrap_or_else(|| panic!("no {probe}/cpu{cpu}"))
+}
+
+/// Gaps are events: nothing is ever missed, every gap is over the threshold, the share of the
+/// time adds up, and with a load's phases the events split exactly.
+#[test]
+fn noise_gaps_are_events_that_add_up_in_the_run_and_its_phases() {
+    let _t = turn();
+    let cpu = *online_cpus().last().unwrap();
+    let (code, doc, out) = run_json(&[
+        "-D",
+        "900ms",
+        "--warmup",
+        "0",
+        "--load",
+        "cmd:sleep 1000@300ms..600ms",
+        "--measure",
+        &format!("noise:threshold=2us@{cpu}"),
+    ]);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let r = typed(doc.clone());
+    let p = entry(&r, "noise", cpu);
+    let n = p.noise.expect("noise figures");
+    assert_eq!((n.threshold_ns, p.missed, p.warmup_missed), (2_000, 0, 0));
+    assert!(p.min_ns.is_none_or(|m| m > 2_000), "every gap is over the threshold: {:?}", p.min_ns);
+    assert_eq!(n.ns_per_s, (n.total_ns as u128 * 1_000_000_000 / r.measured_ns as u128) as u64);
+    assert!(p.samples == 0 || n.total_ns >= p.samples * 2_000, "{n:?} for {} gaps", p.samples);
+    check_probe_invariants(&serde_json::to_value(p).unwrap());
+    // Three phases, the events of each in exactly one.
+    let phases = &r.phases;
+    assert_eq!(phases.len(), 3);
+    let sum: u64 = phases.iter().map(|ph| ph.probes.iter().find(|q| q.cpu == Some(cpu)).unwrap().samples).sum();
+    assert_eq!(sum, p.samples, "the phases hold every gap once");
+    assert!(phases.iter().all(|ph| ph.probes[0].noise.is_some()));
+}
+
+/// A 300 ms stall of one CPU is one gap at least that long there, ending where the stall ended;
+/// the other CPU's floor does not see it.
+#[test]
+fn a_stall_shows_in_the_noise_floor_as_one_gap_of_its_size_on_its_cpu_only() {
+    let _t = turn();
+    let cpus = online_cpus();
+    if cpus.len() < 2 {
+        eprintln!("SKIPPED: needs two CPUs");
+        return;
+    }
+    let (calm_cpu, hit_cpu) = (cpus[0], cpus[1]);
+    let run = rtgauge(&[
+        "run",
+        "-q",
+        "--json",
+        "-",
+        "-D",
+        "2s",
+        "--warmup",
+        "0",
+        "--load",
+        "none",
+        "--measure",
+        &format!("noise@{calm_cpu},{hit_cpu}"),
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let s = stall_while_measuring(&run, 500, hit_cpu, 300);
+    let stall_ns = u(&s["duration_ns"]);
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = typed(serde_json::from_slice(&out.stdout).unwrap());
+    let (hit, calm) = (entry(&r, "noise", hit_cpu), entry(&r, "noise", calm_cpu));
+    assert!(hit.max_ns.unwrap() >= stall_ns, "longest gap {:?} for a {stall_ns} ns stall", hit.max_ns);
+    assert!(hit.noise.unwrap().total_ns >= stall_ns);
+    let ended = hit.max_at_ns.unwrap() + r.monotonic_start_ns;
+    let stall_end = u(&s["end_ns"]);
+    assert!(ended + 50_000_000 >= stall_end && ended <= stall_end + 50_000_000, "gap ended {ended}, stall {stall_end}");
+    assert!(calm.max_ns.is_none_or(|m| m < stall_ns / 2), "cpu{calm_cpu}: longest gap {:?}", calm.max_ns);
+    assert_eq!((hit.missed, calm.missed), (0, 0), "a busy loop misses nothing");
+}
+
+/// A busy loop that sees no gap measured a quiet CPU: that passes; the verdict does not call it
+/// "nothing measured". A window the loop never reached would be missed (see the collector).
+#[test]
+fn a_quiet_cpu_passes_its_noise_requirements() {
+    let _t = turn();
+    let cpu = *online_cpus().last().unwrap();
+    let (code, doc, out) = run_json(&[
+        "--loops",
+        "200",
+        "--warmup",
+        "0",
+        "--load",
+        "none",
+        "--measure",
+        &format!("noise:threshold=1s@{cpu}"),
+        "--require",
+        "noise.missed==0",
+    ]);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let r = typed(doc);
+    let p = entry(&r, "noise", cpu);
+    assert_eq!((p.samples, p.missed, p.noise.unwrap().total_ns), (0, 0, 0), "no gap of a second in 200 ms");
+    assert!(r.verdict.passed, "{:?}", r.verdict.checks);
+}
