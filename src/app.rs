@@ -17,6 +17,7 @@ pub fn main() -> ExitCode {
         cli::Command::Run(args) => plan_run(&args).and_then(|plan| lifecycle::run(plan, std::env::args().collect())),
         cli::Command::Scenarios(a) => scenarios(a.name.as_deref()),
         cli::Command::Stall(a) => stall(a),
+        cli::Command::UdpEcho(a) => lifecycle::udp_echo(&a),
         cli::Command::Load(a) => lifecycle::load_only(&a, std::env::args().collect()),
         cli::Command::Worker => return ExitCode::from(load::worker::main()),
         cli::Command::Guardian => return ExitCode::from(load::guardian::main()),
@@ -86,7 +87,7 @@ fn clap_error(e: clap::Error) -> ExitCode {
             let first: Vec<&str> =
                 rendered.split("\n\n").next().unwrap_or("invalid command line").lines().map(str::trim).collect();
             let first = first.join(" ");
-            let known = |a: &String| ["run", "load", "stall", "scenarios"].contains(&a.as_str());
+            let known = |a: &String| ["run", "load", "stall", "scenarios", "udp-echo"].contains(&a.as_str());
             let help =
                 std::env::args().nth(1).filter(known).map_or("rtgauge --help".to_string(), |c| format!("rtgauge {c} --help"));
             eprintln!("rtgauge: error: {} (see '{help}')", first.trim_start_matches("error: "));

@@ -57,6 +57,15 @@ pub enum Command {
     #[command(after_help = "Example:\n  rtgauge run --cpus 1 -D 5s &  sleep 2; rtgauge stall --cpu 1 --duration 200ms\n      \
         cpu1's worst case must be at least ~200 ms, with ~200 missed 1 ms periods.")]
     Stall(StallArgs),
+    /// Send every UDP datagram back to its sender: the other end of '--measure udp', run on the
+    /// other host (at an RT priority, until Ctrl-C or --duration)
+    #[command(
+        name = "udp-echo",
+        after_help = "Example:\n  board-b$ rtgauge udp-echo --listen 0.0.0.0:9000 --cpu 1\n  \
+        board-a$ rtgauge run --measure udp:target=BOARD_B:9000,rate=1000,size=64@1\n      \
+        The Cortex-A53 slides' UDP ping-pong between two boards: round trips per period, lost and late replies."
+    )]
+    UdpEcho(UdpEchoArgs),
     /// List the built-in scenarios, or print one as TOML
     Scenarios(ScenariosArgs),
     /// Run load generators on their own, like stress or hackbench
@@ -147,7 +156,9 @@ pub struct RunArgs {
     /// FIFO 99 woken by a timer wakes a task at FIFO 98: series chain, handler, task; interval=,
     /// via=eventfd|futex|pipe|mq|signal|sem|pi-mutex, cross (the task on the next CPU),
     /// priority=99), noise (a busy loop's gaps over a threshold, as oslat: threshold=1us; give it
-    /// CPUs of its own) [default: timer on every measured CPU]
+    /// CPUs of its own), udp (round trips to 'rtgauge udp-echo' on another host:
+    /// target=ADDR:PORT, rate=1000 or interval=, size=64, busy-poll=, so-priority=) [default: timer
+    /// on every measured CPU]
     #[arg(long = "measure", value_name = "PROBE", allow_hyphen_values = true)]
     pub measure: Vec<String>,
     /// Period of the timer (and of --loops and a warm-up in samples): 100us, 0.5ms, 1ms, ...
@@ -203,6 +214,22 @@ pub struct RunArgs {
     /// cyclictest does; 'off' measures with the idle states as configured [default: 0]
     #[arg(long, value_name = "US|off", allow_hyphen_values = true)]
     pub cpu_dma_latency: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct UdpEchoArgs {
+    /// Address and port to listen on (0.0.0.0:9000, [::]:9000, 10.0.0.2:9000)
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: String,
+    /// SCHED_FIFO priority of the echo, 1-99; 0 for SCHED_OTHER
+    #[arg(short, long, default_value_t = 80, allow_negative_numbers = true)]
+    pub priority: i32,
+    /// Pin the echo to this CPU
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Stop after this long [default: until Ctrl-C or SIGTERM]
+    #[arg(short = 'D', long, allow_hyphen_values = true)]
+    pub duration: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -271,6 +271,12 @@ impl Resolved {
     fn label(&self, k: SeriesKey) -> String {
         series_label(&self.probes, k)
     }
+    /// Adds the probe's own counts (see `Probe::counters`) to its result.
+    fn with_counts(&self, k: SeriesKey, mut r: ProbeResult, counts: [u64; probe::MAX_COUNTS]) -> ProbeResult {
+        let names = self.probes[k.probe].probe.counters();
+        r.counts = names.iter().zip(counts).map(|(n, c)| (n.to_string(), c)).collect();
+        r
+    }
     /// The result of series `k` on `cpu` (`None`: all its CPUs) measured from `span.0` to
     /// `span.1` (from the start of the run; the probe's warm-up is not measured); an event-
     /// accounted probe's noise figures are per CPU-second.
@@ -638,11 +644,17 @@ fn assemble(a: Assembly) -> RunResult {
         .into_iter()
         .map(|i| {
             let key = collector.accounts[i].key;
-            resolved.result(key, Some(key.cpu), collector.stats(i), (0, end_ns))
+            let r = resolved.result(key, Some(key.cpu), collector.stats(i), (0, end_ns));
+            resolved.with_counts(key, r, collector.accounts[i].counts)
         })
         .collect();
-    let combined: Vec<ProbeResult> =
-        resolved.series().map(|k| resolved.result(k, None, collector.combined_stats((k.probe, k.series)), (0, end_ns))).collect();
+    let combined: Vec<ProbeResult> = resolved
+        .series()
+        .map(|k| {
+            let r = resolved.result(k, None, collector.combined_stats((k.probe, k.series)), (0, end_ns));
+            resolved.with_counts(k, r, collector.combined_counts((k.probe, k.series)))
+        })
+        .collect();
     let phases = phases(resolved, collector, end_ns);
     let facts = verdict::RunFacts {
         status: a.status,
@@ -871,4 +883,48 @@ fn report_loads(
         })?;
     }
     Ok(if records.iter().any(|r| r.failed) { EXIT_FAILED } else { EXIT_PASSED })
+}
+
+/// `rtgauge udp-echo`: the other end of the UDP probe. Binds, takes its CPU and priority, says
+/// where it listens (stderr), echoes until a signal or `--duration`, and prints what it echoed
+/// (stdout, JSON).
+pub fn udp_echo(args: &crate::cli::UdpEchoArgs) -> Result<u8> {
+    let interrupts = Interrupts::install()?;
+    let addr: std::net::SocketAddr =
+        args.listen.parse().map_err(|_| anyhow!("--listen {}: not ADDR:PORT; e.g. --listen 0.0.0.0:9000", args.listen))?;
+    if !(0..=99).contains(&args.priority) {
+        bail!("--priority {}: not 0 (SCHED_OTHER) or 1-99; e.g. --priority 80", args.priority);
+    }
+    let duration = args
+        .duration
+        .as_deref()
+        .map(|d| crate::vocab::units::parse_duration_ns(d, None))
+        .transpose()
+        .map_err(|e| anyhow!("--duration: {e}; e.g. --duration 10m"))?;
+    if let Some(cpu) = args.cpu {
+        check_cpus("--cpu", &[cpu], &SystemInfo::probe())?;
+    }
+    let socket =
+        std::net::UdpSocket::bind(addr).map_err(|e| anyhow!("cannot listen on {addr}: {e}; choose another address or port"))?;
+    socket.set_nonblocking(true)?;
+    if let Some(cpu) = args.cpu {
+        sys::pin_thread_to_cpu(cpu).map_err(|e| anyhow!("cannot pin to CPU {cpu}: {e}"))?;
+    }
+    if args.priority > 0 {
+        sys::set_thread_scheduler(sys::Policy::Fifo, args.priority)
+            .map_err(|e| anyhow!("cannot run at SCHED_FIFO {}: {e}; run as root or give --priority 0", args.priority))?;
+    }
+    let _ = sys::lock_all_memory();
+    eprintln!("rtgauge udp-echo: listening on {}", socket.local_addr()?);
+    let stop = interrupts.stop.clone();
+    if let Some(ns) = duration {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_nanos(ns));
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    let echoed = probe::udp::echo(&socket, &stop)?;
+    println!("{}", serde_json::json!({ "listen": addr.to_string(), "echoed": echoed, "stopped_by": interrupts.which() }));
+    Ok(0)
 }

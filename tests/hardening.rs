@@ -45,10 +45,6 @@ fn wait_bounded(child: Child, limit: Duration, what: &str) -> (Duration, Output)
     }
 }
 
-fn signal(child: &Child, sig: &str) {
-    Command::new("kill").args(["-s", sig, &child.id().to_string()]).status().unwrap();
-}
-
 /// Samples and missed periods of one probe entry, measured and warm-up.
 fn periods(p: &Value) -> (u64, u64) {
     (u(&p["samples"]) + u(&p["missed"]), u(&p["warmup_samples"]) + u(&p["warmup_missed"]))

@@ -69,37 +69,33 @@ fn a_stall_shows_in_the_noise_floor_as_one_gap_of_its_size_on_its_cpu_only() {
         return;
     }
     let (calm_cpu, hit_cpu) = (cpus[0], cpus[1]);
-    let run = rtgauge(&[
-        "run",
-        "-q",
-        "--json",
-        "-",
-        "-D",
-        "2s",
-        "--warmup",
-        "0",
-        "--load",
-        "none",
-        "--measure",
-        &format!("noise@{calm_cpu},{hit_cpu}"),
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    // Under an emulator the stall's own start-up takes seconds of CPU: with busy loops on every
+    // CPU it would not start within the run, so the calm CPU is left free there (and unchecked).
+    let calm = runner().is_none().then_some(calm_cpu);
+    let cpu_list = calm.map_or(hit_cpu.to_string(), |c| format!("{c},{hit_cpu}"));
+    let run = rtgauge(&["run", "-q", "--json", "-", "-D", "2s", "--warmup", "0", "--load", "none", "--measure"])
+        .arg(format!("noise@{cpu_list}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let s = stall_while_measuring(&run, 500, hit_cpu, 300);
     let stall_ns = u(&s["duration_ns"]);
     let out = run.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let r = typed(serde_json::from_slice(&out.stdout).unwrap());
-    let (hit, calm) = (entry(&r, "noise", hit_cpu), entry(&r, "noise", calm_cpu));
+    let hit = entry(&r, "noise", hit_cpu);
     assert!(hit.max_ns.unwrap() >= stall_ns, "longest gap {:?} for a {stall_ns} ns stall", hit.max_ns);
     assert!(hit.noise.unwrap().total_ns >= stall_ns);
     let ended = hit.max_at_ns.unwrap() + r.monotonic_start_ns;
     let stall_end = u(&s["end_ns"]);
     assert!(ended + 50_000_000 >= stall_end && ended <= stall_end + 50_000_000, "gap ended {ended}, stall {stall_end}");
-    assert!(calm.max_ns.is_none_or(|m| m < stall_ns / 2), "cpu{calm_cpu}: longest gap {:?}", calm.max_ns);
-    assert_eq!((hit.missed, calm.missed), (0, 0), "a busy loop misses nothing");
+    assert_eq!(hit.missed, 0, "a busy loop misses nothing");
+    if let Some(c) = calm {
+        let calm = entry(&r, "noise", c);
+        assert!(calm.max_ns.is_none_or(|m| m < stall_ns / 2), "cpu{c}: longest gap {:?}", calm.max_ns);
+        assert_eq!(calm.missed, 0);
+    }
 }
 
 /// A busy loop that sees no gap measured a quiet CPU: that passes; the verdict does not call it

@@ -42,7 +42,21 @@ fn documents_validate_against_the_schema_and_every_field_is_described() {
     let (_, wakeup, _) = run_json(&["--loops", "30", "--warmup", "0", "--cpus", "0", "--measure", "wakeup", "--load", "none"]);
     let (_, noise, _) = run_json(&["--loops", "30", "--warmup", "0", "--measure", "noise:threshold=100ns@0", "--load", "none"]);
     let prose = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/result-schema.md")).unwrap();
-    for doc in [&complete, &other, &period, &wakeup, &noise] {
+    // A UDP run against an echo on loopback (on the port it was given), for its counts.
+    let mut echo = rtgauge(&["udp-echo", "--listen", "127.0.0.1:0", "-D", "60s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(echo.stderr.as_mut().unwrap()), &mut line).unwrap();
+    let target = line.trim().rsplit(' ').next().unwrap().to_string();
+    let (_, udp, _) =
+        run_json(&["--loops", "30", "--warmup", "0", "--measure", &format!("udp:target={target}@0"), "--load", "none"]);
+    let _ = echo.kill();
+    let _ = echo.wait();
+    assert!(udp["probes"][0]["counts"]["sent"].as_u64().is_some(), "{}", udp["probes"][0]);
+    for doc in [&complete, &other, &period, &wakeup, &noise, &udp] {
         let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
         assert!(errors.is_empty(), "schema violations: {errors:#?}");
         let mut names = Default::default();

@@ -166,6 +166,8 @@ pub struct Account {
     /// Periods counted as missed because the thread never came back to serve them (it was held
     /// off its CPU until the end).
     pub unserved: u64,
+    /// The probe's own counts, as the thread left them (see `Probe::counters`).
+    pub counts: [u64; crate::probe::MAX_COUNTS],
 }
 
 impl Account {
@@ -311,6 +313,7 @@ impl Collector {
                     warmup_lost: 0,
                     accounted: 0,
                     unserved: 0,
+                    counts: [0; crate::probe::MAX_COUNTS],
                 }
             })
             .collect();
@@ -351,6 +354,9 @@ impl Collector {
     pub fn close(&mut self, i: usize, counters: &ThreadCounters, thread_ended: bool, end_ns: u64) {
         let c = &mut self.accounts[i];
         let end_period = (end_ns / c.schedule.interval_ns).min(c.schedule.periods);
+        for (kept, count) in c.counts.iter_mut().zip(&counters.counts) {
+            *kept = count.load(Relaxed);
+        }
         if c.events {
             // A loop that ended saw every window up to where it stopped (a quiet window has no
             // event); one still held off its CPU saw none after its last event: those are missed.
@@ -408,6 +414,15 @@ impl Collector {
             (interval, bounds) = (c.schedule.interval_ns, c.bounds);
         }
         t.stats((ws, wm), interval, bounds)
+    }
+
+    /// The probe's own counts of series `series` of probe `probe`, summed over its CPUs.
+    pub fn combined_counts(&self, (probe, series): (usize, usize)) -> [u64; crate::probe::MAX_COUNTS] {
+        let mut sum = [0; crate::probe::MAX_COUNTS];
+        for (_, a) in self.of_series(probe, series) {
+            sum.iter_mut().zip(&a.counts).for_each(|(s, c)| *s += c);
+        }
+        sum
     }
 
     /// Number of phases (0: no phases).

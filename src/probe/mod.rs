@@ -12,6 +12,7 @@ pub mod noise;
 pub mod period;
 pub mod registry;
 pub mod timer;
+pub mod udp;
 pub mod wakeup;
 
 use crate::sys;
@@ -50,7 +51,13 @@ pub struct ThreadCounters {
     pub handoff_overflows: AtomicU64,
     /// Periods accounted for so far (served or missed).
     pub periods_done: AtomicU64,
+    /// The probe's own counts (`Probe::counters` names them): the UDP probe's packets sent and
+    /// replies that came late.
+    pub counts: [AtomicU64; MAX_COUNTS],
 }
+
+/// How many counts of its own a probe may keep (see [`Probe::counters`]).
+pub const MAX_COUNTS: usize = 2;
 
 impl Default for ThreadCounters {
     fn default() -> Self {
@@ -60,6 +67,7 @@ impl Default for ThreadCounters {
             max_period: AtomicU64::new(0),
             handoff_overflows: AtomicU64::new(0),
             periods_done: AtomicU64::new(0),
+            counts: [AtomicU64::new(0), AtomicU64::new(0)],
         }
     }
 }
@@ -99,6 +107,11 @@ pub trait Probe: Send + Sync + std::fmt::Debug {
     /// in time (its phase, its warm-up); none is ever missed.
     fn events(&self) -> Option<u64> {
         None
+    }
+    /// Names of counts of its own each thread keeps beside its facts (at most [`MAX_COUNTS`];
+    /// [`Handoff::count`]), reported per CPU and summed: the UDP probe's `sent` and `late`.
+    fn counters(&self) -> &'static [&'static str] {
+        &[]
     }
     /// The names of the value series each instance reports, the headline first (the wake-up
     /// chain: `chain`, `handler`, `task`). Empty: one series, named by the probe alone.
@@ -187,6 +200,12 @@ impl Handoff {
     #[inline(always)]
     pub fn event(&mut self, window: u64, value_ns: u64) {
         self.served(window, value_ns, 0);
+    }
+
+    /// Sets the probe's own count `i` (see [`Probe::counters`]) to `value`.
+    #[inline(always)]
+    pub fn count(&mut self, i: usize, value: u64) {
+        self.counters.counts[i].store(value, Relaxed);
     }
 
     /// Says that every period up to `period` is accounted for: those not yet handed over passed

@@ -2,7 +2,7 @@
 //! system) and building the probe for a run's timing. Adding a probe means one entry in
 //! [`PROBES`] and its module; nothing else names it.
 
-use super::{noise, period, timer, wakeup, Probe, Schedule};
+use super::{noise, period, timer, udp, wakeup, Probe, Schedule};
 use crate::vocab::cpus::parse_cpu_list;
 use crate::vocab::units::{parse_duration_ns, Nanos};
 use std::sync::Arc;
@@ -69,6 +69,14 @@ const PROBES: &[Entry] = &[
         options: "threshold=DURATION (1us), interval=DURATION (the window events are placed in)",
         build: build_noise,
     },
+    Entry {
+        name: udp::NAME,
+        series: &[],
+        interval_ns: None,
+        options: "target=ADDR:PORT (an 'rtgauge udp-echo'), rate=PER_SECOND or interval=DURATION, size=BYTES (64), \
+                  busy-poll=DURATION, so-priority=N",
+        build: build_udp,
+    },
 ];
 
 /// The probe `rtgauge run` measures with when no `--measure` is given.
@@ -120,7 +128,12 @@ impl MeasureSpec {
     /// follows the run's.
     pub fn own_interval_ns(&self) -> Option<u64> {
         let entry = PROBES.iter().find(|e| e.name == self.name).expect("known probe");
-        self.options.iter().find(|(k, _)| k == "interval").and_then(|(_, v)| interval_option(self, v).ok()).or(entry.interval_ns)
+        let own = |(k, v): &(String, String)| match k.as_str() {
+            "interval" => interval_option(self, v).ok(),
+            "rate" => rate_option(self, v).ok(),
+            _ => None,
+        };
+        self.options.iter().find_map(own).or(entry.interval_ns)
     }
 
     fn unknown_option(&self, key: &str) -> String {
@@ -143,6 +156,18 @@ fn interval_option(spec: &MeasureSpec, v: &str) -> Result<u64, String> {
             spec.text,
             Nanos(super::MIN_INTERVAL_NS),
             Nanos(super::MAX_INTERVAL_NS)
+        )
+    })
+}
+
+/// The value of `rate=` (events per second), as an interval, checked.
+fn rate_option(spec: &MeasureSpec, v: &str) -> Result<u64, String> {
+    // A whole number a second: at most a second apart, at least the shortest interval.
+    let range = 1..=1_000_000_000 / super::MIN_INTERVAL_NS;
+    v.parse::<u64>().ok().filter(|r| range.contains(r)).map(|r| 1_000_000_000 / r).ok_or_else(|| {
+        format!(
+            "--measure '{}': rate={v} is not a whole number of datagrams per second within {range:?}; e.g. rate=1000",
+            spec.text
         )
     })
 }
@@ -269,6 +294,52 @@ fn build_noise(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, 
             other => return Err(spec.unknown_option(other)),
         }
     }
+    Ok(Arc::new(p))
+}
+
+/// `udp:target=ADDR:PORT[,rate=1000|interval=1ms,size=64,busy-poll=50us,so-priority=6]`.
+fn build_udp(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+    let mut target = None;
+    let mut p = udp::UdpProbe {
+        schedule: schedule(timing, timing.interval_ns),
+        target: "127.0.0.1:9".parse().expect("valid"),
+        size: 64,
+        busy_poll_us: 0,
+        so_priority: None,
+    };
+    let bad = |what: &str, e: &str| format!("--measure '{}': {what}; e.g. {e}", spec.text);
+    for (k, v) in &spec.options {
+        match k.as_str() {
+            "target" => {
+                target = Some(v.parse().map_err(|_| bad(&format!("target={v} is not ADDR:PORT"), "target=192.168.1.2:9000"))?)
+            }
+            "interval" => p.schedule = schedule(timing, interval_option(spec, v)?),
+            "rate" => p.schedule = schedule(timing, rate_option(spec, v)?),
+            "size" => {
+                p.size = v.parse().ok().filter(|n| (udp::MIN_SIZE..=udp::MAX_SIZE).contains(n)).ok_or_else(|| {
+                    bad(&format!("size={v} is not a payload of {}..{} bytes", udp::MIN_SIZE, udp::MAX_SIZE), "size=64")
+                })?
+            }
+            "busy-poll" => {
+                let ns = parse_duration_ns(v, None).ok().filter(|&ns| ns <= 1_000_000_000);
+                p.busy_poll_us = ns
+                    .map(|ns| ns.div_ceil(1000) as u32)
+                    .ok_or_else(|| bad(&format!("busy-poll={v} is not a time up to 1 s"), "busy-poll=50us"))?
+            }
+            "so-priority" => {
+                p.so_priority = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|&n: &u32| n <= 6)
+                        .ok_or_else(|| bad(&format!("so-priority={v} is not 0..6"), "so-priority=6"))?,
+                )
+            }
+            other => return Err(spec.unknown_option(other)),
+        }
+    }
+    p.target = target.ok_or_else(|| {
+        bad("udp needs the echo's address, target=ADDR:PORT ('rtgauge udp-echo' there)", "udp:target=192.168.1.2:9000")
+    })?;
     Ok(Arc::new(p))
 }
 

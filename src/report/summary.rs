@@ -150,6 +150,28 @@ fn throttling_gaps(r: &RunResult, p: &ProbeResult) -> Option<String> {
     })
 }
 
+/// The UDP round trips per CPU: datagrams sent, replies in time, late, never back.
+fn udp_report(probes: &[ProbeResult]) -> String {
+    use crate::probe::udp::{COUNTERS, NAME};
+    let mut s = String::new();
+    for p in probes.iter().filter(|p| p.probe == NAME) {
+        let (sent, late) = (p.counts.get(COUNTERS[0]).copied().unwrap_or(0), p.counts.get(COUNTERS[1]).copied().unwrap_or(0));
+        if s.is_empty() {
+            s += "\nUDP round trips, per CPU:\n";
+        }
+        let _ = writeln!(
+            s,
+            "  {}: {sent} datagrams sent, {} answered in their period ({} of them in the warm-up), {late} answered late, \
+             {} never answered",
+            p.scope(),
+            p.samples + p.warmup_samples,
+            p.warmup_samples,
+            sent.saturating_sub(p.samples + p.warmup_samples + late)
+        );
+    }
+    s
+}
+
 /// Renders the summary as text.
 pub fn render(r: &RunResult) -> String {
     let mut s = String::new();
@@ -245,6 +267,7 @@ pub fn render(r: &RunResult) -> String {
     }
     s += &chain_report(&r.probes);
     s += &noise_report(r);
+    s += &udp_report(&r.probes);
     if let Some(line) = r.verdict.shortest_cycle_sentence() {
         let _ = writeln!(s, "{line}.");
     }

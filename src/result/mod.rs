@@ -171,6 +171,10 @@ pub struct ProbeResult {
     /// For a probe with bounds (the period loop): the values under and over them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bounds: Option<crate::aggregate::BoundCounts>,
+    /// The probe's own counts (the UDP probe's `sent`, `late`), over the whole run; absent in
+    /// phases and for probes without any.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub counts: std::collections::BTreeMap<String, u64>,
     /// For the noise probe: how much of the time the gaps took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseFigures>,
@@ -210,6 +214,7 @@ impl ProbeResult {
             max_ns: s.max_ns,
             max_at_ns: s.max_at_ns,
             bounds: s.bounds,
+            counts: Default::default(),
             noise: None,
             histogram: histogram::HistogramData::encode(hist),
         }

@@ -184,6 +184,7 @@ mod tests {
             max_ns: Some(max),
             max_at_ns: Some(0),
             bounds: None,
+            counts: Default::default(),
             noise: None,
             histogram: HistogramData::encode(&h),
         }

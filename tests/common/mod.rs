@@ -19,29 +19,37 @@ pub fn runner() -> Option<String> {
 }
 
 /// Waits (at most 60 s) until process `pid` is measuring — one of its measurement threads
-/// (named `rtgauge-<probe><cpu>`) waits in its loop's sleep, or the noise probe's busy loop has
-/// used a second tick of CPU time (its set-up takes far less) — instead of assuming how long
-/// start-up takes: on a busy host under an emulator it took over 1.5 s (CI), and a signal or a
-/// stall sent earlier lands in the set-up instead of the measurement.
+/// (named `rtgauge-<probe><cpu>`) waits in its loop's sleep, or a busy loop (the noise probe's,
+/// which never sleeps) runs after it was seen waiting for its start — instead of assuming how
+/// long start-up takes: on a busy host under an emulator it took over 1.5 s (CI), and a signal
+/// or a stall sent earlier lands in the set-up instead of the measurement.
 pub fn wait_until_measuring(pid: u32) {
     let t = std::time::Instant::now();
-    let in_loop = |task: &std::path::Path| {
-        let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
-        let wchan = std::fs::read_to_string(task.join("wchan")).unwrap_or_default();
-        let stat = std::fs::read_to_string(task.join("stat")).unwrap_or_default();
-        // utime is the 14th field; the name in parentheses holds no spaces here.
-        let ticks: u64 = stat.split_whitespace().nth(13).and_then(|t| t.parse().ok()).unwrap_or(0);
-        comm.starts_with("rtgauge-") && (wchan.contains("nanosleep") || (comm.starts_with("rtgauge-noise") && ticks >= 2))
-    };
+    let read = |task: &std::path::Path, f: &str| std::fs::read_to_string(task.join(f)).unwrap_or_default();
+    // Threads seen set up and waiting for their start (blocked on a futex, not sleeping).
+    let mut waiting = std::collections::HashSet::new();
     loop {
         let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>());
-        match tasks {
-            Ok(tasks) if tasks.iter().any(|t| in_loop(t)) => return,
-            Ok(_) => {}
+        let tasks = match tasks {
+            Ok(t) => t,
             Err(e) => panic!("process {pid} ended before it measured: {e}"),
+        };
+        for task in &tasks {
+            if !read(task, "comm").starts_with("rtgauge-") {
+                continue;
+            }
+            let wchan = read(task, "wchan");
+            // The state follows the name in parentheses: "123 (rtgauge-noise1) R ...".
+            let running = read(task, "stat").rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('R'));
+            if wchan.contains("nanosleep") || (running && waiting.contains(task)) {
+                return;
+            }
+            if wchan.contains("futex") {
+                waiting.insert(task.clone());
+            }
         }
         assert!(t.elapsed() < Duration::from_secs(60), "process {pid} not measuring within 60 s");
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -200,4 +208,9 @@ impl Marker {
         }
         panic!("after {when}: processes {:?}, files {:?}", self.processes(), self.files());
     }
+}
+
+/// Sends signal `sig` (`INT`, `TERM`, `KILL`) to `child`.
+pub fn signal(child: &std::process::Child, sig: &str) {
+    std::process::Command::new("kill").args(["-s", sig, &child.id().to_string()]).status().unwrap();
 }

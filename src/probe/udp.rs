@@ -1,0 +1,163 @@
+//! The UDP round-trip probe: the Cortex-A53 slides' UDP ping-pong between two boards. Every
+//! interval the thread sends one sequence-numbered datagram to `rtgauge udp-echo` on the other
+//! host and waits for it to come back until the next send is due: the round trip is
+//! `reply − send`. A period whose reply does not come back before the next send is missed (lost,
+//! or late); a reply that comes back after that is counted as `late`. Both ends run at an RT
+//! priority; `busy-poll=` and `so-priority=` set `SO_BUSY_POLL` and `SO_PRIORITY` on the socket.
+//!
+//! The loop allocates nothing, takes no lock and prints nothing: it sleeps to the deadline,
+//! sends, and polls/receives with buffers made in its set-up.
+
+use super::{timer::missed_after, Handoff, Probe, Role, RtLoop, Schedule};
+use crate::sys;
+use crate::vocab::units::Nanos;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+/// The probe's name in `--measure`, results and requirements.
+pub const NAME: &str = "udp";
+/// Its own counts: datagrams sent, and replies that came back after their period.
+pub const COUNTERS: &[&str] = &["sent", "late"];
+const SENT: usize = 0;
+const LATE: usize = 1;
+/// A datagram's first 8 bytes carry its sequence number (its period).
+pub const MIN_SIZE: usize = 8;
+/// The largest UDP payload over IPv4.
+pub const MAX_SIZE: usize = 65_507;
+
+/// The UDP probe, resolved before the run.
+#[derive(Debug, Clone, Copy)]
+pub struct UdpProbe {
+    pub schedule: Schedule,
+    pub target: SocketAddr,
+    /// Payload bytes per datagram.
+    pub size: usize,
+    /// `SO_BUSY_POLL` in µs (0: off).
+    pub busy_poll_us: u32,
+    /// `SO_PRIORITY` (None: the default).
+    pub so_priority: Option<u32>,
+}
+
+impl Probe for UdpProbe {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn schedule(&self) -> Schedule {
+        self.schedule
+    }
+    fn settings(&self) -> Vec<String> {
+        let mut s = vec![
+            format!("interval={}", Nanos(self.schedule.interval_ns)),
+            format!("target={}", self.target),
+            format!("size={}", self.size),
+        ];
+        if self.busy_poll_us > 0 {
+            s.push(format!("busy-poll={}us", self.busy_poll_us));
+        }
+        if let Some(p) = self.so_priority {
+            s.push(format!("so-priority={p}"));
+        }
+        s
+    }
+    fn counters(&self) -> &'static [&'static str] {
+        COUNTERS
+    }
+    fn instance(&self, cpu: usize, _cpus: &[usize]) -> Result<Vec<Role>, String> {
+        let p = *self;
+        Ok(vec![Role::single(cpu, Box::new(move || Ok(Box::new(p.open()?) as Box<dyn RtLoop>)))])
+    }
+}
+
+impl UdpProbe {
+    /// The thread's socket, connected to the target, with its options, and its buffers.
+    fn open(&self) -> Result<UdpLoop, String> {
+        let local: SocketAddr = if self.target.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }.parse().expect("valid");
+        let socket = UdpSocket::bind(local).map_err(|e| format!("cannot open a UDP socket: {e}"))?;
+        socket.connect(self.target).map_err(|e| format!("cannot reach {}: {e}; check target=ADDR:PORT", self.target))?;
+        socket.set_nonblocking(true).map_err(|e| format!("cannot make the UDP socket non-blocking: {e}"))?;
+        if self.busy_poll_us > 0 {
+            sys::set_busy_poll(&socket, self.busy_poll_us).map_err(|e| format!("SO_BUSY_POLL refused: {e}"))?;
+        }
+        if let Some(p) = self.so_priority {
+            sys::set_socket_priority(&socket, p).map_err(|e| format!("SO_PRIORITY {p} refused: {e}"))?;
+        }
+        Ok(UdpLoop { schedule: self.schedule, socket, send: vec![0xa5; self.size], receive: vec![0; MAX_SIZE + 1] })
+    }
+}
+
+/// The ping-pong of one thread.
+struct UdpLoop {
+    schedule: Schedule,
+    socket: UdpSocket,
+    send: Vec<u8>,
+    receive: Vec<u8>,
+}
+
+impl UdpLoop {
+    /// Waits until `until` for the reply to `period`; returns when it came. Replies to earlier
+    /// periods that come meanwhile are late (counted in `late`).
+    #[inline(always)]
+    fn reply(&mut self, period: u64, until: u64, late: &mut u64) -> Option<u64> {
+        while sys::readable_before(&self.socket, until) {
+            while let Ok(n) = self.socket.recv(&mut self.receive) {
+                let now = sys::monotonic_ns();
+                let seq = (n >= MIN_SIZE).then(|| u64::from_le_bytes(self.receive[..8].try_into().expect("8 bytes")));
+                match seq {
+                    Some(s) if s == period => return Some(now),
+                    Some(s) if s < period => *late += 1,
+                    _ => {} // not ours
+                }
+            }
+        }
+        None
+    }
+}
+
+impl RtLoop for UdpLoop {
+    /// Period `k`: at `start + k·interval` send datagram `k`, then wait for it until the next
+    /// deadline. Its round trip is handed over; a period without its reply in time is a gap
+    /// (missed). A wake-up late past later deadlines skips them (missed, none sent), as the
+    /// timer's does.
+    fn run(&mut self, start_ns: u64, stop: &AtomicBool, out: &mut [Handoff]) {
+        let Schedule { interval_ns: interval, periods: last, .. } = self.schedule;
+        let out = &mut out[0];
+        let (mut period, mut sent, mut late) = (1u64, 0u64, 0u64);
+        while period <= last && !stop.load(Relaxed) {
+            let deadline = start_ns + period * interval;
+            sys::sleep_until_monotonic(deadline);
+            let woke = sys::monotonic_ns();
+            let skipped = missed_after(woke.saturating_sub(deadline), interval, last - period);
+            self.send[..8].copy_from_slice(&period.to_le_bytes());
+            let sent_at = sys::monotonic_ns();
+            if self.socket.send(&self.send).is_ok() {
+                sent += 1;
+                out.count(SENT, sent);
+            }
+            let until = start_ns + (period + skipped + 1) * interval;
+            if let Some(back) = self.reply(period, until, &mut late) {
+                out.served(period, back - sent_at, skipped);
+            }
+            out.count(LATE, late);
+            period += skipped + 1;
+        }
+        out.accounted_through((period - 1).min(last));
+    }
+}
+
+/// `rtgauge udp-echo`: sends every datagram back to where it came from, on one thread at an RT
+/// priority, until `stop` is set. Returns the datagrams echoed.
+pub fn echo(socket: &UdpSocket, stop: &AtomicBool) -> std::io::Result<u64> {
+    let mut buf = vec![0u8; MAX_SIZE + 1];
+    let mut echoed = 0u64;
+    while !stop.load(Relaxed) {
+        if !sys::readable_before(socket, sys::monotonic_ns() + 100_000_000) {
+            continue;
+        }
+        while let Ok((n, from)) = socket.recv_from(&mut buf) {
+            if socket.send_to(&buf[..n], from).is_ok() {
+                echoed += 1;
+            }
+        }
+    }
+    Ok(echoed)
+}
