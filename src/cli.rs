@@ -129,6 +129,8 @@ pub enum PolicyArg {
     Fifo,
     /// SCHED_RR
     Rr,
+    /// SCHED_DEADLINE: a runtime (--dl-runtime) every period (the probe's interval)
+    Deadline,
     /// SCHED_OTHER: no RT priority, on purpose (marked in the result)
     Other,
 }
@@ -138,6 +140,7 @@ impl From<PolicyArg> for Policy {
         match p {
             PolicyArg::Fifo => Policy::Fifo,
             PolicyArg::Rr => Policy::Rr,
+            PolicyArg::Deadline => Policy::Deadline,
             PolicyArg::Other => Policy::Other,
         }
     }
@@ -180,6 +183,14 @@ pub struct RunArgs {
     /// Scheduling policy of the measurement threads [default: fifo]
     #[arg(long, value_enum)]
     pub policy: Option<PolicyArg>,
+    /// With --policy deadline: each measurement thread's runtime per period (its probe's interval,
+    /// also its deadline), e.g. 100us [default: a tenth of the interval]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub dl_runtime: Option<String>,
+    /// With --policy deadline: each measurement thread's relative deadline, at least its runtime
+    /// and at most its period [default: the period, the probe's interval]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub dl_deadline: Option<String>,
     /// CPUs to measure, e.g. 0,2-3 [default: every online CPU]
     #[arg(short, long, allow_hyphen_values = true, value_name = "LIST")]
     pub cpus: Option<String>,
@@ -258,6 +269,8 @@ impl RunArgs {
             warmup: self.warmup.clone(),
             priority: self.priority,
             policy: self.policy.map(Into::into),
+            dl_runtime: self.dl_runtime.clone(),
+            dl_deadline: self.dl_deadline.clone(),
             cpus: self.cpus.clone(),
             no_mlock: self.no_mlock,
             cycle_time: self.cycle_time.clone(),

@@ -192,7 +192,10 @@ struct Resolved {
 /// Runs `rtgauge run`: the stages in order (plan → audit → tuning → probes set up → loads →
 /// measure → assemble → verdict → report); returns the exit status.
 pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
-    // Signals first: Ctrl-C and SIGTERM stop the run at any moment from here on.
+    // Signals first: Ctrl-C and SIGTERM stop the run at any moment from here on. SIGALRM is the
+    // interval timer's (timer:wait=itimer), for its thread alone: every thread started from here
+    // blocks it.
+    sys::block_alarm()?;
     let interrupts = Interrupts::install()?;
     let mut system = SystemInfo::probe();
     let resolved = resolve(&plan, &system)?;
@@ -208,6 +211,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     system.rt_priority_obtained = plan.policy.is_realtime()
         && !prepared.reports().is_empty()
         && prepared.reports().iter().all(|r| r.error.is_none() && r.policy == Some(plan.policy) && r.priority == r.wanted);
+    // (SCHED_DEADLINE threads read back priority 0, as wanted.)
     announce_default_load(&plan, &resolved);
     let (mut loads, mut watchdog) = start_loads(&resolved.load_specs, plan.load_cpus.clone(), false, &interrupts, &mut warnings)?;
 
@@ -316,6 +320,13 @@ fn resolve(plan: &RunPlan, system: &SystemInfo) -> Result<Resolved> {
         };
         let probe = registry::build(m, timing).map_err(anyhow::Error::msg)?;
         probe.check_cpus(&probe_cpus).map_err(|e| anyhow!("--measure '{}': {e}", m.text))?;
+        let sched = ThreadSched {
+            policy: plan.policy,
+            priority: plan.priority,
+            dl_runtime_ns: plan.dl_runtime_ns,
+            dl_deadline_ns: plan.dl_deadline_ns,
+        };
+        sched.check_deadline(probe.schedule().interval_ns).map_err(|e| anyhow!("--measure '{}': {e}", m.text))?;
         probes.push(ProbePlan { probe, cpus: probe_cpus });
     }
     let mut all: Vec<usize> = probes.iter().flat_map(|p| p.cpus.iter().copied()).collect();
@@ -332,6 +343,13 @@ fn apply_tuning(plan: &RunPlan, system: &mut SystemInfo, warnings: &mut Vec<Stri
     warnings.extend(lock_memory(plan, system));
     if !plan.policy.is_realtime() {
         warnings.push("measured at SCHED_OTHER on purpose (--policy other): not a real-time measurement".into());
+    }
+    if plan.policy == crate::vocab::policy::Policy::Deadline {
+        warnings.push(
+            "SCHED_DEADLINE threads cannot be pinned (admission control needs their affinity to span every CPU of \
+             their root domain): each 'cpu N' is a thread the kernel placed on any CPU"
+                .into(),
+        );
     }
     let guard = plan.cpu_dma_latency_us.map(crate::tuning::DmaLatencyGuard::hold);
     if let Some(g) = guard.as_ref().filter(|g| !g.record.applied) {
@@ -366,7 +384,8 @@ fn load_failure_warnings(records: &[crate::load::manager::LoadRecord]) -> Vec<St
 /// measured CPU holds the measurement off that CPU.
 fn load_priority_warnings(plan: &RunPlan, cpus: &[usize], specs: &[LoadSpec], system: &SystemInfo) -> Vec<String> {
     use crate::load::spec::LoadPolicy;
-    if !plan.policy.is_realtime() {
+    // A SCHED_DEADLINE thread runs ahead of every FIFO/RR load.
+    if !plan.policy.has_priority() {
         return Vec::new();
     }
     let load_cpus = plan.load_cpus.clone().unwrap_or_else(|| system.allowed_cpus.clone());
@@ -437,6 +456,9 @@ fn lock_memory(plan: &RunPlan, system: &mut SystemInfo) -> Option<String> {
     }
 }
 
+/// The error number of a refusal for want of privilege.
+const EPERM: i32 = 1;
+
 /// Sets up the measurement threads; a refusal becomes an error that says why and what to do.
 fn prepare_probes(
     plan: &RunPlan,
@@ -444,10 +466,26 @@ fn prepare_probes(
     interrupts: &Interrupts,
     system: &SystemInfo,
 ) -> Result<probe::PreparedProbes> {
-    let sched = ThreadSched { policy: plan.policy, priority: plan.priority };
+    let sched = ThreadSched {
+        policy: plan.policy,
+        priority: plan.priority,
+        dl_runtime_ns: plan.dl_runtime_ns,
+        dl_deadline_ns: plan.dl_deadline_ns,
+    };
     probe::prepare(probes, sched, interrupts.stop.clone()).map_err(|reports| {
         let failed = reports.iter().find(|r| r.error.is_some()).expect("a failed report");
         match failed.error.as_ref().expect("an error") {
+            SetupError::Scheduler(errno) if plan.policy == crate::vocab::policy::Policy::Deadline && *errno != EPERM => {
+                let bandwidth = "the kernel's SCHED_DEADLINE admission control refused the runtime per period";
+                anyhow!(
+                    "cannot run the {} thread for CPU {} at SCHED_DEADLINE: {} ({bandwidth}, or the interval is below \
+                     its least period, /proc/sys/kernel/sched_deadline_period_min_us); lower --dl-runtime or lengthen \
+                     the interval",
+                    failed.probe,
+                    failed.cpu,
+                    std::io::Error::from_raw_os_error(*errno)
+                )
+            }
             SetupError::Scheduler(errno) => anyhow!(system.explain_rt_refusal(
                 plan.policy.kernel_name(),
                 plan.priority,
@@ -729,6 +767,8 @@ fn config(plan: &RunPlan, resolved: &Resolved, budget_percent: f64) -> Config {
         interval_ns: plan.interval_ns,
         policy: plan.policy,
         priority: plan.priority,
+        dl_runtime_ns: plan.dl_runtime_ns,
+        dl_deadline_ns: plan.dl_deadline_ns,
         cpus: cpus.to_vec(),
         duration_ns: match plan.length {
             RunLength::Duration(d) => Some(d),

@@ -272,3 +272,37 @@ fn a_stall_shows_in_the_wakeup_chain_on_its_cpu_only() {
         }
     }
 }
+
+/// `--policy deadline` runs every measurement thread at SCHED_DEADLINE (read back from the
+/// kernel for rtgauge's own threads while it measures), with the runtime and deadline given,
+/// and accounts for every period.
+#[test]
+fn the_deadline_policy_runs_the_measurement_threads_at_sched_deadline() {
+    if let Some(r) = runner() {
+        eprintln!("SKIPPED: SCHED_DEADLINE (sched_setattr) through the emulator '{r}' is not what is tested");
+        return;
+    }
+    let run = rtgauge(&["run", "-q", "--json", "-", "-D", "1500ms", "--warmup", "0", "--load", "none", "--cpus", "0"])
+        .args(["--policy", "deadline", "--dl-runtime", "50us", "--dl-deadline", "500us"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until_measuring(run.id());
+    // Field 41 of /proc/PID/task/TID/stat is the policy (6: SCHED_DEADLINE); the name holds no blanks.
+    let policies: Vec<String> = std::fs::read_dir(format!("/proc/{}/task", run.id()))
+        .unwrap()
+        .flatten()
+        .filter(|t| std::fs::read_to_string(t.path().join("comm")).unwrap_or_default().starts_with("rtgauge-timer"))
+        .map(|t| std::fs::read_to_string(t.path().join("stat")).unwrap().split_whitespace().nth(40).unwrap().to_string())
+        .collect();
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(policies, ["6"], "one timer thread, at SCHED_DEADLINE");
+    let r = typed(serde_json::from_slice(&out.stdout).unwrap());
+    assert_eq!((r.config.dl_runtime_ns, r.config.dl_deadline_ns), (Some(50_000), Some(500_000)));
+    assert!(r.system.rt_priority_obtained, "the policy asked for was obtained");
+    assert!(r.warnings.iter().any(|w| w.contains("cannot be pinned")), "{:?}", r.warnings);
+    let p = entry(&r, "timer", 0);
+    assert_eq!(p.samples + p.missed, 1500);
+}

@@ -24,6 +24,7 @@ fn every_wait_method_keeps_the_loop_to_its_own_calls() {
     trace_the_loop("posix-timer", &["timer_settime("], "rt_sigtimedwait(");
     trace_the_loop("select", &[], "pselect6("); // the C library makes select a pselect6
     trace_the_loop("poll", &[], "ppoll(");
+    trace_the_loop("itimer", &["setitimer("], "rt_sigtimedwait(");
 }
 
 /// Runs `rtgauge run ARGS --json FILE` under strace: the system calls of each thread, and the

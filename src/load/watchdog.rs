@@ -80,7 +80,7 @@ impl Watchdog {
         let (tx, rx) = std::sync::mpsc::channel();
         let (d, dn, dm) = (deadline.clone(), done.clone(), demoted.clone());
         std::thread::Builder::new().name("rtgauge-watchdog".into()).stack_size(64 * 1024).spawn(move || {
-            let how = crate::sys::set_thread_deadline(RUNTIME_NS, PERIOD_NS).map_err(|e| e.to_string());
+            let how = crate::sys::set_thread_deadline(RUNTIME_NS, PERIOD_NS, PERIOD_NS).map_err(|e| e.to_string());
             let _ = tx.send(how);
             watch(wake, &d, &dn, &stop, &demoter, &dm);
         })?;

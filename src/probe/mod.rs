@@ -252,7 +252,40 @@ impl Handoff {
 #[derive(Debug, Clone, Copy)]
 pub struct ThreadSched {
     pub policy: Policy,
+    /// The RT priority of SCHED_FIFO / SCHED_RR (a role may set its own).
     pub priority: i32,
+    /// SCHED_DEADLINE's runtime per period (`None`: a tenth of the probe's interval) and
+    /// relative deadline (`None`: the period).
+    pub dl_runtime_ns: Option<u64>,
+    pub dl_deadline_ns: Option<u64>,
+}
+
+/// The least runtime SCHED_DEADLINE accepts (the kernel's `DL_SCALE` granularity, 1024 ns).
+pub const MIN_DL_RUNTIME_NS: u64 = 1024;
+
+impl ThreadSched {
+    /// A SCHED_DEADLINE thread's (runtime, deadline, period) for a probe of `interval_ns`: the
+    /// period is the interval; the deadline as given, else the period; the runtime as given,
+    /// else a tenth of the interval (at least [`MIN_DL_RUNTIME_NS`]).
+    pub fn deadline(&self, interval_ns: u64) -> (u64, u64, u64) {
+        let runtime = self.dl_runtime_ns.unwrap_or((interval_ns / 10).max(MIN_DL_RUNTIME_NS));
+        (runtime, self.dl_deadline_ns.unwrap_or(interval_ns), interval_ns)
+    }
+
+    /// Checks SCHED_DEADLINE's parameters against a probe's interval: runtime ≤ deadline ≤ period.
+    pub fn check_deadline(&self, interval_ns: u64) -> Result<(), String> {
+        let (runtime, deadline, period) = self.deadline(interval_ns);
+        if self.policy != Policy::Deadline || (runtime <= deadline && deadline <= period) {
+            return Ok(());
+        }
+        Err(format!(
+            "SCHED_DEADLINE needs runtime <= deadline <= period, but runtime is {}, deadline {} and period (the \
+             interval) {}; lower --dl-runtime / --dl-deadline or lengthen the interval",
+            crate::vocab::units::Nanos(runtime),
+            crate::vocab::units::Nanos(deadline),
+            crate::vocab::units::Nanos(period)
+        ))
+    }
 }
 
 /// What a measurement thread obtained during set-up.
@@ -408,21 +441,34 @@ struct Placement {
     role: &'static str,
     cpu: usize,
     sched: ThreadSched,
+    /// The probe's interval: a SCHED_DEADLINE thread's period.
+    interval_ns: u64,
 }
 
 impl Placement {
     fn report(&self, policy: Option<Policy>, priority: i32, error: Option<SetupError>) -> SetupReport {
-        let (probe, cpu, role, wanted) = (self.probe, self.instance_cpu, self.role, self.sched.priority);
+        let wanted = if self.sched.policy.has_priority() { self.sched.priority } else { 0 };
+        let (probe, cpu, role) = (self.probe, self.instance_cpu, self.role);
         SetupReport { probe, cpu, role, wanted, policy, priority, error }
     }
 }
 
 fn setup_thread(at: Placement, setup: ThreadSetup) -> Result<Box<dyn RtLoop>, SetupReport> {
     let fail = |e| at.report(None, 0, Some(e));
-    sys::pin_thread_to_cpu(at.cpu).map_err(|e| fail(SetupError::Affinity(e.to_string())))?;
+    // A SCHED_DEADLINE thread may not be pinned: admission control needs its affinity to span
+    // every CPU of its root domain (see `Policy::Deadline`).
+    if at.sched.policy != Policy::Deadline {
+        sys::pin_thread_to_cpu(at.cpu).map_err(|e| fail(SetupError::Affinity(e.to_string())))?;
+    }
     sys::block_process_signals().map_err(|e| fail(SetupError::Other(format!("blocking signals: {e}"))))?;
-    sys::set_thread_scheduler(at.sched.policy, at.sched.priority)
-        .map_err(|e| fail(SetupError::Scheduler(e.raw_os_error().unwrap_or(libc_eperm()))))?;
+    let scheduled = match at.sched.policy {
+        Policy::Deadline => {
+            let (runtime, deadline, period) = at.sched.deadline(at.interval_ns);
+            sys::set_thread_deadline(runtime, deadline, period)
+        }
+        p => sys::set_thread_scheduler(p, at.sched.priority),
+    };
+    scheduled.map_err(|e| fail(SetupError::Scheduler(e.raw_os_error().unwrap_or(libc_eperm()))))?;
     if !at.sched.policy.is_realtime() {
         // SCHED_OTHER threads sleep with 50 µs of timer slack by default; that would be measured.
         let _ = sys::set_timer_slack_ns(1);
@@ -457,7 +503,8 @@ pub fn prepare(plans: &[ProbePlan], sched: ThreadSched, stop: Arc<AtomicBool>) -
     let mut failure = None;
     'plans: for (index, plan) in plans.iter().enumerate() {
         for &cpu in &plan.cpus {
-            let instance = Placement { probe: plan.probe.name(), instance_cpu: cpu, role: "", cpu, sched };
+            let interval_ns = plan.probe.schedule().interval_ns;
+            let instance = Placement { probe: plan.probe.name(), instance_cpu: cpu, role: "", cpu, sched, interval_ns };
             let roles = match plan.probe.instance(cpu, &plan.cpus) {
                 Ok(r) => r,
                 Err(e) => {

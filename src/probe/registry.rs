@@ -45,7 +45,7 @@ const PROBES: &[Entry] = &[
         name: timer::NAME,
         series: &[],
         interval_ns: None,
-        options: "interval=DURATION, wait=nanosleep-abs|nanosleep-rel|timerfd|posix-timer|select|poll",
+        options: "interval=DURATION, wait=nanosleep-abs|nanosleep-rel|timerfd|posix-timer|select|poll|itimer",
         build: build_timer,
     },
     Entry {

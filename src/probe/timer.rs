@@ -22,6 +22,7 @@ pub const WAIT_METHODS: &[(&str, WaitMethod)] = &[
     ("posix-timer", WaitMethod::PosixTimer),
     ("select", WaitMethod::Select),
     ("poll", WaitMethod::Poll),
+    ("itimer", WaitMethod::Itimer),
 ];
 
 /// The timer probe: its periods and how it waits, resolved before the run (no globals, no
@@ -38,6 +39,14 @@ impl Probe for TimerProbe {
     }
     fn schedule(&self) -> Schedule {
         self.schedule
+    }
+    fn check_cpus(&self, cpus: &[usize]) -> Result<(), String> {
+        if self.wait == WaitMethod::Itimer && cpus.len() > 1 {
+            return Err("wait=itimer: the interval timer and its SIGALRM are one per process, so it measures one CPU; \
+                        e.g. timer:wait=itimer@0"
+                .to_string());
+        }
+        Ok(())
     }
     fn settings(&self) -> Vec<String> {
         let wait = WAIT_METHODS.iter().find(|(_, m)| *m == self.wait).map_or("?", |(n, _)| n);

@@ -184,7 +184,7 @@ pub fn render(r: &RunResult) -> String {
     };
     let _ = writeln!(
         s,
-        "rtgauge {}: {}, {} {}, {}{}",
+        "rtgauge {}: {}, {}, {}{}",
         r.tool_version,
         c.probes
             .iter()
@@ -195,8 +195,12 @@ pub fn render(r: &RunResult) -> String {
             })
             .collect::<Vec<_>>()
             .join("; "),
-        c.policy.kernel_name(),
-        c.priority,
+        match (c.policy, c.dl_runtime_ns) {
+            (crate::vocab::policy::Policy::Deadline, rt) =>
+                format!("SCHED_DEADLINE (runtime {} per interval)", rt.map_or("a tenth".to_string(), |ns| Nanos(ns).to_string())),
+            (p, _) if p.has_priority() => format!("{} {}", p.kernel_name(), c.priority),
+            (p, _) => p.kernel_name().to_string(),
+        },
         if sys.mlockall_obtained { "memory locked" } else { "memory NOT locked" },
         r.tuning
             .iter()

@@ -97,6 +97,13 @@ pub struct Config {
     pub interval_ns: u64,
     pub policy: crate::vocab::policy::Policy,
     pub priority: i32,
+    /// `--dl-runtime` with `--policy deadline` (null: a tenth of each probe's interval, or not
+    /// SCHED_DEADLINE).
+    #[serde(default)]
+    pub dl_runtime_ns: Option<u64>,
+    /// `--dl-deadline` with `--policy deadline` (null: the period).
+    #[serde(default)]
+    pub dl_deadline_ns: Option<u64>,
     pub cpus: Vec<usize>,
     pub duration_ns: Option<u64>,
     pub loops: Option<u64>,

@@ -171,9 +171,10 @@ pub fn parse(text: &str, origin: &str, source: &str) -> Result<Scenario, PlanErr
                 "fifo" => crate::vocab::policy::Policy::Fifo,
                 "rr" => crate::vocab::policy::Policy::Rr,
                 "other" => crate::vocab::policy::Policy::Other,
-                other => return cx.err(p.span(), "probes.timer.policy", format!("'{other}' is not fifo, rr or other")),
+                "deadline" => crate::vocab::policy::Policy::Deadline,
+                other => return cx.err(p.span(), "probes.timer.policy", format!("'{other}' is not fifo, rr, deadline or other")),
             });
-            if input.policy == Some(crate::vocab::policy::Policy::Other) {
+            if input.policy.is_some_and(|p| !p.has_priority()) {
                 input.priority = None;
             }
         }
@@ -245,12 +246,25 @@ impl RunInput {
         macro_rules! take {
             ($($f:ident),*) => { $( if over.$f.is_some() { self.$f = over.$f; } )* };
         }
-        take!(interval, warmup, priority, policy, cpus, cycle_time, budget, json, cpu_dma_latency, load_cpus);
+        take!(
+            interval,
+            warmup,
+            priority,
+            policy,
+            dl_runtime,
+            dl_deadline,
+            cpus,
+            cycle_time,
+            budget,
+            json,
+            cpu_dma_latency,
+            load_cpus
+        );
         if over.duration.is_some() || over.loops.is_some() {
             self.duration = over.duration;
             self.loops = over.loops;
         }
-        if over.policy == Some(crate::vocab::policy::Policy::Other) && over.priority.is_none() {
+        if over.policy.is_some_and(|p| !p.has_priority()) && over.priority.is_none() {
             self.priority = None;
         }
         if !over.load.is_empty() {

@@ -63,6 +63,9 @@ pub struct RunInput {
     pub warmup: Option<String>,
     pub priority: Option<i32>,
     pub policy: Option<Policy>,
+    /// `--dl-runtime` and `--dl-deadline`, with `--policy deadline`.
+    pub dl_runtime: Option<String>,
+    pub dl_deadline: Option<String>,
     pub cpus: Option<String>,
     pub no_mlock: bool,
     pub cycle_time: Option<String>,
@@ -96,8 +99,12 @@ pub struct RunPlan {
     pub measures: Vec<crate::probe::registry::MeasureSpec>,
     pub interval_ns: u64,
     pub policy: Policy,
-    /// 1–99 for SCHED_FIFO/RR, 0 for SCHED_OTHER.
+    /// 1–99 for SCHED_FIFO/RR, 0 for SCHED_OTHER and SCHED_DEADLINE.
     pub priority: i32,
+    /// SCHED_DEADLINE's runtime per period (`None`: a tenth of each probe's interval) and
+    /// relative deadline (`None`: the period, each probe's interval).
+    pub dl_runtime_ns: Option<u64>,
+    pub dl_deadline_ns: Option<u64>,
     /// `None`: every online CPU.
     pub cpus: Option<Vec<usize>>,
     pub length: RunLength,
@@ -168,15 +175,36 @@ impl RunPlan {
         }
 
         let policy = input.policy.unwrap_or(Policy::Fifo);
-        let priority = match (policy.is_realtime(), input.priority) {
+        let priority = match (policy.has_priority(), input.priority) {
             (true, None) => 80,
             (true, Some(p)) => check_rt_priority(p).map_err(|e| bad(format!("--priority {e}, e.g. --priority 80")))?,
             (false, None | Some(0)) => 0,
             (false, Some(p)) => {
                 return Err(bad(format!(
-                    "--priority {p} does not apply to --policy other (SCHED_OTHER has no RT priority): drop --priority"
+                    "--priority {p} does not apply to --policy {} ({} has no RT priority): drop --priority",
+                    if policy == Policy::Deadline { "deadline" } else { "other" },
+                    policy.kernel_name()
                 )))
             }
+        };
+        let dl_runtime_ns = match (&input.dl_runtime, policy) {
+            (None, _) => None,
+            (Some(t), Policy::Deadline) => Some(
+                Some(duration_arg("--dl-runtime", t, "100us")?).filter(|&ns| ns >= crate::probe::MIN_DL_RUNTIME_NS).ok_or_else(
+                    || {
+                        bad(format!(
+                            "--dl-runtime {t} is below the kernel's least runtime, {}; e.g. --dl-runtime 100us",
+                            Nanos(crate::probe::MIN_DL_RUNTIME_NS)
+                        ))
+                    },
+                )?,
+            ),
+            (Some(_), _) => return Err(bad("--dl-runtime applies to --policy deadline only: add --policy deadline or drop it")),
+        };
+        let dl_deadline_ns = match (&input.dl_deadline, policy) {
+            (None, _) => None,
+            (Some(t), Policy::Deadline) => Some(duration_arg("--dl-deadline", t, "500us")?),
+            (Some(_), _) => return Err(bad("--dl-deadline applies to --policy deadline only: add --policy deadline or drop it")),
         };
 
         let cpus = match &input.cpus {
@@ -274,6 +302,8 @@ impl RunPlan {
             interval_ns,
             policy,
             priority,
+            dl_runtime_ns,
+            dl_deadline_ns,
             cpus,
             length,
             warmup,

@@ -17,15 +17,20 @@ fn policy_raw(p: Policy) -> libc::c_int {
     match p {
         Policy::Fifo => libc::SCHED_FIFO,
         Policy::Rr => libc::SCHED_RR,
-        Policy::Other => libc::SCHED_OTHER,
+        // Set with sched_setattr (`set_thread_deadline`), never through this.
+        Policy::Deadline | Policy::Other => libc::SCHED_OTHER,
     }
 }
+
+/// The kernel's number for SCHED_DEADLINE.
+const SCHED_DEADLINE: libc::c_int = 6;
 
 fn policy_from_raw(raw: libc::c_int) -> Option<Policy> {
     match raw {
         libc::SCHED_FIFO => Some(Policy::Fifo),
         libc::SCHED_RR => Some(Policy::Rr),
         libc::SCHED_OTHER => Some(Policy::Other),
+        SCHED_DEADLINE => Some(Policy::Deadline),
         _ => None,
     }
 }
@@ -87,7 +92,7 @@ fn check_syscall(ret: libc::c_long) -> io::Result<libc::c_long> {
 /// (musl's library function refuses with ENOSYS, following POSIX's per-process meaning.)
 pub fn set_thread_scheduler(policy: Policy, priority: i32) -> io::Result<()> {
     let mut param = zeroed_sched_param();
-    param.sched_priority = if policy.is_realtime() { priority } else { 0 };
+    param.sched_priority = if policy.has_priority() { priority } else { 0 };
     // SAFETY: `param` is a valid sched_param that outlives the call; tid 0 is the calling thread.
     check_syscall(unsafe {
         libc::syscall(libc::SYS_sched_setscheduler, 0 as libc::pid_t, policy_raw(policy), &param as *const libc::sched_param)
@@ -562,7 +567,7 @@ pub fn wait_readable_until(fd: &impl std::os::fd::AsRawFd, deadline_ns: Option<u
 
 /// Runs the calling thread at SCHED_DEADLINE: `runtime_ns` of CPU every `period_ns`, ahead of
 /// every SCHED_FIFO task and outside RT throttling (`sched_setattr`).
-pub fn set_thread_deadline(runtime_ns: u64, period_ns: u64) -> io::Result<()> {
+pub fn set_thread_deadline(runtime_ns: u64, deadline_ns: u64, period_ns: u64) -> io::Result<()> {
     /// `struct sched_attr` of the kernel's UAPI (version 0, 48 bytes).
     #[repr(C)]
     struct SchedAttr {
@@ -575,15 +580,14 @@ pub fn set_thread_deadline(runtime_ns: u64, period_ns: u64) -> io::Result<()> {
         deadline: u64,
         period: u64,
     }
-    const SCHED_DEADLINE: u32 = 6;
     let attr = SchedAttr {
         size: std::mem::size_of::<SchedAttr>() as u32,
-        policy: SCHED_DEADLINE,
+        policy: SCHED_DEADLINE as u32,
         flags: 0,
         nice: 0,
         priority: 0,
         runtime: runtime_ns,
-        deadline: period_ns,
+        deadline: deadline_ns,
         period: period_ns,
     };
     // SAFETY: `attr` is a valid sched_attr that outlives the call; tid 0 is the calling thread.
@@ -668,6 +672,28 @@ pub enum WaitMethod {
     Select,
     /// `ppoll` with no descriptors and the time left.
     Poll,
+    /// `setitimer(ITIMER_REAL)` for the time left (microseconds), its SIGALRM taken with
+    /// `sigwaitinfo`. The interval timer is one per process, its signal the process's: one
+    /// thread only, and every other thread blocks SIGALRM ([`block_alarm`]).
+    Itimer,
+}
+
+/// Blocks SIGALRM in the calling thread (and the threads it starts later): the coordinator does
+/// this first, so the interval timer's signal (`WaitMethod::Itimer`) reaches only the thread
+/// that waits for it. Child processes start with an empty mask (the standard library resets it).
+pub fn block_alarm() -> io::Result<()> {
+    // SAFETY: `set` is a valid sigset_t initialised by sigemptyset.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGALRM);
+        let ret = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        if ret == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::from_raw_os_error(ret))
+        }
+    }
 }
 
 /// A thread's means of waiting (see [`WaitMethod`]); closes what it opened when dropped.
@@ -770,6 +796,22 @@ impl Waiter {
                 let left = timespec_of(deadline_ns.saturating_sub(monotonic_ns()));
                 // SAFETY: no descriptors (null, 0), `left` is a valid timespec, no signal mask.
                 unsafe { libc::ppoll(std::ptr::null_mut(), 0, &left, std::ptr::null()) };
+            }
+            WaitMethod::Itimer => {
+                // At least 1 µs: a zero value would disarm the timer instead.
+                let left = deadline_ns.saturating_sub(monotonic_ns()).max(1000);
+                let value = libc::timeval { tv_sec: (left / 1_000_000_000) as _, tv_usec: ((left % 1_000_000_000) / 1000) as _ };
+                let spec = libc::itimerval { it_interval: libc::timeval { tv_sec: 0, tv_usec: 0 }, it_value: value };
+                // SAFETY: `spec` and the SIGALRM set are valid for the calls.
+                unsafe {
+                    libc::setitimer(libc::ITIMER_REAL, &spec, std::ptr::null_mut());
+                    let mut set: libc::sigset_t = std::mem::zeroed();
+                    libc::sigemptyset(&mut set);
+                    libc::sigaddset(&mut set, libc::SIGALRM);
+                    while libc::sigwaitinfo(&set, std::ptr::null_mut()) < 0
+                        && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+                    {}
+                }
             }
         }
     }

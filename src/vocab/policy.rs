@@ -1,5 +1,5 @@
 //! Scheduling policies and RT priorities as users name them: the measurement's (`fifo`, `rr`,
-//! `other`) and the range every RT priority is checked against, once, here.
+//! `deadline`, `other`) and the range every RT priority is checked against, once, here.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +21,11 @@ pub fn check_rt_priority(p: i32) -> Result<i32, String> {
 pub enum Policy {
     Fifo,
     Rr,
+    /// SCHED_DEADLINE: each thread gets a runtime every period (its probe's interval) before a
+    /// deadline; it has no RT priority. Such a thread cannot be pinned to one CPU (admission
+    /// control needs its affinity to span its root domain, every CPU unless cpusets split them):
+    /// it runs wherever the kernel places it.
+    Deadline,
     Other,
 }
 
@@ -30,11 +35,16 @@ impl Policy {
         match self {
             Policy::Fifo => "SCHED_FIFO",
             Policy::Rr => "SCHED_RR",
+            Policy::Deadline => "SCHED_DEADLINE",
             Policy::Other => "SCHED_OTHER",
         }
     }
     /// Whether this is a real-time policy (needs privileges).
     pub fn is_realtime(self) -> bool {
+        matches!(self, Policy::Fifo | Policy::Rr | Policy::Deadline)
+    }
+    /// Whether threads of this policy have an RT priority (SCHED_FIFO, SCHED_RR).
+    pub fn has_priority(self) -> bool {
         matches!(self, Policy::Fifo | Policy::Rr)
     }
 }
