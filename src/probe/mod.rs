@@ -539,7 +539,9 @@ fn spawn_role(
     let thread = prepared.handles.len();
     let mut handoffs = Vec::with_capacity(role.series.len());
     for &series in &role.series {
-        let (producer, consumer) = new_ring(schedule.interval_ns);
+        // Events (a busy loop's gaps) may come far faster than periods: the largest ring.
+        let interval = if plan.probe.events().is_some() { 1 } else { schedule.interval_ns };
+        let (producer, consumer) = new_ring(interval);
         let counters = Arc::new(ThreadCounters::default());
         handoffs.push(Handoff::new(producer, counters.clone(), schedule.warmup_periods));
         let s = &mut prepared.series;

@@ -145,9 +145,14 @@ pub fn check_probe_invariants(p: &Value) {
     let mean = p["mean_ns"].as_f64().unwrap();
     let max = *vals.last().unwrap();
     assert!(mean >= vals[0] as f64 - 1.0 && mean <= max as f64 + 1.0, "min <= mean <= max");
-    // The largest bucket holds the maximum (HDR buckets hold it within their precision).
+    // The largest bucket holds the maximum (HDR buckets hold it within their precision), unless
+    // the maximum was among the values lost in the hand-off (the thread keeps it exactly).
     let last = buckets.last().unwrap();
-    assert!(u(&last[0]) <= max && max <= u(&last[1]), "max lies in the top bucket");
+    if u(&p["handoff_overflows"]) == 0 {
+        assert!(u(&last[0]) <= max && max <= u(&last[1]), "max lies in the top bucket");
+    } else {
+        assert!(u(&last[0]) <= max, "max lies in or above the top bucket");
+    }
 }
 
 /// A private TMPDIR: it marks every process started under it (in its environment) and receives
