@@ -7,22 +7,12 @@
 
 mod common;
 use common::*;
-use rtgauge::result::{ProbeResult, RunResult};
-use std::process::Stdio;
 use std::sync::{Mutex, MutexGuard};
 
 /// One busy-loop test at a time.
 fn turn() -> MutexGuard<'static, ()> {
     static TURN: Mutex<()> = Mutex::new(());
     TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn typed(doc: serde_json::Value) -> RunResult {
-    serde_json::from_value(doc).expect("the document is a RunResult")
-}
-
-fn entry<'a>(r: &'a RunResult, probe: &str, cpu: usize) -> &'a ProbeResult {
-    r.probes.iter().find(|p| p.probe == probe && p.cpu == Some(cpu)).unwrap_or_else(|| panic!("no {probe}/cpu{cpu}"))
 }
 
 /// Gaps are events: nothing is ever missed, every gap is over the threshold, the share of the
@@ -73,17 +63,8 @@ fn a_stall_shows_in_the_noise_floor_as_one_gap_of_its_size_on_its_cpu_only() {
     // CPU it would not start within the run, so the calm CPU is left free there (and unchecked).
     let calm = runner().is_none().then_some(calm_cpu);
     let cpu_list = calm.map_or(hit_cpu.to_string(), |c| format!("{c},{hit_cpu}"));
-    let run = rtgauge(&["run", "-q", "--json", "-", "-D", "2s", "--warmup", "0", "--load", "none", "--measure"])
-        .arg(format!("noise@{cpu_list}"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let s = stall_while_measuring(&run, 500, hit_cpu, 300);
+    let (r, s) = run_with_stall(&format!("noise@{cpu_list}"), "2s", hit_cpu, 500, 300);
     let stall_ns = u(&s["duration_ns"]);
-    let out = run.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let r = typed(serde_json::from_slice(&out.stdout).unwrap());
     let hit = entry(&r, "noise", hit_cpu);
     assert!(hit.max_ns.unwrap() >= stall_ns, "longest gap {:?} for a {stall_ns} ns stall", hit.max_ns);
     assert!(hit.noise.unwrap().total_ns >= stall_ns);

@@ -219,3 +219,28 @@ impl Marker {
 pub fn signal(child: &std::process::Child, sig: &str) {
     std::process::Command::new("kill").args(["-s", sig, &child.id().to_string()]).status().unwrap();
 }
+
+/// A result document as the library's typed result.
+pub fn typed(doc: Value) -> rtgauge::result::RunResult {
+    serde_json::from_value(doc).expect("the document is a RunResult")
+}
+
+/// The entry of `probe` (its only series) on `cpu`.
+pub fn entry<'a>(r: &'a rtgauge::result::RunResult, probe: &str, cpu: usize) -> &'a rtgauge::result::ProbeResult {
+    r.probes.iter().find(|p| p.probe == probe && p.cpu == Some(cpu)).unwrap_or_else(|| panic!("no {probe}/cpu{cpu}"))
+}
+
+/// Runs `rtgauge run -q --json - -D DURATION --warmup 0 --load none --measure MEASURE`, stalls
+/// `cpu` for `ms` milliseconds once it has measured `after_ms`, and returns the result (the run
+/// must exit 0) with the stall's own report (`duration_ns`, `start_ns`, `end_ns`).
+pub fn run_with_stall(measure: &str, duration: &str, cpu: usize, after_ms: u64, ms: u64) -> (rtgauge::result::RunResult, Value) {
+    let run = rtgauge(&["run", "-q", "--json", "-", "-D", duration, "--warmup", "0", "--load", "none", "--measure", measure])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stall = stall_while_measuring(&run, after_ms, cpu, ms);
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    (typed(serde_json::from_slice(&out.stdout).unwrap()), stall)
+}
