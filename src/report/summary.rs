@@ -172,8 +172,8 @@ fn udp_report(probes: &[ProbeResult]) -> String {
     s
 }
 
-/// Renders the summary as text.
-pub fn render(r: &RunResult) -> String {
+/// The lines before the figures: what ran, how long, on which kernel, how it ended.
+fn how_obtained(r: &RunResult) -> String {
     let mut s = String::new();
     let c = &r.config;
     let sys = &r.system;
@@ -242,6 +242,13 @@ pub fn render(r: &RunResult) -> String {
         (Status::Partial, None) => "PARTIAL".to_string(),
     };
     let _ = writeln!(s, "run {status}, {} → {}\n", r.started_at, r.ended_at);
+    s
+}
+
+/// Renders the summary as text.
+pub fn render(r: &RunResult) -> String {
+    let mut s = how_obtained(r);
+    let c = &r.config;
     let header = latency_header(&["probe", "cpu", "samples", "missed"]);
     s += &table(&header, 2..header.len(), r.probes.iter().chain(&r.combined).map(row).collect());
     let cycles = r.probes.iter().any(|p| p.bounds.is_some());

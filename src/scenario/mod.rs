@@ -128,6 +128,32 @@ pub struct RunPlan {
 pub use crate::probe::MAX_RUN_NS;
 pub use crate::probe::{MAX_INTERVAL_NS, MIN_INTERVAL_NS};
 
+/// `--dl-runtime` and `--dl-deadline`: only with `--policy deadline`, the runtime at least the
+/// kernel's least.
+fn deadline_args(input: &RunInput, policy: Policy) -> Result<(Option<u64>, Option<u64>), PlanError> {
+    let only = |flag: &str| bad(format!("{flag} applies to --policy deadline only: add --policy deadline or drop it"));
+    let runtime = match (&input.dl_runtime, policy) {
+        (None, _) => None,
+        (Some(_), p) if p != Policy::Deadline => return Err(only("--dl-runtime")),
+        (Some(t), _) => {
+            let ns = duration_arg("--dl-runtime", t, "100us")?;
+            if ns < crate::probe::MIN_DL_RUNTIME_NS {
+                return Err(bad(format!(
+                    "--dl-runtime {t} is below the kernel's least runtime, {}; e.g. --dl-runtime 100us",
+                    Nanos(crate::probe::MIN_DL_RUNTIME_NS)
+                )));
+            }
+            Some(ns)
+        }
+    };
+    let deadline = match (&input.dl_deadline, policy) {
+        (None, _) => None,
+        (Some(_), p) if p != Policy::Deadline => return Err(only("--dl-deadline")),
+        (Some(t), _) => Some(duration_arg("--dl-deadline", t, "500us")?),
+    };
+    Ok((runtime, deadline))
+}
+
 fn duration_arg(flag: &str, text: &str, example: &str) -> Result<u64, PlanError> {
     parse_duration_ns(text, None).map_err(|e| {
         let fix = match e {
@@ -187,25 +213,7 @@ impl RunPlan {
                 )))
             }
         };
-        let dl_runtime_ns = match (&input.dl_runtime, policy) {
-            (None, _) => None,
-            (Some(t), Policy::Deadline) => Some(
-                Some(duration_arg("--dl-runtime", t, "100us")?).filter(|&ns| ns >= crate::probe::MIN_DL_RUNTIME_NS).ok_or_else(
-                    || {
-                        bad(format!(
-                            "--dl-runtime {t} is below the kernel's least runtime, {}; e.g. --dl-runtime 100us",
-                            Nanos(crate::probe::MIN_DL_RUNTIME_NS)
-                        ))
-                    },
-                )?,
-            ),
-            (Some(_), _) => return Err(bad("--dl-runtime applies to --policy deadline only: add --policy deadline or drop it")),
-        };
-        let dl_deadline_ns = match (&input.dl_deadline, policy) {
-            (None, _) => None,
-            (Some(t), Policy::Deadline) => Some(duration_arg("--dl-deadline", t, "500us")?),
-            (Some(_), _) => return Err(bad("--dl-deadline applies to --policy deadline only: add --policy deadline or drop it")),
-        };
+        let (dl_runtime_ns, dl_deadline_ns) = deadline_args(input, policy)?;
 
         let cpus = match &input.cpus {
             None => None,
