@@ -1,7 +1,7 @@
 //! The wake-up chain probe: the software counterpart of the ARM9/ARM11 paper's UIO test. A
-//! handler thread (FIFO 99 by default) wakes on an absolute timer every interval, as an
-//! interrupt handler would on its interrupt, and wakes a task thread (FIFO 98) through the
-//! chosen mechanism (`via=`). Three series per CPU:
+//! handler thread (FIFO 99 by default) wakes on a periodic timer every interval, as an
+//! interrupt handler would on its interrupt (the kernel re-arms the timer; the handler programs
+//! nothing), and wakes a task thread (FIFO 98) through the chosen mechanism (`via=`). Three series per CPU:
 //! - `handler`: the handler's latency, wake-up − deadline (as the timer probe's);
 //! - `task`: the task's latency from the handler's post to its own wake-up;
 //! - `chain`: the whole chain, the task's wake-up − the deadline (two context switches, like
@@ -19,7 +19,7 @@
 //! not a lock around data) and print nothing; the event's number and post time pass through a
 //! sequence lock of atomics.
 
-use super::{timer::missed_after, Handoff, Probe, Role, RtLoop, Schedule};
+use super::{Handoff, Probe, Role, RtLoop, Schedule};
 use crate::sys::{self, WakeChannel, WakeMethod};
 use crate::vocab::units::Nanos;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering::*};
@@ -95,7 +95,8 @@ impl Probe for WakeupProbe {
                 series: vec![HANDLER],
                 setup: Box::new(move || {
                     s1.channel.handler_setup().map_err(|e| format!("the handler cannot take its lock: {e}"))?;
-                    Ok(Box::new(HandlerLoop { schedule, shared: s1 }) as Box<dyn RtLoop>)
+                    let timer = sys::PeriodicTimer::new().map_err(|e| format!("the handler cannot make its timer: {e}"))?;
+                    Ok(Box::new(HandlerLoop { schedule, timer, shared: s1 }) as Box<dyn RtLoop>)
                 }),
             },
             Role {
@@ -169,24 +170,31 @@ impl Shared {
     }
 }
 
-/// The handler: the timer probe's loop, posting an event at each wake-up.
+/// The handler: woken by a periodic timer the kernel re-arms in its interrupt (the way an
+/// interrupt handler is woken by its device: it programs nothing before its task runs), posting
+/// one event per wake-up.
 struct HandlerLoop {
     schedule: Schedule,
+    timer: sys::PeriodicTimer,
     shared: Arc<Shared>,
 }
 
 impl RtLoop for HandlerLoop {
+    /// Period `k` expires at `start_ns + k·interval`. A wake-up serves the first period not yet
+    /// served, late by `now − its deadline`; the timer's count says how many later periods also
+    /// expired meanwhile — those passed unserved (missed), as in the timer probe.
     fn run(&mut self, start_ns: u64, stop: &AtomicBool, out: &mut [Handoff]) {
         let Schedule { interval_ns: interval, periods: last, .. } = self.schedule;
         let (out, shared) = (&mut out[0], &*self.shared);
         let (mut period, mut state) = (1u64, 0u32);
-        while period <= last && !stop.load(Relaxed) {
-            let deadline = start_ns + period * interval;
-            sys::sleep_until_monotonic(deadline);
-            let latency = sys::monotonic_ns().saturating_sub(deadline);
+        let armed = self.timer.arm(start_ns + interval, interval).is_ok();
+        while armed && period <= last && !stop.load(Relaxed) {
+            let expired = self.timer.wait();
+            let now = sys::monotonic_ns();
+            let latency = now.saturating_sub(start_ns + period * interval);
             shared.publish(period, sys::monotonic_ns());
             shared.channel.post(&mut state);
-            let missed_after = missed_after(latency, interval, last - period);
+            let missed_after = expired.saturating_sub(1).min(last - period);
             out.served(period, latency, missed_after);
             period += missed_after + 1;
         }

@@ -817,6 +817,52 @@ impl Waiter {
     }
 }
 
+/// A periodic CLOCK_MONOTONIC timerfd: the kernel re-arms it at each expiry (in its timer
+/// interrupt), so the thread that waits on it never programs a timer itself; `read` returns how
+/// many periods expired since the last one, as a UIO device's `read` returns its interrupt count.
+pub struct PeriodicTimer {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl PeriodicTimer {
+    /// A timer, not yet armed.
+    pub fn new() -> io::Result<PeriodicTimer> {
+        // SAFETY: timerfd_create takes no pointers; a non-negative result is a new fd we own.
+        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by the kernel and is owned by nothing else.
+        Ok(PeriodicTimer { fd: unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) } })
+    }
+
+    /// Arms it: first expiry at the absolute time `first_ns`, then every `interval_ns`.
+    pub fn arm(&self, first_ns: u64, interval_ns: u64) -> io::Result<()> {
+        let spec = libc::itimerspec { it_interval: timespec_of(interval_ns), it_value: timespec_of(first_ns.max(1)) };
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.fd);
+        // SAFETY: `spec` is a valid itimerspec for the call; `fd` is this timer's.
+        check(unsafe { libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) })
+    }
+
+    /// Waits for the next expiry; returns the periods expired since the last wait (0 only on an
+    /// error the caller cannot recover from).
+    #[inline(always)]
+    pub fn wait(&self) -> u64 {
+        let mut expirations = 0u64;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.fd);
+        loop {
+            // SAFETY: `expirations` is 8 writable bytes; `fd` is this timer's.
+            let n = unsafe { libc::read(fd, (&mut expirations as *mut u64).cast(), 8) };
+            if n == 8 {
+                return expirations;
+            }
+            if n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                return 0;
+            }
+        }
+    }
+}
+
 impl Drop for Waiter {
     fn drop(&mut self) {
         if let Some((id, _)) = self.posix.take() {

@@ -19,7 +19,7 @@ pub fn runner() -> Option<String> {
 }
 
 /// Waits (at most 60 s) until process `pid` is measuring — one of its measurement threads
-/// (named `rtgauge-<probe><cpu>`) waits in its loop's sleep, or a busy loop (the noise probe's,
+/// (named `rtgauge-<probe><cpu>`) waits in its loop's sleep or timer read, or a busy loop (the noise probe's,
 /// which never sleeps) runs after it was seen waiting for its start — instead of assuming how
 /// long start-up takes: on a busy host under an emulator it took over 1.5 s (CI), and a signal
 /// or a stall sent earlier lands in the set-up instead of the measurement.
@@ -41,7 +41,10 @@ pub fn wait_until_measuring(pid: u32) {
             let wchan = read(task, "wchan");
             // The state follows the name in parentheses: "123 (rtgauge-noise1) R ...".
             let running = read(task, "stat").rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('R'));
-            if wchan.contains("nanosleep") || (running && waiting.contains(task)) {
+            // A loop sleeps to its deadline, or (the wake-up chain's handler) reads its timerfd, whose
+            // wait channel is the kernel's generic do_wait_intr_irq.
+            let in_loop_wait = ["nanosleep", "timerfd", "do_wait_intr"].iter().any(|w| wchan.contains(w));
+            if in_loop_wait || (running && waiting.contains(task)) {
                 return;
             }
             if wchan.contains("futex") {
