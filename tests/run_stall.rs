@@ -69,7 +69,12 @@ fn injected_stall_shows_on_its_cpu_only_with_its_size_and_missed_periods() {
 
     // The other CPU kept running: nothing of the stall's size there.
     assert!(u(&calm["max_ns"]) < stall_ns / 2, "cpu{quiet_cpu} max {} unaffected", calm["max_ns"]);
-    assert!(u(&calm["missed"]) < swallowed / 2);
+    // Natively the other CPU misses almost nothing. Under an emulator its thread can wait, many
+    // times briefly, on the emulator's own locks held by a thread the stall froze (CI saw 145+
+    // periods missed on armv7 without any long gap): there the count is not the stall's.
+    if runner().is_none() {
+        assert!(u(&calm["missed"]) < swallowed / 2, "cpu{quiet_cpu} missed {}", calm["missed"]);
+    }
     assert_eq!(u(&calm["samples"]) + u(&calm["missed"]), 3000);
     check_probe_invariants(&hit);
     check_probe_invariants(&calm);
