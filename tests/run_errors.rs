@@ -91,6 +91,20 @@ fn nobody_can_run_binary() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// A probe's own set-up that the system refuses (here: no POSIX message queue may be opened,
+/// RLIMIT_MSGQUEUE 0) is one line naming the mechanism and another to choose, exit 2, before
+/// anything is measured.
+#[test]
+fn a_wakeup_mechanism_the_system_refuses_says_which_and_what_to_use() {
+    let out = std::process::Command::new("prlimit")
+        .arg("--msgqueue=0:0")
+        .args(bin_argv())
+        .args(["run", "--loops", "10", "--load", "none", "--measure", "wakeup:via=mq@0"])
+        .output()
+        .unwrap();
+    assert_usage_error(&out, &["via=mq", "wake-up channel", "e.g. via=eventfd"]);
+}
+
 #[test]
 fn without_rt_privileges_it_says_how_to_fix_it() {
     if !nobody_can_run_binary() {

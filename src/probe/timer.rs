@@ -58,7 +58,8 @@ impl Probe for TimerProbe {
             cpu,
             Box::new(move || {
                 // Made in the thread itself: a POSIX timer signals the thread that made it.
-                let waiter = sys::Waiter::new(wait).map_err(|e| format!("cannot prepare its timer: {e}"))?;
+                let waiter = sys::Waiter::new(wait)
+                    .map_err(|e| format!("cannot prepare its timer ({e}); choose another method, e.g. wait=nanosleep-abs"))?;
                 Ok(Box::new(TimerLoop { schedule, waiter }) as Box<dyn RtLoop>)
             }),
         )])

@@ -72,14 +72,19 @@ impl UdpProbe {
     /// The thread's socket, connected to the target, with its options, and its buffers.
     fn open(&self) -> Result<UdpLoop, String> {
         let local: SocketAddr = if self.target.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }.parse().expect("valid");
-        let socket = UdpSocket::bind(local).map_err(|e| format!("cannot open a UDP socket: {e}"))?;
+        let socket = UdpSocket::bind(local)
+            .map_err(|e| format!("cannot open a UDP socket ({e}): check that this kernel and process may use UDP"))?;
         socket.connect(self.target).map_err(|e| format!("cannot reach {}: {e}; check target=ADDR:PORT", self.target))?;
-        socket.set_nonblocking(true).map_err(|e| format!("cannot make the UDP socket non-blocking: {e}"))?;
+        socket.set_nonblocking(true).map_err(|e| {
+            format!("cannot make the UDP socket non-blocking ({e}): check that this kernel and process may use UDP")
+        })?;
         if self.busy_poll_us > 0 {
-            sys::set_busy_poll(&socket, self.busy_poll_us).map_err(|e| format!("SO_BUSY_POLL refused: {e}"))?;
+            sys::set_busy_poll(&socket, self.busy_poll_us)
+                .map_err(|e| format!("SO_BUSY_POLL refused ({e}): drop busy-poll= or run as root"))?;
         }
         if let Some(p) = self.so_priority {
-            sys::set_socket_priority(&socket, p).map_err(|e| format!("SO_PRIORITY {p} refused: {e}"))?;
+            sys::set_socket_priority(&socket, p)
+                .map_err(|e| format!("SO_PRIORITY {p} refused ({e}): drop so-priority= or run as root"))?;
         }
         Ok(UdpLoop { schedule: self.schedule, socket, send: vec![0xa5; self.size], receive: vec![0; MAX_SIZE + 1] })
     }

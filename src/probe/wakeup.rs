@@ -65,7 +65,7 @@ impl Probe for WakeupProbe {
         self.schedule
     }
     fn settings(&self) -> Vec<String> {
-        let via = VIA.iter().find(|(_, m)| *m == self.via).map_or("?", |(n, _)| n);
+        let via = self.via_name();
         vec![
             format!("interval={}", Nanos(self.schedule.interval_ns)),
             format!("via={via}"),
@@ -84,7 +84,10 @@ impl Probe for WakeupProbe {
     }
     fn instance(&self, cpu: usize, cpus: &[usize]) -> Result<Vec<Role>, String> {
         let task_cpu = if self.cross { next_cpu(cpu, cpus)? } else { cpu };
-        let channel = WakeChannel::new(self.via).map_err(|e| format!("cannot make its wake-up channel: {e}"))?;
+        let via = self.via_name();
+        let channel = WakeChannel::new(self.via).map_err(|e| {
+            format!("via={via}: cannot make its wake-up channel ({e}); choose another mechanism, e.g. via=eventfd")
+        })?;
         let shared = Arc::new(Shared::new(channel));
         let (schedule, s1, s2) = (self.schedule, shared.clone(), shared);
         Ok(vec![
@@ -94,8 +97,11 @@ impl Probe for WakeupProbe {
                 priority: Some(self.priority),
                 series: vec![HANDLER],
                 setup: Box::new(move || {
-                    s1.channel.handler_setup().map_err(|e| format!("the handler cannot take its lock: {e}"))?;
-                    let timer = sys::PeriodicTimer::new().map_err(|e| format!("the handler cannot make its timer: {e}"))?;
+                    s1.channel.handler_setup().map_err(|e| {
+                        format!("via={via}: the handler cannot take its lock ({e}); choose another mechanism, e.g. via=futex")
+                    })?;
+                    let timer = sys::PeriodicTimer::new()
+                        .map_err(|e| format!("the handler cannot make its timerfd ({e}): this kernel lacks CONFIG_TIMERFD"))?;
                     Ok(Box::new(HandlerLoop { schedule, timer, shared: s1 }) as Box<dyn RtLoop>)
                 }),
             },
@@ -105,11 +111,22 @@ impl Probe for WakeupProbe {
                 priority: Some(self.priority - 1),
                 series: vec![CHAIN, TASK],
                 setup: Box::new(move || {
-                    s2.channel.task_setup().map_err(|e| format!("the task cannot prepare its wake-up: {e}"))?;
+                    s2.channel.task_setup().map_err(|e| {
+                        format!(
+                            "via={via}: the task cannot prepare its wake-up ({e}); choose another mechanism, e.g. via=eventfd"
+                        )
+                    })?;
                     Ok(Box::new(TaskLoop { interval_ns: schedule.interval_ns, shared: s2 }) as Box<dyn RtLoop>)
                 }),
             },
         ])
+    }
+}
+
+impl WakeupProbe {
+    /// The mechanism's name, as `via=` writes it.
+    fn via_name(&self) -> &'static str {
+        VIA.iter().find(|(_, m)| *m == self.via).map_or("?", |(n, _)| n)
     }
 }
 
