@@ -320,13 +320,7 @@ fn resolve(plan: &RunPlan, system: &SystemInfo) -> Result<Resolved> {
         };
         let probe = registry::build(m, timing).map_err(anyhow::Error::msg)?;
         probe.check_cpus(&probe_cpus).map_err(|e| anyhow!("--measure '{}': {e}", m.text))?;
-        let sched = ThreadSched {
-            policy: plan.policy,
-            priority: plan.priority,
-            dl_runtime_ns: plan.dl_runtime_ns,
-            dl_deadline_ns: plan.dl_deadline_ns,
-        };
-        sched.check_deadline(probe.schedule().interval_ns).map_err(|e| anyhow!("--measure '{}': {e}", m.text))?;
+        thread_sched(plan).check_deadline(probe.schedule().interval_ns).map_err(|e| anyhow!("--measure '{}': {e}", m.text))?;
         probes.push(ProbePlan { probe, cpus: probe_cpus });
     }
     let mut all: Vec<usize> = probes.iter().flat_map(|p| p.cpus.iter().copied()).collect();
@@ -459,6 +453,16 @@ fn lock_memory(plan: &RunPlan, system: &mut SystemInfo) -> Option<String> {
 /// The error number of a refusal for want of privilege.
 const EPERM: i32 = 1;
 
+/// How the plan schedules the measurement threads.
+fn thread_sched(plan: &RunPlan) -> ThreadSched {
+    ThreadSched {
+        policy: plan.policy,
+        priority: plan.priority,
+        dl_runtime_ns: plan.dl_runtime_ns,
+        dl_deadline_ns: plan.dl_deadline_ns,
+    }
+}
+
 /// Sets up the measurement threads; a refusal becomes an error that says why and what to do.
 fn prepare_probes(
     plan: &RunPlan,
@@ -466,13 +470,7 @@ fn prepare_probes(
     interrupts: &Interrupts,
     system: &SystemInfo,
 ) -> Result<probe::PreparedProbes> {
-    let sched = ThreadSched {
-        policy: plan.policy,
-        priority: plan.priority,
-        dl_runtime_ns: plan.dl_runtime_ns,
-        dl_deadline_ns: plan.dl_deadline_ns,
-    };
-    probe::prepare(probes, sched, interrupts.stop.clone()).map_err(|reports| {
+    probe::prepare(probes, thread_sched(plan), interrupts.stop.clone()).map_err(|reports| {
         let failed = reports.iter().find(|r| r.error.is_some()).expect("a failed report");
         match failed.error.as_ref().expect("an error") {
             SetupError::Scheduler(errno) if plan.policy == crate::vocab::policy::Policy::Deadline && *errno != EPERM => {

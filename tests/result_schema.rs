@@ -43,14 +43,7 @@ fn documents_validate_against_the_schema_and_every_field_is_described() {
     let (_, noise, _) = run_json(&["--loops", "30", "--warmup", "0", "--measure", "noise:threshold=100ns@0", "--load", "none"]);
     let prose = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/result-schema.md")).unwrap();
     // A UDP run against an echo on loopback (on the port it was given), for its counts.
-    let mut echo = rtgauge(&["udp-echo", "--listen", "127.0.0.1:0", "-D", "60s"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(echo.stderr.as_mut().unwrap()), &mut line).unwrap();
-    let target = line.trim().rsplit(' ').next().unwrap().to_string();
+    let (mut echo, target) = start_echo(rtgauge(&["udp-echo", "--listen", "127.0.0.1:0", "-D", "60s"]));
     let (_, udp, _) =
         run_json(&["--loops", "30", "--warmup", "0", "--measure", &format!("udp:target={target}@0"), "--load", "none"]);
     let _ = echo.kill();

@@ -5,7 +5,6 @@
 
 mod common;
 use common::*;
-use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -51,14 +50,9 @@ impl Netns {
 
     /// Starts the echo in `b` on `cpu` and returns once it listens.
     fn echo(&self, cpu: usize) -> Child {
-        let mut child = Netns::rtgauge(&self.b, &["udp-echo", "--listen", "10.0.0.2:9000", "--cpu", &cpu.to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stderr.as_mut().unwrap()).read_line(&mut line).unwrap();
-        assert!(line.contains("listening on 10.0.0.2:9000"), "the echo did not start: {line}");
+        let (child, addr) =
+            start_echo(Netns::rtgauge(&self.b, &["udp-echo", "--listen", "10.0.0.2:9000", "--cpu", &cpu.to_string()]));
+        assert_eq!(addr, "10.0.0.2:9000");
         child
     }
 }

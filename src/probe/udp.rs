@@ -139,10 +139,13 @@ impl RtLoop for UdpLoop {
                 out.count(SENT, sent);
             }
             let until = start_ns + (period + skipped + 1) * interval;
+            let late_before = late;
             if let Some(back) = self.reply(period, until, &mut late) {
                 out.served(period, back - sent_at, skipped);
             }
-            out.count(LATE, late);
+            if late != late_before {
+                out.count(LATE, late);
+            }
             period += skipped + 1;
         }
         out.accounted_through((period - 1).min(last));

@@ -716,15 +716,7 @@ impl Waiter {
     pub fn new(method: WaitMethod) -> io::Result<Waiter> {
         let mut w = Waiter { method, timerfd: None, posix: None };
         match method {
-            WaitMethod::Timerfd => {
-                // SAFETY: timerfd_create takes no pointers; a non-negative result is a new fd we own.
-                let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
-                if fd < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                // SAFETY: `fd` was just returned by the kernel and is owned by nothing else.
-                w.timerfd = Some(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) });
-            }
+            WaitMethod::Timerfd => w.timerfd = Some(new_timerfd()?),
             WaitMethod::PosixTimer => {
                 let sig = libc::SIGRTMIN() + 1;
                 // SAFETY: zeroed sigset_t/sigevent are valid starting values; every pointer passed
@@ -817,6 +809,17 @@ impl Waiter {
     }
 }
 
+/// A new CLOCK_MONOTONIC timerfd, not armed.
+fn new_timerfd() -> io::Result<std::os::fd::OwnedFd> {
+    // SAFETY: timerfd_create takes no pointers; a non-negative result is a new fd we own.
+    let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by the kernel and is owned by nothing else.
+    Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
+}
+
 /// A periodic CLOCK_MONOTONIC timerfd: the kernel re-arms it at each expiry (in its timer
 /// interrupt), so the thread that waits on it never programs a timer itself; `read` returns how
 /// many periods expired since the last one, as a UIO device's `read` returns its interrupt count.
@@ -827,13 +830,7 @@ pub struct PeriodicTimer {
 impl PeriodicTimer {
     /// A timer, not yet armed.
     pub fn new() -> io::Result<PeriodicTimer> {
-        // SAFETY: timerfd_create takes no pointers; a non-negative result is a new fd we own.
-        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just returned by the kernel and is owned by nothing else.
-        Ok(PeriodicTimer { fd: unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) } })
+        Ok(PeriodicTimer { fd: new_timerfd()? })
     }
 
     /// Arms it: first expiry at the absolute time `first_ns`, then every `interval_ns`.

@@ -247,3 +247,15 @@ pub fn run_with_stall(measure: &str, duration: &str, cpu: usize, after_ms: u64, 
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     (typed(serde_json::from_slice(&out.stdout).unwrap()), stall)
 }
+
+/// Starts `rtgauge udp-echo` as `cmd` gives it and returns once it listens, with the address it
+/// says it listens on (its first line on stderr).
+pub fn start_echo(mut cmd: Command) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.contains("listening on "), "the echo did not start: {line}");
+    let addr = line.trim().rsplit(' ').next().unwrap().to_string();
+    (child, addr)
+}
