@@ -104,14 +104,36 @@ fn ctrl_c_during_load_start_ends_the_run_and_leaves_nothing() {
     for _ in 0..200 {
         args.extend(["--load", "cmd:sleep 1000"]);
     }
-    let child = m.cmd(&args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let child = m.cmd(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(150));
     signal(&child, "INT");
-    let (_, out) = wait_bounded(child, Duration::from_secs(30), "Ctrl-C during set-up");
-    // Either the handler was installed (a partial document) or the default action ended it.
-    if out.status.code().is_some() {
-        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(doc["status"], "partial");
+    let pid = child.id().to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output().unwrap()));
+    let mut ended = rx.recv_timeout(Duration::from_secs(15));
+    let second = ended.is_err() && runner().is_some();
+    if second {
+        // qemu-user (7.2) keeps a signal that arrives while the emulated process spawns a child
+        // pending until the next signal: natively the first Ctrl-C always ends the run (and
+        // this test fails if it does not); under the emulator a second one delivers it.
+        eprintln!("NOTE: under the emulator the first SIGINT stayed pending; sending another");
+        Command::new("kill").args(["-s", "INT", &pid]).status().unwrap();
+        ended = rx.recv_timeout(Duration::from_secs(30));
+    }
+    let Ok(out) = ended else {
+        Command::new("kill").args(["-s", "KILL", &pid]).status().unwrap();
+        let out = rx.recv().unwrap();
+        panic!("Ctrl-C during set-up did not end the run: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    // Either the handler was installed (a partial document) or the default action ended it
+    // (or, under the emulator, a second signal did: exit 130 at once, nothing left either).
+    match out.status.code() {
+        None => {}
+        Some(130) if second => {}
+        Some(_) => {
+            let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(doc["status"], "partial");
+        }
     }
     m.assert_clean("Ctrl-C during load start");
 }
