@@ -227,7 +227,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
         .iter()
         .map(|&key| {
             let p = &resolved.probes[key.probe].probe;
-            SeriesPlan { key, schedule: p.schedule(), bounds: p.bounds(), events: p.events().is_some() }
+            SeriesPlan { key, schedule: p.schedule(), bounds: p.bounds(), events: p.events() }
         })
         .collect();
     let mut collector = Collector::new(&series, &bounds);
@@ -292,8 +292,9 @@ impl Resolved {
         span: (u64, u64),
     ) -> ProbeResult {
         let plan = &self.probes[k.probe];
-        let r = ProbeResult::new(self.names(k), cpu, &stats, &hist);
-        let Some(threshold) = plan.probe.events() else { return r };
+        let mut r = ProbeResult::new(self.names(k), cpu, &stats, &hist);
+        r.measures = plan.probe.measures(k.series).map(str::to_string);
+        let Some(threshold) = plan.probe.noise_threshold() else { return r };
         let s = plan.probe.schedule();
         let measured = span.1.saturating_sub(span.0.max(s.warmup_periods * s.interval_ns));
         let cpus = if cpu.is_some() { 1 } else { plan.cpus.len() as u64 };
@@ -404,11 +405,11 @@ fn load_priority_warnings(plan: &RunPlan, cpus: &[usize], specs: &[LoadSpec], sy
         .collect()
 }
 
-/// A busy loop (an event-accounted probe: noise) holds its CPU from every thread at its
+/// A busy loop (the noise probe) holds its CPU from every thread at its
 /// priority or below: another probe on that CPU is starved.
 fn busy_loop_warnings(probes: &[ProbePlan]) -> Vec<String> {
     let mut w = Vec::new();
-    for busy in probes.iter().filter(|p| p.probe.events().is_some()) {
+    for busy in probes.iter().filter(|p| p.probe.busy_loop()) {
         for other in probes.iter().filter(|o| !std::ptr::addr_eq(Arc::as_ptr(&o.probe), Arc::as_ptr(&busy.probe))) {
             let shared: Vec<usize> = busy.cpus.iter().copied().filter(|c| other.cpus.contains(c)).collect();
             if !shared.is_empty() {

@@ -107,6 +107,44 @@ fn the_schema_lists_exactly_the_reported_percentiles() {
     assert_eq!(in_schema, table);
 }
 
+/// Every enumeration of probe names in the schema (the configuration's and the entries') lists
+/// exactly the probes rtgauge has, and the entries' series every series a probe may report.
+#[test]
+fn the_schema_names_every_probe_and_series() {
+    fn enums<'a>(v: &'a Value, out: &mut Vec<&'a Vec<Value>>) {
+        match v {
+            Value::Object(m) => m.iter().for_each(|(k, v)| match (k.as_str(), v) {
+                ("enum", Value::Array(a)) => out.push(a),
+                _ => enums(v, out),
+            }),
+            Value::Array(a) => a.iter().for_each(|v| enums(v, out)),
+            _ => {}
+        }
+    }
+    let s = schema();
+    let mut all = Vec::new();
+    enums(&s, &mut all);
+    let mut probes: Vec<&str> = rtgauge::probe::registry::names();
+    probes.sort_unstable();
+    let listed: Vec<Vec<&str>> = all
+        .iter()
+        .filter(|a| a.iter().any(|v| v == "timer"))
+        .map(|a| {
+            let mut v: Vec<&str> = a.iter().map(|v| v.as_str().unwrap()).collect();
+            v.sort_unstable();
+            v
+        })
+        .collect();
+    assert!(listed.len() >= 2, "the configuration's and the entries' probe names");
+    assert!(listed.iter().all(|l| *l == probes), "{listed:?} != {probes:?}");
+    let series = &s["$defs"]["probe_result"]["properties"]["series"]["enum"];
+    for name in probes {
+        for one in rtgauge::probe::registry::series_of(name).unwrap() {
+            assert!(series.as_array().unwrap().iter().any(|v| v == one), "series {name}.{one} is not in the schema");
+        }
+    }
+}
+
 /// `--measure` gives a probe its own interval and CPUs.
 #[test]
 fn a_probe_with_its_own_interval_and_cpus_keeps_its_own_accounting() {

@@ -62,6 +62,18 @@ fn bad_values_are_one_line_errors_with_a_fix() {
         (&["--measure", "noise:threshold=0"], &["threshold=0", "e.g. threshold=1us"]),
         (&["--measure", "noise:threshold=loud"], &["threshold=loud", "1 ns..1 s"]),
         (&["--measure", "noise:rate=5"], &["no option 'rate'", "threshold="]),
+        (&["--measure", "event"], &["--measure 'event'", "gpio=CHIP:LINE or uio=DEVICE"]),
+        (&["--measure", "event:gpio=/dev/gpiochip0:x@0"], &["gpio=/dev/gpiochip0:x", "e.g. gpio=/dev/gpiochip0:17"]),
+        (&["--measure", "event:gpio=/dev/gpiochip0:1,edge=up@0"], &["edge=up", "rising, falling or both"]),
+        (&["--measure", "event:uio=/dev/uio0,ack=0:64@0"], &["ack=0:64", "BAR:OFFSET=VALUE", "e.g. ack=0:0x64=1"]),
+        (&["--measure", "event:uio=/dev/uio0,edge=both@0"], &["edge= is for a GPIO line"]),
+        (&["--measure", "event:gpio=/dev/gpiochip0:1", "--cpus", "0-1"], &["one device has one reader", "@1"]),
+        // The device is checked before anything runs: absent, or not what it should be.
+        (&["--measure", "event:gpio=/dev/gpiochip-absent:3@0"], &["no GPIO chip /dev/gpiochip-absent", "gpiodetect"]),
+        (&["--measure", "event:gpio=/dev/null:3@0"], &["/dev/null is not a GPIO chip", "/dev/gpiochipN"]),
+        (&["--measure", "event:uio=/dev/uio-absent@0"], &["no UIO device /dev/uio-absent", "/sys/class/uio"]),
+        (&["--measure", "event:uio=/dev/null@0"], &["/dev/null is not a UIO device", "uio=/dev/uio0"]),
+        (&["--require", "event.nosuch.max<5us"], &["--require", "no series 'nosuch'", "interval"]),
     ];
     for (args, mentions) in cases {
         let mut all = vec!["run", "--duration", "1s"];

@@ -123,6 +123,9 @@ fn check_guest(dir: &Path, validator: &jsonschema::Validator) -> Vec<String> {
         }
         for p in doc["probes"].as_array().unwrap() {
             check_probe_invariants(p);
+            if p["probe"] == "event" {
+                continue; // events, not periods: checked against what was sent (below)
+            }
             if p.get("noise").is_some() {
                 // Gaps are events, not periods: a busy loop that ran misses no window.
                 if doc["status"] == "complete" && u(&p["missed"]) != 0 {
@@ -187,6 +190,7 @@ fn check_guest(dir: &Path, validator: &jsonschema::Validator) -> Vec<String> {
             problems.push(format!("{name}: cmd:false not flagged or not backed off: {}", doc["loads"][0]));
         }
     }
+    problems.extend(check_events(dir, &name, Some(guest["arch"].as_str())));
     if let (Ok(run), Ok(stall)) =
         (fs::read_to_string(dir.join("stall-run.json")), fs::read_to_string(dir.join("stall-run.stall")))
     {
@@ -201,6 +205,55 @@ fn check_guest(dir: &Path, validator: &jsonschema::Validator) -> Vec<String> {
         } else if u(&cpu1["max_ns"]) + interval < u(&stall["duration_ns"]) {
             problems.push(format!("{name}: a {} ns stall on cpu1 but its max is {}", stall["duration_ns"], cpu1["max_ns"]));
         }
+    }
+    problems
+}
+
+/// The event probe against what was sent: every UIO interrupt the guest raised on qemu's edu
+/// device (`uio-edu.sent`), and on arm64 every GPIO edge the host sent through QMP
+/// (`edges-sent`, one `sent N` line per request), counted once, none missed.
+fn check_events(dir: &Path, name: &str, arch: Option<&str>) -> Vec<String> {
+    let mut problems = Vec::new();
+    let event_entry = |file: &str| -> Option<Value> {
+        let doc: Value = serde_json::from_str(&fs::read_to_string(dir.join(file)).ok()?).ok()?;
+        doc["probes"].as_array()?.iter().find(|p| p["probe"] == "event" && !p["cpu"].is_null()).cloned()
+    };
+    match (event_entry("uio-edu.json"), fs::read_to_string(dir.join("uio-edu.sent"))) {
+        (Some(e), Ok(sent)) => {
+            let sent: u64 = sent.trim().parse().unwrap_or(0);
+            let taken = u(&e["counts"]["events"]);
+            if sent == 0 || taken != sent || u(&e["missed"]) + u(&e["warmup_missed"]) != 0 {
+                problems.push(format!("{name}: {sent} UIO interrupts raised, {taken} taken, {} missed", e["missed"]));
+            }
+            if e["measures"] != "interval" || u(&e["samples"]) + u(&e["warmup_samples"]) + 1 != taken {
+                problems.push(format!("{name}: UIO entry is not {} intervals: {e}", taken.saturating_sub(1)));
+            }
+            println!("  uio-edu: {sent} interrupts raised, {taken} taken, none missed");
+        }
+        _ => problems.push(format!("{name}: no UIO event result (uio-edu.json and uio-edu.sent)")),
+    }
+    if arch != Some("aarch64") {
+        return problems;
+    }
+    let sent: u64 = fs::read_to_string(dir.join("edges-sent"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("sent ")?.trim().parse::<u64>().ok())
+        .sum();
+    match event_entry("gpio-edges.json") {
+        Some(e) => {
+            let taken = u(&e["samples"]) + u(&e["warmup_samples"]);
+            if sent == 0 || taken != sent || u(&e["counts"]["events"]) != sent || u(&e["missed"]) != 0 {
+                problems.push(format!("{name}: {sent} GPIO edges sent, {taken} taken, {} missed", e["missed"]));
+            }
+            println!("  gpio-edges: {sent} edges sent, {taken} taken, none missed");
+        }
+        None => problems.push(format!("{name}: no GPIO event result (gpio-edges.json)")),
+    }
+    // A second reader of a line in use is told it is busy, by whom.
+    let busy = fs::read_to_string(dir.join("gpio-busy.stderr")).unwrap_or_default();
+    if !busy.contains("is busy, held by 'rtgauge'") {
+        problems.push(format!("{name}: a second reader of a GPIO line in use was told: {busy:?}"));
     }
     problems
 }

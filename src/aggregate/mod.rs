@@ -259,6 +259,24 @@ impl Account {
     }
 }
 
+impl Account {
+    /// Counts `n` events missed just before an event of window `window` (a device's sequence
+    /// numbers skipped them): in the warm-up, or in the run and that window's phase.
+    fn missed_events(&mut self, window: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        if window <= self.schedule.warmup_periods {
+            self.warmup_missed += n;
+            return;
+        }
+        let phase = self.phase_of(window);
+        for t in std::iter::once(&mut self.run).chain(self.phases.get_mut(phase)) {
+            t.missed += n;
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Missed,
@@ -325,7 +343,10 @@ impl Collector {
         let c = &mut self.accounts[i];
         if c.events {
             c.lost_events(s.period, s.lost_before);
-            c.record(s.period, s.latency_ns);
+            c.missed_events(s.period, s.missed_after);
+            if s.latency_ns != Sample::NO_VALUE {
+                c.record(s.period, s.latency_ns);
+            }
             c.accounted = c.accounted.max(s.period);
             return;
         }
@@ -363,7 +384,9 @@ impl Collector {
             if thread_ended {
                 let lost_total = counters.handoff_overflows.load(Relaxed);
                 let lost_tail = lost_total.saturating_sub(c.run.lost + c.warmup_lost);
-                c.lost_events(c.accounted.max(c.schedule.warmup_periods + 1), lost_tail);
+                let last = c.accounted.max(c.schedule.warmup_periods + 1);
+                c.lost_events(last, lost_tail);
+                c.missed_events(last, counters.pending_missed.load(Relaxed));
                 c.keep_thread_extremes(counters);
                 c.accounted = c.accounted.max(counters.periods_done.load(Relaxed)).max(end_period);
             } else if c.accounted < end_period {
@@ -544,5 +567,26 @@ mod tests {
         assert_eq!((c.accounts[1].run.samples, c.accounts[1].run.missed, c.accounts[1].unserved), (0, 1990, 2000));
         assert_eq!(phase_sums(&c.accounts[1]), (0, 1990, 0));
         assert_eq!((c.accounts[0].run.samples, c.accounts[0].unserved), (1990, 0));
+    }
+
+    #[test]
+    fn missed_events_count_in_their_window_phase_and_warm_up_and_survive_a_full_ring() {
+        // Events in windows of 1 ms over 3 s, warm-up 100 windows, phases cut at 1 s and 2 s.
+        let s = Schedule { interval_ns: 1_000_000, warmup_periods: 100, periods: 3000 };
+        let plan = SeriesPlan { key: SeriesKey { probe: 0, cpu: 0, series: 0 }, schedule: s, bounds: None, events: true };
+        let mut c = Collector::new(&[plan], &[1_000_000_000, 2_000_000_000]);
+        let event = |window, value, missed| Sample { period: window, latency_ns: value, missed_after: missed, lost_before: 0 };
+        c.take(0, event(50, 5_000, 2)); // warm-up: 2 missed before it
+        c.take(0, event(500, Sample::NO_VALUE, 1)); // no value: counts its misses only
+        c.take(0, event(1500, 7_000, 3));
+        c.take(0, event(2500, 9_000, 0));
+        let counters = ThreadCounters::default();
+        counters.pending_missed.store(4, Relaxed); // a last fact that did not fit the ring
+        c.close(0, &counters, true, 3_000_000_000);
+        let a = &c.accounts[0];
+        assert_eq!((a.warmup_samples, a.warmup_missed), (1, 2));
+        assert_eq!((a.run.samples, a.run.missed), (2, 1 + 3 + 4));
+        let per: Vec<(u64, u64)> = a.phases.iter().map(|t| (t.samples, t.missed)).collect();
+        assert_eq!(per, [(0, 1), (1, 3), (1, 4)]);
     }
 }

@@ -8,6 +8,7 @@
 //! ([`rtrb`]) to the non-RT collector, and atomics for what must never be lost (extremes,
 //! hand-off overflows, periods done). [`registry`] knows every probe by name.
 
+pub mod event;
 pub mod noise;
 pub mod period;
 pub mod registry;
@@ -38,6 +39,12 @@ pub struct Sample {
     pub lost_before: u64,
 }
 
+impl Sample {
+    /// The value of an event that carries none (a UIO device's first event: its interval has
+    /// no beginning); it counts its missed events only.
+    pub const NO_VALUE: u64 = u64::MAX;
+}
+
 /// Counters one measurement thread publishes; written by that thread only. The collector
 /// reads them once the thread has ended, for what the ring could not carry.
 #[derive(Debug)]
@@ -54,6 +61,9 @@ pub struct ThreadCounters {
     /// The probe's own counts (`Probe::counters` names them): the UDP probe's packets sent and
     /// replies that came late.
     pub counts: [AtomicU64; MAX_COUNTS],
+    /// An event probe's missed events not yet handed over (their fact did not fit the ring);
+    /// they go with the next fact that does.
+    pub pending_missed: AtomicU64,
 }
 
 /// How many counts of its own a probe may keep (see [`Probe::counters`]).
@@ -68,6 +78,7 @@ impl Default for ThreadCounters {
             handoff_overflows: AtomicU64::new(0),
             periods_done: AtomicU64::new(0),
             counts: [AtomicU64::new(0), AtomicU64::new(0)],
+            pending_missed: AtomicU64::new(0),
         }
     }
 }
@@ -102,11 +113,21 @@ pub trait Probe: Send + Sync + std::fmt::Debug {
     fn bounds(&self) -> Option<(u64, u64)> {
         None
     }
-    /// For a probe whose facts are events rather than periods (the noise probe's gaps over a
-    /// threshold): the threshold. Its schedule's periods are then windows that place each event
-    /// in time (its phase, its warm-up); none is ever missed.
-    fn events(&self) -> Option<u64> {
+    /// Whether its facts are events rather than periods (the noise probe's gaps over a
+    /// threshold, the event probe's device events): its schedule's periods are then windows
+    /// that place each event in time (its phase, its warm-up); a window is never missed, but
+    /// events may be (the event probe's sequence numbers tell).
+    fn events(&self) -> bool {
+        false
+    }
+    /// For the noise probe: the threshold of a gap; its results then carry noise figures.
+    fn noise_threshold(&self) -> Option<u64> {
         None
+    }
+    /// Whether its threads spin without sleeping (the noise probe's busy loop): a CPU it shares
+    /// with another probe starves that probe.
+    fn busy_loop(&self) -> bool {
+        false
     }
     /// Names of counts of its own each thread keeps beside its facts (at most [`MAX_COUNTS`];
     /// [`Handoff::count`]), reported per CPU and summed: the UDP probe's `sent` and `late`.
@@ -117,6 +138,11 @@ pub trait Probe: Send + Sync + std::fmt::Debug {
     /// chain: `chain`, `handler`, `task`). Empty: one series, named by the probe alone.
     fn series(&self) -> &'static [&'static str] {
         &[]
+    }
+    /// What the values of series `series` are when they are not latencies (a UIO source's
+    /// `interval`); `None`: latencies. Such values count in no worst case or cycle-time rule.
+    fn measures(&self, _series: usize) -> Option<&'static str> {
+        None
     }
     /// Checks the CPUs the probe is to measure on, before anything runs (`cross` needs two).
     fn check_cpus(&self, _cpus: &[usize]) -> Result<(), String> {
@@ -177,6 +203,8 @@ pub struct Handoff {
     warmup_periods: u64,
     /// Facts the ring could not take since the last one it took.
     lost: u64,
+    /// Missed events of those facts (an event probe's), carried to the next fact taken.
+    missed_carry: u64,
     overflows: u64,
     min: u64,
     max: u64,
@@ -186,7 +214,7 @@ pub struct Handoff {
 
 impl Handoff {
     fn new(ring: rtrb::Producer<Sample>, counters: Arc<ThreadCounters>, warmup_periods: u64) -> Handoff {
-        Handoff { ring, counters, warmup_periods, lost: 0, overflows: 0, min: u64::MAX, max: 0, done: 0 }
+        Handoff { ring, counters, warmup_periods, lost: 0, missed_carry: 0, overflows: 0, min: u64::MAX, max: 0, done: 0 }
     }
 
     /// The last period accounted for (served or missed).
@@ -200,6 +228,46 @@ impl Handoff {
     #[inline(always)]
     pub fn event(&mut self, window: u64, value_ns: u64) {
         self.served(window, value_ns, 0);
+    }
+
+    /// Hands over an event of window `window` with its value (`None`: it carries none, see
+    /// [`Sample::NO_VALUE`]) and the `missed_before` events that were lost just before it (a
+    /// device's sequence numbers or count skipped them). Wait-free; a full ring loses the value,
+    /// never a count: the missed events go with the next fact taken, or stay in the counters.
+    #[inline(always)]
+    pub fn event_after(&mut self, window: u64, value_ns: Option<u64>, missed_before: u64) {
+        let c = &*self.counters;
+        let value = value_ns.map_or(Sample::NO_VALUE, |v| v.min(Sample::NO_VALUE - 1));
+        if value != Sample::NO_VALUE && window > self.warmup_periods {
+            if value < self.min {
+                self.min = value;
+                c.min_ns.store(value, Relaxed);
+            }
+            if value > self.max {
+                self.max = value;
+                c.max_ns.store(value, Relaxed);
+                c.max_period.store(window, Relaxed);
+            }
+        }
+        let missed = self.missed_carry + missed_before;
+        let fact = Sample { period: window, latency_ns: value, missed_after: missed, lost_before: self.lost };
+        if self.ring.push(fact).is_ok() {
+            self.lost = 0;
+            if self.missed_carry > 0 {
+                c.pending_missed.store(0, Relaxed);
+            }
+            self.missed_carry = 0;
+        } else {
+            self.lost += 1;
+            self.overflows += 1;
+            c.handoff_overflows.store(self.overflows, Relaxed);
+            self.missed_carry = missed;
+            c.pending_missed.store(missed, Relaxed);
+        }
+        if window > self.done {
+            self.done = window;
+            c.periods_done.store(window, Relaxed);
+        }
     }
 
     /// Sets the probe's own count `i` (see [`Probe::counters`]) to `value`.
@@ -540,7 +608,7 @@ fn spawn_role(
     let mut handoffs = Vec::with_capacity(role.series.len());
     for &series in &role.series {
         // Events (a busy loop's gaps) may come far faster than periods: the largest ring.
-        let interval = if plan.probe.events().is_some() { 1 } else { schedule.interval_ns };
+        let interval = if plan.probe.events() { 1 } else { schedule.interval_ns };
         let (producer, consumer) = new_ring(interval);
         let counters = Arc::new(ThreadCounters::default());
         handoffs.push(Handoff::new(producer, counters.clone(), schedule.warmup_periods));

@@ -35,8 +35,14 @@ impl Probe for NoiseProbe {
     fn settings(&self) -> Vec<String> {
         vec![format!("interval={}", Nanos(self.schedule.interval_ns)), format!("threshold={}", Nanos(self.threshold_ns))]
     }
-    fn events(&self) -> Option<u64> {
+    fn events(&self) -> bool {
+        true
+    }
+    fn noise_threshold(&self) -> Option<u64> {
         Some(self.threshold_ns)
+    }
+    fn busy_loop(&self) -> bool {
+        true
     }
     fn instance(&self, cpu: usize, _cpus: &[usize]) -> Result<Vec<Role>, String> {
         let (schedule, threshold_ns) = (self.schedule, self.threshold_ns);

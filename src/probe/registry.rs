@@ -2,7 +2,7 @@
 //! system) and building the probe for a run's timing. Adding a probe means one entry in
 //! [`PROBES`] and its module; nothing else names it.
 
-use super::{noise, period, timer, udp, wakeup, Probe, Schedule};
+use super::{event, noise, period, timer, udp, wakeup, Probe, Schedule};
 use crate::vocab::cpus::parse_cpu_list;
 use crate::vocab::units::{parse_duration_ns, Nanos};
 use std::sync::Arc;
@@ -76,6 +76,14 @@ const PROBES: &[Entry] = &[
         options: "target=ADDR:PORT (an 'rtgauge udp-echo'), rate=PER_SECOND or interval=DURATION, size=BYTES (64), \
                   busy-poll=DURATION, so-priority=N",
         build: build_udp,
+    },
+    Entry {
+        name: event::NAME,
+        series: event::UIO_SERIES,
+        interval_ns: None,
+        options: "gpio=/dev/gpiochipN:LINE with edge=rising|falling|both (rising), or uio=/dev/uioN with \
+                  ack=BAR:OFFSET=VALUE; interval=DURATION (the window events are placed in)",
+        build: build_event,
     },
 ];
 
@@ -343,6 +351,81 @@ fn build_udp(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, St
     Ok(Arc::new(p))
 }
 
+/// `event:gpio=/dev/gpiochip0:17[,edge=rising]` or `event:uio=/dev/uio0[,ack=0:0x64=1]`.
+fn build_event(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+    let bad = |what: String, e: &str| format!("--measure '{}': {what}; e.g. {e}", spec.text);
+    let (mut gpio, mut uio, mut edge, mut ack) = (None, None, None, None);
+    let mut schedule = schedule(timing, timing.interval_ns);
+    for (k, v) in &spec.options {
+        match k.as_str() {
+            "gpio" => {
+                gpio = Some(gpio_option(v).ok_or_else(|| bad(format!("gpio={v} is not CHIP:LINE"), "gpio=/dev/gpiochip0:17"))?)
+            }
+            "uio" if !v.is_empty() => uio = Some(std::path::PathBuf::from(v)),
+            "uio" => return Err(bad("uio= needs the device".into(), "uio=/dev/uio0")),
+            "edge" => {
+                edge = Some(
+                    event::EDGES
+                        .iter()
+                        .find(|(n, _)| n == v)
+                        .map(|(_, e)| *e)
+                        .ok_or_else(|| bad(format!("edge={v} is not rising, falling or both"), "edge=rising"))?,
+                )
+            }
+            "ack" => {
+                ack = Some(ack_option(v).ok_or_else(|| {
+                    bad(format!("ack={v} is not BAR:OFFSET=VALUE (a 32-bit write into the device's PCI BAR)"), "ack=0:0x64=1")
+                })?)
+            }
+            "interval" => schedule = self::schedule(timing, interval_option(spec, v)?),
+            other => return Err(spec.unknown_option(other)),
+        }
+    }
+    let source = match (gpio, uio) {
+        (Some((chip, line)), None) if ack.is_none() => {
+            event::Source::Gpio { chip, line, edge: edge.unwrap_or(event::Edge::Rising) }
+        }
+        (Some(_), None) => {
+            return Err(bad("ack= is for a UIO device, not a GPIO line".into(), "event:uio=/dev/uio0,ack=0:0x64=1"))
+        }
+        (None, Some(device)) if edge.is_none() => event::Source::Uio { device, ack },
+        (None, Some(_)) => {
+            return Err(bad("edge= is for a GPIO line, not a UIO device".into(), "event:gpio=/dev/gpiochip0:17,edge=rising"))
+        }
+        (Some(_), Some(_)) => return Err(bad("give one source, gpio= or uio=, not both".into(), "event:gpio=/dev/gpiochip0:17")),
+        (None, None) => {
+            return Err(bad(
+                "event needs its source, gpio=CHIP:LINE or uio=DEVICE".into(),
+                "event:gpio=/dev/gpiochip0:17,edge=rising",
+            ))
+        }
+    };
+    Ok(Arc::new(event::EventProbe { schedule, source }))
+}
+
+/// `CHIP:LINE`: a chip's path (or its name under /dev) and a line offset.
+fn gpio_option(v: &str) -> Option<(std::path::PathBuf, u32)> {
+    let (chip, line) = v.rsplit_once(':')?;
+    let line = line.trim().parse().ok()?;
+    let chip = if chip.contains('/') { chip.to_string() } else { format!("/dev/{chip}") };
+    (!chip.ends_with('/')).then(|| (chip.into(), line))
+}
+
+/// `BAR:OFFSET=VALUE`, numbers decimal or 0x-hex.
+fn ack_option(v: &str) -> Option<event::Ack> {
+    let number = |t: &str| {
+        let t = t.trim();
+        t.strip_prefix("0x")
+            .or_else(|| t.strip_prefix("0X"))
+            .map_or_else(|| t.parse::<u64>().ok(), |h| u64::from_str_radix(h, 16).ok())
+    };
+    let (place, value) = v.split_once('=')?;
+    let (bar, offset) = place.split_once(':')?;
+    let bar = number(bar).filter(|b| *b <= 5)? as u8;
+    let value = u32::try_from(number(value)?).ok()?;
+    Some(event::Ack { bar, offset: number(offset)?, value })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,5 +441,31 @@ mod tests {
         assert!(parse("timer:interval=fast").unwrap_err().contains("interval=fast"));
         assert!(parse("timer@x").unwrap_err().contains("timer@0-1"));
         assert_eq!(default_spec().name, timer::NAME);
+    }
+
+    #[test]
+    fn event_sources_parse_and_bad_ones_say_what_to_write() {
+        let t = RunTiming { interval_ns: 1_000_000, warmup_ns: 0, total_ns: 3_000_000 };
+        let p = build(&parse("event:gpio=gpiochip0:17,edge=both@1").unwrap(), t).unwrap();
+        assert_eq!(p.settings(), ["interval=1 ms", "gpio=/dev/gpiochip0:17", "edge=both"]);
+        assert!(p.series().is_empty());
+        let p = build(&parse("event:uio=/dev/uio0,ack=0:0x64=1").unwrap(), t).unwrap();
+        assert_eq!(p.settings(), ["interval=1 ms", "uio=/dev/uio0", "ack=0:0x64=0x1"]);
+        assert_eq!(p.series(), ["interval"]);
+        for (bad, says) in [
+            ("event", "needs its source"),
+            ("event:gpio=/dev/gpiochip0", "not CHIP:LINE"),
+            ("event:gpio=/dev/gpiochip0:x", "not CHIP:LINE"),
+            ("event:gpio=/dev/gpiochip0:1,edge=up", "edge=up"),
+            ("event:gpio=/dev/gpiochip0:1,uio=/dev/uio0", "not both"),
+            ("event:gpio=/dev/gpiochip0:1,ack=0:0x64=1", "ack= is for a UIO"),
+            ("event:uio=/dev/uio0,edge=rising", "edge= is for a GPIO"),
+            ("event:uio=/dev/uio0,ack=9:0x64=1", "BAR:OFFSET=VALUE"),
+            ("event:uio=/dev/uio0,ack=0:0x64=0x100000000", "BAR:OFFSET=VALUE"),
+            ("event:uio=", "needs the device"),
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 }

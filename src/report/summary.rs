@@ -172,6 +172,34 @@ fn udp_report(probes: &[ProbeResult]) -> String {
     s
 }
 
+/// The external events per CPU: taken, missed by the device's own numbering, and for a UIO
+/// source what its values are.
+fn event_report(r: &RunResult) -> String {
+    use crate::probe::event::{COUNTERS, NAME};
+    let mut s = String::new();
+    for p in r.probes.iter().filter(|p| p.probe == NAME && p.cpu.is_some()) {
+        let events = p.counts.get(COUNTERS[0]).copied().unwrap_or(0);
+        if s.is_empty() {
+            s += "
+External events, per CPU:
+";
+        }
+        let what = if p.measures.is_some() {
+            "the values are intervals between wake-ups: UIO carries no timestamp, a latency needs a reference outside (a scope on an output)"
+        } else {
+            "the values are wake-up − the kernel's timestamp of the edge"
+        };
+        let _ = writeln!(
+            s,
+            "  {}: {events} events taken ({} in the warm-up), {} missed (skipped in the device's numbering); {what}",
+            p.scope(),
+            p.warmup_samples,
+            p.missed + p.warmup_missed
+        );
+    }
+    s
+}
+
 /// The lines before the figures: what ran, how long, on which kernel, how it ended.
 fn how_obtained(r: &RunResult) -> String {
     let mut s = String::new();
@@ -254,7 +282,9 @@ pub fn render(r: &RunResult) -> String {
     let cycles = r.probes.iter().any(|p| p.bounds.is_some());
     let _ = writeln!(s, "{}", if cycles { "(latencies and cycle lengths in µs)" } else { "(latencies in µs)" });
     // The worst case is a latency's: a cycle length is judged by its bounds (below).
-    if let Some(worst) = r.probes.iter().filter(|p| p.max_ns.is_some() && p.bounds.is_none()).max_by_key(|p| p.max_ns) {
+    if let Some(worst) =
+        r.probes.iter().filter(|p| p.max_ns.is_some() && p.bounds.is_none() && p.measures.is_none()).max_by_key(|p| p.max_ns)
+    {
         let warmup = c.warmup.periods * c.interval_ns;
         let at = worst.max_at_ns.map_or(String::new(), |t| {
             format!(
@@ -279,6 +309,7 @@ pub fn render(r: &RunResult) -> String {
     s += &chain_report(&r.probes);
     s += &noise_report(r);
     s += &udp_report(&r.probes);
+    s += &event_report(r);
     if let Some(line) = r.verdict.shortest_cycle_sentence() {
         let _ = writeln!(s, "{line}.");
     }

@@ -182,6 +182,11 @@ pub struct ProbeResult {
     /// phases and for probes without any.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub counts: std::collections::BTreeMap<String, u64>,
+    /// What the values are when they are not latencies: `interval` (a UIO event source's time
+    /// between wake-ups). Such values count in no worst case and no cycle-time rule; a
+    /// requirement judges them only where it names their series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measures: Option<String>,
     /// For the noise probe: how much of the time the gaps took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseFigures>,
@@ -222,6 +227,7 @@ impl ProbeResult {
             max_at_ns: s.max_at_ns,
             bounds: s.bounds,
             counts: Default::default(),
+            measures: None,
             noise: None,
             histogram: histogram::HistogramData::encode(hist),
         }

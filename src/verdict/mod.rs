@@ -70,14 +70,25 @@ pub fn evaluate(
         let latency = [req(Metric::Max, Op::Le, limit), req(Metric::Missed, Op::Eq, 0)];
         let cycle = [req(Metric::Below, Op::Eq, 0), req(Metric::Above, Op::Eq, 0), req(Metric::Missed, Op::Eq, 0)];
         for p in per_cpu {
-            let rules: &[Requirement] = if p.bounds.is_some() { &cycle } else { &latency };
+            // Values that are not latencies (a UIO source's intervals) only count their misses.
+            let rules: &[Requirement] = match (p.bounds.is_some(), p.measures.is_some()) {
+                (true, _) => &cycle,
+                (false, true) => &latency[1..],
+                (false, false) => &latency,
+            };
             checks.extend(rules.iter().map(|r| check(r, p)));
         }
     }
     // A requirement naming a probe applies to that probe's CPUs; an unqualified one to every
     // probe's that measures its metric. One that applies to nothing fails: it was not checked.
-    let measures = |m: Metric, p: &ProbeResult| !matches!(m, Metric::Below | Metric::Above) || p.bounds.is_some();
+    // A bound on values that are not latencies (a UIO source's intervals) applies only where
+    // the requirement names their series.
     for r in requirements {
+        let measures = |m: Metric, p: &ProbeResult| match m {
+            Metric::Below | Metric::Above => p.bounds.is_some(),
+            m if m.is_latency() => p.measures.is_none() || r.series.is_some(),
+            _ => true,
+        };
         let named = |p: &ProbeResult| {
             r.probe.as_ref().is_none_or(|n| *n == p.probe) && r.series.as_ref().is_none_or(|s| Some(s) == p.series.as_ref())
         };
@@ -122,7 +133,7 @@ pub fn evaluate(
         budget_percent: (budget * 1000.0).round() / 10.0,
         shortest_cycle_time_ns: combined
             .iter()
-            .filter(|c| c.bounds.is_none())
+            .filter(|c| c.bounds.is_none() && c.measures.is_none())
             .filter_map(|c| c.max_ns)
             .max()
             .map(|m| (m as f64 / budget).ceil() as u64),
@@ -185,6 +196,7 @@ mod tests {
             max_at_ns: Some(0),
             bounds: None,
             counts: Default::default(),
+            measures: None,
             noise: None,
             histogram: HistogramData::encode(&h),
         }
@@ -203,6 +215,26 @@ mod tests {
         let scopes: Vec<(&str, &str)> = v.checks.iter().map(|c| (c.expr.as_str(), c.scope.as_str())).collect();
         assert_eq!(scopes, [("timer.max<100us", "timer/cpu0"), ("missed==0", "timer/cpu0"), ("missed==0", "other/cpu1")]);
         assert!(v.passed, "the slow CPU belongs to another probe");
+    }
+
+    #[test]
+    fn intervals_are_judged_only_where_a_requirement_names_their_series() {
+        // A UIO source's intervals (100 ms apart) beside a timer at 40 µs.
+        let interval = |cpu| ProbeResult {
+            probe: "event".into(),
+            series: Some("interval".into()),
+            measures: Some("interval".into()),
+            ..probe(cpu, 100_000_000, 0)
+        };
+        let (cpus, combined) = ([probe(0, 40_000, 0), interval(1)], [all(40_000), ProbeResult { cpu: None, ..interval(1) }]);
+        let r = vec![parse_requirement("max<100us").unwrap()];
+        let v = evaluate(&cpus, &combined, Some(1_000_000), 0.25, &r, &facts(Status::Complete));
+        assert!(v.passed, "an interval is no latency: {:?}", v.checks);
+        assert!(v.checks.iter().any(|c| c.scope == "event.interval/cpu1" && c.expr == "missed==0"));
+        assert_eq!(v.shortest_cycle_time_ns, Some(160_000), "from the timer's worst case alone");
+        let r = vec![parse_requirement("event.interval.max<50ms").unwrap()];
+        let v = evaluate(&cpus, &combined, None, 0.25, &r, &facts(Status::Complete));
+        assert!(!v.passed && v.checks.iter().any(|c| c.scope == "event.interval/cpu1" && !c.passed));
     }
 
     #[test]

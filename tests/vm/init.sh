@@ -14,6 +14,8 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
 ip link set lo up
+# The modules the harness put in for this kernel (tests/vm/run.sh, MODULES), in order.
+for m in $(cat /lib/modules/$(uname -r)/load 2>/dev/null); do insmod /lib/modules/$(uname -r)/$m; done
 OUT=/tmp/out
 mkdir -p $OUT
 export OUT

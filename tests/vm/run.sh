@@ -91,12 +91,26 @@ rtgauge_for() { # arch -> path of a static rtgauge for it
   esac
 }
 
-initramfs() { # arch commands-file -> path of the initramfs
-  local arch=$1 cmds=$2 stage out
+# Modules the guests load at boot (init.sh), in order: UIO and its generic PCI driver, for the
+# event probe on qemu's "edu" device.
+MODULES="drivers/uio/uio.ko drivers/uio/uio_pci_generic.ko"
+
+initramfs() { # arch commands-file kernel-dir... -> path of the initramfs
+  local arch=$1 cmds=$2 stage out kdir rel m
+  shift 2
   stage=$(mktemp -d); out=$WORK/initrd-$arch.cpio.gz
   mkdir -p "$stage"/{bin,sbin,proc,sys,dev,tmp,usr/bin}
   cp "$(busybox_for "$arch")" "$stage/bin/busybox"
   cp "$(rtgauge_for "$arch")" "$stage/bin/rtgauge"
+  cp "$VM/edu-events.sh" "$stage/bin/edu-events"; chmod +x "$stage/bin/edu-events"
+  for kdir in "$@"; do # each kernel's modules, under its release
+    rel=$(basename "$(ls -d "$kdir"/lib/modules/*/ | head -1)")
+    mkdir -p "$stage/lib/modules/$rel"
+    for m in $MODULES; do
+      cp "$kdir/lib/modules/$rel/kernel/$m" "$stage/lib/modules/$rel/"
+      echo "$(basename "$m")" >> "$stage/lib/modules/$rel/load"
+    done
+  done
   cp "$VM/init.sh" "$stage/init"; chmod +x "$stage/init"
   cp "$cmds" "$stage/commands.txt"
   (cd "$stage" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1) > "$out"
@@ -108,8 +122,17 @@ initramfs() { # arch commands-file -> path of the initramfs
 # port's interrupt ("Disabling IRQ #4"), and the guest's output then stalls until the time-out.
 boot() { # arch kernel initrd log
   local arch=$1 kernel=$2 initrd=$3 logf=$4
-  local common=(-smp 2 -m 512 -nographic -no-reboot -nodefaults -serial stdio -display none -kernel "$kernel" -initrd "$initrd")
-  local rc=0
+  # "edu": qemu's teaching PCI device, whose interrupt a register write raises (the UIO source).
+  local common=(-smp 2 -m 512 -nographic -no-reboot -nodefaults -serial stdio -display none -kernel "$kernel" -initrd "$initrd"
+                -device edu)
+  local rc=0 sender=
+  # arm64: the virt board's PL061 GPIO line 3 is the power button; "system_powerdown" on the QMP
+  # socket raises it. tests/vm/edges.py sends the edges a guest command asks for on its console.
+  if [ "$arch" = arm64 ]; then
+    rm -f "$WORK/qmp.sock"
+    common+=(-qmp "unix:$WORK/qmp.sock,server=on,wait=off")
+    python3 "$VM/edges.py" "$logf" "$WORK/qmp.sock" "$logf.edges" & sender=$!
+  fi
   case $arch in
     x86) timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -accel tcg -cpu max "${common[@]}" \
            -append "console=ttyS0 quiet loglevel=1 panic=-1 noirqdebug" < /dev/null > "$logf" 2>&1 || rc=$? ;;
@@ -117,6 +140,7 @@ boot() { # arch kernel initrd log
            -append "console=ttyAMA0 quiet loglevel=1 panic=-1 noirqdebug" < /dev/null > "$logf" 2>&1 || rc=$? ;;
   esac
   [ $rc = 124 ] || [ $rc = 137 ] && log "guest timed out after ${TIMEOUT}s (see $logf)"
+  [ -z "$sender" ] || { kill "$sender" 2>/dev/null; wait "$sender" 2>/dev/null || true; }
   return 0
 }
 
@@ -131,7 +155,7 @@ unpack() { # log dir: the guest's output directory, or failure when the guest di
   tr -d '\r' < "$logf" | sed -n 's/^@@B64 //p' | base64 -d | tar -C "$dir" -xzf -
 }
 
-host_pkgs qemu-system-x86_64 qemu-system-x86 cpio cpio dpkg-deb dpkg file file
+host_pkgs qemu-system-x86_64 qemu-system-x86 cpio cpio dpkg-deb dpkg file file python3 python3-minimal
 case ,$ARCHES, in *,arm64,*)
   host_pkgs qemu-system-aarch64 qemu-system-arm
   dpkg --print-foreign-architectures | grep -qx arm64 || { dpkg --add-architecture arm64; apt_ready=0; apt_update; } ;;
@@ -147,7 +171,9 @@ fi
 failed=0
 dirs=()
 for arch in ${ARCHES//,/ }; do
-  initrd=$(initramfs "$arch" "$cmds")
+  kdirs=()
+  for flavor in ${KERNELS//,/ }; do kimg=$(kernel "$arch" "$flavor"); kdirs+=("$(dirname "$(dirname "$kimg")")"); done
+  initrd=$(initramfs "$arch" "$cmds" "${kdirs[@]}")
   for flavor in ${KERNELS//,/ }; do
     kimg=$(kernel "$arch" "$flavor")
     name=$arch-$flavor
@@ -167,6 +193,7 @@ for arch in ${ARCHES//,/ }; do
     fi
     if unpack "$WORK/$name.log" "$dir"; then
       { echo "flavor=$flavor"; echo "kernel_image=$(basename "$kimg")"; } > "$dir/host-info"
+      [ ! -f "$WORK/$name.log.edges" ] || cp "$WORK/$name.log.edges" "$dir/edges-sent"
       cp "$cmds" "$dir/commands.txt"
       dirs+=("$dir")
       log "$name: guest finished in $(( $(date +%s) - start )) s"

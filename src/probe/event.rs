@@ -1,0 +1,391 @@
+//! The external-event probe: the ARM9/ARM11 paper's IRQ response and the Cortex-A53 slides'
+//! kernel-timestamped interrupt. One thread at the run's RT priority waits for a device's events:
+//! - `gpio=CHIP:LINE` — a GPIO line through the GPIO character device (uAPI v2), as an input
+//!   with edge detection (`edge=rising|falling|both`). The kernel timestamps each edge in its
+//!   interrupt handler (CLOCK_MONOTONIC); the value is the thread's wake-up − that timestamp.
+//!   The line's sequence numbers reveal the edges the kernel had to drop (missed).
+//! - `uio=/dev/uioN` — a UIO device: a blocking `read` returns the device's interrupt count, so a
+//!   jump of more than one is missed events (the paper's `num_events − old_events > 1`). UIO
+//!   carries no timestamp: the values are the intervals between wake-ups (series `interval`),
+//!   whose spread is the event source's jitter plus the wake-up's; a latency needs a reference
+//!   outside the machine (a scope on an output). After each event the thread acknowledges the
+//!   device if told how (`ack=BAR:OFFSET=VALUE`, a 32-bit write into the PCI device's
+//!   `resourceBAR`, for a driver such as `uio_pci_generic` that leaves that to user space) and
+//!   re-enables its interrupt (writes 1 to the device where the driver has interrupt control;
+//!   else, for a PCI device, clears INTx Disable in its config space).
+//!
+//! Events are accounted as events, not periods: each falls in a window of the interval (its
+//! phase, its warm-up); a quiet window is not missed. Counts: `events`, every event taken
+//! after the start. The device is opened, checked and configured in the thread's set-up: an
+//! absent device, a line that is an output or in use, a file that is not a UIO device are
+//! one-line errors before anything runs. The loop allocates nothing, locks nothing, prints
+//! nothing; it waits with `ppoll` in slices so a stop is seen within 50 ms.
+
+use super::{Handoff, Probe, Role, RtLoop, Schedule};
+use crate::sys;
+use crate::vocab::units::Nanos;
+use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+/// The probe's name in `--measure`, results and requirements.
+pub const NAME: &str = "event";
+/// The series a UIO source reports (intervals); a GPIO source reports one unnamed series.
+pub const UIO_SERIES: &[&str] = &["interval"];
+/// Its own count: events taken after the start.
+pub const COUNTERS: &[&str] = &["events"];
+const EVENTS: usize = 0;
+/// How long the loop waits before it looks at the stop flag again.
+const SLICE_NS: u64 = 50_000_000;
+/// Edge events the kernel keeps for the line while the thread is away (its default is 16).
+const KERNEL_EVENT_BUFFER: u32 = 1024;
+/// Edge events read at once.
+const READ_EVENTS: usize = 64;
+
+/// Which edges of a GPIO line are events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edge {
+    Rising,
+    Falling,
+    Both,
+}
+
+/// The edges by name (`edge=NAME`).
+pub const EDGES: &[(&str, Edge)] = &[("rising", Edge::Rising), ("falling", Edge::Falling), ("both", Edge::Both)];
+
+/// The register write that acknowledges a UIO device's interrupt: `value` at `offset` of the
+/// PCI device's `resource{bar}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ack {
+    pub bar: u8,
+    pub offset: u64,
+    pub value: u32,
+}
+
+/// Where the events come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Gpio { chip: PathBuf, line: u32, edge: Edge },
+    Uio { device: PathBuf, ack: Option<Ack> },
+}
+
+/// The event probe, resolved before the run.
+#[derive(Debug, Clone)]
+pub struct EventProbe {
+    pub schedule: Schedule,
+    pub source: Source,
+}
+
+impl Probe for EventProbe {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn schedule(&self) -> Schedule {
+        self.schedule
+    }
+    fn settings(&self) -> Vec<String> {
+        let mut s = vec![format!("interval={}", Nanos(self.schedule.interval_ns))];
+        match &self.source {
+            Source::Gpio { chip, line, edge } => {
+                let edge = EDGES.iter().find(|(_, e)| e == edge).map_or("?", |(n, _)| n);
+                s.push(format!("gpio={}:{line}", chip.display()));
+                s.push(format!("edge={edge}"));
+            }
+            Source::Uio { device, ack } => {
+                s.push(format!("uio={}", device.display()));
+                if let Some(a) = ack {
+                    s.push(format!("ack={}:{:#x}={:#x}", a.bar, a.offset, a.value));
+                }
+            }
+        }
+        s
+    }
+    fn events(&self) -> bool {
+        true
+    }
+    fn counters(&self) -> &'static [&'static str] {
+        COUNTERS
+    }
+    fn series(&self) -> &'static [&'static str] {
+        match self.source {
+            Source::Gpio { .. } => &[],
+            Source::Uio { .. } => UIO_SERIES,
+        }
+    }
+    fn measures(&self, _series: usize) -> Option<&'static str> {
+        matches!(self.source, Source::Uio { .. }).then_some(UIO_SERIES[0])
+    }
+    fn check_cpus(&self, cpus: &[usize]) -> Result<(), String> {
+        if cpus.len() == 1 {
+            return Ok(());
+        }
+        let example = self.settings().get(1).cloned().unwrap_or_default();
+        Err(format!(
+            "event: one device has one reader: give the probe one CPU, e.g. --measure event:{example}@{}",
+            cpus.last().copied().unwrap_or(0)
+        ))
+    }
+    fn instance(&self, cpu: usize, _cpus: &[usize]) -> Result<Vec<Role>, String> {
+        let p = self.clone();
+        Ok(vec![Role::single(
+            cpu,
+            Box::new(move || match &p.source {
+                Source::Gpio { chip, line, edge } => Ok(Box::new(open_gpio(p.schedule, chip, *line, *edge)?) as Box<dyn RtLoop>),
+                Source::Uio { device, ack } => Ok(Box::new(open_uio(p.schedule, device, *ack)?) as Box<dyn RtLoop>),
+            }),
+        )])
+    }
+}
+
+/// The window of an event at `at_ns`, the run having started at `start_ns` (1-based, clamped to
+/// the last).
+fn window(schedule: &Schedule, start_ns: u64, at_ns: u64) -> u64 {
+    ((at_ns.saturating_sub(start_ns)) / schedule.interval_ns + 1).min(schedule.periods)
+}
+
+/// The windows wholly passed by `now_ns` (accounted as reached, quiet or not).
+fn windows_reached(schedule: &Schedule, start_ns: u64, now_ns: u64) -> u64 {
+    (now_ns.saturating_sub(start_ns) / schedule.interval_ns).min(schedule.periods)
+}
+
+// ---- GPIO -------------------------------------------------------------------------------
+
+/// Requests `line` of `chip` as an input with edge detection, after checking it exists, is an
+/// input and is free.
+fn open_gpio(schedule: Schedule, chip: &Path, line: u32, edge: Edge) -> Result<GpioLoop, String> {
+    use gpiocdev::line::{Direction, EdgeDetection, EventClock};
+    let name = chip.display();
+    if !chip.exists() {
+        return Err(format!("no GPIO chip {name}: the chips here are /dev/gpiochip* (gpiodetect lists them)"));
+    }
+    let c = gpiocdev::Chip::from_path(chip)
+        .map_err(|e| format!("{name} is not a GPIO chip ({e}); give a /dev/gpiochipN, e.g. gpio=/dev/gpiochip0:17"))?;
+    let lines = c.info().map_err(|e| format!("cannot read {name}'s description ({e}); is it a GPIO chip?"))?.num_lines;
+    if line >= lines {
+        return Err(format!("{name} has {lines} lines (0..{}), not line {line}; gpioinfo lists them", lines.saturating_sub(1)));
+    }
+    let info = c.line_info(line).map_err(|e| format!("cannot read line {line} of {name} ({e})"))?;
+    if info.used {
+        let by = if info.consumer.is_empty() { "another user".to_string() } else { format!("'{}'", info.consumer) };
+        return Err(format!(
+            "line {line} of {name} is busy, held by {by}: free it (unload or unbind that user) or choose another line"
+        ));
+    }
+    if info.direction == Direction::Output {
+        return Err(format!(
+            "line {line} of {name} is an output: rtgauge will not turn a driven line into an input; choose an input line"
+        ));
+    }
+    let detect = match edge {
+        Edge::Rising => EdgeDetection::RisingEdge,
+        Edge::Falling => EdgeDetection::FallingEdge,
+        Edge::Both => EdgeDetection::BothEdges,
+    };
+    let request = gpiocdev::Request::builder()
+        .on_chip(chip)
+        .with_consumer("rtgauge")
+        .with_line(line)
+        .as_input()
+        .with_edge_detection(detect)
+        .with_event_clock(EventClock::Monotonic)
+        .with_kernel_event_buffer_size(KERNEL_EVENT_BUFFER)
+        .request()
+        .map_err(|e| {
+            if c.line_info(line).is_ok_and(|i| i.used) {
+                format!("line {line} of {name} is busy (taken meanwhile): free it or choose another line")
+            } else {
+                format!("cannot request line {line} of {name} as an input with edge detection ({e}); does its chip support edge interrupts?")
+            }
+        })?;
+    let words = request.edge_event_u64_size();
+    Ok(GpioLoop { schedule, words, buffer: vec![0; words * READ_EVENTS], request })
+}
+
+/// The reader of one GPIO line's edge events.
+struct GpioLoop {
+    schedule: Schedule,
+    request: gpiocdev::Request,
+    /// Raw events as read (`words` u64 each).
+    buffer: Vec<u64>,
+    words: usize,
+}
+
+impl RtLoop for GpioLoop {
+    /// Waits for edges until the last window ends; each edge is an event of the window its
+    /// kernel timestamp falls in, valued wake-up − timestamp, with the edges its line sequence
+    /// number skipped as missed. Edges stamped before the start are not the run's.
+    fn run(&mut self, start_ns: u64, stop: &AtomicBool, out: &mut [Handoff]) {
+        let (s, out) = (self.schedule, &mut out[0]);
+        let end = start_ns + s.periods * s.interval_ns;
+        let (mut last_seqno, mut events) = (None::<u32>, 0u64);
+        while !stop.load(Relaxed) {
+            let now = sys::monotonic_ns();
+            if now >= end {
+                break;
+            }
+            if !sys::readable_before(&self.request, end.min(now + SLICE_NS)) {
+                continue;
+            }
+            let Ok(n) = self.request.read_edge_events_into_slice(&mut self.buffer) else { continue };
+            let woke = sys::monotonic_ns();
+            for raw in self.buffer[..n].chunks_exact(self.words) {
+                let Ok(e) = self.request.edge_event_from_slice(raw) else { continue };
+                let skipped = last_seqno.map_or(0, |l| e.line_seqno.wrapping_sub(l).saturating_sub(1));
+                last_seqno = Some(e.line_seqno);
+                if e.timestamp_ns < start_ns || e.timestamp_ns >= end {
+                    continue;
+                }
+                events += 1;
+                out.event_after(
+                    window(&s, start_ns, e.timestamp_ns),
+                    Some(woke.saturating_sub(e.timestamp_ns)),
+                    u64::from(skipped),
+                );
+            }
+            out.count(EVENTS, events);
+        }
+        out.accounted_through(windows_reached(&s, start_ns, sys::monotonic_ns()));
+    }
+}
+
+// ---- UIO --------------------------------------------------------------------------------
+
+/// Opens a UIO device, after checking it is one; maps its acknowledgement register if given.
+fn open_uio(schedule: Schedule, device: &Path, ack: Option<Ack>) -> Result<UioLoop, String> {
+    let name = device.display();
+    if !device.exists() {
+        return Err(format!(
+            "no UIO device {name}: the devices here are listed in /sys/class/uio (load the device's UIO driver)"
+        ));
+    }
+    let base = device.file_name().map(|b| b.to_string_lossy().into_owned()).unwrap_or_default();
+    let class = Path::new("/sys/class/uio").join(&base);
+    if !base.starts_with("uio") || !class.exists() {
+        return Err(format!("{name} is not a UIO device (no /sys/class/uio/{base}); give a /dev/uioN, e.g. uio=/dev/uio0"));
+    }
+    let dev = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(device)
+        .map_err(|e| format!("cannot open {name} ({e}); run as root or give access to the device"))?;
+    let count = std::fs::File::open(class.join("event")).map_err(|e| format!("cannot read /sys/class/uio/{base}/event ({e})"))?;
+    let register = match ack {
+        None => None,
+        Some(a) => {
+            let path = class.join(format!("device/resource{}", a.bar));
+            let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).map_err(|e| {
+                format!(
+                    "ack={}:{:#x}: cannot open {} ({e}); is {name} a PCI device with that BAR?",
+                    a.bar,
+                    a.offset,
+                    path.display()
+                )
+            })?;
+            let r = sys::Register::map(&file, a.offset)
+                .map_err(|e| format!("ack={}:{:#x}: cannot map {} ({e})", a.bar, a.offset, path.display()))?;
+            Some((r, a.value))
+        }
+    };
+    // How the interrupt is re-enabled: by writing 1 to the device where its driver has
+    // interrupt control; else, for a PCI device (uio_pci_generic masks INTx in its handler), by
+    // clearing INTx Disable in its command register, as the kernel's UIO how-to does.
+    let rearm = if (&dev).write(&1u32.to_ne_bytes()).is_ok() {
+        Rearm::Write
+    } else {
+        match std::fs::OpenOptions::new().read(true).write(true).open(class.join("device/config")) {
+            Ok(config) => Rearm::PciIntx(config),
+            Err(_) => Rearm::Driver,
+        }
+    };
+    Ok(UioLoop { schedule, dev, count, register, rearm, text: [0; 24] })
+}
+
+/// The reader of one UIO device.
+struct UioLoop {
+    schedule: Schedule,
+    dev: std::fs::File,
+    /// The device's `event` attribute: its interrupt count.
+    count: std::fs::File,
+    register: Option<(sys::Register, u32)>,
+    rearm: Rearm,
+    text: [u8; 24],
+}
+
+/// How a UIO device's interrupt is re-enabled after each event.
+enum Rearm {
+    /// Writing 1 to the device (its driver's interrupt control).
+    Write,
+    /// Clearing INTx Disable (bit 10 of the command register) in the PCI device's config space.
+    PciIntx(std::fs::File),
+    /// The driver's kernel part does it.
+    Driver,
+}
+
+/// The byte of the PCI command register holding INTx Disable, and the bit.
+const PCI_COMMAND_HIGH: u64 = 5;
+const PCI_INTX_DISABLE: u8 = 0x04;
+
+impl UioLoop {
+    /// The device's interrupt count now (its sysfs `event`), read without allocating.
+    fn count_now(&mut self) -> Option<u32> {
+        let n = self.count.read_at(&mut self.text, 0).ok()?;
+        let digits = self.text[..n].iter().take_while(|b| b.is_ascii_digit());
+        Some(digits.fold(0u32, |v, d| v.wrapping_mul(10).wrapping_add(u32::from(d - b'0'))))
+    }
+
+    /// Acknowledges the device and re-enables its interrupt.
+    #[inline(always)]
+    fn rearm(&mut self) {
+        if let Some((r, v)) = &self.register {
+            r.write(*v);
+        }
+        match &self.rearm {
+            Rearm::Write => drop((&self.dev).write(&1u32.to_ne_bytes())),
+            Rearm::PciIntx(config) => {
+                let mut high = [0u8];
+                if config.read_at(&mut high, PCI_COMMAND_HIGH).is_ok() && high[0] & PCI_INTX_DISABLE != 0 {
+                    let _ = config.write_at(&[high[0] & !PCI_INTX_DISABLE], PCI_COMMAND_HIGH);
+                }
+            }
+            Rearm::Driver => {}
+        }
+    }
+}
+
+impl RtLoop for UioLoop {
+    /// From the start, waits for the device's interrupts until the last window ends. Each read
+    /// returns the device's count: the jump from the last count less one is missed events; the
+    /// value is the interval since the previous wake-up (the first event after the start has
+    /// none). Counts that do not move (an interrupt from before the start) are not events.
+    fn run(&mut self, start_ns: u64, stop: &AtomicBool, out: &mut [Handoff]) {
+        let (s, out) = (self.schedule, &mut out[0]);
+        let end = start_ns + s.periods * s.interval_ns;
+        sys::sleep_until_monotonic(start_ns);
+        let Some(mut last) = self.count_now() else { return };
+        self.rearm();
+        let (mut previous, mut events, mut word) = (None::<u64>, 0u64, [0u8; 4]);
+        while !stop.load(Relaxed) {
+            let now = sys::monotonic_ns();
+            if now >= end {
+                break;
+            }
+            if !sys::readable_before(&self.dev, end.min(now + SLICE_NS)) || self.dev.read_exact(&mut word).is_err() {
+                continue;
+            }
+            let woke = sys::monotonic_ns();
+            self.rearm();
+            let count = u32::from_ne_bytes(word);
+            let jump = count.wrapping_sub(last);
+            if jump == 0 || jump > u32::MAX / 2 {
+                continue; // not a new interrupt (one from before the start)
+            }
+            last = count;
+            events += 1;
+            out.event_after(window(&s, start_ns, woke), previous.map(|p| woke - p), u64::from(jump - 1));
+            out.count(EVENTS, events);
+            previous = Some(woke);
+        }
+        out.accounted_through(windows_reached(&s, start_ns, sys::monotonic_ns()));
+    }
+}
