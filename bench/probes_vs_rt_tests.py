@@ -5,6 +5,7 @@
   wakeup via=mq      vs pmqtest      (POSIX message queue)
   wakeup via=signal  vs sigwaittest  (signal taken with sigwait)
   noise              vs oslat        (busy loop; gaps of 2 us or more per second)
+  period 10ms        vs cyclictest   (a 10 ms loop; the long cycles' excess, p99 of cycle - interval)
   udp                vs sockperf     (UDP ping-pong on loopback, mean round trip)
 
 Same CPU, priority (the sender / handler at 99, or 80 for the busy loops), interval and length.
@@ -70,6 +71,29 @@ def noise(binary, seconds, cpu):
     return ours, theirs
 
 
+def period(binary, seconds, cpu):
+    """A 10 ms loop's cycle lengths at FIFO 80: the 99th percentile of cycle − interval (the long
+    cycles' excess), and CPU us per cycle. rtgauge's period probe reports cycle lengths; cyclictest's
+    per-wake-up latencies (-v) give them as interval + L(k) − L(k−1)."""
+    interval_us, n = 10_000, seconds * 100
+
+    def p99(values):
+        v = sorted(values)
+        return v[min(len(v) - 1, int(0.99 * len(v)))]
+
+    def ours():
+        doc, c = rtgauge(binary, f"period:interval=10ms,warmup=0@{cpu}", ["--duration", f"{seconds}s"])
+        return doc["probes"][0]["p99_ns"] / 1e3 - interval_us, 1e6 * c / n
+
+    def theirs():
+        out, c = run_timed(["cyclictest", "-m", "-p", "80", "-a", str(cpu), "-t", "1", "-d", "0", "-i", str(interval_us),
+                            "-l", str(n), "-v", "-q"])
+        lat = [int(m.group(1)) for m in re.finditer(r"^\s*0:\s*\d+:\s*(\d+)\s*$", out, re.M)]
+        return p99(interval_us + b - a for a, b in zip(lat, lat[1:])) - interval_us, 1e6 * c / n
+
+    return ours, theirs
+
+
 def udp(binary, seconds, cpu):
     """Mean UDP round trip on loopback at 1000/s, 64 bytes, and CPU us per round trip: rtgauge's udp
     probe against rtgauge udp-echo, sockperf ping-pong against sockperf's server (both at FIFO 80;
@@ -113,6 +137,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=5, help="length of a noise or udp run")
     ap.add_argument("--cpu", type=int, default=1)
     ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "rtgauge"))
+    ap.add_argument("--only", help="run only the rows whose probe starts with this (e.g. period)")
     a = ap.parse_args()
     if not os.path.exists(a.binary):
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
@@ -127,9 +152,12 @@ def main():
         ("wakeup via=mq", "pmqtest", "mean wake-up us", wakeup(a.binary, "mq", "pmqtest", a.loops, a.cpu)),
         ("wakeup via=signal", "sigwaittest", "mean wake-up us", wakeup(a.binary, "signal", "sigwaittest", a.loops, a.cpu)),
         ("noise", "oslat", "gaps >= 2 us per s", noise(a.binary, a.seconds, a.cpu)),
+        ("period 10ms", "cyclictest", "p99 cycle - interval us", period(a.binary, a.seconds * 2, a.cpu)),
         ("udp", "sockperf", "mean round trip us", udp(a.binary, a.seconds, a.cpu)),
     ]
     for name, tool, what, (ours, theirs) in rows:
+        if a.only and not name.startswith(a.only):
+            continue
         if shutil.which(tool) is None:
             print(f"| {name} | {tool} | {what} | - | - | SKIPPED: {tool} not installed | - |")
             continue

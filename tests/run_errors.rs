@@ -66,7 +66,7 @@ fn bad_values_are_one_line_errors_with_a_fix() {
         (&["--measure", "event:gpio=/dev/gpiochip0:x@0"], &["gpio=/dev/gpiochip0:x", "e.g. gpio=/dev/gpiochip0:17"]),
         (&["--measure", "event:gpio=/dev/gpiochip0:1,edge=up@0"], &["edge=up", "rising, falling or both"]),
         (&["--measure", "event:uio=/dev/uio0,ack=0:64@0"], &["ack=0:64", "BAR:OFFSET=VALUE", "e.g. ack=0:0x64=1"]),
-        (&["--measure", "event:uio=/dev/uio0,edge=both@0"], &["edge= is for a GPIO line"]),
+        (&["--measure", "event:uio=/dev/uio0,edge=both@0"], &["edge= and bias= are for a GPIO line"]),
         (&["--measure", "event:gpio=/dev/gpiochip0:1", "--cpus", "0-1"], &["one device has one reader", "@1"]),
         // The device is checked before anything runs: absent, or not what it should be.
         (&["--measure", "event:gpio=/dev/gpiochip-absent:3@0"], &["no GPIO chip /dev/gpiochip-absent", "gpiodetect"]),

@@ -1,7 +1,7 @@
 //! The external-event probe: the ARM9/ARM11 paper's IRQ response and the Cortex-A53 slides'
 //! kernel-timestamped interrupt. One thread at the run's RT priority waits for a device's events:
 //! - `gpio=CHIP:LINE` — a GPIO line through the GPIO character device (uAPI v2), as an input
-//!   with edge detection (`edge=rising|falling|both`). The kernel timestamps each edge in its
+//!   with edge detection (`edge=rising|falling|both`; `bias=pull-up|pull-down|disabled`). The kernel timestamps each edge in its
 //!   interrupt handler (CLOCK_MONOTONIC); the value is the thread's wake-up − that timestamp.
 //!   The line's sequence numbers reveal the edges the kernel had to drop (missed).
 //! - `uio=/dev/uioN` — a UIO device: a blocking `read` returns the device's interrupt count, so a
@@ -54,6 +54,17 @@ pub enum Edge {
 /// The edges by name (`edge=NAME`).
 pub const EDGES: &[(&str, Edge)] = &[("rising", Edge::Rising), ("falling", Edge::Falling), ("both", Edge::Both)];
 
+/// A GPIO input's bias (`bias=`): an open-collector source needs a pull-up. `None`: as the line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bias {
+    PullUp,
+    PullDown,
+    Disabled,
+}
+
+/// The biases by name (`bias=NAME`).
+pub const BIASES: &[(&str, Bias)] = &[("pull-up", Bias::PullUp), ("pull-down", Bias::PullDown), ("disabled", Bias::Disabled)];
+
 /// The register write that acknowledges a UIO device's interrupt: `value` at `offset` of the
 /// PCI device's `resource{bar}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +77,7 @@ pub struct Ack {
 /// Where the events come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
-    Gpio { chip: PathBuf, line: u32, edge: Edge },
+    Gpio { chip: PathBuf, line: u32, edge: Edge, bias: Option<Bias> },
     Uio { device: PathBuf, ack: Option<Ack> },
 }
 
@@ -87,10 +98,13 @@ impl Probe for EventProbe {
     fn settings(&self) -> Vec<String> {
         let mut s = vec![format!("interval={}", Nanos(self.schedule.interval_ns))];
         match &self.source {
-            Source::Gpio { chip, line, edge } => {
+            Source::Gpio { chip, line, edge, bias } => {
                 let edge = EDGES.iter().find(|(_, e)| e == edge).map_or("?", |(n, _)| n);
                 s.push(format!("gpio={}:{line}", chip.display()));
                 s.push(format!("edge={edge}"));
+                if let Some(b) = bias {
+                    s.push(format!("bias={}", BIASES.iter().find(|(_, x)| x == b).map_or("?", |(n, _)| n)));
+                }
             }
             Source::Uio { device, ack } => {
                 s.push(format!("uio={}", device.display()));
@@ -131,7 +145,9 @@ impl Probe for EventProbe {
         Ok(vec![Role::single(
             cpu,
             Box::new(move || match &p.source {
-                Source::Gpio { chip, line, edge } => Ok(Box::new(open_gpio(p.schedule, chip, *line, *edge)?) as Box<dyn RtLoop>),
+                Source::Gpio { chip, line, edge, bias } => {
+                    Ok(Box::new(open_gpio(p.schedule, chip, *line, (*edge, *bias))?) as Box<dyn RtLoop>)
+                }
                 Source::Uio { device, ack } => Ok(Box::new(open_uio(p.schedule, device, *ack)?) as Box<dyn RtLoop>),
             }),
         )])
@@ -153,7 +169,7 @@ fn windows_reached(schedule: &Schedule, start_ns: u64, now_ns: u64) -> u64 {
 
 /// Requests `line` of `chip` as an input with edge detection, after checking it exists, is an
 /// input and is free.
-fn open_gpio(schedule: Schedule, chip: &Path, line: u32, edge: Edge) -> Result<GpioLoop, String> {
+fn open_gpio(schedule: Schedule, chip: &Path, line: u32, (edge, bias): (Edge, Option<Bias>)) -> Result<GpioLoop, String> {
     use gpiocdev::line::{Direction, EdgeDetection, EventClock};
     let name = chip.display();
     if !chip.exists() {
@@ -190,6 +206,11 @@ fn open_gpio(schedule: Schedule, chip: &Path, line: u32, edge: Edge) -> Result<G
         .with_edge_detection(detect)
         .with_event_clock(EventClock::Monotonic)
         .with_kernel_event_buffer_size(KERNEL_EVENT_BUFFER)
+        .with_bias(bias.map(|b| match b {
+            Bias::PullUp => gpiocdev::line::Bias::PullUp,
+            Bias::PullDown => gpiocdev::line::Bias::PullDown,
+            Bias::Disabled => gpiocdev::line::Bias::Disabled,
+        }))
         .request()
         .map_err(|e| {
             if c.line_info(line).is_ok_and(|i| i.used) {

@@ -236,19 +236,11 @@ impl Handoff {
     /// never a count: the missed events go with the next fact taken, or stay in the counters.
     #[inline(always)]
     pub fn event_after(&mut self, window: u64, value_ns: Option<u64>, missed_before: u64) {
-        let c = &*self.counters;
         let value = value_ns.map_or(Sample::NO_VALUE, |v| v.min(Sample::NO_VALUE - 1));
-        if value != Sample::NO_VALUE && window > self.warmup_periods {
-            if value < self.min {
-                self.min = value;
-                c.min_ns.store(value, Relaxed);
-            }
-            if value > self.max {
-                self.max = value;
-                c.max_ns.store(value, Relaxed);
-                c.max_period.store(window, Relaxed);
-            }
+        if value != Sample::NO_VALUE {
+            self.extremes(window, value);
         }
+        let c = &*self.counters;
         let missed = self.missed_carry + missed_before;
         let fact = Sample { period: window, latency_ns: value, missed_after: missed, lost_before: self.lost };
         if self.ring.push(fact).is_ok() {
@@ -287,23 +279,32 @@ impl Handoff {
         }
     }
 
+    /// Keeps the extremes of the measured (post-warm-up) values where the collector finds them
+    /// even when the ring was full.
+    #[inline(always)]
+    fn extremes(&mut self, period: u64, value: u64) {
+        if period <= self.warmup_periods {
+            return;
+        }
+        let c = &*self.counters;
+        if value < self.min {
+            self.min = value;
+            c.min_ns.store(value, Relaxed);
+        }
+        if value > self.max {
+            self.max = value;
+            c.max_ns.store(value, Relaxed);
+            c.max_period.store(period, Relaxed);
+        }
+    }
+
     /// Hands over period `period` served with `latency_ns`, and the `missed_after` periods after
     /// it whose deadlines passed unserved. Wait-free: a full ring loses the latency, never the
     /// accounting (see [`Sample::lost_before`]).
     #[inline(always)]
     pub fn served(&mut self, period: u64, latency_ns: u64, missed_after: u64) {
+        self.extremes(period, latency_ns);
         let c = &*self.counters;
-        if period > self.warmup_periods {
-            if latency_ns < self.min {
-                self.min = latency_ns;
-                c.min_ns.store(latency_ns, Relaxed);
-            }
-            if latency_ns > self.max {
-                self.max = latency_ns;
-                c.max_ns.store(latency_ns, Relaxed);
-                c.max_period.store(period, Relaxed);
-            }
-        }
         if self.ring.push(Sample { period, latency_ns, missed_after, lost_before: self.lost }).is_ok() {
             self.lost = 0;
         } else {

@@ -81,7 +81,8 @@ const PROBES: &[Entry] = &[
         name: event::NAME,
         series: event::UIO_SERIES,
         interval_ns: None,
-        options: "gpio=/dev/gpiochipN:LINE with edge=rising|falling|both (rising), or uio=/dev/uioN with \
+        options: "gpio=/dev/gpiochipN:LINE with edge=rising|falling|both (rising) and bias=pull-up|pull-down|disabled, \
+                  or uio=/dev/uioN with \
                   ack=BAR:OFFSET=VALUE; interval=DURATION (the window events are placed in)",
         build: build_event,
     },
@@ -354,7 +355,7 @@ fn build_udp(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, St
 /// `event:gpio=/dev/gpiochip0:17[,edge=rising]` or `event:uio=/dev/uio0[,ack=0:0x64=1]`.
 fn build_event(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
     let bad = |what: String, e: &str| format!("--measure '{}': {what}; e.g. {e}", spec.text);
-    let (mut gpio, mut uio, mut edge, mut ack) = (None, None, None, None);
+    let (mut gpio, mut uio, mut edge, mut ack, mut bias) = (None, None, None, None, None);
     let mut schedule = schedule(timing, timing.interval_ns);
     for (k, v) in &spec.options {
         match k.as_str() {
@@ -372,6 +373,15 @@ fn build_event(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, 
                         .ok_or_else(|| bad(format!("edge={v} is not rising, falling or both"), "edge=rising"))?,
                 )
             }
+            "bias" => {
+                bias = Some(
+                    event::BIASES
+                        .iter()
+                        .find(|(n, _)| n == v)
+                        .map(|(_, b)| *b)
+                        .ok_or_else(|| bad(format!("bias={v} is not pull-up, pull-down or disabled"), "bias=pull-up"))?,
+                )
+            }
             "ack" => {
                 ack = Some(ack_option(v).ok_or_else(|| {
                     bad(format!("ack={v} is not BAR:OFFSET=VALUE (a 32-bit write into the device's PCI BAR)"), "ack=0:0x64=1")
@@ -383,14 +393,17 @@ fn build_event(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, 
     }
     let source = match (gpio, uio) {
         (Some((chip, line)), None) if ack.is_none() => {
-            event::Source::Gpio { chip, line, edge: edge.unwrap_or(event::Edge::Rising) }
+            event::Source::Gpio { chip, line, edge: edge.unwrap_or(event::Edge::Rising), bias }
         }
         (Some(_), None) => {
             return Err(bad("ack= is for a UIO device, not a GPIO line".into(), "event:uio=/dev/uio0,ack=0:0x64=1"))
         }
-        (None, Some(device)) if edge.is_none() => event::Source::Uio { device, ack },
+        (None, Some(device)) if edge.is_none() && bias.is_none() => event::Source::Uio { device, ack },
         (None, Some(_)) => {
-            return Err(bad("edge= is for a GPIO line, not a UIO device".into(), "event:gpio=/dev/gpiochip0:17,edge=rising"))
+            return Err(bad(
+                "edge= and bias= are for a GPIO line, not a UIO device".into(),
+                "event:gpio=/dev/gpiochip0:17,edge=rising",
+            ))
         }
         (Some(_), Some(_)) => return Err(bad("give one source, gpio= or uio=, not both".into(), "event:gpio=/dev/gpiochip0:17")),
         (None, None) => {
@@ -446,8 +459,8 @@ mod tests {
     #[test]
     fn event_sources_parse_and_bad_ones_say_what_to_write() {
         let t = RunTiming { interval_ns: 1_000_000, warmup_ns: 0, total_ns: 3_000_000 };
-        let p = build(&parse("event:gpio=gpiochip0:17,edge=both@1").unwrap(), t).unwrap();
-        assert_eq!(p.settings(), ["interval=1 ms", "gpio=/dev/gpiochip0:17", "edge=both"]);
+        let p = build(&parse("event:gpio=gpiochip0:17,edge=both,bias=pull-up@1").unwrap(), t).unwrap();
+        assert_eq!(p.settings(), ["interval=1 ms", "gpio=/dev/gpiochip0:17", "edge=both", "bias=pull-up"]);
         assert!(p.series().is_empty());
         let p = build(&parse("event:uio=/dev/uio0,ack=0:0x64=1").unwrap(), t).unwrap();
         assert_eq!(p.settings(), ["interval=1 ms", "uio=/dev/uio0", "ack=0:0x64=0x1"]);
@@ -459,7 +472,9 @@ mod tests {
             ("event:gpio=/dev/gpiochip0:1,edge=up", "edge=up"),
             ("event:gpio=/dev/gpiochip0:1,uio=/dev/uio0", "not both"),
             ("event:gpio=/dev/gpiochip0:1,ack=0:0x64=1", "ack= is for a UIO"),
-            ("event:uio=/dev/uio0,edge=rising", "edge= is for a GPIO"),
+            ("event:uio=/dev/uio0,edge=rising", "are for a GPIO line"),
+            ("event:uio=/dev/uio0,bias=pull-up", "are for a GPIO line"),
+            ("event:gpio=/dev/gpiochip0:1,bias=up", "bias=up is not pull-up"),
             ("event:uio=/dev/uio0,ack=9:0x64=1", "BAR:OFFSET=VALUE"),
             ("event:uio=/dev/uio0,ack=0:0x64=0x100000000", "BAR:OFFSET=VALUE"),
             ("event:uio=", "needs the device"),
