@@ -6,9 +6,8 @@ times both print ("Time: X") and their ratio rtgauge/hackbench: the same load gi
 
     python3 bench/hackbench_vs_rt_tests.py [--repeats 7] [--groups 10] [--loops 100]
 """
-import argparse, os, platform, re, statistics, subprocess, sys, time
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import argparse, re, statistics, subprocess, sys
+import common
 
 
 def time_of(argv):
@@ -24,13 +23,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--groups", type=int, default=10)
     ap.add_argument("--loops", type=int, default=100)
-    ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "rtgauge"))
+    ap.add_argument("--binary", default=common.BINARY)
     a = ap.parse_args()
-    if not os.path.exists(a.binary):
-        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-    version = subprocess.run([a.binary, "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')} · {platform.node()} · kernel {platform.release()} · {os.cpu_count()} CPUs · {version} vs rt-tests hackbench")
-    print(f"# command: {' '.join(sys.argv)}")
+    common.header(common.rtgauge_version(a.binary), " vs rt-tests hackbench")
     print(f"# {a.groups} groups × 40 tasks, {a.loops} loops, {a.repeats} alternating repeats per mode\n")
     print("| mode | rtgauge median s | hackbench median s | ratio (median of A/B pairs) | pairs |")
     print("|---|---|---|---|---|")

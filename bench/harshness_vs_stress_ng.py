@@ -10,9 +10,8 @@ built-in load is at least as harsh. Needs stress-ng.
 
     python3 bench/harshness_vs_stress_ng.py [--repeats 3] [--duration 20]
 """
-import argparse, json, os, platform, statistics, subprocess, sys, time
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import argparse, json, os, statistics, subprocess, sys
+import common
 
 
 def measure(binary, duration, load):
@@ -31,13 +30,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--duration", type=int, default=20)
-    ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "rtgauge"))
+    ap.add_argument("--binary", default=common.BINARY)
     a = ap.parse_args()
     n = os.cpu_count()
-    version = subprocess.run([a.binary, "--version"], capture_output=True, text=True).stdout.strip()
     sng = subprocess.run(["stress-ng", "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')} · {platform.node()} · kernel {platform.release()} · {n} CPUs · {version} · {sng}")
-    print(f"# command: {' '.join(sys.argv)}")
+    common.header(common.rtgauge_version(a.binary), f" · {sng}")
     print(f"# each run: rtgauge run, FIFO 80, 1 ms, all CPUs, {a.duration} s; {a.repeats} alternating repeats\n")
     loads = {
         "built-in cpu+vm": f"cpu:workers={n},vm:workers={n},bytes=20M",

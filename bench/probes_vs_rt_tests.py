@@ -17,9 +17,8 @@ udp, sockperf; a missing tool's rows are skipped and say so.
 
     python3 bench/probes_vs_rt_tests.py [--repeats 5] [--loops 5000] [--seconds 5]
 """
-import argparse, json, os, platform, re, resource, shutil, statistics, subprocess, sys, tempfile, time
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import argparse, json, re, resource, shutil, statistics, subprocess, sys, tempfile, time
+import common
 
 
 def run_timed(argv, **kw):
@@ -136,14 +135,10 @@ def main():
     ap.add_argument("--loops", type=int, default=5000, help="wake-ups per run (1 ms apart)")
     ap.add_argument("--seconds", type=int, default=5, help="length of a noise or udp run")
     ap.add_argument("--cpu", type=int, default=1)
-    ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "rtgauge"))
+    ap.add_argument("--binary", default=common.BINARY)
     ap.add_argument("--only", help="run only the rows whose probe starts with this (e.g. period)")
     a = ap.parse_args()
-    if not os.path.exists(a.binary):
-        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-    version = subprocess.run([a.binary, "--version"], capture_output=True, text=True).stdout.strip()
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')} · {platform.node()} · kernel {platform.release()} · {os.cpu_count()} CPUs · {version}")
-    print(f"# command: {' '.join(sys.argv)}")
+    common.header(common.rtgauge_version(a.binary))
     print(f"# {a.repeats} A/B pairs per row, CPU {a.cpu}\n")
     print("| probe | anchor | what | rtgauge median | anchor median | ratio (median of pairs) [pairs] | CPU ratio |")
     print("|---|---|---|---|---|---|---|")

@@ -11,9 +11,8 @@ plus binary size and start-up time. Needs root, cyclictest and hackbench (Debian
 
 Medians over the repeats are reported; single maxima are printed for information only.
 """
-import argparse, json, os, platform, shutil, signal, statistics, subprocess, sys, threading, time
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import argparse, json, os, shutil, signal, statistics, subprocess, sys, threading, time
+import common
 
 
 def vm_hwm_kib(pid):
@@ -141,21 +140,17 @@ def main():
     ap.add_argument("--duration", type=int, default=20, help="seconds per run")
     ap.add_argument("--interval-us", type=int, default=1000)
     ap.add_argument("--priority", type=int, default=80)
-    ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "rtgauge"))
+    ap.add_argument("--binary", default=common.BINARY)
     ap.add_argument("--loads", default="idle,hackbench")
     args = ap.parse_args()
     for tool in ("cyclictest", "hackbench"):
         if not shutil.which(tool):
             sys.exit(f"{tool} not found: apt-get install rt-tests")
-    if not os.path.exists(args.binary):
-        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     cpus = sorted(os.sched_getaffinity(0))
-    version = subprocess.run([args.binary, "--version"], capture_output=True, text=True).stdout.strip()
+    version = common.rtgauge_version(args.binary)
     ct_version = subprocess.run(["cyclictest", "--help"], capture_output=True, text=True)
     ct_version = (ct_version.stdout + ct_version.stderr).splitlines()[0].strip()
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')} · {platform.node()} · kernel {platform.release()} · "
-          f"{os.cpu_count()} CPUs · {version} vs {ct_version}")
-    print(f"# command: {' '.join(sys.argv)}")
+    common.header(version, f" vs {ct_version}")
     print(f"# each run: {args.duration} s, interval {args.interval_us} us, priority {args.priority}, "
           f"CPUs {cpus}, memory locked; {args.repeats} alternating repeats per load\n")
 

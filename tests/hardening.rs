@@ -8,6 +8,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 /// Tests that put RT loads on every CPU take turns (they would disturb each other's runs).
@@ -28,20 +29,30 @@ fn emulated() -> bool {
     skip
 }
 
-/// Waits for `child` at most `limit`, reading its output meanwhile (a large document would
-/// otherwise fill the pipe); kills it and fails the test if it does not end.
-fn wait_bounded(child: Child, limit: Duration, what: &str) -> (Duration, Output) {
-    let t = Instant::now();
-    let pid = child.id();
+/// Reads `child`'s output on another thread until it ends (a large document would otherwise
+/// fill the pipe): its pid, and where its output arrives.
+fn collect(child: Child) -> (String, Receiver<Output>) {
+    let pid = child.id().to_string();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || tx.send(child.wait_with_output().unwrap()));
+    (pid, rx)
+}
+
+/// Kills process `pid`, whose output comes on `rx`, and fails the test with `why` and its stderr.
+fn kill_and_fail(pid: &str, rx: Receiver<Output>, why: &str) -> ! {
+    let _ = Command::new("kill").args(["-KILL", pid]).status();
+    let out = rx.recv().unwrap();
+    panic!("{why}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Waits for `child` at most `limit`, reading its output meanwhile; kills it and fails the test
+/// if it does not end.
+fn wait_bounded(child: Child, limit: Duration, what: &str) -> (Duration, Output) {
+    let t = Instant::now();
+    let (pid, rx) = collect(child);
     match rx.recv_timeout(limit) {
         Ok(out) => (t.elapsed(), out),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-            let out = rx.recv().unwrap();
-            panic!("{what} did not end within {limit:?}: {}", String::from_utf8_lossy(&out.stderr));
-        }
+        Err(_) => kill_and_fail(&pid, rx, &format!("{what} did not end within {limit:?}")),
     }
 }
 
@@ -107,9 +118,7 @@ fn ctrl_c_during_load_start_ends_the_run_and_leaves_nothing() {
     let child = m.cmd(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(150));
     signal(&child, "INT");
-    let pid = child.id().to_string();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || tx.send(child.wait_with_output().unwrap()));
+    let (pid, rx) = collect(child);
     let mut ended = rx.recv_timeout(Duration::from_secs(15));
     let second = ended.is_err() && runner().is_some();
     if second {
@@ -120,11 +129,7 @@ fn ctrl_c_during_load_start_ends_the_run_and_leaves_nothing() {
         Command::new("kill").args(["-s", "INT", &pid]).status().unwrap();
         ended = rx.recv_timeout(Duration::from_secs(30));
     }
-    let Ok(out) = ended else {
-        Command::new("kill").args(["-s", "KILL", &pid]).status().unwrap();
-        let out = rx.recv().unwrap();
-        panic!("Ctrl-C during set-up did not end the run: {}", String::from_utf8_lossy(&out.stderr));
-    };
+    let Ok(out) = ended else { kill_and_fail(&pid, rx, "Ctrl-C during set-up did not end the run") };
     // Either the handler was installed (a partial document) or the default action ended it
     // (or, under the emulator, a second signal did: exit 130 at once, nothing left either).
     match out.status.code() {

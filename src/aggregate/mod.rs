@@ -183,32 +183,30 @@ impl Account {
         let warm_end = b.min(self.schedule.warmup_periods);
         let c = self;
         if a <= warm_end {
-            match kind {
-                Kind::Missed => c.warmup_missed += warm_end - a + 1,
-                Kind::Lost => {
-                    c.warmup_samples += warm_end - a + 1;
-                    c.warmup_lost += warm_end - a + 1;
-                }
-            }
+            c.add_warmup(kind, warm_end - a + 1);
         }
         let a = a.max(c.schedule.warmup_periods + 1);
         if a > b {
             return;
         }
-        let add = |t: &mut Tally, n: u64| match kind {
-            Kind::Missed => t.missed += n,
-            Kind::Lost => {
-                t.samples += n;
-                t.lost += n;
-            }
-        };
-        add(&mut c.run, b - a + 1);
+        kind.add(&mut c.run, b - a + 1);
         for (p, t) in c.phases.iter_mut().enumerate() {
             let first = c.phase_first[p];
             let last = c.phase_first.get(p + 1).map_or(u64::MAX, |n| n - 1);
             let (lo, hi) = (a.max(first), b.min(last));
             if lo <= hi {
-                add(t, hi - lo + 1);
+                kind.add(t, hi - lo + 1);
+            }
+        }
+    }
+
+    /// Counts `n` warm-up periods (or events) of `kind`.
+    fn add_warmup(&mut self, kind: Kind, n: u64) {
+        match kind {
+            Kind::Missed => self.warmup_missed += n,
+            Kind::Lost => {
+                self.warmup_samples += n;
+                self.warmup_lost += n;
             }
         }
     }
@@ -240,39 +238,20 @@ impl Account {
         }
     }
 
-    /// Counts `n` events of window `window` (or before it) lost in the hand-off: samples
-    /// without a value.
-    fn lost_events(&mut self, window: u64, n: u64) {
+    /// Counts `n` events of window `window` as `kind`: lost in the hand-off (samples without a
+    /// value), or missed just before an event of that window (a device's numbering skipped
+    /// them); in the warm-up, or in the run and that window's phase.
+    fn count_events(&mut self, window: u64, n: u64, kind: Kind) {
         if n == 0 {
             return;
         }
         if window <= self.schedule.warmup_periods {
-            self.warmup_samples += n;
-            self.warmup_lost += n;
+            self.add_warmup(kind, n);
             return;
         }
         let phase = self.phase_of(window);
         for t in std::iter::once(&mut self.run).chain(self.phases.get_mut(phase)) {
-            t.samples += n;
-            t.lost += n;
-        }
-    }
-}
-
-impl Account {
-    /// Counts `n` events missed just before an event of window `window` (a device's sequence
-    /// numbers skipped them): in the warm-up, or in the run and that window's phase.
-    fn missed_events(&mut self, window: u64, n: u64) {
-        if n == 0 {
-            return;
-        }
-        if window <= self.schedule.warmup_periods {
-            self.warmup_missed += n;
-            return;
-        }
-        let phase = self.phase_of(window);
-        for t in std::iter::once(&mut self.run).chain(self.phases.get_mut(phase)) {
-            t.missed += n;
+            kind.add(t, n);
         }
     }
 }
@@ -281,6 +260,19 @@ impl Account {
 enum Kind {
     Missed,
     Lost,
+}
+
+impl Kind {
+    /// Adds `n` of this kind to a tally: missed, or samples whose value was lost.
+    fn add(self, t: &mut Tally, n: u64) {
+        match self {
+            Kind::Missed => t.missed += n,
+            Kind::Lost => {
+                t.samples += n;
+                t.lost += n;
+            }
+        }
+    }
 }
 
 /// What the collector is told of each ring.
@@ -342,8 +334,8 @@ impl Collector {
     pub fn take(&mut self, i: usize, s: Sample) {
         let c = &mut self.accounts[i];
         if c.events {
-            c.lost_events(s.period, s.lost_before);
-            c.missed_events(s.period, s.missed_after);
+            c.count_events(s.period, s.lost_before, Kind::Lost);
+            c.count_events(s.period, s.missed_after, Kind::Missed);
             if s.latency_ns != Sample::NO_VALUE {
                 c.record(s.period, s.latency_ns);
             }
@@ -385,8 +377,8 @@ impl Collector {
                 let lost_total = counters.handoff_overflows.load(Relaxed);
                 let lost_tail = lost_total.saturating_sub(c.run.lost + c.warmup_lost);
                 let last = c.accounted.max(c.schedule.warmup_periods + 1);
-                c.lost_events(last, lost_tail);
-                c.missed_events(last, counters.pending_missed.load(Relaxed));
+                c.count_events(last, lost_tail, Kind::Lost);
+                c.count_events(last, counters.pending_missed.load(Relaxed), Kind::Missed);
                 c.keep_thread_extremes(counters);
                 c.accounted = c.accounted.max(counters.periods_done.load(Relaxed)).max(end_period);
             } else if c.accounted < end_period {

@@ -154,17 +154,6 @@ impl Probe for EventProbe {
     }
 }
 
-/// The window of an event at `at_ns`, the run having started at `start_ns` (1-based, clamped to
-/// the last).
-fn window(schedule: &Schedule, start_ns: u64, at_ns: u64) -> u64 {
-    ((at_ns.saturating_sub(start_ns)) / schedule.interval_ns + 1).min(schedule.periods)
-}
-
-/// The windows wholly passed by `now_ns` (accounted as reached, quiet or not).
-fn windows_reached(schedule: &Schedule, start_ns: u64, now_ns: u64) -> u64 {
-    (now_ns.saturating_sub(start_ns) / schedule.interval_ns).min(schedule.periods)
-}
-
 // ---- GPIO -------------------------------------------------------------------------------
 
 /// Requests `line` of `chip` as an input with edge detection, after checking it exists, is an
@@ -259,14 +248,14 @@ impl RtLoop for GpioLoop {
                 }
                 events += 1;
                 out.event_after(
-                    window(&s, start_ns, e.timestamp_ns),
+                    s.window_of(start_ns, e.timestamp_ns),
                     Some(woke.saturating_sub(e.timestamp_ns)),
                     u64::from(skipped),
                 );
             }
             out.count(EVENTS, events);
         }
-        out.accounted_through(windows_reached(&s, start_ns, sys::monotonic_ns()));
+        out.accounted_through(s.windows_passed(start_ns, sys::monotonic_ns()));
     }
 }
 
@@ -403,10 +392,10 @@ impl RtLoop for UioLoop {
             }
             last = count;
             events += 1;
-            out.event_after(window(&s, start_ns, woke), previous.map(|p| woke - p), u64::from(jump - 1));
+            out.event_after(s.window_of(start_ns, woke), previous.map(|p| woke - p), u64::from(jump - 1));
             out.count(EVENTS, events);
             previous = Some(woke);
         }
-        out.accounted_through(windows_reached(&s, start_ns, sys::monotonic_ns()));
+        out.accounted_through(s.windows_passed(start_ns, sys::monotonic_ns()));
     }
 }

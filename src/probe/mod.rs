@@ -100,6 +100,21 @@ pub struct Schedule {
     pub periods: u64,
 }
 
+impl Schedule {
+    /// The window (1-based period, clamped to the last) an event at `at_ns` falls in, the run
+    /// having started at `start_ns`: for probes whose facts are events.
+    #[inline(always)]
+    pub fn window_of(&self, start_ns: u64, at_ns: u64) -> u64 {
+        (at_ns.saturating_sub(start_ns) / self.interval_ns + 1).min(self.periods)
+    }
+
+    /// The windows wholly passed by `now_ns` (accounted as reached, quiet or not).
+    #[inline(always)]
+    pub fn windows_passed(&self, start_ns: u64, now_ns: u64) -> u64 {
+        (now_ns.saturating_sub(start_ns) / self.interval_ns).min(self.periods)
+    }
+}
+
 /// One kind of measurement. The lifecycle knows probes only through this trait.
 pub trait Probe: Send + Sync + std::fmt::Debug {
     /// Its name, as `--measure`, results and requirements write it.

@@ -72,8 +72,7 @@ impl RtLoop for NoiseLoop {
             let now = sys::monotonic_ns();
             let gap = now - previous;
             if gap > self.threshold_ns {
-                let window = ((now - start_ns) / interval + 1).min(self.schedule.periods);
-                out.event(window, gap);
+                out.event(self.schedule.window_of(start_ns, now), gap);
             }
             previous = now;
             reads = reads.wrapping_add(1);
@@ -81,7 +80,6 @@ impl RtLoop for NoiseLoop {
                 break;
             }
         }
-        let windows = ((previous.saturating_sub(start_ns)) / interval).min(self.schedule.periods);
-        out.accounted_through(windows);
+        out.accounted_through(self.schedule.windows_passed(start_ns, previous));
     }
 }

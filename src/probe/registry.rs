@@ -157,6 +157,11 @@ fn schedule(timing: RunTiming, interval_ns: u64) -> Schedule {
     Schedule { interval_ns, warmup_periods, periods: (timing.total_ns / interval_ns).max(warmup_periods) }
 }
 
+/// The value named `v` in a table of (name, value): a wait method, a mechanism, an edge.
+fn named<T: Copy>(table: &[(&str, T)], v: &str) -> Option<T> {
+    table.iter().find(|(n, _)| *n == v).map(|(_, x)| *x)
+}
+
 /// The value of `interval=`, checked.
 fn interval_option(spec: &MeasureSpec, v: &str) -> Result<u64, String> {
     parse_duration_ns(v, None).ok().filter(|&i| (super::MIN_INTERVAL_NS..=super::MAX_INTERVAL_NS).contains(&i)).ok_or_else(|| {
@@ -187,7 +192,7 @@ fn build_timer(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, 
         match k.as_str() {
             "interval" => interval_ns = interval_option(spec, v)?,
             "wait" => {
-                wait = timer::WAIT_METHODS.iter().find(|(n, _)| n == v).map(|(_, m)| *m).ok_or_else(|| {
+                wait = named(timer::WAIT_METHODS, v).ok_or_else(|| {
                     let names: Vec<&str> = timer::WAIT_METHODS.iter().map(|(n, _)| *n).collect();
                     format!("--measure '{}': wait={v} is not a wait method; choose one of {}", spec.text, names.join(", "))
                 })?
@@ -265,7 +270,7 @@ fn build_wakeup(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>,
         match k.as_str() {
             "interval" => p.schedule = schedule(timing, interval_option(spec, v)?),
             "via" => {
-                p.via = wakeup::VIA.iter().find(|(n, _)| n == v).map(|(_, m)| *m).ok_or_else(|| {
+                p.via = named(wakeup::VIA, v).ok_or_else(|| {
                     let names: Vec<&str> = wakeup::VIA.iter().map(|(n, _)| *n).collect();
                     format!("--measure '{}': via={v} is not a wake-up mechanism; choose one of {}", spec.text, names.join(", "))
                 })?
@@ -366,19 +371,13 @@ fn build_event(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, 
             "uio" => return Err(bad("uio= needs the device".into(), "uio=/dev/uio0")),
             "edge" => {
                 edge = Some(
-                    event::EDGES
-                        .iter()
-                        .find(|(n, _)| n == v)
-                        .map(|(_, e)| *e)
+                    named(event::EDGES, v)
                         .ok_or_else(|| bad(format!("edge={v} is not rising, falling or both"), "edge=rising"))?,
                 )
             }
             "bias" => {
                 bias = Some(
-                    event::BIASES
-                        .iter()
-                        .find(|(n, _)| n == v)
-                        .map(|(_, b)| *b)
+                    named(event::BIASES, v)
                         .ok_or_else(|| bad(format!("bias={v} is not pull-up, pull-down or disabled"), "bias=pull-up"))?,
                 )
             }
