@@ -164,13 +164,23 @@ fn open_gpio(schedule: Schedule, chip: &Path, line: u32, (edge, bias): (Edge, Op
     if !chip.exists() {
         return Err(format!("no GPIO chip {name}: the chips here are /dev/gpiochip* (gpiodetect lists them)"));
     }
+    if let Err(e) = std::fs::OpenOptions::new().read(true).write(true).open(chip) {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            return Err(format!("cannot open {name} ({e}); run as root or give access to the chip (its group, e.g. gpio)"));
+        }
+    }
     let c = gpiocdev::Chip::from_path(chip)
         .map_err(|e| format!("{name} is not a GPIO chip ({e}); give a /dev/gpiochipN, e.g. gpio=/dev/gpiochip0:17"))?;
-    let lines = c.info().map_err(|e| format!("cannot read {name}'s description ({e}); is it a GPIO chip?"))?.num_lines;
+    let lines = c
+        .info()
+        .map_err(|e| format!("cannot read {name}'s description ({e}); give a GPIO chip, e.g. gpio=/dev/gpiochip0:17"))?
+        .num_lines;
     if line >= lines {
         return Err(format!("{name} has {lines} lines (0..{}), not line {line}; gpioinfo lists them", lines.saturating_sub(1)));
     }
-    let info = c.line_info(line).map_err(|e| format!("cannot read line {line} of {name} ({e})"))?;
+    let info = c
+        .line_info(line)
+        .map_err(|e| format!("cannot read line {line} of {name} ({e}); check it with gpioinfo or choose another line"))?;
     if info.used {
         let by = if info.consumer.is_empty() { "another user".to_string() } else { format!("'{}'", info.consumer) };
         return Err(format!(
@@ -205,7 +215,7 @@ fn open_gpio(schedule: Schedule, chip: &Path, line: u32, (edge, bias): (Edge, Op
             if c.line_info(line).is_ok_and(|i| i.used) {
                 format!("line {line} of {name} is busy (taken meanwhile): free it or choose another line")
             } else {
-                format!("cannot request line {line} of {name} as an input with edge detection ({e}); does its chip support edge interrupts?")
+                format!("cannot request line {line} of {name} as an input with edge detection ({e}); its chip may not raise edge interrupts: choose another line (gpioinfo lists them)")
             }
         })?;
     let words = request.edge_event_u64_size();
@@ -279,21 +289,29 @@ fn open_uio(schedule: Schedule, device: &Path, ack: Option<Ack>) -> Result<UioLo
         .write(true)
         .open(device)
         .map_err(|e| format!("cannot open {name} ({e}); run as root or give access to the device"))?;
-    let count = std::fs::File::open(class.join("event")).map_err(|e| format!("cannot read /sys/class/uio/{base}/event ({e})"))?;
+    let count = std::fs::File::open(class.join("event")).map_err(|e| {
+        format!("cannot read /sys/class/uio/{base}/event ({e}); mount sysfs (mount -t sysfs sysfs /sys) and run as root")
+    })?;
     let register = match ack {
         None => None,
         Some(a) => {
             let path = class.join(format!("device/resource{}", a.bar));
             let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).map_err(|e| {
                 format!(
-                    "ack={}:{:#x}: cannot open {} ({e}); is {name} a PCI device with that BAR?",
+                    "ack={}:{:#x}: cannot open {} ({e}); ack= needs a PCI device and one of its BARs (its resourceN files)",
                     a.bar,
                     a.offset,
                     path.display()
                 )
             })?;
-            let r = sys::Register::map(&file, a.offset)
-                .map_err(|e| format!("ack={}:{:#x}: cannot map {} ({e})", a.bar, a.offset, path.display()))?;
+            let r = sys::Register::map(&file, a.offset).map_err(|e| {
+                format!(
+                    "ack={}:{:#x}: cannot map {} ({e}); give an offset within the BAR (lspci -v shows its size)",
+                    a.bar,
+                    a.offset,
+                    path.display()
+                )
+            })?;
             Some((r, a.value))
         }
     };
