@@ -12,6 +12,7 @@ use crate::load::watchdog::Watchdog;
 use crate::probe::registry::{self, RunTiming};
 use crate::probe::{self, ProbePlan, RunningProbes, SeriesKey, SetupError, ThreadSched};
 use crate::report::{json::JsonSink, live::LiveView, summary};
+use crate::result::sweep::{SweepResult, SweepStep};
 use crate::result::{Config, ProbeConfig, ProbeResult, RunResult, Status, WarmupConfig, SCHEMA};
 use crate::scenario::{LoadChoice, RunLength, RunPlan, Warmup};
 use crate::sys;
@@ -221,7 +222,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     if let Some(w) = &mut watchdog {
         w.arm(probes.start_ns + resolved.total_ns + END_SLACK.as_nanos() as u64);
     }
-    let bounds = phase_bounds(&resolved.load_specs, resolved.total_ns);
+    let bounds = phase_bounds(&resolved);
     let series: Vec<_> = probes
         .keys
         .iter()
@@ -280,6 +281,46 @@ impl Resolved {
         let names = self.probes[k.probe].probe.counters();
         r.counts = names.iter().zip(counts).map(|(n, c)| (n.to_string(), c)).collect();
         r
+    }
+    /// What each probe with a timeline of its own does at `at_ns` (`wakeup@0-1: 2000/s`).
+    fn steps_at(&self, at_ns: u64) -> Vec<String> {
+        let step = |p: &ProbePlan| p.probe.steps().into_iter().find(|s| s.start_ns <= at_ns && at_ns < s.end_ns);
+        let label =
+            |p: &ProbePlan, s: probe::Step| format!("{}@{}: {}/s", p.probe.name(), format_cpu_list(&p.cpus), s.rate_per_s);
+        self.probes.iter().filter_map(|p| step(p).map(|s| label(p, s))).collect()
+    }
+    /// The sweep of series `k` on `cpu` (`None`: all its CPUs together), for a probe with steps:
+    /// each step's figures from the collector's phases (measuring over, phases not yet taken).
+    fn sweep(&self, k: SeriesKey, cpu: Option<usize>, collector: &Collector) -> Option<SweepResult> {
+        let steps = self.probes[k.probe].probe.steps();
+        if steps.is_empty() {
+            return None;
+        }
+        let accounts: Vec<usize> =
+            collector.of_series(k.probe, k.series).filter(|(_, a)| cpu.is_none_or(|c| a.key.cpu == c)).map(|(i, _)| i).collect();
+        let steps = steps
+            .iter()
+            .map(|s| {
+                let mut t = crate::aggregate::Tally::default();
+                accounts.iter().for_each(|&i| t.merge(&collector.span_tally(i, s.start_ns, s.end_ns)));
+                let max_ns = t.min_max().map(|m| m.1);
+                let planned = s.planned * accounts.len() as u64;
+                SweepStep {
+                    rate_per_s: s.rate_per_s,
+                    interval_ns: s.interval_ns,
+                    start_ns: s.start_ns,
+                    end_ns: s.end_ns,
+                    bound_ns: s.bound_ns,
+                    planned,
+                    events: t.samples,
+                    missed: t.missed,
+                    max_ns,
+                    p99_ns: t.hist.percentile(99.0),
+                    outcome: SweepStep::judge(t.samples, t.missed, max_ns, planned, s.bound_ns),
+                }
+            })
+            .collect();
+        Some(SweepResult::new(steps))
     }
     /// The result of series `k` on `cpu` (`None`: all its CPUs) measured from `span.0` to
     /// `span.1` (from the start of the run; the probe's warm-up is not measured); an event-
@@ -501,10 +542,12 @@ fn prepare_probes(
     })
 }
 
-/// Where the timeline changes (load starts and stops inside the run), on period deadlines.
-fn phase_bounds(specs: &[LoadSpec], total_ns: u64) -> Vec<u64> {
-    let mut b: Vec<u64> =
-        specs.iter().flat_map(|s| [s.start_ns, s.end_ns]).flatten().filter(|&t| t > 0 && t < total_ns).collect();
+/// Where the timeline changes (load starts and stops, a probe's steps, inside the run), on
+/// period deadlines.
+fn phase_bounds(resolved: &Resolved) -> Vec<u64> {
+    let loads = resolved.load_specs.iter().flat_map(|s| [s.start_ns, s.end_ns]).flatten();
+    let steps = resolved.probes.iter().flat_map(|p| p.probe.steps().into_iter().skip(1).map(|s| s.start_ns));
+    let mut b: Vec<u64> = loads.chain(steps).filter(|&t| t > 0 && t < resolved.total_ns).collect();
     b.sort_unstable();
     b.dedup();
     b
@@ -681,14 +724,16 @@ fn assemble(a: Assembly) -> RunResult {
         .into_iter()
         .map(|i| {
             let key = collector.accounts[i].key;
-            let r = resolved.result(key, Some(key.cpu), collector.stats(i), (0, end_ns));
+            let mut r = resolved.result(key, Some(key.cpu), collector.stats(i), (0, end_ns));
+            r.sweep = resolved.sweep(key, Some(key.cpu), collector);
             resolved.with_counts(key, r, collector.accounts[i].counts)
         })
         .collect();
     let combined: Vec<ProbeResult> = resolved
         .series()
         .map(|k| {
-            let r = resolved.result(k, None, collector.combined_stats((k.probe, k.series)), (0, end_ns));
+            let mut r = resolved.result(k, None, collector.combined_stats((k.probe, k.series)), (0, end_ns));
+            r.sweep = resolved.sweep(k, None, collector);
             resolved.with_counts(k, r, collector.combined_counts((k.probe, k.series)))
         })
         .collect();
@@ -724,7 +769,7 @@ fn assemble(a: Assembly) -> RunResult {
 /// Each phase of the timeline with every probe's figures in it, per thread and combined.
 fn phases(resolved: &Resolved, collector: &mut Collector, end_ns: u64) -> Vec<crate::result::PhaseResult> {
     let (specs, measured_to) = (&resolved.load_specs, end_ns);
-    let bounds: Vec<u64> = std::iter::once(0).chain(phase_bounds(specs, resolved.total_ns)).collect();
+    let bounds: Vec<u64> = std::iter::once(0).chain(phase_bounds(resolved)).collect();
     (0..collector.phase_count())
         .map(|i| {
             let (start_ns, end_ns) = (bounds[i], bounds.get(i + 1).copied().unwrap_or(resolved.total_ns));
@@ -741,7 +786,8 @@ fn phases(resolved: &Resolved, collector: &mut Collector, end_ns: u64) -> Vec<cr
                     None => combined.push(resolved.result(k, None, figures, span)),
                 });
             }
-            crate::result::PhaseResult { start_ns, end_ns, loads: active, probes, combined }
+            let steps = resolved.steps_at(start_ns);
+            crate::result::PhaseResult { start_ns, end_ns, loads: active, steps, probes, combined }
         })
         .collect()
 }

@@ -266,3 +266,98 @@ fn the_deadline_policy_runs_the_measurement_threads_at_sched_deadline() {
     let p = entry(&r, "timer", 0);
     assert_eq!(p.samples + p.missed, 1500);
 }
+
+/// Checks a rate sweep in every series of every CPU: each step's events and missed events
+/// sum to what it planned when it ran to its end (`all`: every step does), none when it did not
+/// run; the steps sum to the run's figures; the sustained rate follows from the outcomes.
+fn check_sweep(r: &RunResult, cpu: usize, planned: &[u64], every_step_ran: bool) {
+    use rtgauge::result::sweep::StepOutcome;
+    for name in ["chain", "handler", "task"] {
+        let p = series(r, name, cpu);
+        let sweep = p.sweep.as_ref().unwrap_or_else(|| panic!("wakeup.{name}/cpu{cpu} has no sweep"));
+        let got: Vec<u64> = sweep.steps.iter().map(|s| s.planned).collect();
+        assert_eq!(got, planned, "{name}: planned events per step");
+        for s in &sweep.steps {
+            let ran = s.events + s.missed;
+            assert!(
+                ran == s.planned || (!every_step_ran && ran == 0),
+                "{name}: step at {}/s: {ran} of {}",
+                s.rate_per_s,
+                s.planned
+            );
+            assert_eq!(s.outcome == StepOutcome::NotRun, ran == 0, "{name}: {s:?}");
+        }
+        let (events, missed) = sweep.steps.iter().fold((0, 0), |(e, m), s| (e + s.events, m + s.missed));
+        assert_eq!((events, missed), (p.samples, p.missed), "{name}: the steps partition the run");
+        let sustained = sweep.steps.iter().take_while(|s| s.outcome == StepOutcome::Sustained).last().map(|s| s.rate_per_s);
+        assert_eq!(sweep.sustained_per_s, sustained, "{name}");
+    }
+}
+
+/// `wakeup:rate=sweep,all`: the handler re-arms at each step's rate; every planned event of
+/// every step is taken or missed, in that step's phase; the warm-up holds the first rate's
+/// first events.
+#[test]
+fn a_rate_sweep_accounts_for_every_planned_event_in_each_step() {
+    let cpu = online_cpus()[0];
+    let m = format!("wakeup:rate=sweep,rates=200/500/1000,all@{cpu}");
+    let (code, doc, out) = run_json(&["-D", "1500ms", "--warmup", "100ms", "--load", "none", "--measure", &m]);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let r = typed(doc);
+    // 500 ms a step; the first also holds the 100 ms warm-up (20 events at 200/s).
+    check_sweep(&r, cpu, &[100, 250, 500], true);
+    let chain = series(&r, "chain", cpu);
+    assert_eq!(chain.warmup_samples + chain.warmup_missed, 20, "the warm-up's events");
+    let steps: Vec<&str> = r.phases.iter().flat_map(|p| p.steps.iter().map(String::as_str)).collect();
+    let label = |rate| format!("wakeup@{cpu}: {rate}/s");
+    assert_eq!(steps, [label(200), label(500), label(1000)], "one phase per step");
+    for (phase, planned) in r.phases.iter().zip([100, 250, 500]) {
+        let c = phase.combined.iter().find(|c| c.label() == "wakeup.chain").unwrap();
+        assert_eq!(c.samples + c.missed, planned, "the step's phase holds its events: {:?}", phase.steps);
+    }
+    assert!(
+        r.config.probes[0].settings[0].starts_with("rate=sweep: 200/500/1000/s, 500 ms each"),
+        "{:?}",
+        r.config.probes[0].settings
+    );
+}
+
+/// Without `all`, the sweep stops raising the rate once a step failed: with a bound no chain
+/// can meet (1 ns), the first step fails and no later one runs; no rate is sustained, so a
+/// required rate fails with 0 observed.
+#[test]
+fn a_rate_sweep_stops_raising_the_rate_after_a_failing_step() {
+    let cpu = online_cpus()[0];
+    let m = format!("wakeup:rate=sweep,rates=100/200/400/800,bound=1ns@{cpu}");
+    let (code, doc, out) =
+        run_json(&["-D", "1200ms", "--warmup", "0", "--load", "none", "--measure", &m, "--require", "wakeup.rate>=100"]);
+    assert_eq!(code, 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let r = typed(doc);
+    check_sweep(&r, cpu, &[30, 60, 120, 240], false);
+    let steps = &series(&r, "chain", cpu).sweep.as_ref().unwrap().steps;
+    assert_ne!(steps[0].events + steps[0].missed, 0, "the first step ran");
+    assert!(steps[1..].iter().all(|s| s.events + s.missed == 0), "no step ran after the failing one: {steps:?}");
+    let check = r.verdict.checks.iter().find(|c| c.expr == "wakeup.rate>=100").unwrap();
+    assert_eq!(
+        (check.scope.as_str(), check.observed.as_str(), check.passed),
+        (format!("wakeup.chain/cpu{cpu}").as_str(), "0", false)
+    );
+    assert_eq!(r.verdict.checks.len(), 1, "judged by the chain alone: {:?}", r.verdict.checks);
+}
+
+/// A stall of the sweep's CPU (a busy FIFO 99 thread for 300 ms, in the second step) swallows
+/// that step's events at its rate; every step still accounts for each planned event.
+#[test]
+fn a_stall_shows_in_the_rate_sweep_step_it_falls_in() {
+    let cpu = *online_cpus().last().unwrap();
+    let (r, s) = run_with_stall(&format!("wakeup:rate=sweep,rates=500/1000/2000,all@{cpu}"), "3s", cpu, 1150, 300);
+    check_sweep(&r, cpu, &[500, 1000, 2000], true);
+    // The events whose deadlines fell inside the stall, per step (all but the last one or two,
+    // served late once it ended).
+    let (start, end) = (u(&s["start_ns"]) - r.monotonic_start_ns, u(&s["end_ns"]) - r.monotonic_start_ns);
+    for st in &series(&r, "chain", cpu).sweep.as_ref().unwrap().steps {
+        let overlap = end.min(st.end_ns).saturating_sub(start.max(st.start_ns));
+        let swallowed = overlap / st.interval_ns;
+        assert!(st.missed + 2 >= swallowed, "step {}/s: {} missed, {swallowed} deadlines in the stall", st.rate_per_s, st.missed);
+    }
+}

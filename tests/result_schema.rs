@@ -41,6 +41,9 @@ fn documents_validate_against_the_schema_and_every_field_is_described() {
     ]);
     let (_, wakeup, _) = run_json(&["--loops", "30", "--warmup", "0", "--cpus", "0", "--measure", "wakeup", "--load", "none"]);
     let (_, noise, _) = run_json(&["--loops", "30", "--warmup", "0", "--measure", "noise:threshold=100ns@0", "--load", "none"]);
+    let sweep = ["--measure", "wakeup:rate=sweep,rates=500/1000,all@0", "--require", "wakeup.rate>=500"];
+    let (_, sweep, _) = run_json(&[&["-D", "300ms", "--warmup", "0", "--load", "none"][..], &sweep].concat());
+    assert!(sweep["probes"][0]["sweep"]["steps"][1]["outcome"].is_string() && !sweep["phases"][1]["steps"].is_null(), "{sweep}");
     let prose = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/result-schema.md")).unwrap();
     // A UDP run against an echo on loopback (on the port it was given), for its counts.
     let (mut echo, target) = start_echo(rtgauge(&["udp-echo", "--listen", "127.0.0.1:0", "-D", "60s"]));
@@ -49,7 +52,7 @@ fn documents_validate_against_the_schema_and_every_field_is_described() {
     let _ = echo.kill();
     let _ = echo.wait();
     assert!(udp["probes"][0]["counts"]["sent"].as_u64().is_some(), "{}", udp["probes"][0]);
-    for doc in [&complete, &other, &period, &wakeup, &noise, &udp] {
+    for doc in [&complete, &other, &period, &wakeup, &noise, &udp, &sweep] {
         let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
         assert!(errors.is_empty(), "schema violations: {errors:#?}");
         let mut names = Default::default();

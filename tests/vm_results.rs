@@ -126,6 +126,15 @@ fn check_guest(dir: &Path, validator: &jsonschema::Validator) -> Vec<String> {
             if p["probe"] == "event" {
                 continue; // events, not periods: checked against what was sent (below)
             }
+            if let Some(steps) = p["sweep"]["steps"].as_array() {
+                // A rate sweep (every rate run): each step's events and missed are what it planned.
+                for st in steps.iter().filter(|_| doc["status"] == "complete") {
+                    if u(&st["events"]) + u(&st["missed"]) != u(&st["planned"]) {
+                        problems.push(format!("{name}/{file}: {} cpu{}: sweep step {st}", p["series"], p["cpu"]));
+                    }
+                }
+                continue;
+            }
             if p.get("noise").is_some() {
                 // Gaps are events, not periods: a busy loop that ran misses no window.
                 if doc["status"] == "complete" && u(&p["missed"]) != 0 {

@@ -440,6 +440,25 @@ impl Collector {
         sum
     }
 
+    /// Thread `i`'s tally from `from_ns` to `to_ns` (from the start; both phase boundaries),
+    /// merged from the phases that start within it; the whole run's when it has no phases.
+    /// Measuring must be over and the phases not yet taken.
+    pub fn span_tally(&self, i: usize, from_ns: u64, to_ns: u64) -> Tally {
+        let c = &self.accounts[i];
+        if c.phases.is_empty() {
+            return c.run.clone();
+        }
+        let w = c.schedule.interval_ns;
+        let (first, last) = (from_ns / w + 1, to_ns / w);
+        let mut t = Tally::default();
+        for (p, tally) in c.phases.iter().enumerate() {
+            if (first..=last).contains(&c.phase_first[p]) {
+                t.merge(tally);
+            }
+        }
+        t
+    }
+
     /// Number of phases (0: no phases).
     pub fn phase_count(&self) -> usize {
         self.phases

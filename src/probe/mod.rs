@@ -115,6 +115,20 @@ impl Schedule {
     }
 }
 
+/// One step of a probe's own timeline (the wake-up chain's rate sweep): from `start_ns` to
+/// `end_ns` (from the start of the run; the first step holds the warm-up) it runs at its rate,
+/// and plans `planned` measured events, judged by `bound_ns`. A step boundary is a phase
+/// boundary of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub rate_per_s: u32,
+    pub interval_ns: u64,
+    pub planned: u64,
+    pub bound_ns: u64,
+}
+
 /// One kind of measurement. The lifecycle knows probes only through this trait.
 pub trait Probe: Send + Sync + std::fmt::Debug {
     /// Its name, as `--measure`, results and requirements write it.
@@ -158,6 +172,11 @@ pub trait Probe: Send + Sync + std::fmt::Debug {
     /// `interval`); `None`: latencies. Such values count in no worst case or cycle-time rule.
     fn measures(&self, _series: usize) -> Option<&'static str> {
         None
+    }
+    /// Its own timeline, if it changes during the run (the wake-up chain's rate sweep): each
+    /// step is reported on its own, and its boundaries cut the run's phases.
+    fn steps(&self) -> Vec<Step> {
+        Vec::new()
     }
     /// Checks the CPUs the probe is to measure on, before anything runs (`cross` needs two).
     fn check_cpus(&self, _cpus: &[usize]) -> Result<(), String> {
@@ -265,9 +284,12 @@ impl Handoff {
             }
             self.missed_carry = 0;
         } else {
-            self.lost += 1;
-            self.overflows += 1;
-            c.handoff_overflows.store(self.overflows, Relaxed);
+            // A fact without a value carries missed events only: they are carried, nothing is lost.
+            if value != Sample::NO_VALUE {
+                self.lost += 1;
+                self.overflows += 1;
+                c.handoff_overflows.store(self.overflows, Relaxed);
+            }
             self.missed_carry = missed;
             c.pending_missed.store(missed, Relaxed);
         }

@@ -59,7 +59,8 @@ const PROBES: &[Entry] = &[
         name: wakeup::NAME,
         series: wakeup::SERIES,
         interval_ns: None,
-        options: "interval=DURATION, via=eventfd|futex|pipe|mq|signal|sem|pi-mutex, cross, priority=2..99 (99)",
+        options: "interval=DURATION or rate=PER_SECOND or rate=sweep (with rates=1k/2k/.../150k, bound=DURATION, all), \
+                  via=eventfd|futex|pipe|mq|signal|sem|pi-mutex, cross, priority=2..99 (99)",
         build: build_wakeup,
     },
     Entry {
@@ -121,8 +122,9 @@ pub fn parse(text: &str) -> Result<MeasureSpec, String> {
         options.push((k.trim().to_string(), v.trim().to_string()));
     }
     let spec = MeasureSpec { text: t.to_string(), name: entry.name, options, cpus };
-    // Options are checked now, against a placeholder timing, so a typo fails before anything runs.
-    (entry.build)(&spec, RunTiming { interval_ns: 1_000_000, warmup_ns: 0, total_ns: 1_000_000 })?;
+    // Options are checked now, against a placeholder timing (a minute), so a typo fails before
+    // anything runs; what depends on the run's length is checked when the run is resolved.
+    (entry.build)(&spec, RunTiming { interval_ns: 1_000_000, warmup_ns: 0, total_ns: 60_000_000_000 })?;
     Ok(spec)
 }
 
@@ -174,15 +176,12 @@ fn interval_option(spec: &MeasureSpec, v: &str) -> Result<u64, String> {
     })
 }
 
-/// The value of `rate=` (events per second), as an interval, checked.
+/// The value of `rate=` (events or datagrams a second), as an interval, checked.
 fn rate_option(spec: &MeasureSpec, v: &str) -> Result<u64, String> {
     // A whole number a second: at most a second apart, at least the shortest interval.
     let range = 1..=1_000_000_000 / super::MIN_INTERVAL_NS;
     v.parse::<u64>().ok().filter(|r| range.contains(r)).map(|r| 1_000_000_000 / r).ok_or_else(|| {
-        format!(
-            "--measure '{}': rate={v} is not a whole number of datagrams per second within {range:?}; e.g. rate=1000",
-            spec.text
-        )
+        format!("--measure '{}': rate={v} is not a whole number a second within {range:?}; e.g. rate=1000", spec.text)
     })
 }
 
@@ -258,17 +257,43 @@ fn build_period(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>,
     Ok(Arc::new(period::PeriodProbe { schedule, below_ns, above_ns }))
 }
 
-/// `wakeup[:interval=1ms,via=eventfd,cross,priority=99]`.
+/// `wakeup[:interval=1ms|rate=1000|rate=sweep,via=eventfd,cross,priority=99]`; a sweep takes
+/// `rates=1k/2k/...`, `bound=DURATION` and `all`.
 fn build_wakeup(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
     let mut p = wakeup::WakeupProbe {
         schedule: schedule(timing, timing.interval_ns),
         via: crate::sys::WakeMethod::Eventfd,
         cross: false,
         priority: wakeup::DEFAULT_PRIORITY,
+        sweep: None,
     };
+    let (mut swept, mut rates, mut bound, mut all, mut paced) = (false, None, None, false, None);
     for (k, v) in &spec.options {
         match k.as_str() {
-            "interval" => p.schedule = schedule(timing, interval_option(spec, v)?),
+            "interval" | "rate" if paced.is_some() => {
+                return Err(format!("--measure '{}': give one of interval= and rate=, once", spec.text))
+            }
+            "interval" => paced = Some(schedule(timing, interval_option(spec, v)?)),
+            "rate" if v == "sweep" => {
+                swept = true;
+                paced = Some(p.schedule);
+            }
+            "rate" => paced = Some(schedule(timing, rate_option(spec, v)?)),
+            "rates" => {
+                rates = Some(wakeup::sweep::parse_rates(v).ok_or_else(|| {
+                    format!("--measure '{}': rates={v} is not rates a second separated by '/', e.g. rates=1k/10k/100k", spec.text)
+                })?)
+            }
+            "bound" => {
+                bound = Some(
+                    parse_duration_ns(v, None)
+                        .ok()
+                        .filter(|&b| b > 0)
+                        .ok_or_else(|| format!("--measure '{}': bound={v} is not a time, e.g. bound=100us", spec.text))?,
+                )
+            }
+            "all" if v.is_empty() => all = true,
+            "all" => return Err(format!("--measure '{}': write 'all' alone (run every rate), not all={v}", spec.text)),
             "via" => {
                 p.via = named(wakeup::VIA, v).ok_or_else(|| {
                     let names: Vec<&str> = wakeup::VIA.iter().map(|(n, _)| *n).collect();
@@ -290,6 +315,17 @@ fn build_wakeup(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>,
             }
             other => return Err(spec.unknown_option(other)),
         }
+    }
+    p.schedule = paced.unwrap_or(p.schedule);
+    if !swept && (rates.is_some() || bound.is_some() || all) {
+        return Err(format!("--measure '{}': rates=, bound= and all are for a sweep; add rate=sweep", spec.text));
+    }
+    if swept {
+        let rates = rates.as_deref().unwrap_or(wakeup::sweep::DEFAULT_RATES);
+        let sweep = wakeup::sweep::Sweep::new(rates, timing.warmup_ns, timing.total_ns, bound, all)
+            .map_err(|e| format!("--measure '{}': {e}", spec.text))?;
+        p.schedule = sweep.schedule(timing.total_ns);
+        p.sweep = Some(sweep);
     }
     Ok(Arc::new(p))
 }

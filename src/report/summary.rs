@@ -89,12 +89,48 @@ fn chain_report(probes: &[ProbeResult]) -> String {
         }
         let _ = writeln!(
             s,
-            "  {}: {} events taken by the task; {} periods the handler missed; {} events posted but never taken",
+            "  {}: {} events taken by the task; {} {} the handler missed; {} events posted but never taken",
             c.scope(),
             c.samples,
             h.missed,
+            if c.sweep.is_some() { "events" } else { "periods" },
             c.missed.saturating_sub(h.missed)
         );
+    }
+    s
+}
+
+/// A rate sweep per CPU: each step's events, misses and worst case against its bound, and the
+/// highest rate sustained (the ARM9/ARM11 paper's question).
+fn sweep_report(probes: &[ProbeResult]) -> String {
+    let mut s = String::new();
+    for p in probes.iter().filter(|p| p.cpu.is_some() && p.sweep.is_some() && p.is_headline()) {
+        let sweep = p.sweep.as_ref().expect("filtered");
+        if s.is_empty() {
+            s += "\nRate sweep, per CPU (a step is sustained when none of its events is missed and the worst case stays \
+                  within its bound):\n";
+        }
+        let sustained =
+            sweep.sustained_per_s.map_or("none (the lowest rate already failed)".to_string(), |r| format!("{r} events/s"));
+        let _ = writeln!(s, "  {} on {}: highest rate sustained {sustained}", p.label(), p.scope());
+        let rows = sweep
+            .steps
+            .iter()
+            .map(|st| {
+                vec![
+                    st.rate_per_s.to_string(),
+                    st.planned.to_string(),
+                    st.events.to_string(),
+                    st.missed.to_string(),
+                    opt_us(st.p99_ns),
+                    opt_us(st.max_ns),
+                    us(st.bound_ns),
+                    st.outcome.describe().to_string(),
+                ]
+            })
+            .collect();
+        let t = table(&["  rate/s", "planned", "events", "missed", "p99 µs", "max µs", "bound µs", "outcome"], 0..7, rows);
+        s += &t;
     }
     s
 }
@@ -219,7 +255,13 @@ fn how_obtained(r: &RunResult) -> String {
             .map(|p| {
                 let more: Vec<&str> = p.settings.iter().map(String::as_str).filter(|s| !s.starts_with("interval=")).collect();
                 let more = if more.is_empty() { String::new() } else { format!(" ({})", more.join(", ")) };
-                format!("{} on CPUs {}, interval {}{more}", p.name, format_cpu_list(&p.cpus), Nanos(p.interval_ns))
+                // A sweep's interval changes with its steps (its settings say how).
+                let interval = if p.settings.iter().any(|s| s.starts_with("rate=sweep")) {
+                    String::new()
+                } else {
+                    format!(", interval {}", Nanos(p.interval_ns))
+                };
+                format!("{} on CPUs {}{interval}{more}", p.name, format_cpu_list(&p.cpus))
             })
             .collect::<Vec<_>>()
             .join("; "),
@@ -282,8 +324,11 @@ pub fn render(r: &RunResult) -> String {
     let cycles = r.probes.iter().any(|p| p.bounds.is_some());
     let _ = writeln!(s, "{}", if cycles { "(latencies and cycle lengths in µs)" } else { "(latencies in µs)" });
     // The worst case is a latency's: a cycle length is judged by its bounds (below).
-    if let Some(worst) =
-        r.probes.iter().filter(|p| p.max_ns.is_some() && p.bounds.is_none() && p.measures.is_none()).max_by_key(|p| p.max_ns)
+    if let Some(worst) = r
+        .probes
+        .iter()
+        .filter(|p| p.max_ns.is_some() && p.bounds.is_none() && p.measures.is_none() && p.sweep.is_none())
+        .max_by_key(|p| p.max_ns)
     {
         let warmup = c.warmup.periods * c.interval_ns;
         let at = worst.max_at_ns.map_or(String::new(), |t| {
@@ -307,6 +352,7 @@ pub fn render(r: &RunResult) -> String {
         s += &cycle_report(p);
     }
     s += &chain_report(&r.probes);
+    s += &sweep_report(&r.probes);
     s += &noise_report(r);
     s += &udp_report(&r.probes);
     s += &event_report(r);
@@ -328,7 +374,7 @@ pub fn render(r: &RunResult) -> String {
                     [span, c.label(), c.samples.to_string(), c.missed.to_string()]
                         .into_iter()
                         .chain(latency_cells(c))
-                        .chain([if p.loads.is_empty() { "(none)".to_string() } else { p.loads.join(", ") }])
+                        .chain([phase_doing(p)])
                         .collect()
                 })
             })
@@ -347,6 +393,12 @@ pub fn render(r: &RunResult) -> String {
         let _ = writeln!(s, "warning: {w}");
     }
     s
+}
+
+/// What ran during a phase: its loads, and the steps of probes with a timeline of their own.
+fn phase_doing(p: &crate::result::PhaseResult) -> String {
+    let loads = if p.loads.is_empty() { "(none)".to_string() } else { p.loads.join(", ") };
+    p.steps.iter().fold(loads, |s, step| format!("{s}; {step}"))
 }
 
 /// The loads section: what each load did and what it cost.

@@ -4,6 +4,7 @@
 //! [`SCHEMA`] and documented field by field in `docs/result-schema.md`.
 
 pub mod histogram;
+pub mod sweep;
 pub mod verdict;
 pub use verdict::{Check, Verdict};
 
@@ -75,7 +76,7 @@ pub struct RunResult {
     pub warnings: Vec<String>,
 }
 
-/// One phase of the timeline: from one load start or stop to the next.
+/// One phase of the timeline: from one load start or stop (or a probe's step) to the next.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PhaseResult {
     /// From the start of the run (`monotonic_start_ns`), warm-up included.
@@ -83,6 +84,9 @@ pub struct PhaseResult {
     pub end_ns: u64,
     /// The loads planned to run during the whole phase.
     pub loads: Vec<String>,
+    /// What the probes with a timeline of their own did during it (`wakeup@0-1: 2000/s`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<String>,
     /// Per probe and CPU (warm-up excluded; `missed` counts the phase's periods passed unserved).
     pub probes: Vec<ProbeResult>,
     /// All CPUs of each probe together, one entry per probe.
@@ -190,6 +194,10 @@ pub struct ProbeResult {
     /// For the noise probe: how much of the time the gaps took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseFigures>,
+    /// For a rate sweep (`wakeup:rate=sweep`): each step and the highest rate sustained. Its
+    /// figures above span every rate; they count in no worst case or cycle-time latency rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<sweep::SweepResult>,
     pub histogram: histogram::HistogramData,
 }
 
@@ -229,6 +237,7 @@ impl ProbeResult {
             counts: Default::default(),
             measures: None,
             noise: None,
+            sweep: None,
             histogram: histogram::HistogramData::encode(hist),
         }
     }
@@ -239,6 +248,11 @@ impl ProbeResult {
         let per_second = if span_ns == 0 { 0 } else { (sum_ns as u128 * 1_000_000_000 / span_ns as u128) as u64 };
         self.noise = Some(NoiseFigures { threshold_ns, total_ns: sum_ns, ns_per_s: per_second });
         self
+    }
+
+    /// Whether this is its probe's headline series (the wake-up chain's `chain`; a probe's only one).
+    pub fn is_headline(&self) -> bool {
+        crate::probe::registry::series_of(&self.probe).and_then(|s| s.first().copied()) == self.series.as_deref()
     }
 
     /// Where this result stands, for messages: `cpu3` or `all CPUs`.

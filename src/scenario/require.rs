@@ -19,12 +19,14 @@ pub enum Metric {
     /// Values under / over a probe's bounds (the period loop's short and long cycles).
     Below,
     Above,
+    /// The highest rate a sweep sustained, events a second (`wakeup.rate>=20000`).
+    Rate,
 }
 
 impl Metric {
     /// Whether the metric is a latency (its bound needs a time unit) or a count.
     pub fn is_latency(self) -> bool {
-        !matches!(self, Metric::Missed | Metric::Samples | Metric::Below | Metric::Above)
+        !matches!(self, Metric::Missed | Metric::Samples | Metric::Below | Metric::Above | Metric::Rate)
     }
 }
 
@@ -39,6 +41,7 @@ impl fmt::Display for Metric {
             Metric::Samples => write!(f, "samples"),
             Metric::Below => write!(f, "below"),
             Metric::Above => write!(f, "above"),
+            Metric::Rate => write!(f, "rate"),
         }
     }
 }
@@ -100,7 +103,7 @@ impl fmt::Display for Requirement {
 
 const HELP: &str = "write [PROBE[.SERIES].]METRIC OP VALUE, e.g. 'max<100us', 'p99.9<=50us', 'missed==0', 'timer.max<1ms', \
 'wakeup.task.p99<50us'; \
-metrics: min, mean, max, pN (p99, p99.9, ...), missed, samples, below, above (period); operators: < <= > >= ==";
+metrics: min, mean, max, pN (p99, p99.9, ...), missed, samples, below, above (period), rate (the rate a sweep sustained, e.g. 'wakeup.rate>=20000'); operators: < <= > >= ==";
 
 /// Parses a requirement such as `p99.9<=50us`.
 pub fn parse_requirement(text: &str) -> Result<Requirement, String> {
@@ -120,6 +123,7 @@ pub fn parse_requirement(text: &str) -> Result<Requirement, String> {
         "samples" => Metric::Samples,
         "below" => Metric::Below,
         "above" => Metric::Above,
+        "rate" => Metric::Rate,
         p if p.starts_with('p') => {
             let v: f64 = p[1..].parse().map_err(|_| format!("'{name}' is not a metric; {HELP}"))?;
             if !(v > 0.0 && v < 100.0) {
@@ -197,6 +201,8 @@ mod tests {
         assert_eq!((r.metric, r.op, r.bound), (Metric::Mean, Op::Lt, 10_000));
         let r = parse_requirement("samples>=1000").unwrap();
         assert_eq!((r.metric, r.op, r.bound), (Metric::Samples, Op::Ge, 1000));
+        let r = parse_requirement("wakeup.rate>=20000").unwrap();
+        assert_eq!((r.probe.as_deref(), r.metric, r.bound), (Some("wakeup"), Metric::Rate, 20_000));
         assert_eq!(parse_requirement("p99.9<=50us").unwrap().to_string(), "p99.9<=50us");
     }
 

@@ -15,6 +15,8 @@ fn observe(metric: Metric, p: &ProbeResult) -> Option<f64> {
         Metric::Samples => Some(p.samples as f64),
         Metric::Below => p.bounds.map(|b| b.below as f64),
         Metric::Above => p.bounds.map(|b| b.above as f64),
+        // A sweep that sustained no rate sustained 0 a second.
+        Metric::Rate => p.sweep.as_ref().map(|s| s.sustained_per_s.unwrap_or(0) as f64),
         Metric::Percentile(q) => {
             if let Some(v) = p.percentiles.get(q) {
                 return v.map(|v| v as f64);
@@ -69,12 +71,17 @@ pub fn evaluate(
         let limit = (ct as f64 * budget).floor() as u64;
         let latency = [req(Metric::Max, Op::Le, limit), req(Metric::Missed, Op::Eq, 0)];
         let cycle = [req(Metric::Below, Op::Eq, 0), req(Metric::Above, Op::Eq, 0), req(Metric::Missed, Op::Eq, 0)];
+        // A rate sweep must sustain an event every cycle.
+        let swept = [req(Metric::Rate, Op::Ge, 1_000_000_000u64.div_ceil(ct.max(1)))];
         for p in per_cpu {
             // Values that are not latencies (a UIO source's intervals) only count their misses.
-            let rules: &[Requirement] = match (p.bounds.is_some(), p.measures.is_some()) {
-                (true, _) => &cycle,
-                (false, true) => &latency[1..],
-                (false, false) => &latency,
+            let rules: &[Requirement] = match (p.bounds.is_some(), p.measures.is_some(), p.sweep.is_some()) {
+                // (judged by its headline series, the strictest: the chain holds the handler's misses)
+                (_, _, true) if p.is_headline() => &swept,
+                (_, _, true) => &[],
+                (true, _, _) => &cycle,
+                (false, true, _) => &latency[1..],
+                (false, false, _) => &latency,
             };
             checks.extend(rules.iter().map(|r| check(r, p)));
         }
@@ -82,10 +89,13 @@ pub fn evaluate(
     // A requirement naming a probe applies to that probe's CPUs; an unqualified one to every
     // probe's that measures its metric. One that applies to nothing fails: it was not checked.
     // A bound on values that are not latencies (a UIO source's intervals) applies only where
-    // the requirement names their series.
+    // the requirement names their series; one on a sweep's figures (which span every rate)
+    // only where it names the probe.
     for r in requirements {
         let measures = |m: Metric, p: &ProbeResult| match m {
+            Metric::Rate => p.sweep.is_some() && p.is_headline(),
             Metric::Below | Metric::Above => p.bounds.is_some(),
+            _ if p.sweep.is_some() => r.probe.is_some(),
             m if m.is_latency() => p.measures.is_none() || r.series.is_some(),
             _ => true,
         };
@@ -133,7 +143,7 @@ pub fn evaluate(
         budget_percent: (budget * 1000.0).round() / 10.0,
         shortest_cycle_time_ns: combined
             .iter()
-            .filter(|c| c.bounds.is_none() && c.measures.is_none())
+            .filter(|c| c.bounds.is_none() && c.measures.is_none() && c.sweep.is_none())
             .filter_map(|c| c.max_ns)
             .max()
             .map(|m| (m as f64 / budget).ceil() as u64),
@@ -198,6 +208,7 @@ mod tests {
             counts: Default::default(),
             measures: None,
             noise: None,
+            sweep: None,
             histogram: HistogramData::encode(&h),
         }
     }
@@ -235,6 +246,52 @@ mod tests {
         let r = vec![parse_requirement("event.interval.max<50ms").unwrap()];
         let v = evaluate(&cpus, &combined, None, 0.25, &r, &facts(Status::Complete));
         assert!(!v.passed && v.checks.iter().any(|c| c.scope == "event.interval/cpu1" && !c.passed));
+    }
+
+    #[test]
+    fn a_sweep_is_judged_by_the_rate_it_sustained() {
+        use crate::result::sweep::{StepOutcome, SweepResult, SweepStep};
+        let step = |rate: u32, outcome| SweepStep {
+            rate_per_s: rate,
+            interval_ns: 1_000_000_000 / u64::from(rate),
+            start_ns: 0,
+            end_ns: 0,
+            bound_ns: 0,
+            planned: 1,
+            events: 1,
+            missed: 0,
+            max_ns: None,
+            p99_ns: None,
+            outcome,
+        };
+        // Sustained 2000/s, then missed events at 5000/s (so missed > 0 and a large worst case).
+        let sweep = SweepResult::new(vec![
+            step(1000, StepOutcome::Sustained),
+            step(2000, StepOutcome::Sustained),
+            step(5000, StepOutcome::Missed),
+        ]);
+        let swept =
+            ProbeResult { probe: "wakeup".into(), series: Some("chain".into()), sweep: Some(sweep), ..probe(1, 900_000, 40) };
+        let cpus = [probe(0, 40_000, 0), swept.clone()];
+        let combined = [all(40_000), ProbeResult { cpu: None, ..swept }];
+        // A 1 ms cycle needs 1000 events a second: met; the sweep's worst case and misses do not count.
+        let v = evaluate(
+            &cpus,
+            &combined,
+            Some(1_000_000),
+            0.25,
+            &[parse_requirement("max<100us").unwrap()],
+            &facts(Status::Complete),
+        );
+        assert!(v.passed, "{:?}", v.checks);
+        assert!(v.checks.iter().any(|c| c.scope == "wakeup.chain/cpu1" && c.expr == "rate>=1000" && c.observed == "2000"));
+        assert_eq!(v.shortest_cycle_time_ns, Some(160_000), "from the timer's worst case alone");
+        // A 250 us cycle needs 4000 a second: not met; named, the sweep's figures are judged.
+        assert!(!evaluate(&cpus, &combined, Some(250_000), 0.25, &[], &facts(Status::Complete)).passed);
+        for (req, passes) in [("wakeup.rate>=2000", true), ("rate>=5000", false), ("wakeup.missed==0", false)] {
+            let v = evaluate(&cpus, &combined, None, 0.25, &[parse_requirement(req).unwrap()], &facts(Status::Complete));
+            assert_eq!(v.passed, passes, "{req}: {:?}", v.checks);
+        }
     }
 
     #[test]

@@ -15,15 +15,21 @@
 //! lost. Handler and task share one CPU, or (`cross`) the task runs on the next CPU of the
 //! probe's list.
 //!
+//! With `rate=sweep` ([`sweep`]) the handler raises its rate step by step instead, and the
+//! facts are events placed by their deadline.
+//!
 //! Both loops allocate nothing, lock nothing (the `pi-mutex` mechanism is the measured object,
 //! not a lock around data) and print nothing; the event's number and post time pass through a
 //! sequence lock of atomics.
 
-use super::{Handoff, Probe, Role, RtLoop, Schedule};
+pub mod sweep;
+
+use super::{Handoff, Probe, Role, RtLoop, Schedule, Step};
 use crate::sys::{self, WakeChannel, WakeMethod};
 use crate::vocab::units::Nanos;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering::*};
 use std::sync::Arc;
+use sweep::Sweep;
 
 /// The probe's name in `--measure`, results and requirements.
 pub const NAME: &str = "wakeup";
@@ -55,6 +61,8 @@ pub struct WakeupProbe {
     pub cross: bool,
     /// The handler's RT priority; the task's is one less.
     pub priority: i32,
+    /// With `rate=sweep`: the rates it steps through (its schedule's periods are then windows).
+    pub sweep: Option<Sweep>,
 }
 
 impl Probe for WakeupProbe {
@@ -66,8 +74,17 @@ impl Probe for WakeupProbe {
     }
     fn settings(&self) -> Vec<String> {
         let via = self.via_name();
+        let rate = match &self.sweep {
+            None => format!("interval={}", Nanos(self.schedule.interval_ns)),
+            Some(s) => {
+                let rates: Vec<String> = (0..s.steps()).map(|i| s.rate(i).to_string()).collect();
+                let bound = s.bound_ns.map_or("each step's interval".to_string(), |b| Nanos(b).to_string());
+                let until = if s.all { "every rate" } else { "until a step fails" };
+                format!("rate=sweep: {}/s, {} each, bound {bound}, {until}", rates.join("/"), Nanos(s.step_ns))
+            }
+        };
         vec![
-            format!("interval={}", Nanos(self.schedule.interval_ns)),
+            rate,
             format!("via={via}"),
             format!("task={}", if self.cross { "next CPU" } else { "same CPU" }),
             format!("priority={} (task {})", self.priority, self.priority - 1),
@@ -75,6 +92,22 @@ impl Probe for WakeupProbe {
     }
     fn series(&self) -> &'static [&'static str] {
         SERIES
+    }
+    fn events(&self) -> bool {
+        self.sweep.is_some()
+    }
+    fn steps(&self) -> Vec<Step> {
+        let Some(s) = self.sweep else { return Vec::new() };
+        (0..s.steps())
+            .map(|i| Step {
+                start_ns: s.start_ns(i),
+                end_ns: s.end_ns(i),
+                rate_per_s: s.rate(i),
+                interval_ns: s.interval_ns(i),
+                planned: s.planned(i),
+                bound_ns: s.bound(i),
+            })
+            .collect()
     }
     fn check_cpus(&self, cpus: &[usize]) -> Result<(), String> {
         match cpus.first() {
@@ -89,7 +122,7 @@ impl Probe for WakeupProbe {
             format!("via={via}: cannot make its wake-up channel ({e}); choose another mechanism, e.g. via=eventfd")
         })?;
         let shared = Arc::new(Shared::new(channel));
-        let (schedule, s1, s2) = (self.schedule, shared.clone(), shared);
+        let (schedule, sweep, s1, s2) = (self.schedule, self.sweep, shared.clone(), shared);
         Ok(vec![
             Role {
                 name: "handler",
@@ -102,7 +135,10 @@ impl Probe for WakeupProbe {
                     })?;
                     let timer = sys::PeriodicTimer::new()
                         .map_err(|e| format!("the handler cannot make its timerfd ({e}): this kernel lacks CONFIG_TIMERFD"))?;
-                    Ok(Box::new(HandlerLoop { schedule, timer, shared: s1 }) as Box<dyn RtLoop>)
+                    Ok(match sweep {
+                        None => Box::new(HandlerLoop { schedule, timer, shared: s1 }) as Box<dyn RtLoop>,
+                        Some(sweep) => Box::new(SweepHandlerLoop { sweep, timer, shared: s1 }),
+                    })
                 }),
             },
             Role {
@@ -116,7 +152,10 @@ impl Probe for WakeupProbe {
                             "via={via}: the task cannot prepare its wake-up ({e}); choose another mechanism, e.g. via=eventfd"
                         )
                     })?;
-                    Ok(Box::new(TaskLoop { interval_ns: schedule.interval_ns, shared: s2 }) as Box<dyn RtLoop>)
+                    Ok(match sweep {
+                        None => Box::new(TaskLoop { shared: s2 }) as Box<dyn RtLoop>,
+                        Some(sweep) => Box::new(SweepTaskLoop { sweep, shared: s2 }),
+                    })
                 }),
             },
         ])
@@ -141,43 +180,61 @@ fn next_cpu(cpu: usize, cpus: &[usize]) -> Result<usize, String> {
     }
 }
 
-/// What the handler and its task share: the channel, the latest event (a sequence lock), and
-/// the handler's end.
+/// What the handler and its task share: the channel, the latest event (a sequence lock), the
+/// handler's end, and (for a sweep) the task's word that a step failed.
 struct Shared {
     channel: WakeChannel,
     /// Odd while the handler writes the event.
     seq: AtomicU64,
-    /// The period of the latest event posted, and when it was posted.
+    /// The latest event posted (its period, or its number in a sweep), its deadline and when it
+    /// was posted.
     event: AtomicU64,
+    deadline_ns: AtomicU64,
     posted_ns: AtomicU64,
-    /// The handler has ended; `last_period`: the last period it accounted for.
+    /// The handler has ended; `last_event`: the last event (period) it accounted for.
     done: AtomicBool,
-    last_period: AtomicU64,
+    last_event: AtomicU64,
+    /// A sweep's task saw a measured event missed or over the bound.
+    failed: AtomicBool,
 }
+
+/// The latest event as the task reads it: (number, deadline, post time).
+type Posted = (u64, u64, u64);
 
 impl Shared {
     fn new(channel: WakeChannel) -> Shared {
         let zero = || AtomicU64::new(0);
-        Shared { channel, seq: zero(), event: zero(), posted_ns: zero(), done: AtomicBool::new(false), last_period: zero() }
+        let no = || AtomicBool::new(false);
+        Shared {
+            channel,
+            seq: zero(),
+            event: zero(),
+            deadline_ns: zero(),
+            posted_ns: zero(),
+            done: no(),
+            last_event: zero(),
+            failed: no(),
+        }
     }
 
-    /// The handler publishes event `period`, posted at `posted_ns`.
+    /// The handler publishes event `event` of deadline `deadline_ns`, posted at `posted_ns`.
     #[inline(always)]
-    fn publish(&self, period: u64, posted_ns: u64) {
+    fn publish(&self, event: u64, deadline_ns: u64, posted_ns: u64) {
         let s = self.seq.load(Relaxed);
         self.seq.store(s + 1, Relaxed);
         fence(Release);
-        self.event.store(period, Relaxed);
+        self.event.store(event, Relaxed);
+        self.deadline_ns.store(deadline_ns, Relaxed);
         self.posted_ns.store(posted_ns, Relaxed);
         self.seq.store(s + 2, Release);
     }
 
-    /// The latest event and its post time, never torn.
+    /// The latest event, never torn.
     #[inline(always)]
-    fn latest(&self) -> (u64, u64) {
+    fn latest(&self) -> Posted {
         loop {
             let s = self.seq.load(Acquire);
-            let read = (self.event.load(Relaxed), self.posted_ns.load(Relaxed));
+            let read = (self.event.load(Relaxed), self.deadline_ns.load(Relaxed), self.posted_ns.load(Relaxed));
             fence(Acquire);
             if s.is_multiple_of(2) && self.seq.load(Relaxed) == s {
                 return read;
@@ -208,14 +265,15 @@ impl RtLoop for HandlerLoop {
         while armed && period <= last && !stop.load(Relaxed) {
             let expired = self.timer.wait();
             let now = sys::monotonic_ns();
-            let latency = now.saturating_sub(start_ns + period * interval);
-            shared.publish(period, sys::monotonic_ns());
+            let deadline = start_ns + period * interval;
+            let latency = now.saturating_sub(deadline);
+            shared.publish(period, deadline, sys::monotonic_ns());
             shared.channel.post(&mut state);
             let missed_after = expired.saturating_sub(1).min(last - period);
             out.served(period, latency, missed_after);
             period += missed_after + 1;
         }
-        shared.last_period.store(out.done(), Relaxed);
+        shared.last_event.store(out.done(), Relaxed);
         shared.done.store(true, Release);
         shared.channel.finish(state);
     }
@@ -223,34 +281,120 @@ impl RtLoop for HandlerLoop {
 
 /// The task: waits for the handler's post and times its own wake-up.
 struct TaskLoop {
-    interval_ns: u64,
     shared: Arc<Shared>,
 }
 
 impl RtLoop for TaskLoop {
     /// `out`: the chain's handoff, then the task's. Each event taken is handed over once; a wake-
     /// up for an event already taken (a queued post) is not a new event.
-    fn run(&mut self, start_ns: u64, _stop: &AtomicBool, out: &mut [Handoff]) {
+    fn run(&mut self, _start_ns: u64, _stop: &AtomicBool, out: &mut [Handoff]) {
         let shared = &*self.shared;
-        let (mut taken, mut seen) = (0u64, 0u32);
-        loop {
-            shared.channel.wait(&mut seen);
-            let now = sys::monotonic_ns();
-            shared.channel.woken(&mut seen);
-            // The handler's end is read before the event: once it is seen, the event read is its last.
-            let done = shared.done.load(Acquire);
-            let (event, posted_ns) = shared.latest();
+        let taken = task_events(shared, |now, (event, deadline, posted), taken| {
             if event > taken {
-                out[0].served(event, now.saturating_sub(start_ns + event * self.interval_ns), 0);
-                out[1].served(event, now.saturating_sub(posted_ns), 0);
-                taken = event;
+                out[0].served(event, now.saturating_sub(deadline), 0);
+                out[1].served(event, now.saturating_sub(posted), 0);
             }
-            if done {
+        });
+        // Events after the last one taken were never received (or never posted).
+        let last = shared.last_event.load(Relaxed).max(taken);
+        out.iter_mut().for_each(|o| o.accounted_through(last));
+    }
+}
+
+/// The task's wait for events until the handler ends: `take(now, latest event, last taken)` for
+/// each wake-up; returns the last event taken. A wake-up for an event already taken (a queued
+/// post) is not a new event.
+#[inline(always)]
+fn task_events(shared: &Shared, mut take: impl FnMut(u64, Posted, u64)) -> u64 {
+    let (mut taken, mut seen) = (0u64, 0u32);
+    loop {
+        shared.channel.wait(&mut seen);
+        let now = sys::monotonic_ns();
+        shared.channel.woken(&mut seen);
+        // The handler's end is read before the event: once it is seen, the event read is its last.
+        let done = shared.done.load(Acquire);
+        let latest = shared.latest();
+        take(now, latest, taken);
+        taken = taken.max(latest.0);
+        if done {
+            return taken;
+        }
+    }
+}
+
+/// A sweep's handler: step by step, re-arms its timer at the step's rate and posts one event
+/// per wake-up; after a step in which its task saw a failure, it stops raising the rate
+/// (unless the sweep runs every rate).
+struct SweepHandlerLoop {
+    sweep: Sweep,
+    timer: sys::PeriodicTimer,
+    shared: Arc<Shared>,
+}
+
+impl RtLoop for SweepHandlerLoop {
+    fn run(&mut self, start_ns: u64, stop: &AtomicBool, out: &mut [Handoff]) {
+        let (sw, out, shared) = (self.sweep, &mut out[0], &*self.shared);
+        let (mut state, mut last) = (0u32, 0u64);
+        'steps: for s in 0..sw.steps() {
+            let (interval, count, first) = (sw.interval_ns(s), sw.events(s), sw.first_event(s));
+            let step_start = start_ns + sw.start_ns(s);
+            if self.timer.arm(step_start + interval, interval).is_err() {
+                break;
+            }
+            let mut k = 1;
+            while k <= count {
+                if stop.load(Relaxed) {
+                    break 'steps;
+                }
+                let expired = self.timer.wait();
+                let now = sys::monotonic_ns();
+                let (event, deadline) = (first + k - 1, step_start + k * interval);
+                shared.publish(event, deadline, sys::monotonic_ns());
+                shared.channel.post(&mut state);
+                out.event_after(sw.window(event), Some(now.saturating_sub(deadline)), 0);
+                // Expirations of this step that passed meanwhile; the task sees their gap.
+                let missed = expired.saturating_sub(1).min(count - k);
+                sw.hand_missed(out, event + 1, event + missed);
+                last = event + missed;
+                k += missed + 1;
+            }
+            if shared.failed.load(Relaxed) && !sw.all {
                 break;
             }
         }
+        shared.last_event.store(last, Relaxed);
+        shared.done.store(true, Release);
+        shared.channel.finish(state);
+    }
+}
+
+/// A sweep's task: times each event it takes, hands over the events it never received per step,
+/// and tells the handler when a measured event was missed or its chain exceeded the bound.
+struct SweepTaskLoop {
+    sweep: Sweep,
+    shared: Arc<Shared>,
+}
+
+impl RtLoop for SweepTaskLoop {
+    fn run(&mut self, _start_ns: u64, _stop: &AtomicBool, out: &mut [Handoff]) {
+        let (sw, shared) = (self.sweep, &*self.shared);
+        let taken = task_events(shared, |now, (event, deadline, posted), taken| {
+            if event <= taken {
+                return;
+            }
+            let chain = now.saturating_sub(deadline);
+            let missed = event > taken + 1 && sw.measured(event - 1);
+            if missed || (sw.measured(event) && chain > sw.bound(sw.step_of(event))) {
+                shared.failed.store(true, Relaxed);
+            }
+            let window = sw.window(event);
+            for (o, value) in out.iter_mut().zip([chain, now.saturating_sub(posted)]) {
+                sw.hand_missed(o, taken + 1, event - 1);
+                o.event_after(window, Some(value), 0);
+            }
+        });
         // Events after the last one taken were never received (or never posted).
-        let last = shared.last_period.load(Relaxed);
-        out.iter_mut().for_each(|o| o.accounted_through(last));
+        let last = shared.last_event.load(Relaxed);
+        out.iter_mut().for_each(|o| sw.hand_missed(o, taken + 1, last));
     }
 }
