@@ -2,7 +2,7 @@
 # Builds static rtgauge binaries for boards: x86_64, aarch64, armv7 (or "all").
 #   scripts/build-static.sh x86_64 aarch64 armv7      -> dist/rtgauge-<arch>
 # x86_64: static glibc for the host target (no download). aarch64: musl (rustup target, linked
-# by rust-lld). armv7: static glibc (rustup target + Debian's gcc-arm-linux-gnueabihf).
+# by rust-lld; Debian's aarch64 gcc compiles the bundled SQLite). armv7: static glibc (rustup target + Debian's gcc-arm-linux-gnueabihf).
 # Installs what is missing (rustup targets; Debian packages when run as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +31,7 @@ for arch in "$@"; do
     aarch64)
       target=aarch64-unknown-linux-musl
       need_target $target
+      need_pkg aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu # the bundled SQLite's C (see .cargo/config.toml)
       cargo build --release --locked --target $target ;;
     armv7)
       target=armv7-unknown-linux-gnueabihf

@@ -1,7 +1,7 @@
 //! The program as the binary runs it: parse the command line, hand it to the lifecycle, map
 //! the outcome to an exit status (0 passed, 1 a criterion failed, 2 usage or runtime error).
 
-use crate::{audit, cli, lifecycle, load, scenario};
+use crate::{audit, cli, lifecycle, load, report, scenario, store};
 use clap::Parser;
 use std::process::ExitCode;
 
@@ -14,7 +14,14 @@ pub fn main() -> ExitCode {
         Err(e) => return clap_error(e),
     };
     let outcome = match cli.command {
-        cli::Command::Run(args) => plan_run(&args).and_then(|plan| lifecycle::run(plan, std::env::args().collect())),
+        cli::Command::Run(args) => plan_run(&args).and_then(|plan| {
+            let keep = store::Request::new(args.store.db.as_deref(), args.no_store, args.label.as_deref())
+                .map_err(anyhow::Error::msg)?;
+            lifecycle::run(plan, std::env::args().collect(), keep)
+        }),
+        cli::Command::List(a) => report::stored::list(&a),
+        cli::Command::Show(a) => report::stored::show(&a),
+        cli::Command::Delete(a) => report::stored::delete(&a),
         cli::Command::Scenarios(a) => scenarios(a.name.as_deref()),
         cli::Command::Stall(a) => stall(a),
         cli::Command::UdpEcho(a) => lifecycle::udp_echo(&a),
@@ -87,7 +94,8 @@ fn clap_error(e: clap::Error) -> ExitCode {
             let first: Vec<&str> =
                 rendered.split("\n\n").next().unwrap_or("invalid command line").lines().map(str::trim).collect();
             let first = first.join(" ");
-            let known = |a: &String| ["run", "load", "stall", "scenarios", "udp-echo"].contains(&a.as_str());
+            let known =
+                |a: &String| ["run", "load", "stall", "scenarios", "udp-echo", "list", "show", "delete"].contains(&a.as_str());
             let help =
                 std::env::args().nth(1).filter(known).map_or("rtgauge --help".to_string(), |c| format!("rtgauge {c} --help"));
             eprintln!("rtgauge: error: {} (see '{help}')", first.trim_start_matches("error: "));

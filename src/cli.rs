@@ -68,6 +68,14 @@ pub enum Command {
     UdpEcho(UdpEchoArgs),
     /// List the built-in scenarios, or print one as TOML
     Scenarios(ScenariosArgs),
+    /// List the stored runs (every 'rtgauge run' is kept in the store)
+    #[command(after_help = "Examples:\n  rtgauge list\n  rtgauge list --host board-a --since 2026-11-01 --json\n  \
+        rtgauge list --label rt-kernel")]
+    List(ListArgs),
+    /// Show a stored run: its summary, or its whole result document (--json)
+    Show(ShowArgs),
+    /// Delete a stored run
+    Delete(DeleteArgs),
     /// Run load generators on their own, like stress or hackbench
     #[command(after_help = LOAD_EXAMPLES)]
     Load(LoadArgs),
@@ -227,6 +235,60 @@ pub struct RunArgs {
     /// cyclictest does; 'off' measures with the idle states as configured [default: 0]
     #[arg(long, value_name = "US|off", allow_hyphen_values = true)]
     pub cpu_dma_latency: Option<String>,
+    /// Name the run in the store ('rtgauge show LABEL')
+    #[arg(long, value_name = "TEXT", conflicts_with = "no_store")]
+    pub label: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Do not keep the run in the store
+    #[arg(long)]
+    pub no_store: bool,
+}
+
+/// Where the store is.
+#[derive(Debug, Args)]
+pub struct StoreArg {
+    /// The store, a SQLite file [default: $RTGAUGE_DB, else $XDG_DATA_HOME/rtgauge/runs.db, else
+    /// ~/.local/share/rtgauge/runs.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Only runs on this host
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Only runs with this label
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Only runs started since then: a date (2026-11-01), a time (2026-11-01T08:00:00Z) or an age (7d, 12h)
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// As JSON (a list of runs)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The run: its id, its label (the latest run so named) or 'last'
+    pub run: String,
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// The whole result document as JSON instead of the summary
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    /// The run: its id, its label (the latest run so named) or 'last'
+    pub run: String,
+    #[command(flatten)]
+    pub store: StoreArg,
 }
 
 #[derive(Debug, Args)]

@@ -17,6 +17,7 @@ pub mod probe;
 pub mod report;
 pub mod result;
 pub mod scenario;
+pub mod store;
 pub mod sys;
 pub mod tuning;
 pub mod verdict;

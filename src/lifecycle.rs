@@ -15,6 +15,7 @@ use crate::report::{json::JsonSink, live::LiveView, summary};
 use crate::result::sweep::{SweepResult, SweepStep};
 use crate::result::{Config, ProbeConfig, ProbeResult, RunResult, Status, WarmupConfig, SCHEMA};
 use crate::scenario::{LoadChoice, RunLength, RunPlan, Warmup};
+use crate::store::{self, Store};
 use crate::sys;
 use crate::verdict;
 use crate::vocab::cpus::format_cpu_list;
@@ -192,7 +193,7 @@ struct Resolved {
 
 /// Runs `rtgauge run`: the stages in order (plan → audit → tuning → probes set up → loads →
 /// measure → assemble → verdict → report); returns the exit status.
-pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
+pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Result<u8> {
     // Signals first: Ctrl-C and SIGTERM stop the run at any moment from here on. SIGALRM is the
     // interval timer's (timer:wait=itimer), for its thread alone: every thread started from here
     // blocks it.
@@ -206,6 +207,9 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
     for w in &warnings {
         eprintln!("rtgauge: warning: {w}");
     }
+    // The store is checked before anything runs, and written once the threads have stopped (a
+    // default store out of reach is a warning in the result).
+    let store = keep.open(&mut warnings).map_err(anyhow::Error::msg)?;
     let tuning = apply_tuning(&plan, &mut system, &mut warnings);
     // The measurement threads are ready (pinned, at their priority) before any load starts.
     let prepared = prepare_probes(&plan, &resolved.probes, &interrupts, &system)?;
@@ -257,7 +261,35 @@ pub fn run(plan: RunPlan, command_line: Vec<String>) -> Result<u8> {
         containment: loads.containment(),
         warnings,
     });
-    report(&result, sink)
+    let json_on_stdout = sink.as_ref().is_some_and(JsonSink::is_stdout);
+    let code = report(&result, sink)?;
+    if let Some(line) = keep_result(&result, store, &keep).filter(|_| !plan.quiet) {
+        // Where the summary went.
+        if json_on_stdout {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+    Ok(code)
+}
+
+/// Keeps the result in the store, if there is one, and says where (the line to print); a store
+/// that cannot be written costs only a warning (the summary and the JSON are out already).
+fn keep_result(result: &RunResult, store: Option<Store>, keep: &store::Request) -> Option<String> {
+    let Some(store) = store else {
+        if let Some(why) = &keep.why_not {
+            eprintln!("rtgauge: warning: {why}");
+        }
+        return None;
+    };
+    match store.save(result, keep.label.as_deref(), None) {
+        Ok(id) => Some(format!("Stored as run {id} in {} ('rtgauge show {id}').", store.path().display())),
+        Err(e) => {
+            eprintln!("rtgauge: warning: the run was measured but not stored: {e}");
+            None
+        }
+    }
 }
 
 impl Resolved {

@@ -4,4 +4,5 @@
 
 pub mod json;
 pub mod live;
+pub mod stored;
 pub mod summary;

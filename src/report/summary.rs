@@ -15,7 +15,7 @@ fn opt_us(v: Option<u64>) -> String {
 
 /// A plain table whose columns are as wide as their widest value (nothing merges however
 /// large a figure grows); the columns in `right` are right-aligned (the figures).
-fn table(header: &[&str], right: std::ops::Range<usize>, rows: Vec<Vec<String>>) -> String {
+pub(crate) fn table(header: &[&str], right: std::ops::Range<usize>, rows: Vec<Vec<String>>) -> String {
     let mut t = Table::new();
     t.load_preset(NOTHING).set_content_arrangement(ContentArrangement::Disabled).set_header(header.to_vec());
     for r in rows {

@@ -86,12 +86,19 @@ pub fn bin_shell() -> String {
     bin_argv().join(" ")
 }
 
-/// A command for the binary.
+/// A command for the binary. Its runs are kept in the test binary's own store (in the
+/// temporary directory), never in the user's.
 pub fn rtgauge(args: &[&str]) -> Command {
     let argv = bin_argv();
     let mut c = Command::new(&argv[0]);
     c.args(&argv[1..]).args(args);
+    c.env("RTGAUGE_DB", test_store());
     c
+}
+
+/// The store of this test binary's runs.
+pub fn test_store() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("rtgauge-tests-{}.db", std::process::id()))
 }
 
 /// Runs `rtgauge run ARGS --json -` and returns the exit status and the parsed document.

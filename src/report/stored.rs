@@ -1,0 +1,91 @@
+//! What the store's commands print: `rtgauge list` (a line per run, or JSON), `rtgauge show`
+//! (a stored run's summary, or its whole document) and `rtgauge delete`.
+
+use crate::cli::{DeleteArgs, ListArgs, ShowArgs};
+use crate::store::{self, Filter, Store};
+use crate::vocab::units::us;
+use anyhow::{anyhow, Result};
+
+/// The store named by `--db` (or the default), which must exist.
+fn existing(db: Option<&std::path::Path>) -> Result<Store> {
+    match store::open_existing(db).map_err(anyhow::Error::msg)? {
+        Some(s) => Ok(s),
+        None => Err(anyhow!(
+            "no store at {}: 'rtgauge run' keeps its runs there; give another with --db PATH",
+            db.map(std::path::Path::to_path_buf).or_else(store::default_path).unwrap_or_default().display()
+        )),
+    }
+}
+
+/// `rtgauge list`.
+pub fn list(a: &ListArgs) -> Result<u8> {
+    let since = a.since.as_deref().map(since_rfc3339).transpose()?;
+    let filter = Filter { host: a.host.clone(), label: a.label.clone(), since };
+    let rows = match store::open_existing(a.store.db.as_deref()).map_err(anyhow::Error::msg)? {
+        Some(s) => s.list(&filter).map_err(anyhow::Error::msg)?,
+        None => Vec::new(),
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(0);
+    }
+    if rows.is_empty() {
+        println!("no runs stored{}", if a.host.is_some() || a.label.is_some() || a.since.is_some() { " that match" } else { "" });
+        return Ok(0);
+    }
+    let cells = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.to_string(),
+                r.started_at.chars().take(19).collect::<String>().replace('T', " "),
+                r.label.clone().unwrap_or_default(),
+                r.host.clone(),
+                r.kernel.clone(),
+                r.preemption.clone(),
+                r.scenario.clone().unwrap_or_default(),
+                r.probes.clone(),
+                r.worst_ns.map_or("-".into(), us),
+                if r.status == "complete" { r.verdict.clone() } else { format!("{} ({})", r.verdict, r.status) },
+            ]
+        })
+        .collect();
+    let header = ["id", "date (UTC)", "label", "host", "kernel", "preemption", "scenario", "probes", "worst µs", "verdict"];
+    print!("{}", super::summary::table(&header, 8..9, cells));
+    Ok(0)
+}
+
+/// `--since`: a date, a time, or an age (`7d`) before now; as RFC 3339 for comparing.
+fn since_rfc3339(v: &str) -> Result<String> {
+    let bad = || anyhow!("--since {v}: not a date (2026-11-01), a time (2026-11-01T08:00:00Z) or an age (7d, 12h)");
+    let t = if let Ok(age) = humantime::parse_duration(v) {
+        std::time::SystemTime::now().checked_sub(age).ok_or_else(bad)?
+    } else if let Ok(t) = humantime::parse_rfc3339_weak(v) {
+        t
+    } else {
+        humantime::parse_rfc3339_weak(&format!("{v} 00:00:00")).map_err(|_| bad())?
+    };
+    Ok(humantime::format_rfc3339_millis(t).to_string())
+}
+
+/// `rtgauge show RUN`.
+pub fn show(a: &ShowArgs) -> Result<u8> {
+    let s = existing(a.store.db.as_deref())?;
+    let id = s.resolve(&a.run).map_err(anyhow::Error::msg)?;
+    let r = s.load(id).map_err(anyhow::Error::msg)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", super::summary::render(&r));
+    }
+    Ok(0)
+}
+
+/// `rtgauge delete RUN`.
+pub fn delete(a: &DeleteArgs) -> Result<u8> {
+    let s = existing(a.store.db.as_deref())?;
+    let id = s.resolve(&a.run).map_err(anyhow::Error::msg)?;
+    s.delete(id).map_err(anyhow::Error::msg)?;
+    println!("deleted run {id} from {}", s.path().display());
+    Ok(0)
+}

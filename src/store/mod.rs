@@ -1,0 +1,438 @@
+//! Stage nine of the flow: the store. Every run's whole result document (histograms included)
+//! is kept in an embedded SQLite database (rusqlite, SQLite bundled), so reports and comparisons
+//! can be redrawn without measuring again. The file is opened (and checked) before anything is
+//! measured, and written only after the measurement threads have stopped.
+//!
+//! The file is rtgauge's own: SQLite's `application_id` says so, `user_version` is the layout's
+//! version, and migrations move an older layout forward in one transaction. A file that is not
+//! a SQLite database, is corrupt, belongs to another program or to a newer rtgauge, or stays
+//! locked is refused with an error — never overwritten, created over or "repaired".
+
+use crate::result::RunResult;
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// SQLite's `application_id` of an rtgauge store: "rtga".
+const APPLICATION_ID: i32 = 0x7274_6761;
+/// The layouts, in order: migration `i` takes `user_version` `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &["
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        started_at TEXT NOT NULL,
+        label TEXT,
+        host TEXT NOT NULL,
+        kernel TEXT NOT NULL,
+        preemption TEXT NOT NULL,
+        scenario TEXT,
+        probes TEXT NOT NULL,
+        worst_ns INTEGER,
+        verdict TEXT NOT NULL,
+        status TEXT NOT NULL,
+        imported_from TEXT,
+        document TEXT NOT NULL
+    );
+    CREATE INDEX runs_label ON runs (label);
+    CREATE INDEX runs_started ON runs (started_at);
+"];
+/// How long a write waits for another rtgauge holding the file.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The first bytes of every SQLite database file.
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// Why a store cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenError {
+    /// The file is there but is not a store rtgauge may write: not SQLite, corrupt, another
+    /// program's, a newer layout, locked. Always an error: it is never written over.
+    Refused(String),
+    /// The file or its directory cannot be reached or made (permissions, a read-only file
+    /// system): an error for a store that was asked for, a warning for the default one.
+    Unreachable(String),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Refused(m) | OpenError::Unreachable(m) => f.write_str(m),
+        }
+    }
+}
+
+/// An open store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// One run as `rtgauge list` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunRow {
+    pub id: i64,
+    pub started_at: String,
+    pub label: Option<String>,
+    pub host: String,
+    pub kernel: String,
+    pub preemption: String,
+    pub scenario: Option<String>,
+    pub probes: String,
+    pub worst_ns: Option<u64>,
+    pub verdict: String,
+    pub status: String,
+    pub imported_from: Option<String>,
+}
+
+/// Which runs `rtgauge list` shows.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub host: Option<String>,
+    pub label: Option<String>,
+    /// RFC 3339 time: runs started at or after it.
+    pub since: Option<String>,
+}
+
+/// What `rtgauge run` asks of the store: where (`None`: keep nothing) and the run's label.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub path: Option<PathBuf>,
+    pub label: Option<String>,
+    /// Why nothing is kept when no path is known, for a warning.
+    pub why_not: Option<String>,
+    /// The path was asked for (`--db`, `RTGAUGE_DB`): failing to reach it is an error.
+    pub explicit: bool,
+}
+
+impl Request {
+    /// From `--db`, `--no-store` and `--label`.
+    pub fn new(db: Option<&Path>, no_store: bool, label: Option<&str>) -> Result<Request, String> {
+        if no_store && db.is_some() {
+            return Err("--db and --no-store contradict each other; give one".into());
+        }
+        if let Some(l) = label.filter(|l| l.is_empty() || l.parse::<i64>().is_ok() || *l == "last") {
+            return Err(format!(
+                "--label '{l}' would read as a run id or 'last'; give a name with a letter in it, e.g. rt-kernel"
+            ));
+        }
+        let label = label.map(str::to_string);
+        if no_store {
+            return Ok(Request { path: None, label, why_not: None, explicit: false });
+        }
+        let explicit = db.is_some() || std::env::var_os("RTGAUGE_DB").is_some_and(|v| !v.is_empty());
+        match db.map(Path::to_path_buf).or_else(default_path) {
+            Some(path) => Ok(Request { path: Some(path), label, why_not: None, explicit }),
+            None => Ok(Request {
+                path: None,
+                label,
+                why_not: Some("the run is not stored: neither RTGAUGE_DB, XDG_DATA_HOME nor HOME is set; give --db PATH".into()),
+                explicit,
+            }),
+        }
+    }
+
+    /// Opens the store before measuring: `Ok(None)` when nothing is to be kept, or when the
+    /// default store cannot be reached (`warnings` says why); a file that is not a store rtgauge
+    /// may write is an error.
+    pub fn open(&self, warnings: &mut Vec<String>) -> Result<Option<Store>, String> {
+        let Some(path) = &self.path else { return Ok(None) };
+        match Store::open(path) {
+            Ok(s) => Ok(Some(s)),
+            Err(OpenError::Unreachable(m)) if !self.explicit => {
+                warnings.push(format!("the run will not be stored: {m}"));
+                Ok(None)
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// The store a command reads (`list`, `show`, `delete`): `--db`, else the default; it must exist.
+pub fn open_existing(db: Option<&Path>) -> Result<Option<Store>, String> {
+    let Some(path) = db.map(Path::to_path_buf).or_else(default_path) else {
+        return Err("no store: neither RTGAUGE_DB, XDG_DATA_HOME nor HOME is set; give --db PATH".into());
+    };
+    if !path.exists() {
+        return Ok(None);
+    }
+    Store::open(&path).map(Some).map_err(|e| e.to_string())
+}
+
+/// Where the store is unless `--db` says: `$RTGAUGE_DB`, else `$XDG_DATA_HOME/rtgauge/runs.db`,
+/// else `~/.local/share/rtgauge/runs.db`; `None` when neither variable nor a home is set.
+pub fn default_path() -> Option<PathBuf> {
+    let var = |k| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(p) = var("RTGAUGE_DB") {
+        return Some(p);
+    }
+    let data = var("XDG_DATA_HOME").or_else(|| var("HOME").map(|h| h.join(".local/share")))?;
+    Some(data.join("rtgauge").join("runs.db"))
+}
+
+impl Store {
+    /// Opens the store at `path`, creating it (and its directory) if there is no file; checks
+    /// that an existing file is an rtgauge store and brings its layout up to date.
+    pub fn open(path: &Path) -> Result<Store, OpenError> {
+        let shown = path.display();
+        let unreachable = |what: &str, e: &dyn std::fmt::Display| {
+            OpenError::Unreachable(format!("cannot {what} the store {shown}: {e}; give another with --db PATH or --no-store"))
+        };
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => check_header(path)?,
+            Ok(_) => {
+                return Err(OpenError::Refused(format!("the store {shown} is not a file; give a database file with --db PATH")))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create(path)?,
+            Err(e) => return Err(unreachable("read", &e)),
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| unreachable("open", &e))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| refused(path, e))?;
+        let store = Store { conn, path: path.to_path_buf() };
+        store.check_and_migrate()?;
+        Ok(store)
+    }
+
+    /// Checks the file's identity and version, then migrates it (in one transaction).
+    fn check_and_migrate(&self) -> Result<(), OpenError> {
+        let c = &self.conn;
+        let id: i32 = c.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(|e| self.refuse(e))?;
+        let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| self.refuse(e))?;
+        let tables: i64 = c.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(|e| self.refuse(e))?;
+        let shown = self.path.display();
+        if id != APPLICATION_ID && (id != 0 || tables > 0 || version != 0) {
+            return Err(OpenError::Refused(format!(
+                "{shown} is a SQLite database of another program, not an rtgauge store; it is left as it is: \
+                 give another file with --db PATH"
+            )));
+        }
+        let known = MIGRATIONS.len() as i64;
+        if version > known {
+            return Err(OpenError::Refused(format!(
+                "the store {shown} was written by a newer rtgauge (layout {version}, this one knows up to {known}); \
+                 use that version, or another file with --db PATH"
+            )));
+        }
+        c.pragma_update(None, "journal_mode", "WAL").map_err(|e| self.refuse(e))?;
+        // Whether it can be written now (not read-only, not held by another writer).
+        c.execute_batch("BEGIN IMMEDIATE; ROLLBACK").map_err(|e| self.refuse(e))?;
+        if version == known {
+            return Ok(());
+        }
+        // Another rtgauge may be migrating it this moment: the version is read again under the
+        // write lock.
+        let tx = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate).map_err(|e| self.refuse(e))?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| self.refuse(e))?;
+        for (i, m) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            tx.execute_batch(m).map_err(|e| self.refuse(e))?;
+            tx.pragma_update(None, "user_version", i as i64 + 1).map_err(|e| self.refuse(e))?;
+        }
+        tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(|e| self.refuse(e))?;
+        tx.commit().map_err(|e| self.refuse(e))
+    }
+
+    /// An error while checking the file: locked, corrupt or unreadable.
+    fn refuse(&self, e: rusqlite::Error) -> OpenError {
+        refused(&self.path, e)
+    }
+
+    /// Where the store is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Keeps a run's whole result; returns its id.
+    pub fn save(&self, r: &RunResult, label: Option<&str>, imported_from: Option<&str>) -> Result<i64, String> {
+        let document = serde_json::to_string(r).map_err(|e| e.to_string())?;
+        let row = row_of(r);
+        self.conn
+            .execute(
+                "INSERT INTO runs (started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
+                 imported_from, document) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                params![
+                    row.started_at,
+                    label,
+                    row.host,
+                    row.kernel,
+                    row.preemption,
+                    row.scenario,
+                    row.probes,
+                    row.worst_ns.map(|w| w as i64),
+                    row.verdict,
+                    row.status,
+                    imported_from,
+                    document
+                ],
+            )
+            .map_err(|e| sql_error(&self.path, e))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The runs that pass `filter`, oldest first.
+    pub fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, String> {
+        let mut q = self
+            .conn
+            .prepare(
+                "SELECT id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
+                 imported_from FROM runs WHERE (?1 IS NULL OR host = ?1) AND (?2 IS NULL OR label = ?2) \
+                 AND (?3 IS NULL OR started_at >= ?3) ORDER BY id",
+            )
+            .map_err(|e| sql_error(&self.path, e))?;
+        let rows = q
+            .query_map(params![filter.host, filter.label, filter.since], |r| {
+                Ok(RunRow {
+                    id: r.get(0)?,
+                    started_at: r.get(1)?,
+                    label: r.get(2)?,
+                    host: r.get(3)?,
+                    kernel: r.get(4)?,
+                    preemption: r.get(5)?,
+                    scenario: r.get(6)?,
+                    probes: r.get(7)?,
+                    worst_ns: r.get::<_, Option<i64>>(8)?.map(|w| w as u64),
+                    verdict: r.get(9)?,
+                    status: r.get(10)?,
+                    imported_from: r.get(11)?,
+                })
+            })
+            .map_err(|e| sql_error(&self.path, e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| sql_error(&self.path, e))
+    }
+
+    /// The id of RUN: an id, a label (its latest run), or `last`.
+    pub fn resolve(&self, run: &str) -> Result<i64, String> {
+        let found: Option<i64> = if run == "last" {
+            self.conn.query_row("SELECT max(id) FROM runs", [], |r| r.get(0)).map_err(|e| sql_error(&self.path, e))?
+        } else if let Ok(id) = run.parse::<i64>() {
+            self.conn
+                .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                .optional()
+                .map_err(|e| sql_error(&self.path, e))?
+        } else {
+            self.conn
+                .query_row("SELECT max(id) FROM runs WHERE label = ?1", [run], |r| r.get(0))
+                .map_err(|e| sql_error(&self.path, e))?
+        };
+        found.ok_or_else(|| {
+            format!(
+                "no run '{run}' in the store {}; 'rtgauge list' shows the runs (give an id, a label or 'last')",
+                self.path.display()
+            )
+        })
+    }
+
+    /// The whole result of run `id`.
+    pub fn load(&self, id: i64) -> Result<RunResult, String> {
+        let text: String = self
+            .conn
+            .query_row("SELECT document FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .map_err(|e| sql_error(&self.path, e))?;
+        serde_json::from_str(&text).map_err(|e| format!("run {id} in the store {} cannot be read: {e}", self.path.display()))
+    }
+
+    /// Deletes run `id`.
+    pub fn delete(&self, id: i64) -> Result<(), String> {
+        self.conn.execute("DELETE FROM runs WHERE id = ?1", [id]).map(drop).map_err(|e| sql_error(&self.path, e))
+    }
+}
+
+/// Refuses a file that exists but does not begin as a SQLite database does (an empty file
+/// included: a store is never half-made, see [`create`]).
+fn check_header(path: &Path) -> Result<(), OpenError> {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    let shown = path.display();
+    let unreadable = |e: std::io::Error| {
+        OpenError::Unreachable(format!("cannot read the store {shown}: {e}; give another with --db PATH or --no-store"))
+    };
+    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).map_err(unreadable)?;
+    if n < 16 || &head != SQLITE_HEADER {
+        return Err(OpenError::Refused(format!(
+            "{shown} is not a SQLite database (an rtgauge store); it is left as it is: give another file with --db PATH"
+        )));
+    }
+    Ok(())
+}
+
+/// Creates a new store at `path` as a whole: made complete (layout, identity, WAL) under a
+/// temporary name beside it, then linked into place, so no rtgauge ever sees a half-made one;
+/// if another rtgauge linked its own first, that one is used.
+fn create(path: &Path) -> Result<(), OpenError> {
+    let shown = path.display();
+    let unreachable = |what: &str, e: &dyn std::fmt::Display| {
+        OpenError::Unreachable(format!("cannot {what} the store {shown}: {e}; give another with --db PATH or --no-store"))
+    };
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| unreachable("make the directory of", &e))?;
+    let tmp = tempfile::Builder::new().prefix(".rtgauge-store-").tempfile_in(dir).map_err(|e| unreachable("create", &e))?;
+    {
+        let conn = Connection::open(tmp.path()).map_err(|e| unreachable("create", &e))?;
+        let store = Store { conn, path: tmp.path().to_path_buf() };
+        store.check_and_migrate()?;
+        // Back to a single file before it is linked (the WAL mode stays in its header).
+        store.conn.pragma_update(None, "wal_checkpoint", "TRUNCATE").map_err(|e| refused(path, e))?;
+    }
+    match std::fs::hard_link(tmp.path(), path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(unreachable("create", &e)),
+    }
+}
+
+/// A SQLite error while checking a store: it is refused, or cannot be reached.
+fn refused(path: &Path, e: rusqlite::Error) -> OpenError {
+    use rusqlite::ErrorCode::*;
+    match e.sqlite_error_code() {
+        Some(ReadOnly | CannotOpen | PermissionDenied) => OpenError::Unreachable(sql_error(path, e)),
+        _ => OpenError::Refused(sql_error(path, e)),
+    }
+}
+
+/// A SQLite error as one line naming the file and what to do.
+fn sql_error(path: &Path, e: rusqlite::Error) -> String {
+    use rusqlite::ErrorCode::*;
+    let shown = path.display();
+    match e.sqlite_error_code() {
+        Some(DatabaseBusy | DatabaseLocked) => format!(
+            "the store {shown} is locked by another program (waited {} s); let it finish, or give another file with --db PATH",
+            BUSY_TIMEOUT.as_secs()
+        ),
+        Some(DatabaseCorrupt | NotADatabase) => {
+            format!("the store {shown} is corrupt; it is left as it is: move it away or give another file with --db PATH")
+        }
+        Some(ReadOnly | CannotOpen | PermissionDenied) => {
+            format!("the store {shown} cannot be written ({e}); give another file with --db PATH")
+        }
+        Some(DiskFull) => format!("the store {shown} cannot grow: the disk is full"),
+        _ => format!("the store {shown}: {e}"),
+    }
+}
+
+/// What `rtgauge list` shows of a result.
+pub fn row_of(r: &RunResult) -> RunRow {
+    let probes: Vec<&str> = r.config.probes.iter().map(|p| p.name.as_str()).collect();
+    let worst = r
+        .probes
+        .iter()
+        .filter(|p| p.bounds.is_none() && p.measures.is_none() && p.sweep.is_none())
+        .filter_map(|p| p.max_ns)
+        .max();
+    RunRow {
+        id: 0,
+        started_at: r.started_at.clone(),
+        label: None,
+        host: r.system.hostname.clone(),
+        kernel: r.system.kernel_release.clone(),
+        preemption: r.system.preemption.model.clone(),
+        scenario: r.config.scenario.as_ref().map(|s| s.name.clone()),
+        probes: probes.join(","),
+        worst_ns: worst,
+        verdict: if !r.verdict.criteria_given {
+            "none".into()
+        } else if r.verdict.passed {
+            "pass".into()
+        } else {
+            "fail".into()
+        },
+        status: format!("{:?}", r.status).to_lowercase(),
+        imported_from: None,
+    }
+}
