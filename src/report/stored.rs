@@ -58,12 +58,18 @@ pub fn list(a: &ListArgs) -> Result<u8> {
 /// `--since`: a date, a time, or an age (`7d`) before now; as RFC 3339 for comparing.
 fn since_rfc3339(v: &str) -> Result<String> {
     let bad = || anyhow!("--since {v}: not a date (2026-11-01), a time (2026-11-01T08:00:00Z) or an age (7d, 12h)");
+    // A date compares as text with the stored RFC 3339 times (UTC), whatever year: a 32-bit
+    // system's clock ends in 2038.
+    let b = v.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    if b.len() == 10 && digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10) {
+        let (m, d) = (v[5..7].parse::<u32>().unwrap_or(0), v[8..10].parse::<u32>().unwrap_or(0));
+        return if (1..=12).contains(&m) && (1..=31).contains(&d) { Ok(format!("{v}T00:00:00.000Z")) } else { Err(bad()) };
+    }
     let t = if let Ok(age) = humantime::parse_duration(v) {
         std::time::SystemTime::now().checked_sub(age).ok_or_else(bad)?
-    } else if let Ok(t) = humantime::parse_rfc3339_weak(v) {
-        t
     } else {
-        humantime::parse_rfc3339_weak(&format!("{v} 00:00:00")).map_err(|_| bad())?
+        humantime::parse_rfc3339_weak(v).map_err(|_| bad())?
     };
     Ok(humantime::format_rfc3339_millis(t).to_string())
 }
