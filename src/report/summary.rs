@@ -129,8 +129,7 @@ fn sweep_report(probes: &[ProbeResult]) -> String {
                 ]
             })
             .collect();
-        let t = table(&["  rate/s", "planned", "events", "missed", "p99 µs", "max µs", "bound µs", "outcome"], 0..7, rows);
-        s += &t;
+        s += &table(&["  rate/s", "planned", "events", "missed", "p99 µs", "max µs", "bound µs", "outcome"], 0..7, rows);
     }
     s
 }
@@ -324,12 +323,7 @@ pub fn render(r: &RunResult) -> String {
     let cycles = r.probes.iter().any(|p| p.bounds.is_some());
     let _ = writeln!(s, "{}", if cycles { "(latencies and cycle lengths in µs)" } else { "(latencies in µs)" });
     // The worst case is a latency's: a cycle length is judged by its bounds (below).
-    if let Some(worst) = r
-        .probes
-        .iter()
-        .filter(|p| p.max_ns.is_some() && p.bounds.is_none() && p.measures.is_none() && p.sweep.is_none())
-        .max_by_key(|p| p.max_ns)
-    {
+    if let Some(worst) = r.probes.iter().filter(|p| p.max_ns.is_some() && p.in_worst_case()).max_by_key(|p| p.max_ns) {
         let warmup = c.warmup.periods * c.interval_ns;
         let at = worst.max_at_ns.map_or(String::new(), |t| {
             format!(

@@ -250,6 +250,12 @@ impl ProbeResult {
         self
     }
 
+    /// Whether its maximum is a latency that counts in a worst case (and the shortest cycle
+    /// time): not a cycle length judged by bounds, not an interval, not a sweep across rates.
+    pub fn in_worst_case(&self) -> bool {
+        self.bounds.is_none() && self.measures.is_none() && self.sweep.is_none()
+    }
+
     /// Whether this is its probe's headline series (the wake-up chain's `chain`; a probe's only one).
     pub fn is_headline(&self) -> bool {
         crate::probe::registry::series_of(&self.probe).and_then(|s| s.first().copied()) == self.series.as_deref()

@@ -409,12 +409,7 @@ fn sql_error(path: &Path, e: rusqlite::Error) -> String {
 /// What `rtgauge list` shows of a result.
 pub fn row_of(r: &RunResult) -> RunRow {
     let probes: Vec<&str> = r.config.probes.iter().map(|p| p.name.as_str()).collect();
-    let worst = r
-        .probes
-        .iter()
-        .filter(|p| p.bounds.is_none() && p.measures.is_none() && p.sweep.is_none())
-        .filter_map(|p| p.max_ns)
-        .max();
+    let worst = r.probes.iter().filter(|p| p.in_worst_case()).filter_map(|p| p.max_ns).max();
     RunRow {
         id: 0,
         started_at: r.started_at.clone(),

@@ -143,7 +143,7 @@ pub fn evaluate(
         budget_percent: (budget * 1000.0).round() / 10.0,
         shortest_cycle_time_ns: combined
             .iter()
-            .filter(|c| c.bounds.is_none() && c.measures.is_none() && c.sweep.is_none())
+            .filter(|c| c.in_worst_case())
             .filter_map(|c| c.max_ns)
             .max()
             .map(|m| (m as f64 / budget).ceil() as u64),

@@ -351,7 +351,7 @@ impl RtLoop for SweepHandlerLoop {
                 let (event, deadline) = (first + k - 1, step_start + k * interval);
                 shared.publish(event, deadline, sys::monotonic_ns());
                 shared.channel.post(&mut state);
-                out.event_after(sw.window(event), Some(now.saturating_sub(deadline)), 0);
+                out.event_after(sw.window_in(s, event), Some(now.saturating_sub(deadline)), 0);
                 // Expirations of this step that passed meanwhile; the task sees their gap.
                 let missed = expired.saturating_sub(1).min(count - k);
                 sw.hand_missed(out, event + 1, event + missed);
@@ -382,12 +382,12 @@ impl RtLoop for SweepTaskLoop {
             if event <= taken {
                 return;
             }
-            let chain = now.saturating_sub(deadline);
+            let (chain, step) = (now.saturating_sub(deadline), sw.step_of(event));
             let missed = event > taken + 1 && sw.measured(event - 1);
-            if missed || (sw.measured(event) && chain > sw.bound(sw.step_of(event))) {
+            if missed || (sw.measured(event) && chain > sw.bound(step)) {
                 shared.failed.store(true, Relaxed);
             }
-            let window = sw.window(event);
+            let window = sw.window_in(step, event);
             for (o, value) in out.iter_mut().zip([chain, now.saturating_sub(posted)]) {
                 sw.hand_missed(o, taken + 1, event - 1);
                 o.event_after(window, Some(value), 0);

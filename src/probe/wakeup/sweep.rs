@@ -144,13 +144,22 @@ impl Sweep {
     /// The deadline of event `event`, from the start of the run.
     #[inline(always)]
     pub fn deadline_ns(&self, event: u64) -> u64 {
-        let s = self.step_of(event);
+        self.deadline_in(self.step_of(event), event)
+    }
+    /// The deadline of event `event` of step `s`.
+    #[inline(always)]
+    fn deadline_in(&self, s: usize, event: u64) -> u64 {
         self.start_ns(s) + (event - self.first[s] + 1) * self.interval_ns(s)
     }
     /// The window event `event` counts in: the one its deadline closes or lies in.
     #[inline(always)]
     pub fn window(&self, event: u64) -> u64 {
-        self.deadline_ns(event).div_ceil(WINDOW_NS).max(1)
+        self.window_in(self.step_of(event), event)
+    }
+    /// The window of event `event` of step `s` (its step already known: no search).
+    #[inline(always)]
+    pub fn window_in(&self, s: usize, event: u64) -> u64 {
+        self.deadline_in(s, event).div_ceil(WINDOW_NS).max(1)
     }
     /// Whether event `event` is measured (after the warm-up).
     #[inline(always)]
@@ -169,7 +178,7 @@ impl Sweep {
             if a <= warm {
                 end = end.min(warm);
             }
-            out.event_after(self.window(end), None, end - a + 1);
+            out.event_after(self.window_in(s, end), None, end - a + 1);
             a = end + 1;
         }
     }
