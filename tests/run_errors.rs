@@ -134,6 +134,7 @@ fn without_rt_privileges_it_says_how_to_fix_it() {
         return;
     }
     let out = std::process::Command::new("setpriv")
+        .env_remove("RTGAUGE_DB") // nobody cannot reach the tests' store: the default one is only a warning
         .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
         .args(bin_argv())
         .args(["run", "--duration", "1s", "--cpus", "0"])
@@ -143,6 +144,7 @@ fn without_rt_privileges_it_says_how_to_fix_it() {
 
     // Deliberately without RT priority: measures, and says so.
     let out = std::process::Command::new("setpriv")
+        .env_remove("RTGAUGE_DB") // nobody cannot reach the tests' store: the default one is only a warning
         .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
         .args(bin_argv())
         .args(["run", "-q", "--duration", "200ms", "--warmup", "0", "--cpus", "0", "--policy", "other", "--json", "-"])

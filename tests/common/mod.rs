@@ -74,8 +74,12 @@ pub fn load_time(native_ms: u64) -> String {
     format!("{}ms", if runner().is_some() { native_ms.max(5_000) } else { native_ms })
 }
 
-/// The argv that starts the binary: `[runner,] binary`.
+/// The argv that starts the binary: `[runner,] binary`. Every process this test binary starts
+/// (through any tool: sh, script, strace, taskset, unshare) keeps its runs in the test binary's
+/// own store, never in the user's: `RTGAUGE_DB` is set for the whole process before the first.
 pub fn bin_argv() -> Vec<String> {
+    static STORE: std::sync::Once = std::sync::Once::new();
+    STORE.call_once(|| std::env::set_var("RTGAUGE_DB", test_store()));
     let mut v: Vec<String> = runner().map(|r| r.split_whitespace().map(String::from).collect()).unwrap_or_default();
     v.push(bin().display().to_string());
     v
@@ -86,13 +90,11 @@ pub fn bin_shell() -> String {
     bin_argv().join(" ")
 }
 
-/// A command for the binary. Its runs are kept in the test binary's own store (in the
-/// temporary directory), never in the user's.
+/// A command for the binary (its runs kept in the test binary's own store, see [`bin_argv`]).
 pub fn rtgauge(args: &[&str]) -> Command {
     let argv = bin_argv();
     let mut c = Command::new(&argv[0]);
     c.args(&argv[1..]).args(args);
-    c.env("RTGAUGE_DB", test_store());
     c
 }
 
