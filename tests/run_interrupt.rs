@@ -56,12 +56,32 @@ fn files_in(dir: &std::path::Path) -> Vec<String> {
     std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
 }
 
+/// A second SIGINT while the first is being served exits at once, with 130, leaving nothing.
+/// Under qemu-user the two signals can reach the emulated process as one (the emulator had not yet
+/// delivered the first: CI saw one graceful stop, exit 1, 1 time in ~30): there, and only there,
+/// an attempt where the process saw a single signal is made again (at most three times).
 #[test]
 fn second_sigint_exits_at_once_leaving_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
+    let attempts = if runner().is_some() { 3 } else { 1 };
+    for attempt in 1..=attempts {
+        let dir = tempfile::tempdir().unwrap();
+        let (status, elapsed) = second_sigint(&dir.path().join("r.json"));
+        if status.code() == Some(1) && attempt < attempts {
+            eprintln!("attempt {attempt}: the emulator delivered the two SIGINTs as one; again");
+            continue;
+        }
+        assert!(elapsed < Duration::from_secs(2));
+        assert_eq!(status.code(), Some(130));
+        assert!(files_in(dir.path()).is_empty(), "no stray file: {:?}", files_in(dir.path()));
+        return;
+    }
+}
+
+/// Starts a run writing `json`, sends SIGINT once it measures and again 300 ms later; returns how
+/// it ended and how long after the second signal.
+fn second_sigint(json: &std::path::Path) -> (std::process::ExitStatus, Duration) {
     // With a 5 s interval the first SIGINT waits for the threads' current sleep to end.
-    let child = rtgauge(&[
+    let mut child = rtgauge(&[
         "run",
         "-q",
         "--interval",
@@ -79,7 +99,6 @@ fn second_sigint_exits_at_once_leaving_nothing() {
     .stderr(Stdio::null())
     .spawn()
     .unwrap();
-    let mut child = child;
     wait_until_measuring(child.id()); // in its first 5 s sleep
     kill(&child, "INT");
     std::thread::sleep(Duration::from_millis(300));
@@ -87,9 +106,7 @@ fn second_sigint_exits_at_once_leaving_nothing() {
     let t = Instant::now();
     kill(&child, "INT");
     let status = child.wait().unwrap();
-    assert!(t.elapsed() < Duration::from_secs(2));
-    assert_eq!(status.code(), Some(130));
-    assert!(files_in(dir.path()).is_empty(), "no stray file: {:?}", files_in(dir.path()));
+    (status, t.elapsed())
 }
 
 #[test]
