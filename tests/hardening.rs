@@ -360,8 +360,28 @@ fn a_missing_required_argument_is_named() {
     assert!(err.contains("--cpu") && err.contains("rtgauge stall --help"), "{err}");
 }
 
+/// Under qemu-user only, an attempt whose SIGINT did not stop the run within 20 s, or whose
+/// summary is missing, is made again (at most three times, saying what happened): the emulator
+/// routes a process-directed signal to whichever host thread the kernel chose, and a measurement
+/// thread blocks it (CI's aarch64 run failed this test once; natively it never has).
 #[test]
 fn a_partial_run_says_how_long_it_measured() {
+    let attempts = if runner().is_some() { 3 } else { 1 };
+    for attempt in 1..=attempts {
+        match partial_run_summary() {
+            Ok(text) => {
+                assert!(!text.contains("measured 1 min"), "{text}");
+                return;
+            }
+            Err(why) if attempt < attempts => eprintln!("attempt {attempt}: {why}; again"),
+            Err(why) => panic!("{why}"),
+        }
+    }
+}
+
+/// Interrupts a 60 s run 300 ms after it measures: its summary, if it says it measured part of
+/// the planned minute; else what happened instead.
+fn partial_run_summary() -> Result<String, String> {
     let child = rtgauge(&["run", "-q", "-D", "60s", "--warmup", "0", "--cpus", "0", "--load", "none"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -370,10 +390,18 @@ fn a_partial_run_says_how_long_it_measured() {
     wait_until_measuring(child.id());
     std::thread::sleep(Duration::from_millis(300));
     signal(&child, "INT");
-    let (_, out) = wait_bounded(child, Duration::from_secs(20), "Ctrl-C");
+    let (pid, rx) = collect(child);
+    let out = rx.recv_timeout(Duration::from_secs(20)).map_err(|_| {
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+        let out = rx.recv().unwrap();
+        format!("SIGINT did not end the run within 20 s: {}", String::from_utf8_lossy(&out.stderr))
+    })?;
     let (text, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("of the planned 1 min"), "{text}\nstderr: {err}");
-    assert!(!text.contains("measured 1 min"), "{text}\nstderr: {err}");
+    if text.contains("of the planned 1 min") {
+        Ok(text.into_owned())
+    } else {
+        Err(format!("no partial run's summary ({}): {text}\nstderr: {err}", out.status))
+    }
 }
 
 // ---- the result document: never lost at the end ----
