@@ -223,6 +223,11 @@ pub struct RunArgs {
     /// No live view; print only the summary
     #[arg(short, long)]
     pub quiet: bool,
+    /// The timeline's window: per window, each probe and CPU keeps its count, missed, maximum
+    /// and p99 (latency against time without keeping samples) [default: 1s; wider for runs
+    /// over a day, at most 100000 windows]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub window: Option<String>,
     /// Load to measure under, repeatable or comma-separated: hackbench, cpu, vm, io, fork, proc,
     /// net, timers, 'cmd:ARGV', with options (vm:workers=8,bytes=20M) and a phase (@30s..90s);
     /// 'none' for an idle system [default: the worst-case mix]
@@ -346,6 +351,7 @@ impl RunArgs {
             load: self.load.clone(),
             load_cpus: self.load_cpus.clone(),
             measure: self.measure.clone(),
+            window: self.window.clone(),
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::store::{self, Store};
 use crate::sys;
 use crate::verdict;
 use crate::vocab::cpus::format_cpu_list;
+use crate::vocab::units::Nanos;
 use anyhow::{anyhow, bail, Result};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -189,6 +190,8 @@ struct Resolved {
     total_ns: u64,
     load_specs: Vec<LoadSpec>,
     load_source: &'static str,
+    /// The timeline's window.
+    window_ns: u64,
 }
 
 /// Runs `rtgauge run`: the stages in order (plan → audit → tuning → probes set up → loads →
@@ -235,7 +238,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
             SeriesPlan { key, schedule: p.schedule(), bounds: p.bounds(), events: p.events() }
         })
         .collect();
-    let mut collector = Collector::new(&series, &bounds);
+    let mut collector = Collector::new(&series, &bounds).with_timeline(resolved.window_ns);
     let end_ns = measure(&plan, &resolved, &mut probes, &mut collector, &mut loads, &interrupts);
     finish_watchdog(watchdog, &mut warnings);
     let tuning: Vec<_> = tuning.map(|g| g.record.clone()).into_iter().collect(); // request released here
@@ -402,7 +405,35 @@ fn resolve(plan: &RunPlan, system: &SystemInfo) -> Result<Resolved> {
     all.dedup();
     let (load_specs, load_source) = resolve_loads(plan, system)?;
     let total_ns = probes.iter().map(|p| p.probe.schedule().periods * p.probe.schedule().interval_ns).max().unwrap_or(0);
-    Ok(Resolved { probes, cpus: all, total_ns: total_ns.max(plan.total_ns()), load_specs, load_source })
+    let total_ns = total_ns.max(plan.total_ns());
+    let window_ns = timeline_window(plan.window_ns, &probes, total_ns)?;
+    Ok(Resolved { probes, cpus: all, total_ns, load_specs, load_source, window_ns })
+}
+
+/// The timeline's window: as given, or 1 s (wider for runs over a day). A given window must hold
+/// a period of every probe and cut the run into at most `MAX_WINDOWS`.
+fn timeline_window(given: Option<u64>, probes: &[ProbePlan], total_ns: u64) -> Result<u64> {
+    use crate::aggregate::timeline::{default_window_ns, MAX_WINDOWS};
+    let Some(ns) = given else {
+        return Ok(default_window_ns(total_ns));
+    };
+    if let Some(p) = probes.iter().find(|p| p.probe.schedule().interval_ns > ns) {
+        let interval = Nanos(p.probe.schedule().interval_ns);
+        bail!(
+            "--window {} is shorter than the {} probe's interval ({interval}): give --window {interval} or more",
+            Nanos(ns),
+            p.probe.name()
+        );
+    }
+    if total_ns.div_ceil(ns) > MAX_WINDOWS {
+        bail!(
+            "--window {} cuts the {} run into more than {MAX_WINDOWS} windows: give --window {} or more",
+            Nanos(ns),
+            Nanos(total_ns),
+            Nanos(total_ns.div_ceil(MAX_WINDOWS))
+        );
+    }
+    Ok(ns)
 }
 
 /// Settings held for the run: memory locked, the CPU latency request. Returns the request's
@@ -758,6 +789,7 @@ fn assemble(a: Assembly) -> RunResult {
             let key = collector.accounts[i].key;
             let mut r = resolved.result(key, Some(key.cpu), collector.stats(i), (0, end_ns));
             r.sweep = resolved.sweep(key, Some(key.cpu), collector);
+            r.timeline = collector.take_timeline(i).map(std::sync::Arc::new);
             resolved.with_counts(key, r, collector.accounts[i].counts)
         })
         .collect();
@@ -878,6 +910,7 @@ fn config(plan: &RunPlan, resolved: &Resolved, budget_percent: f64) -> Config {
         load_source: load_source.to_string(),
         loads: specs.iter().map(|s| s.text.clone()).collect(),
         load_cpus: plan.load_cpus.clone(),
+        window_ns: Some(resolved.window_ns),
     }
 }
 

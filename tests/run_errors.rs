@@ -40,6 +40,13 @@ fn bad_values_are_one_line_errors_with_a_fix() {
         (&["--policy", "deadline", "--dl-deadline", "3ms"], &["runtime <= deadline <= period", "3 ms"]),
         (&["--measure", "timer:wait=itimer@0-1"], &["wait=itimer", "one per process", "timer:wait=itimer@0"]),
         (&["--frobnicate"], &["--frobnicate", "--help"]),
+        (&["--window", "0"], &["--window", "greater than zero", "e.g. --window 1s"]),
+        (&["--window", "often"], &["--window", "often", "e.g."]),
+        (&["--window", "500us"], &["--window 500 µs", "timer probe's interval (1 ms)", "--window 1 ms or more"]),
+        (
+            &["--duration", "24h", "--window", "10ms"],
+            &["--window 10 ms", "more than 100000 windows", "--window 864.01 ms or more"],
+        ),
         (&["--measure", "nosuch"], &["--measure 'nosuch'", "unknown probe", "timer"]),
         (&["--measure", "timer:speed=3"], &["--measure 'timer:speed=3'", "no option 'speed'", "interval="]),
         (&["--measure", "timer:interval=0"], &["interval=0", "e.g. interval=1ms"]),

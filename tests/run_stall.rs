@@ -39,6 +39,8 @@ fn injected_stall_shows_on_its_cpu_only_with_its_size_and_missed_periods() {
         "1ms",
         "--load",
         "none",
+        "--window",
+        "250ms",
     ])
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
@@ -78,6 +80,24 @@ fn injected_stall_shows_on_its_cpu_only_with_its_size_and_missed_periods() {
     assert_eq!(u(&calm["samples"]) + u(&calm["missed"]), 3000);
     check_probe_invariants(&hit);
     check_probe_invariants(&calm);
+    stall_in_its_windows(&hit, &s, u(&doc["monotonic_start_ns"]));
+}
+
+/// The timeline of a complete 3 s run without warm-up in 250 ms windows: 12 windows of exactly
+/// 250 periods each; the windows the stall overlaps hold its missed periods and its maximum.
+fn stall_in_its_windows(hit: &Value, stall: &Value, run_start: u64) {
+    let t = &hit["timeline"];
+    let col = |k: &str| t[k].as_array().unwrap().iter().map(u).collect::<Vec<u64>>();
+    let (count, missed, max) = (col("count"), col("missed"), col("max_ns"));
+    assert_eq!((u(&t["window_ns"]), u(&t["start_ns"]), count.len()), (250_000_000, 0, 12), "{t}");
+    assert!(count.iter().zip(&missed).all(|(c, m)| c + m == 250), "every window holds its 250 periods: {t}");
+    let window = |ns: u64| ((ns - run_start) / 250_000_000) as usize;
+    let (first, last) = (window(u(&stall["start_ns"])), window(u(&stall["end_ns"])).min(11));
+    let in_stall: u64 = missed[first..=last].iter().sum();
+    let swallowed = u(&stall["duration_ns"]) / 1_000_000 - 1;
+    assert!(in_stall >= swallowed - 1, "windows {first}..={last} hold {in_stall} of the stall's {swallowed} missed: {t}");
+    let worst = max[first..=(last + 1).min(11)].iter().max().copied();
+    assert_eq!(worst, hit["max_ns"].as_u64(), "the stall's windows hold the maximum: {t}");
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! threads' exact counters into the statistics every report uses.
 
 pub mod hist;
+pub mod timeline;
 
 use crate::probe::{RunningProbes, Sample, Schedule, SeriesKey, ThreadCounters};
 use crate::vocab::percentiles::Values;
@@ -168,6 +169,8 @@ pub struct Account {
     pub unserved: u64,
     /// The probe's own counts, as the thread left them (see `Probe::counters`).
     pub counts: [u64; crate::probe::MAX_COUNTS],
+    /// Per window of the run, when the collector keeps a timeline (`Collector::with_timeline`).
+    pub timeline: Option<timeline::Timeline>,
 }
 
 impl Account {
@@ -190,6 +193,9 @@ impl Account {
             return;
         }
         kind.add(&mut c.run, b - a + 1);
+        if let Some(tl) = &mut c.timeline {
+            tl.count_range(a, b, kind == Kind::Missed);
+        }
         for (p, t) in c.phases.iter_mut().enumerate() {
             let first = c.phase_first[p];
             let last = c.phase_first.get(p + 1).map_or(u64::MAX, |n| n - 1);
@@ -232,6 +238,9 @@ impl Account {
         } else {
             let phase = self.phase_of(period);
             self.run.record(period, value, self.bounds);
+            if let Some(tl) = &mut self.timeline {
+                tl.record(period, value);
+            }
             if let Some(t) = self.phases.get_mut(phase) {
                 t.record(period, value, self.bounds);
             }
@@ -252,6 +261,9 @@ impl Account {
         let phase = self.phase_of(window);
         for t in std::iter::once(&mut self.run).chain(self.phases.get_mut(phase)) {
             kind.add(t, n);
+        }
+        if let Some(tl) = &mut self.timeline {
+            tl.count_at(window, n, kind == Kind::Missed);
         }
     }
 }
@@ -324,10 +336,26 @@ impl Collector {
                     accounted: 0,
                     unserved: 0,
                     counts: [0; crate::probe::MAX_COUNTS],
+                    timeline: None,
                 }
             })
             .collect();
         Collector { accounts, phases }
+    }
+
+    /// Keeps a timeline of `window_ns` windows for every series (see `timeline`).
+    pub fn with_timeline(mut self, window_ns: u64) -> Collector {
+        for a in &mut self.accounts {
+            a.timeline = Some(timeline::Timeline::new(window_ns, a.schedule.interval_ns));
+        }
+        self
+    }
+
+    /// Thread `i`'s timeline, finished (once measuring is over; `None`: none kept).
+    pub fn take_timeline(&mut self, i: usize) -> Option<timeline::TimelineData> {
+        let a = &mut self.accounts[i];
+        let first = a.schedule.warmup_periods + 1;
+        a.timeline.as_mut().map(|t| t.finish(first))
     }
 
     /// Counts one fact from thread `i`.
@@ -541,7 +569,8 @@ mod tests {
     #[test]
     fn phases_partition_missed_lost_and_a_stall_across_the_end() {
         let (warmup, last) = (100, 3000);
-        let mut c = Collector::new(&threads(1, warmup, last), &[500_000_000, 1_700_000_000, 2_900_000_000]);
+        let mut c =
+            Collector::new(&threads(1, warmup, last), &[500_000_000, 1_700_000_000, 2_900_000_000]).with_timeline(300_000_000);
         let mut p = 1;
         while p <= last {
             // A stall of 40 periods every 450, one of 400 across the end; every 7th fact lost.
@@ -564,6 +593,12 @@ mod tests {
         assert_eq!(phase_sums(t), (t.run.samples, t.run.missed, t.run.lost), "phases sum to the run");
         assert!(t.run.missed >= 350, "the stall across the end is counted: {}", t.run.missed);
         assert_eq!((t.phases[3].samples, t.phases[3].missed), (0, 100), "the last phase lies inside the stall");
+        let (samples, missed) = (t.run.samples, t.run.missed);
+        let tl = c.take_timeline(0).unwrap();
+        assert_eq!((tl.start_ns, tl.len()), (0, 10), "300 ms windows from the first measured period");
+        assert_eq!(tl.count.iter().sum::<u64>(), samples, "the windows' counts sum to the run's");
+        assert_eq!(tl.missed.iter().sum::<u64>(), missed, "the windows' missed sum to the run's");
+        assert_eq!(tl.count[9], 0, "the last window lies inside the stall");
     }
 
     #[test]
@@ -585,7 +620,7 @@ mod tests {
         // Events in windows of 1 ms over 3 s, warm-up 100 windows, phases cut at 1 s and 2 s.
         let s = Schedule { interval_ns: 1_000_000, warmup_periods: 100, periods: 3000 };
         let plan = SeriesPlan { key: SeriesKey { probe: 0, cpu: 0, series: 0 }, schedule: s, bounds: None, events: true };
-        let mut c = Collector::new(&[plan], &[1_000_000_000, 2_000_000_000]);
+        let mut c = Collector::new(&[plan], &[1_000_000_000, 2_000_000_000]).with_timeline(1_000_000_000);
         let event = |window, value, missed| Sample { period: window, latency_ns: value, missed_after: missed, lost_before: 0 };
         c.take(0, event(50, 5_000, 2)); // warm-up: 2 missed before it
         c.take(0, event(500, Sample::NO_VALUE, 1)); // no value: counts its misses only
@@ -599,5 +634,8 @@ mod tests {
         assert_eq!((a.run.samples, a.run.missed), (2, 1 + 3 + 4));
         let per: Vec<(u64, u64)> = a.phases.iter().map(|t| (t.samples, t.missed)).collect();
         assert_eq!(per, [(0, 1), (1, 3), (1, 4)]);
+        let tl = c.take_timeline(0).unwrap();
+        assert_eq!((tl.count.clone(), tl.missed.clone()), (vec![0, 1, 1], vec![1, 3, 4]), "windows as the phases");
+        assert_eq!(tl.max_ns, [0, 7_000, 9_000]);
     }
 }

@@ -126,6 +126,9 @@ pub struct Config {
     pub loads: Vec<String>,
     /// CPUs the loads were restricted to (null: all).
     pub load_cpus: Option<Vec<usize>>,
+    /// The timeline's window (absent in documents of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_ns: Option<u64>,
 }
 
 /// One probe of the run.
@@ -198,6 +201,11 @@ pub struct ProbeResult {
     /// figures above span every rate; they count in no worst case or cycle-time latency rule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<sweep::SweepResult>,
+    /// Per window of the run (`--window`): count, missed, maximum and p99, for latency against
+    /// time; per CPU over the whole run only (absent in phases, combined entries and documents
+    /// of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<std::sync::Arc<crate::aggregate::timeline::TimelineData>>,
     pub histogram: histogram::HistogramData,
 }
 
@@ -238,6 +246,7 @@ impl ProbeResult {
             measures: None,
             noise: None,
             sweep: None,
+            timeline: None,
             histogram: histogram::HistogramData::encode(hist),
         }
     }

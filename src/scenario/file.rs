@@ -34,6 +34,8 @@ struct ScenarioToml {
     cpus: Option<Spanned<String>>,
     load_cpus: Option<Spanned<String>>,
     cpu_dma_latency: Option<Spanned<String>>,
+    /// The timeline's window (`--window`).
+    window: Option<Spanned<String>>,
     mlock: Option<Spanned<bool>>,
     probes: Option<ProbesToml>,
     /// Probes as `--measure` writes them: `measure = ["timer@0-1"]` [default: the timer].
@@ -132,6 +134,7 @@ pub fn parse(text: &str, origin: &str, source: &str) -> Result<Scenario, PlanErr
         cpus: cx.cpus(&t.cpus, "cpus")?,
         load_cpus: cx.cpus(&t.load_cpus, "load_cpus")?,
         no_mlock: t.mlock.as_ref().is_some_and(|m| !*m.get_ref()),
+        window: cx.duration(&t.window, "window", "1s")?,
         ..Default::default()
     };
     for m in &t.measure {
@@ -258,7 +261,8 @@ impl RunInput {
             budget,
             json,
             cpu_dma_latency,
-            load_cpus
+            load_cpus,
+            window
         );
         if over.duration.is_some() || over.loops.is_some() {
             self.duration = over.duration;

@@ -80,6 +80,8 @@ pub struct RunInput {
     pub load_cpus: Option<String>,
     /// `--measure` values (empty: the timer).
     pub measure: Vec<String>,
+    /// `--window`: the timeline's window.
+    pub window: Option<String>,
 }
 
 /// Which loads a run measures under.
@@ -123,6 +125,9 @@ pub struct RunPlan {
     pub load_cpus: Option<Vec<usize>>,
     /// The scenario the plan came from: (name, source).
     pub scenario: Option<(String, String)>,
+    /// The timeline's window as given (`None`: 1 s, wider for runs over a day; see
+    /// `aggregate::timeline`).
+    pub window_ns: Option<u64>,
 }
 
 pub use crate::probe::MAX_RUN_NS;
@@ -289,6 +294,14 @@ impl RunPlan {
             })?),
         };
 
+        let window_ns = match &input.window {
+            None => None,
+            Some(t) => match duration_arg("--window", t, "1s")? {
+                0 => return Err(bad("--window must be greater than zero, e.g. --window 1s")),
+                ns => Some(ns),
+            },
+        };
+
         let loads = if input.load.is_empty() {
             LoadChoice::DefaultMix
         } else {
@@ -325,6 +338,7 @@ impl RunPlan {
             loads,
             load_cpus,
             scenario: None,
+            window_ns,
         };
         plan.check_length()?;
         Ok(plan)

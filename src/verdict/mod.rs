@@ -209,6 +209,7 @@ mod tests {
             measures: None,
             noise: None,
             sweep: None,
+            timeline: None,
             histogram: HistogramData::encode(&h),
         }
     }

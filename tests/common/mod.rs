@@ -133,6 +133,7 @@ pub fn u(v: &Value) -> u64 {
 /// Invariants of one probe entry: ordered statistics, histogram consistent with the counts.
 pub fn check_probe_invariants(p: &Value) {
     let samples = u(&p["samples"]);
+    check_timeline(p);
     let hist = &p["histogram"];
     let buckets = hist["buckets"].as_array().unwrap();
     let in_buckets: u64 = buckets.iter().map(|b| u(&b[2])).sum();
@@ -164,6 +165,30 @@ pub fn check_probe_invariants(p: &Value) {
         assert!(u(&last[0]) <= max && max <= u(&last[1]), "max lies in the top bucket");
     } else {
         assert!(u(&last[0]) <= max, "max lies in or above the top bucket");
+    }
+}
+
+/// A per-CPU entry's timeline partitions its counts exactly: the windows' `count` sum to its
+/// samples, their `missed` to its missed periods; each window's p99 lies at or below its maximum,
+/// and the largest window maximum is the entry's (unless the maximum was lost in the hand-off).
+pub fn check_timeline(p: &Value) {
+    let t = &p["timeline"];
+    if p["cpu"].is_null() || t.is_null() {
+        assert!(t.is_null(), "a combined entry has no timeline");
+        return;
+    }
+    let col = |k: &str| t[k].as_array().unwrap().iter().map(u).collect::<Vec<u64>>();
+    let (count, missed, max, p99) = (col("count"), col("missed"), col("max_ns"), col("p99_ns"));
+    assert!([missed.len(), max.len(), p99.len()].iter().all(|&n| n == count.len()), "columns of one length: {t}");
+    assert_eq!(count.iter().sum::<u64>(), u(&p["samples"]), "the windows' counts sum to the samples");
+    assert_eq!(missed.iter().sum::<u64>(), u(&p["missed"]), "the windows' missed sum to the missed");
+    assert!(p99.iter().zip(&max).all(|(q, m)| q <= m), "p99 <= max in every window");
+    if u(&p["handoff_overflows"]) == 0 {
+        assert_eq!(
+            max.iter().max().copied().filter(|&m| m > 0),
+            p["max_ns"].as_u64(),
+            "the largest window maximum is the maximum"
+        );
     }
 }
 

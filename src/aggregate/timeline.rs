@@ -1,0 +1,190 @@
+//! The timeline of one series: per window of the run (default 1 s, `--window`), how many
+//! periods were served and missed, and the largest value and the p99 of the window's values, so
+//! latency can be drawn against time for a day-long run without keeping a single sample.
+//! Windows are cut on the run's clock (window `w` holds the periods whose deadlines lie in
+//! `(w·window, (w+1)·window]` from the start of the run, warm-up included), like the phases, so
+//! they line up with the loads; warm-up periods count in no window. Counts partition the run's
+//! exactly: the windows' `count` sum to its samples, their `missed` to its missed periods.
+
+use serde::{Deserialize, Serialize};
+
+/// The most windows one series keeps (≈ 28 h at the default 1 s): a longer run gets wider
+/// default windows (`default_window_ns`); a `--window` that would need more is refused.
+pub const MAX_WINDOWS: u64 = 100_000;
+
+/// The default window for a run of `run_ns` (warm-up included): 1 s, or the least whole number
+/// of seconds that keeps the run within [`MAX_WINDOWS`].
+pub fn default_window_ns(run_ns: u64) -> u64 {
+    const SECOND: u64 = 1_000_000_000;
+    run_ns.div_ceil(MAX_WINDOWS).div_ceil(SECOND).max(1) * SECOND
+}
+
+/// A series' timeline as the result document keeps it: one column per figure, one entry per
+/// window from the first window holding a measured period to the last.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelineData {
+    pub window_ns: u64,
+    /// Start of the first window, from the start of the run (warm-up included).
+    pub start_ns: u64,
+    /// Served periods (samples, those whose value was lost in the hand-off included).
+    pub count: Vec<u64>,
+    pub missed: Vec<u64>,
+    /// The window's largest value and its p99 (nearest rank); 0: no value in the window.
+    pub max_ns: Vec<u64>,
+    pub p99_ns: Vec<u64>,
+}
+
+impl TimelineData {
+    /// Number of windows.
+    pub fn len(&self) -> usize {
+        self.count.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count.is_empty()
+    }
+}
+
+/// A timeline being counted, in the collector (never in an RT thread).
+#[derive(Debug, Clone)]
+pub struct Timeline {
+    window_ns: u64,
+    interval_ns: u64,
+    data: TimelineData,
+    /// The window whose values `values` holds, and those values (for its p99).
+    current: Option<usize>,
+    values: Vec<u64>,
+}
+
+impl Timeline {
+    /// An empty timeline of `window_ns` windows for periods of `interval_ns`.
+    pub fn new(window_ns: u64, interval_ns: u64) -> Timeline {
+        let data = TimelineData { window_ns, ..Default::default() };
+        Timeline { window_ns, interval_ns, data, current: None, values: Vec::new() }
+    }
+
+    /// The window holding period `period` (≥ 1): its deadline's.
+    fn window_of(&self, period: u64) -> usize {
+        ((period.max(1) * self.interval_ns - 1) / self.window_ns) as usize
+    }
+
+    /// The last period whose deadline lies in window `w`.
+    fn last_period_of(&self, w: usize) -> u64 {
+        (w as u64 + 1) * self.window_ns / self.interval_ns
+    }
+
+    /// Makes room for window `w`.
+    fn reach(&mut self, w: usize) {
+        if self.data.count.len() <= w {
+            for column in [&mut self.data.count, &mut self.data.missed, &mut self.data.max_ns, &mut self.data.p99_ns] {
+                column.resize(w + 1, 0);
+            }
+        }
+    }
+
+    /// Counts a served period with its value.
+    pub fn record(&mut self, period: u64, value: u64) {
+        let w = self.window_of(period);
+        self.reach(w);
+        if self.current != Some(w) && self.current.is_none_or(|c| c < w) {
+            self.close_window();
+            self.current = Some(w);
+        }
+        if self.current == Some(w) {
+            self.values.push(value);
+        }
+        self.data.count[w] += 1;
+        self.data.max_ns[w] = self.data.max_ns[w].max(value);
+    }
+
+    /// Counts periods `a..=b` as served without a value (`missed` false) or as missed.
+    pub fn count_range(&mut self, a: u64, b: u64, missed: bool) {
+        let mut k = a;
+        while k <= b {
+            let w = self.window_of(k);
+            let last = self.last_period_of(w).min(b);
+            self.count_at(k, last - k + 1, missed);
+            k = last + 1;
+        }
+    }
+
+    /// Counts `n` periods in the window of period `period` (served without a value, or missed).
+    pub fn count_at(&mut self, period: u64, n: u64, missed: bool) {
+        let w = self.window_of(period);
+        self.reach(w);
+        let column = if missed { &mut self.data.missed } else { &mut self.data.count };
+        column[w] += n;
+    }
+
+    /// Sets the p99 of the window whose values are held, and lets them go.
+    fn close_window(&mut self) {
+        if let Some(w) = self.current.take() {
+            if !self.values.is_empty() {
+                let rank = (self.values.len() * 99).div_ceil(100).max(1) - 1;
+                let (_, p99, _) = self.values.select_nth_unstable(rank);
+                self.data.p99_ns[w] = *p99;
+            }
+            self.values.clear();
+        }
+    }
+
+    /// The finished timeline, from the first window holding a measured period (`first_period`).
+    pub fn finish(&mut self, first_period: u64) -> TimelineData {
+        self.close_window();
+        let first = self.window_of(first_period).min(self.data.count.len());
+        let mut data = std::mem::take(&mut self.data);
+        data.window_ns = self.window_ns;
+        for column in [&mut data.count, &mut data.missed, &mut data.max_ns, &mut data.p99_ns] {
+            column.drain(..first);
+        }
+        data.start_ns = first as u64 * self.window_ns;
+        data
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_partition_counts_and_missed_exactly() {
+        // 1 ms periods, 1 s windows; a 2500-period stall from period 1500.
+        let mut t = Timeline::new(1_000_000_000, 1_000_000);
+        for k in 1..1500 {
+            t.record(k, k);
+        }
+        t.count_range(1500, 3999, true);
+        for k in 4000..=5000 {
+            t.record(k, 10);
+        }
+        let d = t.finish(1);
+        assert_eq!(d.count, [1000, 499, 0, 1, 1000]);
+        assert_eq!(d.missed, [0, 501, 1000, 999, 0]);
+        assert_eq!(d.max_ns, [1000, 1499, 0, 10, 10]);
+        assert_eq!(d.p99_ns[0], 990, "nearest rank of 1..=1000");
+        assert_eq!(d.count.iter().sum::<u64>() + d.missed.iter().sum::<u64>(), 5000);
+    }
+
+    #[test]
+    fn warm_up_windows_are_dropped_and_a_window_need_not_divide_the_interval() {
+        // 3 ms periods in 1 s windows: period 333's deadline is 999 ms, 334's 1002 ms.
+        let mut t = Timeline::new(1_000_000_000, 3_000_000);
+        for k in 1..=1000 {
+            t.record(k, 5);
+        }
+        assert_eq!(t.finish(1).count, [333, 333, 334]);
+        let mut t = Timeline::new(1_000_000_000, 1_000_000);
+        for k in 1501..=3000 {
+            t.record(k, 5);
+        }
+        let d = t.finish(1501);
+        assert_eq!((d.start_ns, d.count.clone()), (1_000_000_000, vec![500, 1000]));
+    }
+
+    #[test]
+    fn the_default_window_widens_for_long_runs() {
+        assert_eq!(default_window_ns(86_400_000_000_000), 1_000_000_000);
+        assert_eq!(default_window_ns(366 * 86_400_000_000_000), 317_000_000_000);
+        assert!(366 * 86_400_000_000_000u64 / default_window_ns(366 * 86_400_000_000_000) <= MAX_WINDOWS);
+    }
+}
