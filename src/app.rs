@@ -22,6 +22,8 @@ pub fn main() -> ExitCode {
         cli::Command::List(a) => report::stored::list(&a),
         cli::Command::Show(a) => report::stored::show(&a),
         cli::Command::Delete(a) => report::stored::delete(&a),
+        cli::Command::Export(a) => report::stored::export(&a),
+        cli::Command::Import(a) => report::stored::import(&a),
         cli::Command::Scenarios(a) => scenarios(a.name.as_deref()),
         cli::Command::Stall(a) => stall(a),
         cli::Command::UdpEcho(a) => lifecycle::udp_echo(&a),

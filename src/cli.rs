@@ -76,6 +76,20 @@ pub enum Command {
     Show(ShowArgs),
     /// Delete a stored run
     Delete(DeleteArgs),
+    /// Write a stored run as JSON, CSV, JUnit XML or in cyclictest's formats
+    #[command(
+        after_help = "Examples:\n  rtgauge export last --format junit -o results.xml       one test case per requirement and CPU\n  \
+        rtgauge export rt-kernel --format cyclictest-hist -o hist.txt   for OSADL's gnuplot scripts\n  \
+        rtgauge export 7 --format csv"
+    )]
+    Export(ExportArgs),
+    /// Keep other tools' results in the store: cyclictest --json or histogram output,
+    /// jitterdebugger results.json, oslat --json (or an rtgauge result document)
+    #[command(
+        after_help = "Examples:\n  cyclictest -m -p 80 -t -a -h 400 -q --json=ct.json; rtgauge import ct.json --label stock-kernel\n  \
+        rtgauge import hist.txt jitterdebugger/results.json oslat.json\n  rtgauge list; rtgauge show last"
+    )]
+    Import(ImportArgs),
     /// Run load generators on their own, like stress or hackbench
     #[command(after_help = LOAD_EXAMPLES)]
     Load(LoadArgs),
@@ -286,6 +300,40 @@ pub struct ShowArgs {
     /// The whole result document as JSON instead of the summary
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The run: its id, its label (the latest run so named) or 'last'
+    pub run: String,
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// json (the whole result document), csv (a row per probe and CPU), junit (a test case per
+    /// check), cyclictest-json, cyclictest-hist
+    #[arg(long, short = 'f', value_name = "FORMAT")]
+    pub format: String,
+    /// Write to FILE instead of standard output
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+    /// The probe the cyclictest formats hold [default: the run's first]
+    #[arg(long, value_name = "NAME")]
+    pub probe: Option<String>,
+    /// cyclictest-hist: rows of 1 µs, as cyclictest's -h (larger values are overflows)
+    /// [default: enough for every value]
+    #[arg(long, value_name = "N")]
+    pub rows: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Result files of cyclictest, jitterdebugger, oslat or rtgauge (the format is read from the content)
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<std::path::PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Name the imported runs
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
 }
 
 #[derive(Debug, Args)]

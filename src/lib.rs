@@ -11,6 +11,7 @@ pub mod aggregate;
 pub mod app;
 pub mod audit;
 pub mod cli;
+pub mod interchange;
 pub mod lifecycle;
 pub mod load;
 pub mod probe;

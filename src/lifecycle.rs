@@ -817,6 +817,7 @@ fn assemble(a: Assembly) -> RunResult {
         measured_ns: end_ns.saturating_sub(plan.warmup_periods() * plan.interval_ns),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         command_line: a.command_line,
+        imported: None,
         config: config(plan, resolved, verdict.budget_percent),
         system: a.system,
         tuning: a.tuning,

@@ -222,7 +222,15 @@ fn a_stall_shows_in_the_wakeup_chain_on_its_cpu_only() {
     let swallowed = stall_ns / interval - 1;
     for name in ["chain", "handler"] {
         let (hit, calm) = (series(&r, name, hit_cpu), series(&r, name, calm_cpu));
-        assert!(hit.max_ns.unwrap() >= stall_ns - interval, "{name}: max {:?} for a {stall_ns} ns stall", hit.max_ns);
+        assert!(
+            hit.max_ns.unwrap() >= stall_ns - interval,
+            "{name}: max {:?} for a {stall_ns} ns stall ({s}; missed {}, lost {}, run {}..+{})",
+            hit.max_ns,
+            hit.missed,
+            hit.handoff_overflows,
+            r.monotonic_start_ns,
+            r.measured_ns
+        );
         assert!(hit.missed >= swallowed - 1, "{name}: missed {} for a {stall_ns} ns stall", hit.missed);
         assert!(calm.max_ns.unwrap() < stall_ns / 2, "{name} cpu{calm_cpu}: max {:?}", calm.max_ns);
         // (Under an emulator the other CPU's count is not the stall's: see run_stall.rs.)

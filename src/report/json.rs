@@ -151,7 +151,8 @@ impl JsonSink {
         }
     }
 
-    fn write_bytes(self, bytes: &[u8]) -> std::io::Result<()> {
+    /// Writes `bytes` as they are (`rtgauge export`'s other formats), replacing the file whole.
+    pub fn write_bytes(self, bytes: &[u8]) -> std::io::Result<()> {
         match self {
             JsonSink::Stdout => {
                 let mut out = std::io::stdout().lock();

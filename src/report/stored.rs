@@ -1,7 +1,10 @@
 //! What the store's commands print: `rtgauge list` (a line per run, or JSON), `rtgauge show`
-//! (a stored run's summary, or its whole document) and `rtgauge delete`.
+//! (a stored run's summary, or its whole document), `rtgauge delete`, and the way in and out:
+//! `rtgauge import` (other tools' files into the store) and `rtgauge export`.
 
-use crate::cli::{DeleteArgs, ListArgs, ShowArgs};
+use crate::cli::{DeleteArgs, ExportArgs, ImportArgs, ListArgs, ShowArgs};
+use crate::report::json::JsonSink;
+use crate::scenario::JsonTarget;
 use crate::store::{self, Filter, Store};
 use crate::vocab::units::us;
 use anyhow::{anyhow, Result};
@@ -44,7 +47,7 @@ pub fn list(a: &ListArgs) -> Result<u8> {
                 r.kernel.clone(),
                 r.preemption.clone(),
                 r.scenario.clone().unwrap_or_default(),
-                r.probes.clone(),
+                if r.imported_from.is_some() { format!("{} (imported)", r.probes) } else { r.probes.clone() },
                 r.worst_ns.map_or("-".into(), us),
                 if r.status == "complete" { r.verdict.clone() } else { format!("{} ({})", r.verdict, r.status) },
             ]
@@ -93,5 +96,64 @@ pub fn delete(a: &DeleteArgs) -> Result<u8> {
     let id = s.resolve(&a.run).map_err(anyhow::Error::msg)?;
     s.delete(id).map_err(anyhow::Error::msg)?;
     println!("deleted run {id} from {}", s.path().display());
+    Ok(0)
+}
+
+/// `rtgauge export RUN --format F`: the format and the destination are checked before the run
+/// is read; the file is written whole or not at all.
+pub fn export(a: &ExportArgs) -> Result<u8> {
+    use crate::interchange::export::{export, FORMATS};
+    if !FORMATS.contains(&a.format.as_str()) {
+        return Err(anyhow!("--format {}: not a format; give one of {}", a.format, FORMATS.join(", ")));
+    }
+    if a.rows == Some(0) {
+        return Err(anyhow!("--rows 0: give at least one row, e.g. --rows 400 (as cyclictest -h 400)"));
+    }
+    let sink = match &a.output {
+        Some(out) => Some(
+            JsonSink::open(&JsonTarget::File(out.clone()))
+                .map_err(|e| anyhow!("{}", format!("{e:#}").replace("--json", "-o")))?,
+        ),
+        None => None,
+    };
+    let s = existing(a.store.db.as_deref())?;
+    let id = s.resolve(&a.run).map_err(anyhow::Error::msg)?;
+    let r = s.load(id).map_err(anyhow::Error::msg)?;
+    if let Some(p) = a.probe.as_deref().filter(|p| !r.probes.iter().any(|e| e.probe == *p)) {
+        let has: Vec<&str> = r.config.probes.iter().map(|c| c.name.as_str()).collect();
+        return Err(anyhow!("--probe {p}: run {id} has no such probe (it has {})", has.join(", ")));
+    }
+    let text = export(&r, &a.format, a.probe.as_deref(), a.rows).map_err(|e| anyhow!("run {id}: {e}"))?;
+    match sink {
+        None => print!("{text}"),
+        Some(sink) => sink.write_bytes(text.as_bytes()).map_err(|e| anyhow!("writing {} failed: {e}", a.format))?,
+    }
+    Ok(0)
+}
+
+/// `rtgauge import FILE...`: every file is read and understood before any is stored.
+pub fn import(a: &ImportArgs) -> Result<u8> {
+    let runs =
+        a.files.iter().map(|f| crate::interchange::import(f)).collect::<Result<Vec<_>, String>>().map_err(anyhow::Error::msg)?;
+    let keep = store::Request::new(a.store.db.as_deref(), false, a.label.as_deref()).map_err(anyhow::Error::msg)?;
+    let Some(path) = keep.path.clone() else {
+        return Err(anyhow!("{}", keep.why_not.unwrap_or_else(|| "no store".into())));
+    };
+    let s = Store::open(&path).map_err(|e| anyhow!("{e}"))?;
+    for (file, r) in a.files.iter().zip(&runs) {
+        let source = r.imported.as_ref().map(|i| i.source.as_str());
+        let id = s.save(r, a.label.as_deref(), source).map_err(anyhow::Error::msg)?;
+        let what = r
+            .imported
+            .as_ref()
+            .map_or(String::new(), |i| format!("{} {}", i.tool, i.tool_version.as_deref().unwrap_or("(version not recorded)")));
+        let worst = r.probes.iter().filter_map(|p| p.max_ns).max().map_or("-".into(), us);
+        println!(
+            "Imported {} ({what}, {} CPUs, worst case {worst} µs) as run {id} in {} ('rtgauge show {id}').",
+            file.display(),
+            r.probes.len(),
+            s.path().display()
+        );
+    }
     Ok(0)
 }

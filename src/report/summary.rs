@@ -245,6 +245,17 @@ fn how_obtained(r: &RunResult) -> String {
         (_, Some(l)) => format!("{l} periods"),
         _ => "?".into(),
     };
+    if let Some(i) = &r.imported {
+        let _ = writeln!(
+            s,
+            "imported from {} {} ({}, {}): {}",
+            i.tool,
+            i.tool_version.as_deref().unwrap_or("(version not recorded)"),
+            i.format,
+            i.source,
+            i.command_line.as_deref().unwrap_or("command line not recorded")
+        );
+    }
     let _ = writeln!(
         s,
         "rtgauge {}: {}, {}, {}{}",
@@ -257,6 +268,8 @@ fn how_obtained(r: &RunResult) -> String {
                 // A sweep's interval changes with its steps (its settings say how).
                 let interval = if p.settings.iter().any(|s| s.starts_with("rate=sweep")) {
                     String::new()
+                } else if p.interval_ns == 0 {
+                    ", interval not recorded".to_string()
                 } else {
                     format!(", interval {}", Nanos(p.interval_ns))
                 };
@@ -380,6 +393,8 @@ pub fn render(r: &RunResult) -> String {
     if !r.loads.is_empty() {
         let _ = writeln!(s, "\nLoads ({}):", r.config.load_source);
         s += &render_loads(&r.loads);
+    } else if let Some(i) = &r.imported {
+        let _ = writeln!(s, "\nLoads: not recorded ({} does not say what ran beside it)", i.tool);
     } else {
         let _ = writeln!(s, "\nLoads: none (an idle system, on purpose)");
     }

@@ -56,6 +56,10 @@ pub struct RunResult {
     pub measured_ns: u64,
     pub tool_version: String,
     pub command_line: Vec<String>,
+    /// For a run imported from another tool's file (`rtgauge import`): which tool, version, format
+    /// and file; absent for a run rtgauge measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<crate::interchange::Imported>,
     pub config: Config,
     pub system: SystemInfo,
     /// Settings held during the run, each with whether it was applied and how it is undone.

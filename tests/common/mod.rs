@@ -274,6 +274,10 @@ pub fn entry<'a>(r: &'a rtgauge::result::RunResult, probe: &str, cpu: usize) -> 
 /// emulated `rtgauge stall` can take seconds to start and land after the run (CI saw it once);
 /// such an attempt is made again, at most three times.
 pub fn run_with_stall(measure: &str, duration: &str, cpu: usize, after_ms: u64, ms: u64) -> (rtgauge::result::RunResult, Value) {
+    // A stall holds a whole CPU: the stall tests of one test binary take turns (two stalls at
+    // FIFO 99 on one CPU queue behind each other and blur both ground truths).
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     for attempt in 1..=3 {
         let run = rtgauge(&["run", "-q", "--json", "-", "-D", duration, "--warmup", "0", "--load", "none", "--measure", measure])
             .stdout(std::process::Stdio::piped())

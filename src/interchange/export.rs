@@ -1,0 +1,138 @@
+//! `rtgauge export RUN --format F`: a stored run in the form another tool reads — its whole
+//! result document (`json`), a table per probe and CPU (`csv`), JUnit XML with one test case per
+//! check (requirement and CPU) for Jenkins, GitLab and LAVA (`junit`), or cyclictest's
+//! `--json` and histogram output (`cyclictest-json`, `cyclictest-hist`).
+
+use crate::result::{ProbeResult, RunResult};
+use crate::vocab::percentiles::REPORTED;
+use std::fmt::Write;
+
+/// The formats `export` writes.
+pub const FORMATS: [&str; 5] = ["json", "csv", "junit", "cyclictest-json", "cyclictest-hist"];
+
+/// `r` in `format`; `probe` chooses the probe of the cyclictest formats (default: the first),
+/// `rows` the histogram's rows (`cyclictest-hist`).
+pub fn export(r: &RunResult, format: &str, probe: Option<&str>, rows: Option<u64>) -> Result<String, String> {
+    let probe = probe.or(r.probes.first().map(|p| p.probe.as_str())).unwrap_or("timer");
+    match format {
+        "json" => serde_json::to_string_pretty(r).map(|s| s + "\n").map_err(|e| e.to_string()),
+        "csv" => Ok(csv(r)),
+        "junit" => Ok(junit(r)),
+        "cyclictest-json" => super::cyclictest::write_json(r, probe),
+        "cyclictest-hist" => super::cyclictest::write_hist(r, probe, rows),
+        other => Err(format!("--format {other}: not a format; give one of {}", FORMATS.join(", "))),
+    }
+}
+
+/// One row per probe (and series) and CPU, then the combined rows (`cpu` = `all`); values in ns.
+fn csv(r: &RunResult) -> String {
+    let mut header =
+        vec!["probe", "series", "cpu", "samples", "missed", "warmup_samples", "handoff_overflows", "min_ns", "mean_ns"];
+    header.extend(REPORTED.iter().map(|q| q.key));
+    header.push("max_ns");
+    let mut s = header.join(",") + "\n";
+    let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
+    for p in r.probes.iter().chain(&r.combined) {
+        let mut cells = vec![
+            p.probe.clone(),
+            p.series.clone().unwrap_or_default(),
+            p.cpu.map_or("all".into(), |c| c.to_string()),
+            p.samples.to_string(),
+            p.missed.to_string(),
+            p.warmup_samples.to_string(),
+            p.handoff_overflows.to_string(),
+            opt(p.min_ns),
+            p.mean_ns.map_or(String::new(), |m| format!("{m:.1}")),
+        ];
+        cells.extend(p.percentiles.iter().map(|(_, v)| opt(v)));
+        cells.push(opt(p.max_ns));
+        s += &(cells.join(",") + "\n");
+    }
+    s
+}
+
+fn xml_escape(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '&' => "&amp;".into(),
+            '<' => "&lt;".into(),
+            '>' => "&gt;".into(),
+            '"' => "&quot;".into(),
+            '\'' => "&apos;".into(),
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => " ".into(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+/// JUnit XML: a test suite per run, a test case per check (criterion and scope); with no
+/// criteria, one test case per probe and CPU that passes when it measured something.
+fn junit(r: &RunResult) -> String {
+    let name = format!(
+        "rtgauge {} on {}",
+        r.config.probes.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join("+"),
+        r.system.hostname
+    );
+    let mut cases = String::new();
+    let mut failures = 0;
+    let mut case = |class: &str, test: &str, failure: Option<String>, out: String| {
+        let _ = write!(cases, "    <testcase classname=\"{}\" name=\"{}\" time=\"0\">", xml_escape(class), xml_escape(test));
+        if let Some(f) = failure {
+            failures += 1;
+            let _ = write!(cases, "<failure message=\"{}\" type=\"criterion\"/>", xml_escape(&f));
+        }
+        let _ = writeln!(cases, "<system-out>{}</system-out></testcase>", xml_escape(&out));
+    };
+    if r.verdict.checks.is_empty() {
+        for p in &r.probes {
+            let failure = (p.samples == 0).then(|| "nothing was measured".to_string());
+            case(&format!("rtgauge.{}", p.label()), &p.scope(), failure, entry_line(p));
+        }
+    } else {
+        for c in &r.verdict.checks {
+            let failure = (!c.passed).then(|| format!("{} failed on {}: observed {}", c.expr, c.scope, c.observed));
+            case(
+                &format!("rtgauge.{}", c.scope.split('/').next().unwrap_or("run")),
+                &format!("{} {}", c.expr, c.scope),
+                failure,
+                format!("observed {}", c.observed),
+            );
+        }
+    }
+    let tests = cases.matches("<testcase ").count();
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" timestamp=\"{}\" hostname=\"{}\">\n    <properties>\n{}    </properties>\n{cases}  </testsuite>\n</testsuites>\n",
+        xml_escape(&name),
+        xml_escape(&r.started_at),
+        xml_escape(&r.system.hostname),
+        properties(r)
+    )
+}
+
+/// How the run was obtained, as JUnit properties.
+fn properties(r: &RunResult) -> String {
+    let mut props = vec![
+        ("command_line", r.command_line.join(" ")),
+        ("kernel", format!("{} {}", r.system.kernel_release, r.system.kernel_version)),
+        ("preemption", r.system.preemption.model.clone()),
+        ("status", format!("{:?}", r.status).to_lowercase()),
+        ("rtgauge_version", r.tool_version.clone()),
+        ("verdict", r.verdict.headline()),
+    ];
+    if let Some(i) = &r.imported {
+        props.push(("imported_from", format!("{} {} ({})", i.tool, i.tool_version.as_deref().unwrap_or("?"), i.source)));
+    }
+    props.iter().map(|(k, v)| format!("      <property name=\"{k}\" value=\"{}\"/>\n", xml_escape(v))).collect()
+}
+
+fn entry_line(p: &ProbeResult) -> String {
+    let us = |v: Option<u64>| v.map_or("-".into(), crate::vocab::units::us);
+    format!(
+        "samples {} missed {} min {} µs p99 {} µs max {} µs",
+        p.samples,
+        p.missed,
+        us(p.min_ns),
+        us(p.percentiles.get(99.0).flatten()),
+        us(p.max_ns)
+    )
+}
