@@ -61,9 +61,12 @@ fn injected_stall_shows_on_its_cpu_only_with_its_size_and_missed_periods() {
     // The first deadline inside the stall is at most one interval after its start, and that
     // wake-up cannot happen before the stall ends.
     assert!(u(&hit["max_ns"]) >= stall_ns - interval, "max {} vs stall {stall_ns}", hit["max_ns"]);
-    // The worst wake-up's deadline lies within the stall.
+    // The worst wake-up's deadline lies within the stall. Under an emulator the stall holds its
+    // CPU from its wake-up at FIFO 99 but reads its start only after the emulator has translated
+    // the code that follows (CI-like armv7 runs saw 9.5 ms): there the start may be that late.
     let max_at = u(&doc["monotonic_start_ns"]) + u(&hit["max_at_ns"]);
-    assert!(max_at + interval >= u(&s["start_ns"]) && max_at <= u(&s["end_ns"]), "max at {max_at}, stall {s}");
+    let early = if runner().is_some() { 50_000_000 } else { 0 };
+    assert!(max_at + interval + early >= u(&s["start_ns"]) && max_at <= u(&s["end_ns"]), "max at {max_at}, stall {s}");
     // Periods swallowed by the stall are counted, not skipped.
     let swallowed = stall_ns / interval - 1;
     assert!(u(&hit["missed"]) >= swallowed - 1, "missed {} for a {stall_ns} ns stall", hit["missed"]);
@@ -80,19 +83,20 @@ fn injected_stall_shows_on_its_cpu_only_with_its_size_and_missed_periods() {
     assert_eq!(u(&calm["samples"]) + u(&calm["missed"]), 3000);
     check_probe_invariants(&hit);
     check_probe_invariants(&calm);
-    stall_in_its_windows(&hit, &s, u(&doc["monotonic_start_ns"]));
+    stall_in_its_windows(&hit, &s, u(&doc["monotonic_start_ns"]), early);
 }
 
 /// The timeline of a complete 3 s run without warm-up in 250 ms windows: 12 windows of exactly
-/// 250 periods each; the windows the stall overlaps hold its missed periods and its maximum.
-fn stall_in_its_windows(hit: &Value, stall: &Value, run_start: u64) {
+/// 250 periods each; the windows the stall overlaps hold its missed periods and its maximum
+/// (`early`: how much sooner than its reported start the stall may have held its CPU).
+fn stall_in_its_windows(hit: &Value, stall: &Value, run_start: u64, early: u64) {
     let t = &hit["timeline"];
     let col = |k: &str| t[k].as_array().unwrap().iter().map(u).collect::<Vec<u64>>();
     let (count, missed, max) = (col("count"), col("missed"), col("max_ns"));
     assert_eq!((u(&t["window_ns"]), u(&t["start_ns"]), count.len()), (250_000_000, 0, 12), "{t}");
     assert!(count.iter().zip(&missed).all(|(c, m)| c + m == 250), "every window holds its 250 periods: {t}");
-    let window = |ns: u64| ((ns - run_start) / 250_000_000) as usize;
-    let (first, last) = (window(u(&stall["start_ns"])), window(u(&stall["end_ns"])).min(11));
+    let window = |ns: u64| (ns.saturating_sub(run_start) / 250_000_000) as usize;
+    let (first, last) = (window(u(&stall["start_ns"]) - early), window(u(&stall["end_ns"])).min(11));
     let in_stall: u64 = missed[first..=last].iter().sum();
     let swallowed = u(&stall["duration_ns"]) / 1_000_000 - 1;
     assert!(in_stall >= swallowed - 1, "windows {first}..={last} hold {in_stall} of the stall's {swallowed} missed: {t}");
