@@ -220,14 +220,19 @@ fn a_stall_shows_in_the_wakeup_chain_on_its_cpu_only() {
     let stall_ns = u(&s["duration_ns"]);
     let interval = 1_000_000;
     let swallowed = stall_ns / interval - 1;
+    let handler_missed = series(&r, "handler", hit_cpu).missed;
     for name in ["chain", "handler"] {
         let (hit, calm) = (series(&r, name, hit_cpu), series(&r, name, calm_cpu));
+        // The handler serves the first period after the stall, late by the stall. The chain shows
+        // it too, unless that event was lost between handler and task: after the stall the
+        // handler (FIFO 99) may post the next, already due, event before the task (FIFO 98) runs,
+        // and the task takes only the newest — the stall's event is then one the chain missed.
+        let lost_to_task = name == "chain" && hit.missed > handler_missed;
         assert!(
-            hit.max_ns.unwrap() >= stall_ns - interval,
-            "{name}: max {:?} for a {stall_ns} ns stall ({s}; missed {}, lost {}, run {}..+{})",
+            hit.max_ns.unwrap() >= stall_ns - interval || lost_to_task,
+            "{name}: max {:?} for a {stall_ns} ns stall ({s}; missed {}, handler missed {handler_missed}, run {}..+{})",
             hit.max_ns,
             hit.missed,
-            hit.handoff_overflows,
             r.monotonic_start_ns,
             r.measured_ns
         );
