@@ -789,7 +789,7 @@ fn assemble(a: Assembly) -> RunResult {
             let key = collector.accounts[i].key;
             let mut r = resolved.result(key, Some(key.cpu), collector.stats(i), (0, end_ns));
             r.sweep = resolved.sweep(key, Some(key.cpu), collector);
-            r.timeline = collector.take_timeline(i).map(std::sync::Arc::new);
+            r.timeline = collector.take_timeline(i);
             resolved.with_counts(key, r, collector.accounts[i].counts)
         })
         .collect();

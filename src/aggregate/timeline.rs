@@ -48,7 +48,6 @@ impl TimelineData {
 /// A timeline being counted, in the collector (never in an RT thread).
 #[derive(Debug, Clone)]
 pub struct Timeline {
-    window_ns: u64,
     interval_ns: u64,
     data: TimelineData,
     /// The window whose values `values` holds, and those values (for its p99).
@@ -60,17 +59,17 @@ impl Timeline {
     /// An empty timeline of `window_ns` windows for periods of `interval_ns`.
     pub fn new(window_ns: u64, interval_ns: u64) -> Timeline {
         let data = TimelineData { window_ns, ..Default::default() };
-        Timeline { window_ns, interval_ns, data, current: None, values: Vec::new() }
+        Timeline { interval_ns, data, current: None, values: Vec::new() }
     }
 
     /// The window holding period `period` (≥ 1): its deadline's.
     fn window_of(&self, period: u64) -> usize {
-        ((period.max(1) * self.interval_ns - 1) / self.window_ns) as usize
+        ((period.max(1) * self.interval_ns - 1) / self.data.window_ns) as usize
     }
 
     /// The last period whose deadline lies in window `w`.
     fn last_period_of(&self, w: usize) -> u64 {
-        (w as u64 + 1) * self.window_ns / self.interval_ns
+        (w as u64 + 1) * self.data.window_ns / self.interval_ns
     }
 
     /// Makes room for window `w`.
@@ -86,7 +85,7 @@ impl Timeline {
     pub fn record(&mut self, period: u64, value: u64) {
         let w = self.window_of(period);
         self.reach(w);
-        if self.current != Some(w) && self.current.is_none_or(|c| c < w) {
+        if self.current.is_none_or(|c| c < w) {
             self.close_window();
             self.current = Some(w);
         }
@@ -132,12 +131,12 @@ impl Timeline {
     pub fn finish(&mut self, first_period: u64) -> TimelineData {
         self.close_window();
         let first = self.window_of(first_period).min(self.data.count.len());
-        let mut data = std::mem::take(&mut self.data);
-        data.window_ns = self.window_ns;
+        let window_ns = self.data.window_ns;
+        let mut data = std::mem::replace(&mut self.data, TimelineData { window_ns, ..Default::default() });
         for column in [&mut data.count, &mut data.missed, &mut data.max_ns, &mut data.p99_ns] {
             column.drain(..first);
         }
-        data.start_ns = first as u64 * self.window_ns;
+        data.start_ns = first as u64 * window_ns;
         data
     }
 }

@@ -209,7 +209,7 @@ pub struct ProbeResult {
     /// time; per CPU over the whole run only (absent in phases, combined entries and documents
     /// of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeline: Option<std::sync::Arc<crate::aggregate::timeline::TimelineData>>,
+    pub timeline: Option<crate::aggregate::timeline::TimelineData>,
     pub histogram: histogram::HistogramData,
 }
 
