@@ -355,7 +355,8 @@ impl Collector {
     pub fn take_timeline(&mut self, i: usize) -> Option<timeline::TimelineData> {
         let a = &mut self.accounts[i];
         let first = a.schedule.warmup_periods + 1;
-        a.timeline.as_mut().map(|t| t.finish(first))
+        let last = a.accounted;
+        a.timeline.as_mut().map(|t| t.finish(first, last))
     }
 
     /// Counts one fact from thread `i`.

@@ -127,9 +127,14 @@ impl Timeline {
         }
     }
 
-    /// The finished timeline, from the first window holding a measured period (`first_period`).
-    pub fn finish(&mut self, first_period: u64) -> TimelineData {
+    /// The finished timeline, from the window of the first measured period (`first_period`) to
+    /// that of the last period accounted for (`last_period`): quiet windows (an event probe's)
+    /// are windows too.
+    pub fn finish(&mut self, first_period: u64, last_period: u64) -> TimelineData {
         self.close_window();
+        if last_period >= first_period {
+            self.reach(self.window_of(last_period));
+        }
         let first = self.window_of(first_period).min(self.data.count.len());
         let window_ns = self.data.window_ns;
         let mut data = std::mem::replace(&mut self.data, TimelineData { window_ns, ..Default::default() });
@@ -156,7 +161,7 @@ mod tests {
         for k in 4000..=5000 {
             t.record(k, 10);
         }
-        let d = t.finish(1);
+        let d = t.finish(1, 5000);
         assert_eq!(d.count, [1000, 499, 0, 1, 1000]);
         assert_eq!(d.missed, [0, 501, 1000, 999, 0]);
         assert_eq!(d.max_ns, [1000, 1499, 0, 10, 10]);
@@ -171,13 +176,18 @@ mod tests {
         for k in 1..=1000 {
             t.record(k, 5);
         }
-        assert_eq!(t.finish(1).count, [333, 333, 334]);
+        assert_eq!(t.finish(1, 1000).count, [333, 333, 334]);
         let mut t = Timeline::new(1_000_000_000, 1_000_000);
         for k in 1501..=3000 {
             t.record(k, 5);
         }
-        let d = t.finish(1501);
+        let d = t.finish(1501, 3000);
         assert_eq!((d.start_ns, d.count.clone()), (1_000_000_000, vec![500, 1000]));
+        // Quiet windows after the last event are windows too; nothing measured, none.
+        let mut t = Timeline::new(1_000_000_000, 1_000_000);
+        t.record(10, 5);
+        assert_eq!(t.finish(1, 3000).count, [1, 0, 0]);
+        assert!(Timeline::new(1_000_000_000, 1_000_000).finish(1501, 1500).is_empty());
     }
 
     #[test]

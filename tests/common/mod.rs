@@ -309,3 +309,11 @@ pub fn start_echo(mut cmd: Command) -> (std::process::Child, String) {
     let addr = line.trim().rsplit(' ').next().unwrap().to_string();
     (child, addr)
 }
+
+/// The message of a caught panic.
+pub fn panic_text(e: &Box<dyn std::any::Any + Send>) -> String {
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "(no message)".into())
+}
