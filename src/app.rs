@@ -24,6 +24,8 @@ pub fn main() -> ExitCode {
         cli::Command::Delete(a) => report::stored::delete(&a),
         cli::Command::Export(a) => report::stored::export(&a),
         cli::Command::Import(a) => report::stored::import(&a),
+        cli::Command::Report(a) => report::stored::report(&a),
+        cli::Command::Compare(a) => report::compare::compare(&a),
         cli::Command::Scenarios(a) => scenarios(a.name.as_deref()),
         cli::Command::Stall(a) => stall(a),
         cli::Command::UdpEcho(a) => lifecycle::udp_echo(&a),

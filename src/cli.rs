@@ -83,6 +83,18 @@ pub enum Command {
         rtgauge export 7 --format csv"
     )]
     Export(ExportArgs),
+    /// Show stored runs: the summary with text histograms, or one self-contained HTML file
+    /// with plots (--html)
+    #[command(
+        after_help = "Examples:\n  rtgauge report last\n  rtgauge report last --html report.html      histograms, percentiles, latency against time, verdict\n  \
+        rtgauge report rt-kernel stock-kernel --html both.html"
+    )]
+    Report(ReportArgs),
+    /// Compare stored runs side by side: percentiles with ratios, overlaid histograms, verdicts
+    #[command(after_help = "Examples:\n  rtgauge compare stock-kernel rt-kernel --cycle-time 1ms\n  \
+        rtgauge compare board-a board-b --html ab.html\n  \
+        rtgauge compare --baseline nightly-ref last --fail-if-worse 10%    exit 1 on a regression (for CI)")]
+    Compare(CompareArgs),
     /// Keep other tools' results in the store: cyclictest --json or histogram output,
     /// jitterdebugger results.json, oslat --json (or an rtgauge result document)
     #[command(
@@ -322,6 +334,50 @@ pub struct ExportArgs {
     /// [default: enough for every value]
     #[arg(long, value_name = "N")]
     pub rows: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The runs: ids, labels (the latest run so named) or 'last'
+    #[arg(required = true, value_name = "RUN")]
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Write one self-contained HTML file (inline SVG plots, no network access needed)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The runs: ids, labels (the latest run so named) or 'last'; the first is the baseline
+    /// unless --baseline names one
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// The run the others are compared with (ratios, --fail-if-worse)
+    #[arg(long, value_name = "RUN")]
+    pub baseline: Option<String>,
+    /// Exit 1 when a run's figure (see --metrics) over all CPUs of a series is worse than the
+    /// baseline's by more than this, e.g. 10%
+    #[arg(long, value_name = "PERCENT")]
+    pub fail_if_worse: Option<String>,
+    /// The figures --fail-if-worse judges: max, p99, p99.9, mean, missed, ... [default: p99,max]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub metrics: Vec<String>,
+    /// The verdict of each run for this cycle time (worst case within --budget of it, nothing missed)
+    #[arg(long, value_name = "TIME")]
+    pub cycle_time: Option<String>,
+    /// Share of the cycle time the worst case may take [default: 25%]
+    #[arg(long, value_name = "PERCENT")]
+    pub budget: Option<String>,
+    /// Write the comparison as one self-contained HTML file
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+    /// Print the comparison as JSON
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

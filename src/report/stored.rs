@@ -1,8 +1,8 @@
 //! What the store's commands print: `rtgauge list` (a line per run, or JSON), `rtgauge show`
 //! (a stored run's summary, or its whole document), `rtgauge delete`, and the way in and out:
-//! `rtgauge import` (other tools' files into the store) and `rtgauge export`.
+//! `rtgauge import` (other tools' files into the store) and `rtgauge export`; `rtgauge report`.
 
-use crate::cli::{DeleteArgs, ExportArgs, ImportArgs, ListArgs, ShowArgs};
+use crate::cli::{DeleteArgs, ExportArgs, ImportArgs, ListArgs, ReportArgs, ShowArgs};
 use crate::report::json::JsonSink;
 use crate::scenario::JsonTarget;
 use crate::store::{self, Filter, Store};
@@ -10,7 +10,7 @@ use crate::vocab::units::us;
 use anyhow::{anyhow, Result};
 
 /// The store named by `--db` (or the default), which must exist.
-fn existing(db: Option<&std::path::Path>) -> Result<Store> {
+pub(super) fn existing(db: Option<&std::path::Path>) -> Result<Store> {
     match store::open_existing(db).map_err(anyhow::Error::msg)? {
         Some(s) => Ok(s),
         None => Err(anyhow!(
@@ -154,6 +154,52 @@ pub fn import(a: &ImportArgs) -> Result<u8> {
             r.probes.len(),
             s.path().display()
         );
+    }
+    Ok(0)
+}
+
+/// The runs named on the command line, each once, in the order given.
+pub(super) fn named_runs(s: &Store, runs: &[String]) -> Result<Vec<super::html::Named>> {
+    let mut out: Vec<super::html::Named> = Vec::new();
+    for run in runs {
+        let id = s.resolve(run).map_err(anyhow::Error::msg)?;
+        if out.iter().any(|n| n.id == id) {
+            continue;
+        }
+        let result = s.load(id).map_err(anyhow::Error::msg)?;
+        out.push(super::html::Named { id, label: s.label(id).map_err(anyhow::Error::msg)?, result });
+    }
+    Ok(out)
+}
+
+/// Opens `--html FILE` before anything is read (a destination that cannot be written is an
+/// error before any work).
+pub(super) fn html_sink(path: Option<&std::path::Path>) -> Result<Option<JsonSink>> {
+    path.map(|p| {
+        JsonSink::open(&JsonTarget::File(p.to_path_buf()))
+            .map_err(|e| anyhow!("{}", format!("{e:#}").replace("--json", "--html")))
+    })
+    .transpose()
+}
+
+/// `rtgauge report RUN...`: the summary with text histograms, or `--html FILE`.
+pub fn report(a: &ReportArgs) -> Result<u8> {
+    let sink = html_sink(a.html.as_deref())?;
+    let s = existing(a.store.db.as_deref())?;
+    let runs = named_runs(&s, &a.runs)?;
+    match sink {
+        Some(sink) => {
+            let page = super::html::render(&runs).map_err(anyhow::Error::msg)?;
+            sink.write_bytes(page.as_bytes()).map_err(|e| anyhow!("writing the report failed: {e}"))?;
+            eprintln!("Wrote the report of {} run(s) to {}.", runs.len(), a.html.as_ref().expect("a sink has a path").display());
+        }
+        None => {
+            for n in &runs {
+                println!("=== {}", n.name());
+                print!("{}", super::summary::render(&n.result));
+                print!("{}", super::summary::text_histograms(&n.result));
+            }
+        }
     }
     Ok(0)
 }

@@ -32,7 +32,7 @@ pub(crate) fn table(header: &[&str], right: std::ops::Range<usize>, rows: Vec<Ve
 }
 
 /// Column heads of a latency table: `first`, then min, mean, every reported percentile, max.
-fn latency_header(first: &[&'static str]) -> Vec<&'static str> {
+pub(super) fn latency_header(first: &[&'static str]) -> Vec<&'static str> {
     let mut h = first.to_vec();
     h.extend(["min", "mean"]);
     h.extend(REPORTED.iter().map(|p| p.label));
@@ -236,7 +236,7 @@ External events, per CPU:
 }
 
 /// The lines before the figures: what ran, how long, on which kernel, how it ended.
-fn how_obtained(r: &RunResult) -> String {
+pub(super) fn how_obtained(r: &RunResult) -> String {
     let mut s = String::new();
     let c = &r.config;
     let sys = &r.system;
@@ -331,8 +331,8 @@ fn how_obtained(r: &RunResult) -> String {
 pub fn render(r: &RunResult) -> String {
     let mut s = how_obtained(r);
     let c = &r.config;
-    let header = latency_header(&["probe", "cpu", "samples", "missed"]);
-    s += &table(&header, 2..header.len(), r.probes.iter().chain(&r.combined).map(row).collect());
+    let (header, rows) = results_table(r);
+    s += &table(&header, 2..header.len(), rows);
     let cycles = r.probes.iter().any(|p| p.bounds.is_some());
     let _ = writeln!(s, "{}", if cycles { "(latencies and cycle lengths in µs)" } else { "(latencies in µs)" });
     // The worst case is a latency's: a cycle length is judged by its bounds (below).
@@ -366,28 +366,14 @@ pub fn render(r: &RunResult) -> String {
     if let Some(line) = r.verdict.shortest_cycle_sentence() {
         let _ = writeln!(s, "{line}.");
     }
+    s += &super::reference::render(r);
     let _ = writeln!(s, "Verdict: {}", r.verdict.headline());
     for ch in r.verdict.checks.iter().filter(|c| !c.passed) {
         let _ = writeln!(s, "  failed: {:<18} {:<12} observed {}", ch.expr, ch.scope, ch.observed);
     }
     if !r.phases.is_empty() {
         let _ = writeln!(s, "\nPer phase (all CPUs; latencies in µs; times from the start of the run):");
-        let rows = r
-            .phases
-            .iter()
-            .flat_map(|p| {
-                p.combined.iter().map(move |c| {
-                    let span = format!("{:.3}-{:.3} s", p.start_ns as f64 / 1e9, p.end_ns as f64 / 1e9);
-                    [span, c.label(), c.samples.to_string(), c.missed.to_string()]
-                        .into_iter()
-                        .chain(latency_cells(c))
-                        .chain([phase_doing(p)])
-                        .collect()
-                })
-            })
-            .collect();
-        let mut header = latency_header(&["phase", "probe", "samples", "missed"]);
-        header.push("loads");
+        let (header, rows) = phase_table(r);
         s += &table(&header, 2..header.len() - 1, rows);
     }
     if !r.loads.is_empty() {
@@ -404,6 +390,32 @@ pub fn render(r: &RunResult) -> String {
     s
 }
 
+/// The results table: a row per probe (series) and CPU, then one per probe over all CPUs.
+pub(super) fn results_table(r: &RunResult) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    (latency_header(&["probe", "cpu", "samples", "missed"]), r.probes.iter().chain(&r.combined).map(row).collect())
+}
+
+/// The per-phase table: a row per phase and probe (all CPUs), with what ran in it (last column).
+pub(super) fn phase_table(r: &RunResult) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let rows = r
+        .phases
+        .iter()
+        .flat_map(|p| {
+            p.combined.iter().map(move |c| {
+                let span = format!("{:.3}-{:.3} s", p.start_ns as f64 / 1e9, p.end_ns as f64 / 1e9);
+                [span, c.label(), c.samples.to_string(), c.missed.to_string()]
+                    .into_iter()
+                    .chain(latency_cells(c))
+                    .chain([phase_doing(p)])
+                    .collect()
+            })
+        })
+        .collect();
+    let mut header = latency_header(&["phase", "probe", "samples", "missed"]);
+    header.push("loads");
+    (header, rows)
+}
+
 /// What ran during a phase: its loads, and the steps of probes with a timeline of their own.
 fn phase_doing(p: &crate::result::PhaseResult) -> String {
     let loads = if p.loads.is_empty() { "(none)".to_string() } else { p.loads.join(", ") };
@@ -412,10 +424,15 @@ fn phase_doing(p: &crate::result::PhaseResult) -> String {
 
 /// The loads section: what each load did and what it cost.
 pub fn render_loads(loads: &[crate::load::manager::LoadRecord]) -> String {
-    let mut s = String::new();
     if loads.is_empty() {
-        return s;
+        return String::new();
     }
+    let (header, rows) = load_table(loads);
+    table(&header, 1..8, rows)
+}
+
+/// The loads table: a row per load with what it did and cost (the last column: its work).
+pub(super) fn load_table(loads: &[crate::load::manager::LoadRecord]) -> (Vec<&'static str>, Vec<Vec<String>>) {
     let rows = loads
         .iter()
         .map(|l| {
@@ -440,6 +457,58 @@ pub fn render_loads(loads: &[crate::load::manager::LoadRecord]) -> String {
             ]
         })
         .collect();
-    s += &table(&["load", "runs", "user s", "sys s", "minflt", "majflt", "vol.cs", "invol.cs", "work"], 1..8, rows);
+    (vec!["load", "runs", "user s", "sys s", "minflt", "majflt", "vol.cs", "invol.cs", "work"], rows)
+}
+
+/// The terminal report's histograms: per series (over all CPUs where the run has more than
+/// one) a row per 1-2-5 step (…, 10, 20, 50, 100 µs, …) from its minimum to its maximum, so the
+/// bulk and the tail both show, each with a bar on a logarithmic scale (one sample still
+/// shows) and its count.
+pub fn text_histograms(r: &RunResult) -> String {
+    let mut s = String::new();
+    let mut seen: Vec<String> = Vec::new();
+    for p in r.combined.iter().chain(&r.probes) {
+        let label = p.label();
+        if seen.contains(&label) || p.histogram.total_count == 0 {
+            continue;
+        }
+        seen.push(label.clone());
+        let rows = steps_125(&p.histogram.buckets.triples().map(|t| (t[0], t[2])).collect::<Vec<_>>());
+        let top = rows.iter().map(|r| r.2).max().unwrap_or(1) as f64;
+        let what = p.measures.as_deref().unwrap_or("latency");
+        let _ = writeln!(s, "\n{label} on {} ({what} in µs; bars on a log scale):", p.scope());
+        for (lo, hi, n) in rows {
+            let bar = if n == 0 { 0 } else { 1 + (((n as f64).ln() / (top + 1.0).ln()) * 39.0) as usize };
+            let _ = writeln!(s, "  {:>12} - {:<12} |{:<40} {n}", us(lo), us(hi), "#".repeat(bar.min(40)));
+        }
+    }
     s
+}
+
+/// Counts of (value, count) pairs in 1-2-5 steps of ns (below 1 µs: one row), from the step
+/// holding the smallest value to the one holding the largest: (from, to, count).
+fn steps_125(values: &[(u64, u64)]) -> Vec<(u64, u64, u64)> {
+    let edge =
+        |k: u32| -> u64 { [1u64, 2, 5][(k % 3) as usize].saturating_mul(10u64.saturating_pow(k / 3)).saturating_mul(1_000) };
+    let step_of = |v: u64| (0..60u32).find(|&k| v < edge(k)).unwrap_or(60);
+    let (Some(first), Some(last)) = (values.first(), values.last()) else { return Vec::new() };
+    let (a, b) = (step_of(first.0), step_of(last.0));
+    let mut rows: Vec<(u64, u64, u64)> = (a..=b).map(|k| (if k == 0 { 0 } else { edge(k - 1) }, edge(k), 0)).collect();
+    for &(v, n) in values {
+        rows[(step_of(v) - a) as usize].2 += n;
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn text_histogram_rows_are_1_2_5_steps_that_hold_every_count() {
+        let rows = super::steps_125(&[(800, 1), (15_000, 7), (16_000, 2), (3_400_000, 1)]);
+        assert_eq!(rows.first(), Some(&(0, 1_000, 1)));
+        assert_eq!(rows[2], (2_000, 5_000, 0));
+        assert!(rows.contains(&(10_000, 20_000, 9)) && rows.last() == Some(&(2_000_000, 5_000_000, 1)));
+        assert_eq!(rows.iter().map(|r| r.2).sum::<u64>(), 11);
+        assert!(rows.windows(2).all(|w| w[0].1 == w[1].0), "contiguous");
+    }
 }

@@ -328,6 +328,11 @@ impl Store {
         serde_json::from_str(&text).map_err(|e| format!("run {id} in the store {} cannot be read: {e}", self.path.display()))
     }
 
+    /// The label of run `id`, if it has one.
+    pub fn label(&self, id: i64) -> Result<Option<String>, String> {
+        self.conn.query_row("SELECT label FROM runs WHERE id = ?1", [id], |r| r.get(0)).map_err(|e| sql_error(&self.path, e))
+    }
+
     /// Deletes run `id`.
     pub fn delete(&self, id: i64) -> Result<(), String> {
         self.conn.execute("DELETE FROM runs WHERE id = ?1", [id]).map(drop).map_err(|e| sql_error(&self.path, e))

@@ -1,0 +1,430 @@
+//! `rtgauge compare A B [C...]`: stored runs side by side — RT against preemptible kernel, board
+//! against board. Per series and scope (each CPU present in a run, and all CPUs) every run's
+//! figures with their ratio to the baseline's; for a `--cycle-time` the verdict of each run (as
+//! `rtgauge run` would give it); with `--fail-if-worse`, exit 1 when a run's figure over all
+//! CPUs of a series is worse than the baseline's by more than that share (for CI). Terminal,
+//! `--json` or `--html` (the histograms and percentile curves of the runs overlaid).
+
+use super::html::{esc, figure, table, Named};
+use super::stored::{existing, html_sink, named_runs};
+use crate::cli::CompareArgs;
+use crate::result::{ProbeResult, RunResult};
+use crate::vocab::percentiles::REPORTED;
+use crate::vocab::units::{parse_duration_ns, us};
+use anyhow::{anyhow, Result};
+use serde::Serialize;
+use std::fmt::Write;
+
+/// The figures compared, in table order: name and value (ns, or a count for `missed`).
+fn figures(p: &ProbeResult) -> Vec<(&'static str, Option<f64>)> {
+    let mut v = vec![("min", p.min_ns.map(|x| x as f64)), ("mean", p.mean_ns)];
+    v.extend(p.percentiles.iter().map(|(q, x)| (q.label, x.map(|x| x as f64))));
+    v.push(("max", p.max_ns.map(|x| x as f64)));
+    v.push(("missed", Some(p.missed as f64)));
+    v
+}
+
+fn metric_names() -> Vec<&'static str> {
+    let mut v = vec!["min", "mean"];
+    v.extend(REPORTED.iter().map(|q| q.label));
+    v.extend(["max", "missed"]);
+    v
+}
+
+/// One run's entry in a row of the comparison.
+#[derive(Debug, Serialize)]
+struct Cell {
+    run: i64,
+    samples: u64,
+    /// Every compared figure (ns; `missed` a count), absent where the run has no value.
+    figures: std::collections::BTreeMap<&'static str, f64>,
+    /// Each figure divided by the baseline's (absent where either is missing or the baseline's is 0).
+    ratios: std::collections::BTreeMap<&'static str, f64>,
+}
+
+#[derive(Debug, Serialize)]
+struct Row {
+    series: String,
+    scope: String,
+    runs: Vec<Cell>,
+}
+
+#[derive(Debug, Serialize)]
+struct RunInfo {
+    id: i64,
+    label: Option<String>,
+    host: String,
+    kernel: String,
+    preemption: String,
+    baseline: bool,
+    /// For `--cycle-time`: passed, with the checks that failed.
+    verdict: Option<bool>,
+    failed_checks: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Regression {
+    run: i64,
+    series: String,
+    metric: &'static str,
+    baseline: f64,
+    value: f64,
+    ratio: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Comparison {
+    baseline: i64,
+    cycle_time_ns: Option<u64>,
+    budget_percent: f64,
+    fail_if_worse_percent: Option<f64>,
+    metrics: Vec<&'static str>,
+    runs: Vec<RunInfo>,
+    rows: Vec<Row>,
+    regressions: Vec<Regression>,
+}
+
+/// Checks the options before any run is read.
+struct Options {
+    cycle_time_ns: Option<u64>,
+    budget: f64,
+    worse: Option<f64>,
+    metrics: Vec<&'static str>,
+}
+
+fn options(a: &CompareArgs) -> Result<Options> {
+    let cycle_time_ns = a
+        .cycle_time
+        .as_deref()
+        .map(|t| match parse_duration_ns(t, None) {
+            Ok(0) | Err(_) => {
+                Err(anyhow!("--cycle-time {t}: not a time greater than zero; give one with a unit, e.g. --cycle-time 1ms"))
+            }
+            Ok(ns) => Ok(ns),
+        })
+        .transpose()?;
+    let budget_text = a.budget.as_deref().unwrap_or("25%");
+    let budget = crate::vocab::units::parse_percent(budget_text)
+        .ok_or_else(|| anyhow!("--budget {budget_text}: not a percentage between 0 and 100, e.g. --budget 25%"))?;
+    let worse = a
+        .fail_if_worse
+        .as_deref()
+        .map(|t| {
+            t.trim()
+                .trim_end_matches('%')
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0 && *v <= 1e6)
+                .ok_or_else(|| anyhow!("--fail-if-worse {t}: not a percentage of 0 or more, e.g. --fail-if-worse 10%"))
+        })
+        .transpose()?;
+    let known = metric_names();
+    let metrics = if a.metrics.is_empty() {
+        vec![REPORTED.iter().find(|q| q.label == "p99").map_or("max", |q| q.label), "max"]
+    } else {
+        a.metrics
+            .iter()
+            .map(|m| {
+                known
+                    .iter()
+                    .copied()
+                    .find(|k| k == m)
+                    .ok_or_else(|| anyhow!("--metrics {m}: not a figure; give some of {}", known.join(", ")))
+            })
+            .collect::<Result<Vec<_>>>()?
+    };
+    if a.metrics.iter().any(|_| worse.is_none()) {
+        return Err(anyhow!("--metrics says what --fail-if-worse judges: give --fail-if-worse too, e.g. --fail-if-worse 10%"));
+    }
+    Ok(Options { cycle_time_ns, budget, worse, metrics })
+}
+
+/// `rtgauge compare`.
+pub fn compare(a: &CompareArgs) -> Result<u8> {
+    let o = options(a)?;
+    let mut names: Vec<String> = a.baseline.iter().cloned().collect();
+    names.extend(a.runs.iter().cloned());
+    if names.len() < 2 {
+        return Err(anyhow!(
+            "compare needs two runs or more, e.g. rtgauge compare stock-kernel rt-kernel ('rtgauge list' shows them)"
+        ));
+    }
+    let sink = html_sink(a.html.as_deref())?;
+    let s = existing(a.store.db.as_deref())?;
+    let runs = named_runs(&s, &names)?;
+    if runs.len() < 2 {
+        return Err(anyhow!("these name one run only ({}); compare needs two or more", runs[0].name()));
+    }
+    let c = build(&runs, &o);
+    if let Some(sink) = sink {
+        sink.write_bytes(html(&runs, &c).map_err(anyhow::Error::msg)?.as_bytes())
+            .map_err(|e| anyhow!("writing the comparison failed: {e}"))?;
+        eprintln!("Wrote the comparison of {} runs to {}.", runs.len(), a.html.as_ref().expect("a sink has a path").display());
+    } else if a.json {
+        println!("{}", serde_json::to_string_pretty(&c)?);
+    } else {
+        print!("{}", text(&runs, &c));
+    }
+    Ok(if c.regressions.is_empty() { 0 } else { 1 })
+}
+
+/// The entry of `label` over all CPUs: the combined one, or the run's only CPU's.
+fn overall<'a>(r: &'a RunResult, label: &str) -> Option<&'a ProbeResult> {
+    r.combined.iter().find(|p| p.label() == label).or_else(|| {
+        let mut it = r.probes.iter().filter(|p| p.label() == label);
+        match (it.next(), it.next()) {
+            (Some(p), None) => Some(p),
+            _ => None,
+        }
+    })
+}
+
+/// Every (series, scope) of any run, in the order of the first run holding it; "all" last.
+fn keys(runs: &[Named]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for n in runs {
+        for p in n.result.probes.iter().chain(&n.result.combined) {
+            let k = (p.label(), p.scope());
+            if !out.contains(&k) {
+                out.push(k);
+            }
+        }
+    }
+    let order: Vec<String> = out.iter().map(|k| k.0.clone()).collect();
+    out.sort_by_key(|(series, scope)| (order.iter().position(|s| s == series).unwrap_or(0), scope == "all"));
+    out
+}
+
+fn entry<'a>(r: &'a RunResult, series: &str, scope: &str) -> Option<&'a ProbeResult> {
+    if scope == "all" {
+        return overall(r, series);
+    }
+    r.probes.iter().find(|p| p.label() == series && p.scope() == scope)
+}
+
+fn cell(id: i64, p: &ProbeResult, base: Option<&ProbeResult>) -> Cell {
+    let figures: std::collections::BTreeMap<_, _> = figures(p).into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect();
+    let base_figures: std::collections::BTreeMap<_, _> =
+        base.map(figures_of).unwrap_or_default().into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect();
+    let ratios = figures.iter().filter_map(|(k, v)| base_figures.get(k).filter(|b| **b > 0.0).map(|b| (*k, v / b))).collect();
+    Cell { run: id, samples: p.samples, figures, ratios }
+}
+
+fn figures_of(p: &ProbeResult) -> Vec<(&'static str, Option<f64>)> {
+    figures(p)
+}
+
+fn build(runs: &[Named], o: &Options) -> Comparison {
+    let base = &runs[0];
+    let mut rows = Vec::new();
+    for (series, scope) in keys(runs) {
+        let b = entry(&base.result, &series, &scope);
+        let cells = runs.iter().filter_map(|n| entry(&n.result, &series, &scope).map(|p| cell(n.id, p, b))).collect();
+        rows.push(Row { series, scope, runs: cells });
+    }
+    let mut regressions = Vec::new();
+    if let Some(pct) = o.worse {
+        for row in rows.iter().filter(|r| r.scope == "all") {
+            let Some(b) = row.runs.iter().find(|c| c.run == base.id) else { continue };
+            for c in row.runs.iter().filter(|c| c.run != base.id) {
+                for &m in &o.metrics {
+                    let (Some(&bv), Some(&v)) = (b.figures.get(m), c.figures.get(m)) else { continue };
+                    if v > bv * (1.0 + pct / 100.0) {
+                        let ratio = if bv > 0.0 { v / bv } else { f64::INFINITY };
+                        regressions.push(Regression {
+                            run: c.run,
+                            series: row.series.clone(),
+                            metric: m,
+                            baseline: bv,
+                            value: v,
+                            ratio,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let runs_info = runs
+        .iter()
+        .map(|n| {
+            let r = &n.result;
+            let v = o.cycle_time_ns.map(|ct| verdict(r, ct, o.budget));
+            RunInfo {
+                id: n.id,
+                label: n.label.clone(),
+                host: r.system.hostname.clone(),
+                kernel: r.system.kernel_release.clone(),
+                preemption: r.system.preemption.model.clone(),
+                baseline: n.id == base.id,
+                verdict: v.as_ref().map(|v| v.passed),
+                failed_checks: v
+                    .map(|v| {
+                        v.checks
+                            .iter()
+                            .filter(|c| !c.passed)
+                            .map(|c| format!("{} {} observed {}", c.expr, c.scope, c.observed))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            }
+        })
+        .collect();
+    Comparison {
+        baseline: base.id,
+        cycle_time_ns: o.cycle_time_ns,
+        budget_percent: o.budget * 100.0,
+        fail_if_worse_percent: o.worse,
+        metrics: o.metrics.clone(),
+        runs: runs_info,
+        rows,
+        regressions,
+    }
+}
+
+/// The verdict `rtgauge run --cycle-time` would have given the run.
+fn verdict(r: &RunResult, ct: u64, budget: f64) -> crate::result::Verdict {
+    let facts = crate::verdict::RunFacts {
+        status: r.status,
+        failed_loads: r.loads.iter().filter(|l| l.failed).map(|l| l.spec.clone()).collect(),
+    };
+    crate::verdict::evaluate(&r.probes, &r.combined, Some(ct), budget, &[], &facts)
+}
+
+fn fmt_figure(metric: &str, v: Option<&f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if metric == "missed" => format!("{v}"),
+        Some(v) => us(v.round() as u64),
+    }
+}
+
+fn fmt_ratio(v: Option<&f64>) -> String {
+    v.map_or(String::new(), |r| format!("×{r:.2}"))
+}
+
+/// The table of one comparison: a row per series, scope and run.
+fn table_rows(runs: &[Named], c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
+    let shown =
+        ["min", "p50", "p99", "p99.9", "max", "missed"].into_iter().filter(|m| metric_names().contains(m)).collect::<Vec<_>>();
+    let mut header: Vec<String> = ["series", "cpu", "run", "samples"].map(String::from).to_vec();
+    for m in &shown {
+        header.push(m.to_string());
+        if *m == "p99" || *m == "max" {
+            header.push(format!("{m} vs base"));
+        }
+    }
+    let name =
+        |id: i64| runs.iter().find(|n| n.id == id).map_or(id.to_string(), |n| n.label.clone().unwrap_or_else(|| id.to_string()));
+    let mut rows = Vec::new();
+    for row in &c.rows {
+        for cell in &row.runs {
+            let mut r = vec![row.series.clone(), row.scope.clone(), name(cell.run), cell.samples.to_string()];
+            for m in &shown {
+                r.push(fmt_figure(m, cell.figures.get(m)));
+                if *m == "p99" || *m == "max" {
+                    r.push(if cell.run == c.baseline { "base".into() } else { fmt_ratio(cell.ratios.get(m)) });
+                }
+            }
+            rows.push(r);
+        }
+    }
+    (header, rows)
+}
+
+fn run_lines(runs: &[Named], c: &Comparison) -> Vec<String> {
+    runs.iter()
+        .zip(&c.runs)
+        .map(|(n, i)| {
+            let v = match i.verdict {
+                None => String::new(),
+                Some(true) => format!(": PASS for a {} cycle", crate::vocab::units::Nanos(c.cycle_time_ns.unwrap_or(0))),
+                Some(false) => format!(
+                    ": FAIL for a {} cycle ({})",
+                    crate::vocab::units::Nanos(c.cycle_time_ns.unwrap_or(0)),
+                    i.failed_checks.first().cloned().unwrap_or_default()
+                ),
+            };
+            format!("{}{} [{}]{v}", n.name(), if i.baseline { " — baseline" } else { "" }, i.preemption)
+        })
+        .collect()
+}
+
+fn regression_lines(c: &Comparison) -> Vec<String> {
+    c.regressions
+        .iter()
+        .map(|r| {
+            format!(
+                "REGRESSION: run {} {} {} {} vs baseline {} (×{:.2}, more than {}% worse)",
+                r.run,
+                r.series,
+                r.metric,
+                fmt_figure(r.metric, Some(&r.value)),
+                fmt_figure(r.metric, Some(&r.baseline)),
+                r.ratio,
+                c.fail_if_worse_percent.unwrap_or(0.0)
+            )
+        })
+        .collect()
+}
+
+fn text(runs: &[Named], c: &Comparison) -> String {
+    let mut s = String::from("Runs:\n");
+    for l in run_lines(runs, c) {
+        let _ = writeln!(s, "  {l}");
+    }
+    let (header, rows) = table_rows(runs, c);
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let _ = writeln!(s, "\n(latencies in µs; ratios against the baseline, below 1 is better)");
+    s += &super::summary::table(&header, 3..header.len(), rows);
+    if let Some(pct) = c.fail_if_worse_percent {
+        if c.regressions.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nNo regression: no run's {} over all CPUs is more than {pct}% worse than the baseline's.",
+                c.metrics.join(" or ")
+            );
+        }
+        for l in regression_lines(c) {
+            let _ = writeln!(s, "{l}");
+        }
+    }
+    s
+}
+
+fn html(runs: &[Named], c: &Comparison) -> Result<String, String> {
+    let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    let _ = write!(h, "<title>rtgauge comparison</title><style>{}</style></head><body>", super::html::STYLE);
+    let _ = write!(
+        h,
+        "<h1>rtgauge comparison</h1><p class=\"muted\">written by rtgauge {}; latencies in µs.</p><ul>",
+        env!("CARGO_PKG_VERSION")
+    );
+    for l in run_lines(runs, c) {
+        let _ = write!(h, "<li>{}</li>", esc(&l));
+    }
+    h += "</ul>";
+    for l in regression_lines(c) {
+        let _ = write!(h, "<div class=\"verdict fail\">{}</div>", esc(&l));
+    }
+    let (header, rows) = table_rows(runs, c);
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    h += &table(&header, 3, &rows);
+    let mut series: Vec<&str> = Vec::new();
+    for row in &c.rows {
+        if !series.contains(&row.series.as_str()) {
+            series.push(&row.series);
+        }
+    }
+    for label in series {
+        let curves: Vec<super::plot::Curve> =
+            runs.iter().filter_map(|n| overall(&n.result, label).filter(|p| p.samples > 0).map(|p| (n.name(), p))).collect();
+        if curves.is_empty() {
+            continue;
+        }
+        let _ = write!(h, "<h2>{}</h2>", esc(label));
+        h += &figure(&super::plot::histogram(&format!("{label}: histograms of the runs (all CPUs)"), &curves)?, "histogram");
+        h += &figure(&super::plot::percentiles(&format!("{label}: by percentile (all CPUs)"), &curves)?, "percentiles");
+    }
+    h += "</body></html>\n";
+    Ok(h)
+}

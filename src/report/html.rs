@@ -1,0 +1,269 @@
+//! `rtgauge report --html`: one self-contained HTML file for one or more stored runs. No
+//! script, no font, no style sheet or image from elsewhere: the plots are inline SVG (see
+//! [`super::plot`]) and the style is in the file, so it opens from a USB stick on a lab PC.
+//! Per run: the verdict with every check, the results table, per series its histogram,
+//! percentile curve and latency against time with the load phases, the per-phase table, the
+//! loads, the placement among published figures, how the run was obtained (audit and
+//! configuration) and its warnings; at the end the published figures with their sources.
+
+use super::{plot, reference, summary};
+use crate::result::{ProbeResult, RunResult};
+use std::fmt::Write;
+
+/// Escapes text for HTML.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+pub(super) const STYLE: &str = "
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;margin:0 auto;max-width:1000px;padding:1em 1.5em;color:#222;background:#fff}
+h1{font-size:1.6em;margin-bottom:.2em} h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em} h3{margin-top:1.6em}
+table{border-collapse:collapse;margin:.6em 0;font-size:.88em} th,td{padding:.25em .6em;border-bottom:1px solid #e4e4e4;text-align:left}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums} th{background:#f4f4f4}
+.verdict{padding:.7em 1em;border-radius:6px;font-weight:600;margin:1em 0} .pass{background:#e3f5e1;border:1px solid #7cc47a}
+.fail{background:#fbe3e3;border:1px solid #e08080} .none{background:#f1f1f1;border:1px solid #ccc}
+.ok{color:#2a7a2a} .bad{color:#b22;font-weight:600} .muted{color:#666;font-size:.9em}
+pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.82em;border-radius:4px}
+figure{margin:1em 0} figure svg{max-width:100%;height:auto;border:1px solid #eee}
+.warn{background:#fff6dc;border-left:4px solid #e0b030;padding:.4em .8em;margin:.3em 0}
+";
+
+/// A stored run as reports name it: its id, its label, its document.
+pub struct Named {
+    pub id: i64,
+    pub label: Option<String>,
+    pub result: RunResult,
+}
+
+impl Named {
+    /// "run 7 (rt-kernel) on board-a, 6.12.0-rt".
+    pub fn name(&self) -> String {
+        let r = &self.result;
+        let label = self.label.as_ref().map(|l| format!(" ({l})")).unwrap_or_default();
+        format!("run {}{label} on {}, {}", self.id, r.system.hostname, r.system.kernel_release)
+    }
+}
+
+/// The whole report for `runs`.
+pub fn render(runs: &[Named]) -> Result<String, String> {
+    let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    let title = runs.iter().map(Named::name).collect::<Vec<_>>().join(" · ");
+    let _ = write!(h, "<title>rtgauge report: {}</title><style>{STYLE}</style></head><body>", esc(&title));
+    let _ = write!(
+        h,
+        "<h1>rtgauge report</h1><p class=\"muted\">{} run(s), written by rtgauge {}. Latencies in µs.</p>",
+        runs.len(),
+        env!("CARGO_PKG_VERSION")
+    );
+    if runs.len() > 1 {
+        h += "<ul>";
+        for n in runs {
+            let _ = write!(h, "<li><a href=\"#run-{}\">{}</a>: {}</li>", n.id, esc(&n.name()), esc(&n.result.verdict.headline()));
+        }
+        h += "</ul>";
+    }
+    for n in runs {
+        h += &run_section(n)?;
+    }
+    h += &published_section();
+    h += "</body></html>\n";
+    Ok(h)
+}
+
+fn run_section(n: &Named) -> Result<String, String> {
+    let r = &n.result;
+    let mut h = String::new();
+    let _ = write!(h, "<h2 id=\"run-{}\">{}</h2>", n.id, esc(&n.name()));
+    if let Some(s) = &r.config.scenario {
+        let _ = write!(h, "<p>Scenario {} ({}).</p>", esc(&s.name), esc(&s.source));
+    }
+    if let Some(i) = &r.imported {
+        let _ = write!(h, "<p>Imported from {} ({}).</p>", esc(&i.source), esc(&i.tool));
+    }
+    let _ = write!(
+        h,
+        "<p class=\"muted\">{} → {}; {} measured; command: <code>{}</code></p>",
+        esc(&r.started_at),
+        esc(&r.ended_at),
+        crate::vocab::units::Nanos(r.measured_ns),
+        esc(&r.command_line.join(" "))
+    );
+    h += &verdict(r);
+    let (header, rows) = summary::results_table(r);
+    h += "<h3>Results per probe and CPU</h3>";
+    h += &table(&header, 2, &rows);
+    for (label, entries) in series(r) {
+        h += &series_section(r, &label, &entries)?;
+    }
+    if !r.phases.is_empty() {
+        let (header, rows) = summary::phase_table(r);
+        h += "<h3>Per phase (all CPUs; times from the start of the run)</h3>";
+        h += &table(&header, 2, &rows);
+    }
+    h += "<h3>Loads</h3>";
+    if r.loads.is_empty() {
+        h += "<p>None recorded (an idle system, or a run imported from a tool that does not say).</p>";
+    } else {
+        let (header, rows) = summary::load_table(&r.loads);
+        h += &table(&header, 1, &rows);
+    }
+    h += &placement(r);
+    let _ = write!(h, "<h3>How it was obtained (audit and configuration)</h3><pre>{}</pre>", esc(&summary::how_obtained(r)));
+    if !r.tuning.is_empty() {
+        let rows: Vec<Vec<String>> = r
+            .tuning
+            .iter()
+            .map(|t| {
+                let done =
+                    if t.applied { "applied".to_string() } else { format!("not applied: {}", t.error.as_deref().unwrap_or("?")) };
+                vec![t.setting.clone(), t.value.clone(), done, t.restore.clone()]
+            })
+            .collect();
+        h += "<h4>Tuning for the run</h4>";
+        h += &table(&["setting", "value", "applied", "restored"], 9, &rows);
+    }
+    for w in &r.warnings {
+        let _ = write!(h, "<div class=\"warn\">warning: {}</div>", esc(w));
+    }
+    Ok(h)
+}
+
+fn verdict(r: &RunResult) -> String {
+    let v = &r.verdict;
+    let class = match (v.criteria_given, v.passed) {
+        (_, false) => "fail",
+        (true, true) => "pass",
+        (false, true) => "none",
+    };
+    let mut h = format!("<div class=\"verdict {class}\">{}", esc(&v.headline()));
+    if let Some(s) = v.shortest_cycle_sentence() {
+        let _ = write!(h, "<br><span class=\"muted\">{}.</span>", esc(&s));
+    }
+    h += "</div>";
+    if !v.checks.is_empty() {
+        let rows: Vec<Vec<String>> = v
+            .checks
+            .iter()
+            .map(|c| vec![c.expr.clone(), c.scope.clone(), c.observed.clone(), if c.passed { "pass" } else { "FAIL" }.into()])
+            .collect();
+        h += &table(&["check", "scope", "observed", "result"], 9, &rows);
+    }
+    h
+}
+
+/// The run's series in the order it reports them, each with its per-CPU entries.
+fn series(r: &RunResult) -> Vec<(String, Vec<&ProbeResult>)> {
+    let mut out: Vec<(String, Vec<&ProbeResult>)> = Vec::new();
+    for p in r.probes.iter().filter(|p| p.cpu.is_some()) {
+        let label = p.label();
+        match out.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, v)) => v.push(p),
+            None => out.push((label, vec![p])),
+        }
+    }
+    out
+}
+
+fn series_section(r: &RunResult, label: &str, entries: &[&ProbeResult]) -> Result<String, String> {
+    let mut h = format!("<h3>{}</h3>", esc(label));
+    let what = entries[0].measures.as_deref().unwrap_or("latency");
+    if entries.iter().all(|p| p.samples == 0) {
+        return Ok(h + "<p>No values were measured.</p>");
+    }
+    h += &figure(&plot::histogram(&format!("{label}: {what} histogram per CPU"), &plot::by_cpu(entries))?, "histogram");
+    h += &figure(&plot::percentiles(&format!("{label}: {what} by percentile"), &plot::by_cpu(entries))?, "percentiles");
+    if entries.iter().any(|p| p.timeline.as_ref().is_some_and(|t| !t.is_empty())) {
+        h += &figure(&plot::timeline(&format!("{label}: {what} against time"), entries, &r.phases)?, "timeline");
+    }
+    Ok(h)
+}
+
+/// An inline SVG plot (plotters' text starts with the `<svg` element).
+pub(super) fn figure(svg: &str, kind: &str) -> String {
+    let start = svg.find("<svg").unwrap_or(0);
+    format!("<figure class=\"plot {kind}\">{}</figure>", &svg[start..])
+}
+
+fn placement(r: &RunResult) -> String {
+    let lines = reference::placements(r);
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from("<h3>Among published figures (the ARM9/ARM11 paper's decision guide)</h3><ul>");
+    for p in &lines {
+        let _ = write!(h, "<li>{}</li>", esc(&p.sentence(r.verdict.budget_percent)));
+    }
+    let _ = write!(
+        h,
+        "</ul><p class=\"muted\">{}; the table at the end lists them with their sources.</p>",
+        esc(reference::INDICATIVE)
+    );
+    h
+}
+
+fn published_section() -> String {
+    let rows: Vec<Vec<String>> = reference::PUBLISHED
+        .iter()
+        .map(|p| {
+            vec![
+                p.platform.into(),
+                p.kernel.into(),
+                p.test.into(),
+                p.load.into(),
+                p.worst.into(),
+                p.typical.into(),
+                p.year.map_or(p.source.to_string(), |y| format!("{} ({y})", p.source)),
+            ]
+        })
+        .collect();
+    format!(
+        "<h2 id=\"published\">Published figures</h2><p class=\"muted\">{}.</p>{}",
+        esc(reference::INDICATIVE),
+        table(&["platform", "kernel", "test", "load", "worst case", "typical", "source"], 9, &rows)
+    )
+}
+
+/// A table; columns from `first_figure` on are right-aligned figures (the last one is text
+/// when it names loads or work).
+pub(super) fn table(header: &[&str], first_figure: usize, rows: &[Vec<String>]) -> String {
+    let text_last = matches!(header.last(), Some(&"loads") | Some(&"work"));
+    let numeric = |i: usize| i >= first_figure && !(text_last && i + 1 == header.len());
+    let mut h = String::from("<table><thead><tr>");
+    for (i, c) in header.iter().enumerate() {
+        let _ = write!(h, "<th{}>{}</th>", if numeric(i) { " class=\"n\"" } else { "" }, esc(c));
+    }
+    h += "</tr></thead><tbody>";
+    for r in rows {
+        h += "<tr>";
+        for (i, c) in r.iter().enumerate() {
+            let class = match c.as_str() {
+                "FAIL" => " class=\"bad\"",
+                "pass" => " class=\"ok\"",
+                _ if numeric(i) => " class=\"n\"",
+                _ => "",
+            };
+            let _ = write!(h, "<td{class}>{}</td>", esc(c));
+        }
+        h += "</tr>";
+    }
+    h + "</tbody></table>"
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn text_is_escaped() {
+        assert_eq!(super::esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+    }
+}

@@ -1,0 +1,397 @@
+//! Reference boards and the decision guide. The published figures of the field's sources ship
+//! inside the binary as data, each with its source (short name, year where the source gives
+//! one, test, load), and a measured worst case is placed among those of its kind ("worst case
+//! 45 µs: better than ARM11 i.MX31 at 72 µs, worse than Cortex-A9 Zynq-7020 at 54 µs"). The
+//! decision guide is the ARM9/ARM11 paper's: a worst case may take at most a budget (25 %) of
+//! the cycle time, so each probe's worst case supports cycle times from worst / budget.
+//! Figures from other tools, loads and durations are indicative; every text here says so.
+//! Pure: works on result documents.
+
+use crate::probe::{event, timer, udp, wakeup};
+use crate::result::{ProbeResult, RunResult};
+use crate::vocab::units::Nanos;
+
+/// What a published figure measured, and which of rtgauge's series measures the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// A timer wake-up of an RT thread (cyclictest, timerlat's thread, `timer`).
+    Timer,
+    /// An event handler waking a task: two context switches (`wakeup.chain`).
+    WakeupChain,
+    /// An interrupt's response in user space (a GPIO line's edge, an ADC's IRQ: `event`).
+    Irq,
+    /// A UDP round trip between two boards (`udp`).
+    UdpRoundTrip,
+    /// A driver's 10 ms loop judged by its cycle lengths (`period`; not placed by a worst case).
+    PeriodLoop,
+}
+
+impl Class {
+    /// The class of a result entry, if published figures of its kind exist.
+    pub fn of(p: &ProbeResult) -> Option<Class> {
+        let series = p.series.as_deref();
+        match p.probe.as_str() {
+            timer::NAME => Some(Class::Timer),
+            wakeup::NAME if series == Some(wakeup::SERIES[0]) => Some(Class::WakeupChain),
+            event::NAME if series.is_none() => Some(Class::Irq),
+            udp::NAME => Some(Class::UdpRoundTrip),
+            _ => None,
+        }
+    }
+
+    /// The kind of figure, for headings.
+    pub fn what(self) -> &'static str {
+        match self {
+            Class::Timer => "timer wake-up latency",
+            Class::WakeupChain => "event → handler → task (two context switches)",
+            Class::Irq => "interrupt response",
+            Class::UdpRoundTrip => "UDP round trip",
+            Class::PeriodLoop => "10 ms loop, cycle lengths",
+        }
+    }
+}
+
+/// One published figure.
+#[derive(Debug, Clone, Copy)]
+pub struct Published {
+    pub platform: &'static str,
+    pub kernel: &'static str,
+    pub test: &'static str,
+    pub load: &'static str,
+    pub class: Class,
+    /// The worst case in ns where the source gives one a measured worst case can be placed
+    /// against (the upper end of a range); `None` for a percentile criterion or a loop's periods.
+    pub worst_ns: Option<u64>,
+    /// The source gives only a lower bound ("> 800 µs").
+    pub at_least: bool,
+    /// The figures as published.
+    pub worst: &'static str,
+    pub typical: &'static str,
+    /// The source's short name (FIELD.md) and its year, where it gives one.
+    pub source: &'static str,
+    pub year: Option<u16>,
+}
+
+const ARM: &str = "ARM9/ARM11 paper";
+const A8: &str = "Cortex-A8 study";
+const A53: &str = "Cortex-A53 slides";
+const HACKBENCH_PING: &str = "hackbench + ping flood";
+const A53_LOAD: &str = "stress --cpu 8 --vm 8 --vm-bytes 20MB, cpuset shield";
+
+/// One row of the table, in the table's column order (a constructor of data, read as a row).
+#[allow(clippy::too_many_arguments)]
+const fn row(
+    platform: &'static str,
+    kernel: &'static str,
+    test: &'static str,
+    load: &'static str,
+    class: Class,
+    worst_us: Option<u64>,
+    worst: &'static str,
+    typical: &'static str,
+    source: &'static str,
+) -> Published {
+    let worst_ns = match worst_us {
+        Some(us) => Some(us * 1_000),
+        None => None,
+    };
+    Published { platform, kernel, test, load, class, worst_ns, at_least: false, worst, typical, source, year: None }
+}
+
+/// Every published figure of the field's sources (FIELD.md's table), best first within a kind.
+pub const PUBLISHED: &[Published] = &[
+    row("Cortex-A53 Zynq MPSoC @1.3 GHz", "4.18-rt", "cyclictest", A53_LOAD, Class::Timer, Some(17), "17 µs", "mode 7 µs", A53),
+    Published {
+        test: "timerlat, thread latency",
+        ..row("x86, 24 CPUs", "PREEMPT_RT", "", "kernel compile", Class::Timer, Some(41), "20–41 µs", "–", "kernel rtla docs")
+    },
+    row("Cortex-A9 Zynq-7020 @666 MHz", "4.18-rt", "cyclictest", A53_LOAD, Class::Timer, Some(54), "54 µs", "mode 19 µs", A53),
+    row(
+        "Cortex-A8 i.MX515 @800 MHz",
+        "2.6.31 RT",
+        "timer IRQ → RT task, 1 day",
+        "stress",
+        Class::Timer,
+        Some(58),
+        "58 µs",
+        "12–60 µs",
+        A8,
+    ),
+    row(
+        "ARM11 i.MX31 @532 MHz",
+        "2.6 PREEMPT_RT",
+        "cyclictest",
+        HACKBENCH_PING,
+        Class::Timer,
+        Some(72),
+        "72 µs",
+        "avg 35 µs",
+        ARM,
+    ),
+    Published {
+        year: Some(2005),
+        ..row(
+            "x86 (2003–2005 era)",
+            "2.4 low-latency / preemptible",
+            "sleep latency, > 99.5 % of tasks",
+            "OCERA load sequence",
+            Class::Timer,
+            None,
+            "< 250 µs for > 99.5 %",
+            "~100 µs real world",
+            "Freescale/OCERA paper",
+        )
+    },
+    row(
+        "ARM9 AT91SAM9263 @180 MHz",
+        "2.6 PREEMPT_RT",
+        "cyclictest 1 ms, FIFO 80",
+        HACKBENCH_PING,
+        Class::Timer,
+        Some(312),
+        "312 µs",
+        "avg 85 µs",
+        ARM,
+    ),
+    row(
+        "Cortex-A8 i.MX515 @800 MHz",
+        "2.6.31 preemptible",
+        "timer IRQ → RT task, 1 day",
+        "stress",
+        Class::Timer,
+        Some(2465),
+        "2465 µs",
+        "–",
+        A8,
+    ),
+    row("x86", "non-RT", "cyclictest, short run", "not stated", Class::Timer, Some(39_242), "39 242 µs", "–", "rt-tests README"),
+    row(
+        "ARM11 i.MX31 @532 MHz",
+        "2.6 PREEMPT_RT",
+        "UIO wake-up + 2 context switches",
+        HACKBENCH_PING,
+        Class::WakeupChain,
+        Some(110),
+        "110 µs",
+        "–",
+        ARM,
+    ),
+    row(
+        "ARM9 AT91SAM9263 @180 MHz",
+        "2.6 PREEMPT_RT",
+        "UIO wake-up + 2 context switches",
+        HACKBENCH_PING,
+        Class::WakeupChain,
+        Some(374),
+        "374 µs",
+        "–",
+        ARM,
+    ),
+    Published {
+        test: "timerlat, IRQ latency",
+        ..row("x86, 24 CPUs", "PREEMPT_RT", "", "kernel compile", Class::Irq, Some(28), "11–28 µs", "–", "kernel rtla docs")
+    },
+    row(
+        "Cortex-A53 Zynq MPSoC @1.3 GHz",
+        "4.18-rt",
+        "IIO ADC DMA IRQ (capture timer)",
+        A53_LOAD,
+        Class::Irq,
+        Some(30),
+        "30 µs",
+        "mode 9 µs",
+        A53,
+    ),
+    row(
+        "ARM11 i.MX31 @532 MHz",
+        "2.6 PREEMPT_RT",
+        "GPIO IRQ → UIO handler (scope)",
+        HACKBENCH_PING,
+        Class::Irq,
+        Some(68),
+        "65–68 µs",
+        "–",
+        ARM,
+    ),
+    row(
+        "ARM9 AT91SAM9263 @180 MHz",
+        "2.6 PREEMPT_RT",
+        "GPIO IRQ → UIO handler (scope)",
+        HACKBENCH_PING,
+        Class::Irq,
+        Some(248),
+        "248 µs",
+        "–",
+        ARM,
+    ),
+    row(
+        "Cortex-A53 Zynq MPSoC @1.3 GHz",
+        "4.18-rt",
+        "UDP ping-pong round trip",
+        A53_LOAD,
+        Class::UdpRoundTrip,
+        Some(168),
+        "168 µs",
+        "mode 101 µs",
+        A53,
+    ),
+    Published {
+        at_least: true,
+        ..row(
+            "Cortex-A9 Zynq-7020 @666 MHz",
+            "4.18-rt",
+            "UDP ping-pong round trip",
+            A53_LOAD,
+            Class::UdpRoundTrip,
+            Some(800),
+            "> 800 µs",
+            "mode 182 µs",
+            A53,
+        )
+    },
+    row(
+        "Cortex-A8 AM3356 @800 MHz",
+        "3.18-rt",
+        "10 ms driver loop",
+        "stress + ping flood",
+        Class::PeriodLoop,
+        None,
+        "periods 9.99–10.01 ms",
+        "0 cycles outside 8–12 ms",
+        "AM3356 loop",
+    ),
+    row(
+        "Cortex-A8 AM3356 @800 MHz",
+        "3.18, non-RT policy",
+        "10 ms driver loop",
+        "stress",
+        Class::PeriodLoop,
+        None,
+        "periods 0.02–33.45 ms",
+        "4344 of 11011 outside 8–12 ms",
+        "AM3356 loop",
+    ),
+];
+
+/// The caveat every placement carries.
+pub const INDICATIVE: &str = "published figures come from other boards, tools, loads and durations: indicative only";
+
+/// Where one measured worst case lies among the published figures of its kind.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    /// The series placed (`timer`, `wakeup.chain`) and its worst case over every CPU.
+    pub label: String,
+    pub class: Class,
+    pub worst_ns: u64,
+    /// The best published figure it beats, and the worst one that beats it.
+    pub better_than: Option<&'static Published>,
+    pub worse_than: Option<&'static Published>,
+    /// The decision guide: the shortest cycle time whose budget the worst case fits.
+    pub shortest_cycle_ns: u64,
+}
+
+impl Placement {
+    /// One line: "timer: worst case 45 µs: better than …, worse than …; cycle times from 180 µs".
+    pub fn sentence(&self, budget_percent: f64) -> String {
+        let name = |p: &Published| format!("{} ({}) at {}", p.platform, p.kernel, p.worst);
+        let mut parts = Vec::new();
+        if let Some(p) = self.better_than {
+            parts.push(format!("better than {}", name(p)));
+        }
+        if let Some(p) = self.worse_than {
+            parts.push(format!("worse than {}", name(p)));
+        }
+        format!(
+            "{}: worst case {}{}{}; cycle times from {} ({}% rule)",
+            self.label,
+            Nanos(self.worst_ns),
+            if parts.is_empty() { "" } else { ": " },
+            parts.join(", "),
+            Nanos(self.shortest_cycle_ns),
+            budget_percent
+        )
+    }
+}
+
+/// The figures a placement compares with.
+fn comparable(class: Class) -> impl Iterator<Item = (&'static Published, u64)> {
+    PUBLISHED.iter().filter(move |p| p.class == class).filter_map(|p| p.worst_ns.map(|w| (p, w)))
+}
+
+/// Places a worst case of `class`: the best figure it beats (or equals) and the worst one that
+/// beats it. A lower bound ("> 800 µs") is beaten by anything below it and never beats.
+pub fn place(label: &str, class: Class, worst_ns: u64, budget_percent: f64) -> Placement {
+    let better_than = comparable(class).filter(|&(_, w)| worst_ns <= w).min_by_key(|&(_, w)| w).map(|(p, _)| p);
+    let worse_than = comparable(class).filter(|&(p, w)| worst_ns > w && !p.at_least).max_by_key(|&(_, w)| w).map(|(p, _)| p);
+    let shortest_cycle_ns = (worst_ns as f64 * 100.0 / budget_percent).ceil() as u64;
+    Placement { label: label.to_string(), class, worst_ns, better_than, worse_than, shortest_cycle_ns }
+}
+
+/// The placements of a run: one per series with published figures of its kind, from its worst
+/// case over every CPU, in the order the run reports its series.
+pub fn placements(r: &RunResult) -> Vec<Placement> {
+    let mut out: Vec<Placement> = Vec::new();
+    for p in r.probes.iter().chain(&r.combined) {
+        let (Some(class), Some(max)) = (Class::of(p), p.max_ns) else { continue };
+        let label = p.label();
+        match out.iter_mut().find(|q| q.label == label) {
+            Some(q) if q.worst_ns >= max => {}
+            Some(q) => *q = place(&label, class, max, r.verdict.budget_percent),
+            None => out.push(place(&label, class, max, r.verdict.budget_percent)),
+        }
+    }
+    out
+}
+
+/// The summary's section: a line per placed series, then the caveat.
+pub fn render(r: &RunResult) -> String {
+    let lines = placements(r);
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("\nAmong published figures (the ARM9/ARM11 paper's decision guide):\n");
+    for p in &lines {
+        s += &format!("  {}\n", p.sentence(r.verdict.budget_percent));
+    }
+    s += &format!("  ({INDICATIVE}; 'rtgauge report' lists them with their sources)\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worst_case_lies_between_its_neighbours() {
+        let p = place("timer", Class::Timer, 45_000, 25.0);
+        assert_eq!(p.better_than.unwrap().worst_ns, Some(54_000));
+        assert_eq!(p.worse_than.unwrap().worst_ns, Some(41_000));
+        assert_eq!(p.shortest_cycle_ns, 180_000);
+        let s = p.sentence(25.0);
+        assert!(s.contains("better than Cortex-A9 Zynq-7020") && s.contains("worse than x86, 24 CPUs"), "{s}");
+    }
+
+    #[test]
+    fn the_best_and_the_worst_have_one_neighbour() {
+        let best = place("timer", Class::Timer, 5_000, 25.0);
+        assert!(best.worse_than.is_none() && best.better_than.unwrap().worst_ns == Some(17_000));
+        let worst = place("timer", Class::Timer, 100_000_000, 25.0);
+        assert!(worst.better_than.is_none() && worst.worse_than.unwrap().worst_ns == Some(39_242_000));
+    }
+
+    #[test]
+    fn a_lower_bound_is_beaten_below_it_and_never_beats() {
+        let p = place("udp", Class::UdpRoundTrip, 900_000, 25.0);
+        assert_eq!(p.worse_than.unwrap().worst_ns, Some(168_000), "not 'worse than > 800 µs'");
+        assert!(p.better_than.is_none());
+        assert_eq!(place("udp", Class::UdpRoundTrip, 500_000, 25.0).better_than.unwrap().worst, "> 800 µs");
+    }
+
+    #[test]
+    fn every_row_keeps_its_source_and_its_figures() {
+        assert_eq!(PUBLISHED.len(), 19, "FIELD.md's published figures, the rtla row split in two");
+        for p in PUBLISHED {
+            assert!(!p.source.is_empty() && !p.worst.is_empty() && !p.test.is_empty() && !p.load.is_empty(), "{p:?}");
+        }
+    }
+}

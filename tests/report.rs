@@ -1,0 +1,215 @@
+//! Reports and comparisons of stored runs: the terminal report's text histogram holds every
+//! sample; the HTML report is self-contained, has every plot and renders in a real browser
+//! (Debian's headless Chromium: the screenshot is not blank); compare's ratios and verdicts are
+//! the runs' own figures; `--fail-if-worse` exits 1 exactly when a figure regressed.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn db_in(dir: &tempfile::TempDir) -> String {
+    dir.path().join("runs.db").to_string_lossy().into_owned()
+}
+
+/// A short real run kept in `db` under `label` (its verdict may fail: this is a VM).
+fn stored_run(db: &str, label: &str, extra: &[&str]) -> Value {
+    let (code, doc, out) =
+        run_json(&[&["-D", "1500ms", "--warmup", "0", "--window", "250ms", "--db", db, "--label", label][..], extra].concat());
+    assert!(code == 0 || code == 1 && doc["verdict"]["passed"] == false, "{}", String::from_utf8_lossy(&out.stderr));
+    doc
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = rtgauge(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The terminal report: the summary, the placement among published figures, and a text
+/// histogram whose rows count every sample of the series over all CPUs.
+#[test]
+fn the_terminal_report_has_a_histogram_holding_every_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let doc = stored_run(&db, "t", &["--load", "cpu:workers=1@500ms..1s"]);
+    let text = ok(&["report", "t", "--db", &db]);
+    assert!(text.contains("Among published figures") && text.contains("indicative only"), "{text}");
+    let all = doc["combined"].as_array().unwrap().iter().find(|p| p["probe"] == "timer").cloned();
+    let all = all.unwrap_or_else(|| doc["probes"][0].clone());
+    let section = text.split("\ntimer on all (").nth(1).expect("a histogram section");
+    let counted: u64 = section
+        .lines()
+        .skip(1)
+        .take_while(|l| l.contains('|'))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(counted, u(&all["histogram"]["total_count"]), "{section}");
+    assert!(counted > 0);
+}
+
+/// Renders `html` in headless Chromium; `None` (and a note) where Chromium is not installed.
+fn screenshot(html: &Path, out: &Path) -> Option<(u32, u32, Vec<u8>)> {
+    let browser = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| std::process::Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()));
+    let Some(browser) = browser else {
+        eprintln!("SKIPPED the rendering: no Chromium (apt-get install chromium); .ci/run installs it");
+        return None;
+    };
+    let status = std::process::Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1100,2400"])
+        .arg(format!("--screenshot={}", out.display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    assert!(out.exists(), "no screenshot: {}", String::from_utf8_lossy(&status.stderr));
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(out).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    buf.truncate(info.buffer_size());
+    Some((info.width, info.height, buf))
+}
+
+/// The HTML report holds everything in the file (no script, style sheet, image or font from
+/// elsewhere), a histogram, a percentile curve and a timeline per series, the verdict's checks,
+/// the placement and the published figures; Chromium renders it to a picture that is not blank.
+#[test]
+fn the_html_report_is_self_contained_and_renders_every_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    stored_run(
+        &db,
+        "h",
+        &["--measure", "timer", "--measure", "wakeup", "--cycle-time", "1ms", "--load", "cpu:workers=1@500ms..1s"],
+    );
+    let file = dir.path().join("report.html");
+    let out = rtgauge(&["report", "h", "--db", &db, "--html", file.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(&file).unwrap();
+    for outside in ["<script", "<link", "<img", "<iframe", " src=", "url(", "@import"] {
+        assert!(!html.contains(outside), "the report reaches outside itself: {outside}");
+    }
+    let requests = html.match_indices("http").filter(|(i, _)| !html[*i..].starts_with("http://www.w3.org/")).count();
+    assert_eq!(requests, 0, "only XML namespaces may name a URL");
+    // Per series (timer, wakeup.chain, .handler, .task): histogram, percentiles, timeline.
+    for kind in ["histogram", "percentiles", "timeline"] {
+        assert_eq!(html.matches(&format!("<figure class=\"plot {kind}\"><svg")).count(), 4, "{kind} plots");
+    }
+    assert!(html.contains("max&lt;=250us") && html.contains("Among published figures"));
+    assert!(html.matches("ARM9/ARM11 paper").count() >= 7, "the published table with its sources");
+    let Some((w, h, pixels)) = screenshot(&file, &dir.path().join("shot.png")) else { return };
+    assert!(w >= 1000 && h >= 2000, "{w}x{h}");
+    let px: Vec<&[u8]> = pixels.chunks(pixels.len() / (w * h) as usize).collect();
+    let white = px.iter().filter(|p| p[..3].iter().all(|&c| c > 245)).count();
+    let mut colours: Vec<&[u8]> = px.iter().map(|p| &p[..3]).collect();
+    colours.sort();
+    colours.dedup();
+    assert!(white < px.len() * 97 / 100, "the page rendered almost blank: {white} of {} pixels white", px.len());
+    assert!(colours.len() > 50, "text and plots draw many colours, saw {}", colours.len());
+}
+
+fn compare_json(db: &str, args: &[&str]) -> (i32, Value) {
+    let out = rtgauge(&[&["compare", "--db", db, "--json"][..], args].concat()).output().unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap(), v)
+}
+
+/// Compare of two real runs: each row's figures are the run's own, each ratio its figure over
+/// the baseline's; the verdict for a cycle time is what the figures give (every CPU's worst
+/// case within 25 % of it, nothing missed).
+#[test]
+fn compare_of_two_real_runs_gives_their_figures_ratios_and_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let a = stored_run(&db, "a", &[]);
+    let b = stored_run(&db, "b", &["--load", "cpu:workers=1"]);
+    let (code, c) = compare_json(&db, &["a", "b", "--cycle-time", "2ms"]);
+    assert_eq!(code, 0, "no --fail-if-worse, no failure");
+    assert_eq!(c["baseline"], 1);
+    for (run, doc) in c["runs"].as_array().unwrap().iter().zip([&a, &b]) {
+        let fits = doc["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["max_ns"].as_u64().is_some_and(|m| m <= 500_000) && u(&p["missed"]) == 0);
+        assert_eq!(run["verdict"].as_bool(), Some(fits), "{run}");
+    }
+    let rows = c["rows"].as_array().unwrap();
+    for cpu in online_cpus() {
+        let row = rows.iter().find(|r| r["series"] == "timer" && r["scope"] == format!("cpu{cpu}")).expect("a row per CPU");
+        let cells = row["runs"].as_array().unwrap();
+        assert_eq!(cells.len(), 2);
+        let entry = |doc: &Value| doc["probes"].as_array().unwrap().iter().find(|p| p["cpu"] == cpu).unwrap().clone();
+        let (ea, eb) = (entry(&a), entry(&b));
+        assert_eq!(cells[1]["figures"]["max"].as_f64(), eb["max_ns"].as_f64());
+        assert_eq!(cells[0]["figures"]["p99"].as_f64(), ea["p99_ns"].as_f64());
+        let ratio = eb["p99_ns"].as_f64().unwrap() / ea["p99_ns"].as_f64().unwrap();
+        assert!((cells[1]["ratios"]["p99"].as_f64().unwrap() - ratio).abs() < 1e-9);
+        assert_eq!(u(&cells[1]["samples"]), u(&eb["samples"]));
+    }
+    let text = ok(&["compare", "a", "b", "--db", &db]);
+    assert!(text.contains("baseline") && text.contains("p99 vs base"), "{text}");
+    let file = dir.path().join("ab.html");
+    ok(&["compare", "a", "b", "--db", &db, "--html", file.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(html.matches("<figure class=\"plot histogram\"><svg").count(), 1, "the runs' histograms overlaid in one plot");
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import").join(name)
+}
+
+/// `--fail-if-worse` on two imported cyclictest runs with known figures: exit 1 exactly when the
+/// other run's p99 or maximum over all CPUs exceeds the baseline's by more than the share.
+#[test]
+fn fail_if_worse_exits_1_exactly_on_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    for (f, label) in [("cyclictest-h100.json", "x"), ("cyclictest-hist.txt", "y")] {
+        ok(&["import", "--db", &db, "--label", label, fixture(f).to_str().unwrap()]);
+    }
+    let overall = |label: &str| {
+        let doc: Value = serde_json::from_str(&ok(&["show", label, "--json", "--db", &db])).unwrap();
+        let all = doc["combined"].as_array().unwrap().first().cloned().unwrap_or_else(|| doc["probes"][0].clone());
+        (all["p99_ns"].as_f64().unwrap(), all["max_ns"].as_f64().unwrap())
+    };
+    let (x, y) = (overall("x"), overall("y"));
+    for (base, other, (b, o)) in [("x", "y", (x, y)), ("y", "x", (y, x))] {
+        for pct in [0.0, 10.0, 1000.0] {
+            let worse = o.0 > b.0 * (1.0 + pct / 100.0) || o.1 > b.1 * (1.0 + pct / 100.0);
+            let (code, c) = compare_json(&db, &["--baseline", base, other, "--fail-if-worse", &format!("{pct}%")]);
+            assert_eq!(code, i32::from(worse), "{base} vs {other} at {pct}%: {}", c["regressions"]);
+            assert_eq!(c["regressions"].as_array().unwrap().is_empty(), !worse);
+        }
+    }
+}
+
+/// Bad input is one line and exit 2, before anything is read or written.
+#[test]
+fn bad_report_and_compare_input_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    ok(&["import", "--db", &db, "--label", "x", fixture("cyclictest-h100.json").to_str().unwrap()]);
+    let missing_dir = dir.path().join("no/such/dir/r.html");
+    for args in [
+        vec!["compare", "x"],
+        vec!["compare", "x", "x"],
+        vec!["compare", "x", "nosuchrun"],
+        vec!["compare", "x", "last", "--fail-if-worse", "lots"],
+        vec!["compare", "x", "last", "--fail-if-worse", "-5%"],
+        vec!["compare", "x", "last", "--metrics", "p42", "--fail-if-worse", "5%"],
+        vec!["compare", "x", "last", "--metrics", "max"],
+        vec!["compare", "x", "last", "--cycle-time", "0"],
+        vec!["compare", "x", "last", "--budget", "200%"],
+        vec!["report", "nosuchrun"],
+        vec!["report", "x", "--html", missing_dir.to_str().unwrap()],
+    ] {
+        let out = rtgauge(&[&args[..], &["--db", &db]].concat()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+    assert!(!missing_dir.exists());
+}
