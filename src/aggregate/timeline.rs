@@ -20,7 +20,7 @@ pub fn default_window_ns(run_ns: u64) -> u64 {
 }
 
 /// A series' timeline as the result document keeps it: one column per figure, one entry per
-/// window from the first window holding a measured period to the last.
+/// window from that of the first measured period to that of the last period accounted for.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimelineData {
     pub window_ns: u64,
