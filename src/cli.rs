@@ -76,7 +76,7 @@ pub enum Command {
     Show(ShowArgs),
     /// Delete a stored run
     Delete(DeleteArgs),
-    /// Write a stored run as JSON, CSV, JUnit XML or in cyclictest's formats
+    /// Write a stored run as JSON, CSV, JUnit XML, or in cyclictest's or rteval's formats
     #[command(
         after_help = "Examples:\n  rtgauge export last --format junit -o results.xml       one test case per requirement and CPU\n  \
         rtgauge export rt-kernel --format cyclictest-hist -o hist.txt   for OSADL's gnuplot scripts\n  \
@@ -321,7 +321,7 @@ pub struct ExportArgs {
     #[command(flatten)]
     pub store: StoreArg,
     /// json (the whole result document), csv (a row per probe and CPU), junit (a test case per
-    /// check), cyclictest-json, cyclictest-hist
+    /// check), cyclictest-json, cyclictest-hist, rteval-xml (rteval's summary.xml layout)
     #[arg(long, short = 'f', value_name = "FORMAT")]
     pub format: String,
     /// Write to FILE instead of standard output

@@ -249,3 +249,36 @@ fn bad_imports_and_exports_are_one_line_errors_that_store_nothing() {
     }
     assert!(!std::path::Path::new(&db).exists(), "no import stored anything, not even the good file beside a bad one");
 }
+
+/// The text of every `<tag …>value</tag>` in `xml`, in order.
+fn values(xml: &str, tag: &str) -> Vec<String> {
+    xml.split(&format!("<{tag}")).skip(1).map(|s| s.split_once('>').unwrap().1.split('<').next().unwrap().to_string()).collect()
+}
+
+/// rteval's layout: per CPU (`<core>`) and over all (`<system>`) the samples, minimum and
+/// maximum of the run in µs, and 1 µs buckets that hold every sample; an imported cyclictest
+/// file's cycles, min and max exactly as cyclictest printed them.
+#[test]
+fn rteval_xml_export_has_every_cpu_with_its_figures_and_buckets() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let doc = import(&db, &fixture("cyclictest-h100.json"));
+    let xml = export(&db, "last", "rteval-xml", &[]);
+    assert!(xml.starts_with("<?xml") && xml.contains("<rteval ") && xml.trim_end().ends_with("</rteval>"));
+    assert!(xml.contains("<cyclictest command_line="), "the timer is rteval's cyclictest measurement");
+    let cpus = per_cpu(&doc);
+    let cores: Vec<&str> = xml.split("<core ").skip(1).collect();
+    assert_eq!(cores.len(), cpus.len());
+    for (core, p) in cores.iter().zip(&cpus) {
+        assert!(core.starts_with(&format!("id=\"{}\"", p["cpu"])), "{core}");
+        assert_eq!(values(core, "samples")[0], u(&p["samples"]).to_string());
+        assert_eq!(values(core, "minimum")[0], (u(&p["min_ns"]) / 1000).to_string());
+        assert_eq!(values(core, "maximum")[0], (u(&p["max_ns"]) / 1000).to_string());
+        let body = core.split("</core>").next().unwrap();
+        let in_buckets: u64 = body.split("value=\"").skip(1).map(|v| v.split('"').next().unwrap().parse::<u64>().unwrap()).sum();
+        assert_eq!(in_buckets, u(&p["samples"]), "the 1 µs buckets hold every sample");
+    }
+    let system = xml.split("<system ").nth(1).unwrap();
+    let total: u64 = cpus.iter().map(|p| u(&p["samples"])).sum();
+    assert_eq!(values(system, "samples")[0], total.to_string());
+}

@@ -8,7 +8,7 @@ use crate::vocab::percentiles::REPORTED;
 use std::fmt::Write;
 
 /// The formats `export` writes.
-pub const FORMATS: [&str; 5] = ["json", "csv", "junit", "cyclictest-json", "cyclictest-hist"];
+pub const FORMATS: [&str; 6] = ["json", "csv", "junit", "cyclictest-json", "cyclictest-hist", "rteval-xml"];
 
 /// `r` in `format`; `probe` chooses the probe of the cyclictest formats (default: the first),
 /// `rows` the histogram's rows (`cyclictest-hist`).
@@ -20,6 +20,7 @@ pub fn export(r: &RunResult, format: &str, probe: Option<&str>, rows: Option<u64
         "junit" => Ok(junit(r)),
         "cyclictest-json" => super::cyclictest::write_json(r, probe),
         "cyclictest-hist" => super::cyclictest::write_hist(r, probe, rows),
+        "rteval-xml" => Ok(super::rteval::write(r)),
         other => Err(format!("--format {other}: not a format; give one of {}", FORMATS.join(", "))),
     }
 }
@@ -51,7 +52,7 @@ fn csv(r: &RunResult) -> String {
     s
 }
 
-fn xml_escape(text: &str) -> String {
+pub(super) fn xml_escape(text: &str) -> String {
     text.chars()
         .map(|c| match c {
             '&' => "&amp;".into(),

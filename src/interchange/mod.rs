@@ -8,6 +8,7 @@
 pub mod cyclictest;
 pub mod export;
 pub mod foreign;
+pub mod rteval;
 
 use crate::aggregate::{new_histogram, percentile, LatencyStats};
 use crate::result::{ProbeResult, RunResult, SCHEMA};

@@ -66,17 +66,9 @@ pub fn round_width(span_ns: u64, bins: u64) -> u64 {
     }
 }
 
-/// An entry's buckets re-binned to `width` ns: (bin index, count), ascending.
+/// An entry's buckets re-binned to `width` ns (see `HistogramData::rebin`).
 pub fn bins(p: &ProbeResult, width: u64) -> Vec<(u64, u64)> {
-    let mut out: Vec<(u64, u64)> = Vec::new();
-    for [lo, _, n] in p.histogram.buckets.triples() {
-        let b = lo / width;
-        match out.last_mut() {
-            Some((last, c)) if *last == b => *c += n,
-            _ => out.push((b, n)),
-        }
-    }
-    out
+    p.histogram.rebin(width)
 }
 
 /// The legend's name of an entry: its CPU.

@@ -62,6 +62,20 @@ impl<'de> Deserialize<'de> for Buckets {
 }
 
 impl HistogramData {
+    /// The counts re-binned to `width` ns: (bin index, count) of every non-empty bin,
+    /// ascending; a bucket counts in the bin of its lowest value.
+    pub fn rebin(&self, width: u64) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for [lo, _, n] in self.buckets.triples() {
+            let b = lo / width.max(1);
+            match out.last_mut() {
+                Some((last, c)) if *last == b => *c += n,
+                _ => out.push((b, n)),
+            }
+        }
+        out
+    }
+
     pub fn encode(h: &Histogram<u64>) -> HistogramData {
         let mut bytes = Vec::new();
         V2DeflateSerializer::new().serialize(h, &mut bytes).expect("serialising to memory cannot fail");
