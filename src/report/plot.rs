@@ -46,6 +46,13 @@ fn svg(draw: impl FnOnce(&Area) -> Result<(), String>) -> Result<String, String>
     Ok(out)
 }
 
+/// Every plot's frame: its title, margins and the room of its axis labels.
+fn frame<'a, 'b>(root: &'a Area<'b>, title: &str) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, ("sans-serif", 18)).margin(12).margin_right(36).x_label_area_size(40).y_label_area_size(70);
+    b
+}
+
 /// A round bin width (ns) that keeps `max_ns` within [`MAX_BINS`] bins: 1, 2, 5 × 10^k ns,
 /// at least 1 µs (cyclictest's and OSADL's bucket).
 pub fn bin_width_ns(max_ns: u64) -> u64 {
@@ -94,14 +101,7 @@ pub fn histogram(title: &str, curves: &[Curve]) -> Result<String, String> {
     let top = binned.iter().flatten().map(|&(_, c)| c).max().unwrap_or(1).max(1) as f64;
     let x_end = ((max_ns / width + 2) * width) as f64 / 1e3;
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .margin_right(36)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..x_end, (0.5f64..top * 2.0).log_scale())
-            .map_err(err)?;
+        let mut chart = frame(root, title).build_cartesian_2d(0f64..x_end, (0.5f64..top * 2.0).log_scale()).map_err(err)?;
         chart
             .configure_mesh()
             .x_desc(format!("latency (µs; bins of {})", crate::vocab::units::Nanos(width)))
@@ -187,14 +187,7 @@ pub fn percentiles(title: &str, named: &[Curve]) -> Result<String, String> {
     let (lo, hi) = curves.iter().flatten().fold((f64::MAX, 0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
     let (lo, hi) = if hi > 0.0 { (lo * 0.8, hi * 1.25) } else { (0.1, 10.0) };
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .margin_right(36)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..x_end, (lo..hi).log_scale())
-            .map_err(err)?;
+        let mut chart = frame(root, title).build_cartesian_2d(0f64..x_end, (lo..hi).log_scale()).map_err(err)?;
         chart
             .configure_mesh()
             .x_labels(x_end as usize + 1)
@@ -234,14 +227,7 @@ pub fn timeline(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) -
     let (lo, hi) = values.filter(|&v| v > 0).fold((u64::MAX, 0), |(a, b), v| (a.min(v), b.max(v)));
     let (lo, hi) = if hi > 0 { (lo as f64 / 1e3 * 0.8, hi as f64 / 1e3 * 2.0) } else { (0.1, 10.0) };
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .margin_right(36)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..end_s.max(w), (lo..hi).log_scale())
-            .map_err(err)?;
+        let mut chart = frame(root, title).build_cartesian_2d(0f64..end_s.max(w), (lo..hi).log_scale()).map_err(err)?;
         chart
             .configure_mesh()
             .x_desc(format!("time from the start of the run (s; windows of {})", crate::vocab::units::Nanos(first.window_ns)))
