@@ -115,3 +115,29 @@ fn a_corrupt_or_foreign_store_is_refused_and_left_unchanged() {
         assert_eq!(std::fs::read(path).unwrap(), before, "{p} left as it was by list");
     }
 }
+
+/// A store that cannot be written at the end of a run (another process holds its write lock past
+/// the store's 10 s wait) costs only a warning: the run's exit status and its JSON document are
+/// those of the measurement, and nothing half-written is left in the store.
+#[test]
+fn a_store_unwritable_at_the_end_costs_only_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let run = rtgauge(&["run", "-q", "--json", "-", "-D", "1s", "--warmup", "0", "--load", "none", "--db", &db])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The store was checked (a write lock tried) before measuring: lock it now.
+    wait_until_measuring(run.id());
+    let lock = rusqlite::Connection::open(&db).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let out = run.wait_with_output().unwrap();
+    lock.execute_batch("ROLLBACK").unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("warning: the run was measured but not stored"), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("the JSON document came out");
+    assert!(doc["probes"].as_array().unwrap().iter().all(|p| u(&p["samples"]) + u(&p["missed"]) == 1000), "{doc}");
+    assert!(list(&db, &[]).is_empty(), "nothing stored");
+}
