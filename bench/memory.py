@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Peak memory of rtgauge beside cyclictest, and its growth with phases, in one run.
 
-1. Peak RSS on 2 CPUs, idle, no phases: rtgauge (`run -q --load none`) and cyclictest with the
-   comparable lossless-enough histogram (`-m -h 100000`), alternating A/B, N repeats each.
+1. Peak RSS on 2 CPUs, idle, no phases: rtgauge (`run -q --load none`, storing into a fresh store
+   of its own, and with `--no-store`) and cyclictest with the comparable lossless-enough
+   histogram (`-m -h 100000`), alternating A/B, N repeats each.
 2. Growth per CPU x phase: rtgauge under 4 `cmd:sleep` loads, once without phases and once with
    the same loads on a timeline cutting the run into 9 phases; both at the end of the run (peak,
    the result document included) and while measuring (VmRSS sampled mid-run).
@@ -14,9 +15,12 @@ it). Needs root, cyclictest (Debian: rt-tests) and /usr/bin/time (Debian: time).
     python3 bench/memory.py [--repeats 5] [--rtgauge target/release/rtgauge]
 """
 import argparse
+import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 SLEEP = "cmd:sleep 1000"
@@ -48,14 +52,18 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--rtgauge", default="target/release/rtgauge")
     a = ap.parse_args()
-    rt = [a.rtgauge, "run", "-q", "--cpus", "0,1"]
+    store = tempfile.mkdtemp(prefix="rtgauge-bench-")
+    base = [a.rtgauge, "run", "-q", "--cpus", "0,1"]
+    rt = base + ["--db", os.path.join(store, "runs.db")]  # a store of this benchmark's runs only
     idle_rt = rt + ["-D", "3s", "--load", "none"]
+    idle_rt_nostore = base + ["-D", "3s", "--load", "none", "--no-store"]
     idle_ct = ["cyclictest", "-q", "-m", "-p", "80", "-i", "1000", "-t", "2", "-a", "0,1", "-d", "0", "-D", "4", "-h", "100000"]
     flat = rt + ["-D", "9s", "--warmup", "0"] + loads([SLEEP] * 4)
     phased = rt + ["-D", "9s", "--warmup", "0"] + loads(PHASED)
-    res = {k: [] for k in ["rt", "ct", "flat", "phased", "flat_mid", "phased_mid"]}
+    res = {k: [] for k in ["rt", "rt_nostore", "ct", "flat", "phased", "flat_mid", "phased_mid"]}
     for i in range(a.repeats):
         res["rt"].append(peak_kib(idle_rt))
+        res["rt_nostore"].append(peak_kib(idle_rt_nostore))
         res["ct"].append(peak_kib(idle_ct))
         res["flat"].append(peak_kib(flat))
         res["phased"].append(peak_kib(phased))
@@ -67,6 +75,9 @@ def main():
     print(f"peak RSS, 2 CPUs, idle, no phases (median of {a.repeats}): rtgauge {med['rt']:.0f} KiB, "
           f"cyclictest -h 100000 {med['ct']:.0f} KiB, ratio {med['rt'] / med['ct']:.3f}")
     print(f"  rtgauge {sorted(res['rt'])}, cyclictest {sorted(res['ct'])}")
+    print(f"  without the store (--no-store: kept nowhere, as cyclictest keeps nothing): rtgauge "
+          f"{med['rt_nostore']:.0f} KiB, ratio {med['rt_nostore'] / med['ct']:.3f} {sorted(res['rt_nostore'])}")
+    shutil.rmtree(store)
     print(f"growth per CPU x phase at the end (peak, the document included): "
           f"{(med['phased'] - med['flat']) / cpu_phases:.1f} KiB ({med['flat']:.0f} -> {med['phased']:.0f} KiB)")
     print(f"growth per CPU x phase while measuring (VmRSS at 8.5 s of 9 s): "

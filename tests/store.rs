@@ -141,3 +141,47 @@ fn a_store_unwritable_at_the_end_costs_only_a_warning() {
     assert!(doc["probes"].as_array().unwrap().iter().all(|p| u(&p["samples"]) + u(&p["missed"]) == 1000), "{doc}");
     assert!(list(&db, &[]).is_empty(), "nothing stored");
 }
+
+/// Documents are stored compressed (layout 2); a store of layout 1, whose documents are JSON
+/// text, is brought forward on opening and its runs still read whole beside new ones.
+#[test]
+fn a_layout_1_store_with_text_documents_is_migrated_and_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let (_, old_doc, _) = run_json(&["--loops", "100", "--warmup", "0", "--load", "none", "--no-store"]);
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch(
+            "CREATE TABLE runs (id INTEGER PRIMARY KEY, started_at TEXT NOT NULL, label TEXT, host TEXT NOT NULL,
+             kernel TEXT NOT NULL, preemption TEXT NOT NULL, scenario TEXT, probes TEXT NOT NULL, worst_ns INTEGER,
+             verdict TEXT NOT NULL, status TEXT NOT NULL, imported_from TEXT, document TEXT NOT NULL);
+             CREATE INDEX runs_label ON runs (label); CREATE INDEX runs_started ON runs (started_at);
+             PRAGMA application_id = 1920231265; PRAGMA user_version = 1;",
+        )
+        .unwrap();
+        c.execute(
+            "INSERT INTO runs (started_at, label, host, kernel, preemption, probes, verdict, status, document)
+             VALUES (?1, 'old', 'h', 'k', 'p', 'timer', 'none', 'complete', ?2)",
+            rusqlite::params![old_doc["started_at"].as_str().unwrap(), old_doc.to_string()],
+        )
+        .unwrap();
+    }
+    let (code, new_doc, out) = run_json(&["--loops", "100", "--warmup", "0", "--load", "none", "--db", &db, "--label", "new"]);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
+    for (label, expected) in [("old", &old_doc), ("new", &new_doc)] {
+        let out = rtgauge(&["show", label, "--json", "--db", &db]).output().unwrap();
+        assert!(out.status.success(), "{label}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(&serde_json::from_slice::<Value>(&out.stdout).unwrap(), expected, "{label} read whole");
+    }
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, 2);
+    let kinds: Vec<String> = c
+        .prepare("SELECT typeof(document) FROM runs ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(kinds, ["text", "blob"], "the old document kept as it was, the new one compressed");
+}
