@@ -61,20 +61,28 @@ pub fn list(a: &ListArgs) -> Result<u8> {
 /// `--since`: a date, a time, or an age (`7d`) before now; as RFC 3339 for comparing.
 fn since_rfc3339(v: &str) -> Result<String> {
     let bad = || anyhow!("--since {v}: not a date (2026-11-01), a time (2026-11-01T08:00:00Z) or an age (7d, 12h)");
-    // A date compares as text with the stored RFC 3339 times (UTC), whatever year: a 32-bit
-    // system's clock ends in 2038.
+    // Dates and times compare as text with the stored RFC 3339 times (UTC), whatever the year: a
+    // 32-bit system's clock ends in 2038.
     let b = v.as_bytes();
     let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
     if b.len() == 10 && digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10) {
         let (m, d) = (v[5..7].parse::<u32>().unwrap_or(0), v[8..10].parse::<u32>().unwrap_or(0));
         return if (1..=12).contains(&m) && (1..=31).contains(&d) { Ok(format!("{v}T00:00:00.000Z")) } else { Err(bad()) };
     }
-    let t = if let Ok(age) = humantime::parse_duration(v) {
-        std::time::SystemTime::now().checked_sub(age).ok_or_else(bad)?
-    } else {
-        humantime::parse_rfc3339_weak(v).map_err(|_| bad())?
-    };
-    Ok(humantime::format_rfc3339_millis(t).to_string())
+    if let Ok(age) = humantime::parse_duration(v) {
+        let t = std::time::SystemTime::now().checked_sub(age).ok_or_else(bad)?;
+        return Ok(humantime::format_rfc3339_millis(t).to_string());
+    }
+    // A time is parsed without the system clock's type (chrono counts in 64 bits): with an
+    // offset (RFC 3339), or without one, read as UTC.
+    let utc = chrono::DateTime::parse_from_rfc3339(v).map(|t| t.with_timezone(&chrono::Utc)).or_else(|_| {
+        ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
+            .iter()
+            .find_map(|f| chrono::NaiveDateTime::parse_from_str(v, f).ok())
+            .map(|t| t.and_utc())
+            .ok_or_else(bad)
+    })?;
+    Ok(utc.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
 }
 
 /// `rtgauge show RUN`.
@@ -202,4 +210,23 @@ pub fn report(a: &ReportArgs) -> Result<u8> {
         }
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::since_rfc3339;
+
+    /// On a 32-bit system (armv7) the system clock's type ends in 2038: a full date-time past it
+    /// was refused as "not a date".
+    #[test]
+    fn since_takes_dates_and_times_past_2038_on_every_system() {
+        assert_eq!(since_rfc3339("2999-01-01").unwrap(), "2999-01-01T00:00:00.000Z");
+        assert_eq!(since_rfc3339("2999-01-01T08:00:00Z").unwrap(), "2999-01-01T08:00:00.000Z");
+        assert_eq!(since_rfc3339("2999-01-01T08:00:00+02:00").unwrap(), "2999-01-01T06:00:00.000Z");
+        assert_eq!(since_rfc3339("2999-01-01T08:00:00.25").unwrap(), "2999-01-01T08:00:00.250Z");
+        assert_eq!(since_rfc3339("2026-11-01 08:00:00").unwrap(), "2026-11-01T08:00:00.000Z");
+        for bad in ["2999-13-01", "yesterday", "2026-11-01T25:00:00Z", ""] {
+            assert!(since_rfc3339(bad).is_err(), "{bad}");
+        }
+    }
 }
