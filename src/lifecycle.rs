@@ -248,7 +248,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     let interrupted_by = interrupts.which();
     let complete = interrupted_by.is_none() && end_ns == resolved.total_ns;
     let status = if complete { Status::Complete } else { Status::Partial };
-    warnings.extend(measurement_warnings(&collector, &resolved.probes));
+    warnings.extend(measurement_warnings(&collector, &resolved.probes, system.mlockall_obtained));
     warnings.extend(load_failure_warnings(&load_records));
     let result = assemble(Assembly {
         plan: &plan,
@@ -722,7 +722,6 @@ fn stopped_end_ns(probes: &RunningProbes, collector: &Collector, noticed_ns: u64
     ran.filter(|&t| t > 0).unwrap_or(noticed_ns.saturating_sub(probes.start_ns)).min(planned)
 }
 
-/// Warnings about the measurement itself: threads held off their CPU, facts lost in the hand-off.
 /// A series as results name it: `timer`, `wakeup.task`.
 fn series_label(probes: &[ProbePlan], k: SeriesKey) -> String {
     let p = &*probes[k.probe].probe;
@@ -732,8 +731,28 @@ fn series_label(probes: &[ProbePlan], k: SeriesKey) -> String {
     }
 }
 
-fn measurement_warnings(collector: &Collector, probes: &[ProbePlan]) -> Vec<String> {
+/// Warnings about the measurement itself: threads held off their CPU, facts lost in the hand-off,
+/// page faults taken while measuring.
+fn measurement_warnings(collector: &Collector, probes: &[ProbePlan], memory_locked: bool) -> Vec<String> {
     let mut w = Vec::new();
+    let faulted: Vec<String> = collector
+        .accounts
+        .iter()
+        .filter_map(|a| a.page_faults.filter(|&n| n > 0).map(|n| format!("{}/cpu{} {n}", series_label(probes, a.key), a.key.cpu)))
+        .collect();
+    if !faulted.is_empty() {
+        // Locked pages still fault when written after a fork: the kernel copies them on write.
+        let why = if memory_locked {
+            "memory was locked, but a page written after a process was forked (rtgauge forks to start a load) \
+             is copied on that write; compare with --load none"
+        } else {
+            "lock memory (drop --no-mlock, run as root or with CAP_IPC_LOCK) or lengthen the warm-up"
+        };
+        w.push(format!(
+            "the measurement threads took page faults while measuring ({}); each lengthened the wake-up it fell in: {why}",
+            faulted.join(", ")
+        ));
+    }
     for a in &collector.accounts {
         if a.unserved > 0 {
             w.push(format!(
@@ -790,6 +809,7 @@ fn assemble(a: Assembly) -> RunResult {
             let mut r = resolved.result(key, Some(key.cpu), collector.stats(i), (0, end_ns));
             r.sweep = resolved.sweep(key, Some(key.cpu), collector);
             r.timeline = collector.take_timeline(i);
+            r.page_faults = collector.accounts[i].page_faults;
             resolved.with_counts(key, r, collector.accounts[i].counts)
         })
         .collect();
@@ -798,6 +818,7 @@ fn assemble(a: Assembly) -> RunResult {
         .map(|k| {
             let mut r = resolved.result(k, None, collector.combined_stats((k.probe, k.series)), (0, end_ns));
             r.sweep = resolved.sweep(k, None, collector);
+            r.page_faults = collector.combined_page_faults((k.probe, k.series));
             resolved.with_counts(k, r, collector.combined_counts((k.probe, k.series)))
         })
         .collect();

@@ -600,3 +600,72 @@ fn the_document_is_written_through_a_buffer() {
     // The summary, the document in 64 KiB pieces, and a few more: not thousands.
     assert!(writes <= size / 65536 + 8, "{writes} writes for a {size}-byte document");
 }
+
+/// Pages every file-backed mapping of process `pid` out (those no other process maps) (`process_madvise(MADV_PAGEOUT)`, Linux
+/// 5.10): the next touch of each is a page fault. Returns how many ranges the kernel took.
+fn page_out(pid: u32) -> usize {
+    const SYS_PIDFD_OPEN: libc::c_long = 434;
+    const SYS_PROCESS_MADVISE: libc::c_long = 440;
+    const MADV_PAGEOUT: libc::c_long = 21;
+    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else { return 0 };
+    // SAFETY: pidfd_open takes a pid and flags.
+    let fd = unsafe { libc::syscall(SYS_PIDFD_OPEN, pid as libc::c_long, 0 as libc::c_long) };
+    if fd < 0 {
+        return 0;
+    }
+    let mut taken = 0;
+    for line in maps.lines().filter(|l| l.split_whitespace().nth(5).is_some_and(|p| p.starts_with('/'))) {
+        let (a, b) = line.split_whitespace().next().unwrap().split_once('-').unwrap();
+        let (a, b) = (usize::from_str_radix(a, 16).unwrap(), usize::from_str_radix(b, 16).unwrap());
+        let range = libc::iovec { iov_base: a as *mut libc::c_void, iov_len: b - a };
+        // SAFETY: one iovec describing the other process's range; nothing is written here.
+        let r = unsafe { libc::syscall(SYS_PROCESS_MADVISE, fd, &range as *const libc::iovec, 1usize, MADV_PAGEOUT, 0usize) };
+        taken += usize::from(r > 0);
+    }
+    // SAFETY: fd is the pidfd opened above.
+    unsafe { libc::close(fd as i32) };
+    taken
+}
+
+/// Runs a 2 s measurement while its binary's pages are paged out behind it every 50 ms; returns
+/// the document and how many page-outs the kernel accepted. The binary run is a private copy:
+/// the kernel pages out only what no other process maps (other tests run rtgauge meanwhile).
+fn measured_while_paged_out(extra: &[&str]) -> (Value, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, copy) = (dir.path().join("r.json"), dir.path().join("rtgauge"));
+    std::fs::copy(bin(), &copy).unwrap();
+    let mut args = vec!["run", "-q", "--no-store", "--load", "none", "-D", "2s", "--warmup", "100ms", "--json"];
+    args.push(json.to_str().unwrap());
+    args.extend_from_slice(extra);
+    let mut child = Command::new(&copy).args(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    wait_until_measuring(child.id());
+    let mut accepted = 0;
+    while child.try_wait().unwrap().is_none() {
+        accepted += page_out(child.id());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap(), accepted)
+}
+
+/// Page faults taken while measuring are facts of the run: each thread counts its own after its
+/// warm-up. With memory unlocked (`--no-mlock`) and its pages paged out behind it, the
+/// measurement threads fault and the result and a warning say so; with memory locked (the
+/// default) the same paging takes nothing from them: no fault.
+#[test]
+fn page_faults_while_measuring_are_counted_and_locked_memory_takes_none() {
+    if runner().is_some() {
+        eprintln!("SKIPPED under an emulator: the page faults would be the emulator's");
+        return;
+    }
+    let faults = |doc: &Value| -> Vec<u64> { doc["probes"].as_array().unwrap().iter().map(|p| u(&p["page_faults"])).collect() };
+    let warned = |doc: &Value| {
+        doc["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("page faults while measuring"))
+    };
+    let (unlocked, accepted) = measured_while_paged_out(&["--no-mlock"]);
+    assert!(accepted > 0, "the kernel took no page-out (process_madvise needs Linux 5.10)");
+    assert!(faults(&unlocked).iter().all(|&n| n > 0), "unlocked, paged out: faults on every thread {:?}", faults(&unlocked));
+    assert!(warned(&unlocked), "{}", unlocked["warnings"]);
+    let (locked, _) = measured_while_paged_out(&[]);
+    assert!(faults(&locked).iter().all(|&n| n == 0), "locked: no fault {:?}", faults(&locked));
+    assert!(!warned(&locked), "{}", locked["warnings"]);
+}

@@ -1,7 +1,8 @@
 //! The real-time loop does nothing but wait and read the clock: traced with strace, the
 //! measurement thread's only system call between its first and last sleep is
 //! `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, ...)` (clock_gettime runs in the vDSO), one per
-//! period — no allocation (mmap/brk), no lock (futex), no output (write); with another wait
+//! period — no allocation (mmap/brk), no lock (futex), no output (write), and once, when the
+//! warm-up is over, `getrusage(RUSAGE_THREAD)` (its page-fault count); with another wait
 //! method (`timer:wait=`), only that method's calls. The wake-up chain's handler and task make
 //! only their mechanism's calls (`wakeup:via=`).
 
@@ -82,8 +83,12 @@ fn trace_the_loop(method: &str, arms: &[&str], waits: &str) {
     let first = calls.iter().position(is_wait).unwrap();
     let last = calls.iter().rposition(is_wait).unwrap();
     let in_loop = &calls[first..=last];
-    let others: Vec<&String> = in_loop.iter().filter(|c| !is_wait(c) && !arms.iter().any(|a| c.starts_with(a))).collect();
+    // Once, when the warm-up has been accounted for, the thread reads its page-fault count.
+    let fault_count = |c: &&String| c.starts_with("getrusage(RUSAGE_THREAD");
+    let others: Vec<&String> =
+        in_loop.iter().filter(|c| !is_wait(c) && !arms.iter().any(|a| c.starts_with(a)) && !fault_count(c)).collect();
     assert!(others.is_empty(), "{method}: thread {tid} made other system calls inside its loop: {others:?}");
+    assert_eq!(in_loop.iter().filter(fault_count).count(), 1, "{method}: one page-fault reading, after the warm-up");
     // One wait per wake-up: every period is waited for unless an earlier wake-up came so late
     // that it was counted as missed.
     let p = &doc["probes"][0];
@@ -128,9 +133,10 @@ fn the_wakeup_handler_and_task_make_only_their_mechanisms_calls() {
             .unwrap_or_else(|| panic!("{via}: a task thread waiting with {waits:?}"));
         let only = |calls: &Vec<String>, first: &[&str], allowed: &[&str], who: &str| {
             let from = calls.iter().position(|c| first.iter().any(|f| c.starts_with(f))).unwrap();
-            // The thread's teardown (its signal stack, its stack) ends the loop: a futex call after it
-            // is the thread's exit waking its joiner, not the loop's.
-            let teardown = ["sigaltstack(", "munmap(", "madvise("];
+            // The thread's teardown ends the loop: its page-fault reading (with no warm-up the only
+            // other is before the loop), its signal stack, its stack; a futex call after it is the
+            // thread's exit waking its joiner, not the loop's.
+            let teardown = ["getrusage(RUSAGE_THREAD", "sigaltstack(", "munmap(", "madvise("];
             let end =
                 calls[from..].iter().position(|c| teardown.iter().any(|t| c.starts_with(t))).map_or(calls.len(), |e| from + e);
             let to = from + calls[from..end].iter().rposition(|c| first.iter().any(|f| c.starts_with(f))).unwrap();

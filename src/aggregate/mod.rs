@@ -169,6 +169,9 @@ pub struct Account {
     pub unserved: u64,
     /// The probe's own counts, as the thread left them (see `Probe::counters`).
     pub counts: [u64; crate::probe::MAX_COUNTS],
+    /// Page faults its thread took while measuring, once the thread has ended (`None`: unknown,
+    /// e.g. the run ended within the warm-up or the thread never came back).
+    pub page_faults: Option<u64>,
     /// Per window of the run, when the collector keeps a timeline (`Collector::with_timeline`).
     pub timeline: Option<timeline::Timeline>,
 }
@@ -336,6 +339,7 @@ impl Collector {
                     accounted: 0,
                     unserved: 0,
                     counts: [0; crate::probe::MAX_COUNTS],
+                    page_faults: None,
                     timeline: None,
                 }
             })
@@ -399,6 +403,8 @@ impl Collector {
         for (kept, count) in c.counts.iter_mut().zip(&counters.counts) {
             *kept = count.load(Relaxed);
         }
+        let faults = counters.page_faults.load(Relaxed);
+        c.page_faults = (thread_ended && faults != ThreadCounters::UNKNOWN).then_some(faults);
         if c.events {
             // A loop that ended saw every window up to where it stopped (a quiet window has no
             // event); one still held off its CPU saw none after its last event: those are missed.
@@ -458,6 +464,12 @@ impl Collector {
             (interval, bounds) = (c.schedule.interval_ns, c.bounds);
         }
         t.stats((ws, wm), interval, bounds)
+    }
+
+    /// The page faults taken while measuring by the threads of series `series` of probe `probe`,
+    /// summed over its CPUs (`None` if no thread's count is known).
+    pub fn combined_page_faults(&self, (probe, series): (usize, usize)) -> Option<u64> {
+        self.of_series(probe, series).filter_map(|(_, a)| a.page_faults).reduce(|a, b| a + b)
     }
 
     /// The probe's own counts of series `series` of probe `probe`, summed over its CPUs.

@@ -64,6 +64,14 @@ pub struct ThreadCounters {
     /// An event probe's missed events not yet handed over (their fact did not fit the ring);
     /// they go with the next fact that does.
     pub pending_missed: AtomicU64,
+    /// Page faults the thread took while measuring (after its warm-up), published when its loop
+    /// ends; [`ThreadCounters::UNKNOWN`] until then, and when the run ended within the warm-up.
+    pub page_faults: AtomicU64,
+}
+
+impl ThreadCounters {
+    /// A count not (yet) known.
+    pub const UNKNOWN: u64 = u64::MAX;
 }
 
 /// How many counts of its own a probe may keep (see [`Probe::counters`]).
@@ -79,6 +87,7 @@ impl Default for ThreadCounters {
             periods_done: AtomicU64::new(0),
             counts: [AtomicU64::new(0), AtomicU64::new(0)],
             pending_missed: AtomicU64::new(0),
+            page_faults: AtomicU64::new(ThreadCounters::UNKNOWN),
         }
     }
 }
@@ -244,11 +253,37 @@ pub struct Handoff {
     max: u64,
     /// The last period accounted for.
     done: u64,
+    /// The thread's page faults when its warm-up ended ([`ThreadCounters::UNKNOWN`] before).
+    faults_at_warmup_end: u64,
 }
 
 impl Handoff {
     fn new(ring: rtrb::Producer<Sample>, counters: Arc<ThreadCounters>, warmup_periods: u64) -> Handoff {
-        Handoff { ring, counters, warmup_periods, lost: 0, missed_carry: 0, overflows: 0, min: u64::MAX, max: 0, done: 0 }
+        let (lost, missed_carry, overflows, min, max, done) = (0, 0, 0, u64::MAX, 0, 0);
+        let faults_at_warmup_end = ThreadCounters::UNKNOWN;
+        Handoff { ring, counters, warmup_periods, lost, missed_carry, overflows, min, max, done, faults_at_warmup_end }
+    }
+
+    /// Before the loop: with no warm-up, the measurement begins now.
+    fn begin(&mut self) {
+        self.note_warmup_end();
+    }
+
+    /// Reads the thread's page-fault count once, when the warm-up has been accounted for: one
+    /// system call in the whole loop, after a fact was handed over and before the next wait.
+    #[inline(always)]
+    fn note_warmup_end(&mut self) {
+        if self.faults_at_warmup_end == ThreadCounters::UNKNOWN && self.done >= self.warmup_periods {
+            self.faults_at_warmup_end = sys::thread_page_faults();
+        }
+    }
+
+    /// After the loop: publishes the page faults taken while measuring.
+    fn end(&mut self) {
+        if self.faults_at_warmup_end != ThreadCounters::UNKNOWN {
+            let taken = sys::thread_page_faults().saturating_sub(self.faults_at_warmup_end);
+            self.counters.page_faults.store(taken, Relaxed);
+        }
     }
 
     /// The last period accounted for (served or missed).
@@ -297,6 +332,7 @@ impl Handoff {
             self.done = window;
             c.periods_done.store(window, Relaxed);
         }
+        self.note_warmup_end();
     }
 
     /// Sets the probe's own count `i` (see [`Probe::counters`]) to `value`.
@@ -314,6 +350,7 @@ impl Handoff {
             self.done = period;
             self.counters.periods_done.store(period, Relaxed);
         }
+        self.note_warmup_end();
     }
 
     /// Keeps the extremes of the measured (post-warm-up) values where the collector finds them
@@ -351,6 +388,7 @@ impl Handoff {
         }
         self.done = period + missed_after;
         c.periods_done.store(self.done, Relaxed);
+        self.note_warmup_end();
     }
 }
 
@@ -670,7 +708,9 @@ fn spawn_role(
         let _ = report_tx.send(report);
         drop(report_tx);
         if let (true, Some(l), Ok(start_ns)) = (ok, rt_loop.as_mut(), go_rx.recv()) {
+            handoffs.iter_mut().for_each(Handoff::begin);
             l.run(start_ns, &stop, &mut handoffs);
+            handoffs.iter_mut().for_each(Handoff::end);
         }
     });
     match spawned {

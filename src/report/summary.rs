@@ -283,7 +283,7 @@ pub(super) fn how_obtained(r: &RunResult) -> String {
             (p, _) if p.has_priority() => format!("{} {}", p.kernel_name(), c.priority),
             (p, _) => p.kernel_name().to_string(),
         },
-        if sys.mlockall_obtained { "memory locked" } else { "memory NOT locked" },
+        memory_line(r),
         r.tuning
             .iter()
             .filter(|t| t.applied)
@@ -498,6 +498,17 @@ fn steps_125(values: &[(u64, u64)]) -> Vec<(u64, u64, u64)> {
         rows[(step_of(v) - a) as usize].2 += n;
     }
     rows
+}
+
+/// How memory was held, with the page faults the measurement threads took while measuring
+/// (where the run counted them): "memory locked, no page fault while measuring".
+fn memory_line(r: &RunResult) -> String {
+    let locked = if r.system.mlockall_obtained { "memory locked" } else { "memory NOT locked" };
+    match r.probes.iter().filter_map(|p| p.page_faults).reduce(|a, b| a + b) {
+        Some(0) => format!("{locked}, no page fault while measuring"),
+        Some(n) => format!("{locked}, {n} page faults while measuring"),
+        None => locked.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -179,6 +179,11 @@ pub struct ProbeResult {
     pub warmup_samples: u64,
     pub warmup_missed: u64,
     pub handoff_overflows: u64,
+    /// Page faults the measuring thread took after its warm-up (summed over CPUs in a combined
+    /// entry): each one lengthens the wake-up it falls in. Absent in phases, in imported runs,
+    /// in documents of older versions, and where the run ended within the warm-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_faults: Option<u64>,
     pub min_ns: Option<u64>,
     pub mean_ns: Option<f64>,
     /// `p50_ns`, `p90_ns`, ...: one field per reported percentile (`vocab::percentiles`).
@@ -240,6 +245,7 @@ impl ProbeResult {
             warmup_samples: s.warmup_samples,
             warmup_missed: s.warmup_missed,
             handoff_overflows: s.handoff_overflows,
+            page_faults: None,
             min_ns: s.min_ns,
             mean_ns: s.mean_ns.map(|m| (m * 10.0).round() / 10.0),
             percentiles: s.percentiles,

@@ -199,6 +199,7 @@ mod tests {
             warmup_samples: 0,
             warmup_missed: 0,
             handoff_overflows: 0,
+            page_faults: None,
             min_ns: Some(1_000),
             mean_ns: Some((1_000 + max) as f64 / 2.0),
             percentiles: crate::vocab::percentiles::Values::from_fn(|q| Some(if q == 50.0 { 1_000 } else { max })),
