@@ -32,6 +32,7 @@ pub fn main() -> ExitCode {
         cli::Command::Load(a) => lifecycle::load_only(&a, std::env::args().collect()),
         cli::Command::Worker => return ExitCode::from(load::worker::main()),
         cli::Command::Guardian => return ExitCode::from(load::guardian::main()),
+        cli::Command::Contain { argv } => return ExitCode::from(load::launch::main(&argv)),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

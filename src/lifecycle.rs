@@ -741,10 +741,10 @@ fn measurement_warnings(collector: &Collector, probes: &[ProbePlan], memory_lock
         .filter_map(|a| a.page_faults.filter(|&n| n > 0).map(|n| format!("{}/cpu{} {n}", series_label(probes, a.key), a.key.cpu)))
         .collect();
     if !faulted.is_empty() {
-        // Locked pages still fault when written after a fork: the kernel copies them on write.
+        // rtgauge never forks (see load::launch); locked pages still move when the kernel migrates them.
         let why = if memory_locked {
-            "memory was locked, but a page written after a process was forked (rtgauge forks to start a load) \
-             is copied on that write; compare with --load none"
+            "memory was locked, yet the kernel may move locked pages (memory compaction: \
+             'sysctl vm.compact_unevictable_allowed=0'; NUMA balancing: 'sysctl kernel.numa_balancing=0')"
         } else {
             "lock memory (drop --no-mlock, run as root or with CAP_IPC_LOCK) or lengthen the warm-up"
         };

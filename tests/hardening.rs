@@ -669,3 +669,59 @@ fn page_faults_while_measuring_are_counted_and_locked_memory_takes_none() {
     assert!(faults(&locked).iter().all(|&n| n == 0), "locked: no fault {:?}", faults(&locked));
     assert!(!warned(&locked), "{}", locked["warnings"]);
 }
+
+/// Regression: rtgauge forked to start each load (std's spawn forks when anything runs between
+/// fork and exec), and every fork shared its pages copy-on-write with the child: its measurement
+/// threads then took a page fault on their next write to each page — 9 per thread for a load
+/// started before the probes, 30 for one started mid-run. Loads are now started through a
+/// launcher spawned without fork. Ground truth on both sides: traced, rtgauge's own threads
+/// create processes only with CLONE_VM|CLONE_VFORK (posix_spawn), and with a command started
+/// before the probes, a built-in load started and stopped mid-run and a command restarted over
+/// and over, no measurement thread took a page fault.
+#[test]
+fn loads_started_by_rtgauge_cost_its_measurement_threads_no_page_fault() {
+    if runner().is_some() || Command::new("strace").arg("-V").output().is_err() {
+        eprintln!("SKIPPED: needs strace and a native binary (under an emulator the page faults are the emulator's)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (json, trace) = (dir.path().join("r.json"), dir.path().join("t"));
+    let out = Command::new("strace")
+        .args(["-ff", "-e", "trace=clone,clone3,fork,vfork", "-o", trace.to_str().unwrap()])
+        .args(bin_argv())
+        .args(["run", "-q", "--no-store", "-D", "3s", "--warmup", "100ms", "--json", json.to_str().unwrap()])
+        .args(["--load", "cmd:sleep 1000", "--load", "cpu:workers=1@1s..2s", "--load", "cmd:true"])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(out.status.code().is_some_and(|c| c <= 1), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs: Vec<u64> = doc["loads"].as_array().unwrap().iter().map(|l| u(&l["runs"])).collect();
+    assert!(runs[0] == 1 && runs[1] == 1 && runs[2] >= 2, "every load ran, the command restarted: {runs:?}");
+    let faults: Vec<u64> = doc["probes"].as_array().unwrap().iter().map(|p| u(&p["page_faults"])).collect();
+    assert!(faults.iter().all(|&n| n == 0), "page faults of the measurement threads: {faults:?}");
+    // strace -ff writes one file per thread and process: T.PID, each with the clones it made.
+    let mut made: std::collections::BTreeMap<i64, Vec<(String, i64)>> = Default::default();
+    for e in std::fs::read_dir(dir.path()).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        let Some(pid) = name.strip_prefix("t.").and_then(|p| p.parse().ok()) else { continue };
+        for line in std::fs::read_to_string(dir.path().join(&name)).unwrap().lines().filter(|l| l.contains("clone")) {
+            let Some(child) = line.rsplit_once("= ").and_then(|(_, r)| r.trim().parse().ok()) else { continue };
+            made.entry(pid).or_default().push((line.to_string(), child));
+        }
+    }
+    let children: std::collections::BTreeSet<i64> = made.values().flatten().map(|(_, c)| *c).collect();
+    let roots: Vec<i64> = made.keys().copied().filter(|p| !children.contains(p)).collect();
+    assert_eq!(roots.len(), 1, "one process started the others: {roots:?}");
+    let (mut own, mut spawned) = (vec![roots[0]], 0);
+    while let Some(tid) = own.pop() {
+        for (line, child) in made.get(&tid).into_iter().flatten() {
+            if line.contains("CLONE_THREAD") {
+                own.push(*child);
+            } else {
+                assert!(line.contains("CLONE_VM") && line.contains("CLONE_VFORK"), "rtgauge forked: {line}");
+                spawned += 1;
+            }
+        }
+    }
+    assert!(spawned >= 5, "the guardian and the loads' launchers were spawned: {spawned}");
+}

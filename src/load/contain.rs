@@ -11,7 +11,6 @@
 //! loads fall back to process groups and the result says why.
 
 use serde::{Deserialize, Serialize};
-use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -54,8 +53,6 @@ impl Version {
 pub struct RunCgroup {
     pub path: PathBuf,
     pub version: Version,
-    /// `cgroup.procs`, open for writing: a child joins by writing "0" to it before exec.
-    procs: File,
 }
 
 /// A mounted hierarchy: where it is mounted and which path of it is the mount's root.
@@ -121,11 +118,11 @@ impl RunCgroup {
     /// Creates the run's cgroup. `rt`: the RT policy (raw policy, priority) some load needs;
     /// it is tried inside the new cgroup first. On failure, says why (the loads then use
     /// process groups).
-    pub fn create(rt: Option<(i32, i32)>) -> Result<RunCgroup, String> {
+    pub fn create(rt: Option<(i32, i32)>, exe: &[std::ffi::OsString]) -> Result<RunCgroup, String> {
         let choice = forced();
         let mut reasons = Vec::new();
         if choice.as_deref().is_none_or(|c| c == "cgroup2") {
-            match Self::create_in(None, Version::V2, rt) {
+            match Self::create_in(None, Version::V2, rt, exe) {
                 Ok(c) => return Ok(c),
                 Err(e) => reasons.push(e),
             }
@@ -136,7 +133,7 @@ impl RunCgroup {
         };
         {
             for controller in v1 {
-                match Self::create_in(Some(controller), Version::V1, rt) {
+                match Self::create_in(Some(controller), Version::V1, rt, exe) {
                     Ok(c) => return Ok(c),
                     Err(e) => reasons.push(e),
                 }
@@ -148,20 +145,31 @@ impl RunCgroup {
         Err(reasons.join("; "))
     }
 
-    fn create_in(controller: Option<&str>, version: Version, rt: Option<(i32, i32)>) -> Result<RunCgroup, String> {
+    fn create_in(
+        controller: Option<&str>,
+        version: Version,
+        rt: Option<(i32, i32)>,
+        exe: &[std::ffi::OsString],
+    ) -> Result<RunCgroup, String> {
         let parent = own_dir(controller)?;
         let path = parent.join(format!("rtgauge-{}", std::process::id()));
         std::fs::create_dir(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        // Opened once to find out early whether a child will be able to join.
         let opened = std::fs::OpenOptions::new().write(true).open(path.join("cgroup.procs"));
         let cg = match opened {
-            Ok(procs) => RunCgroup { path, version, procs },
+            Ok(_) => RunCgroup { path, version },
             Err(e) => {
                 let _ = std::fs::remove_dir(&path);
                 return Err(format!("cannot open {}/cgroup.procs: {e}", parent.display()));
             }
         };
         if let Some((policy, priority)) = rt {
-            if let Err(e) = crate::sys::try_policy_in_cgroup(&cg.procs, policy, priority) {
+            let trial = crate::sys::Containment {
+                cgroup_procs: Some(cg.procs()),
+                policy: Some((policy, priority)),
+                ..Default::default()
+            };
+            if let Err(e) = super::launch::try_containment(exe, &trial) {
                 let why = format!(
                     "a process in {} cannot run at RT priority {priority} ({e}): the RT group-scheduling trap \
                      (a new cgroup with the cpu controller gets rt_runtime_us=0)",
@@ -175,8 +183,8 @@ impl RunCgroup {
     }
 
     /// The `cgroup.procs` file a child writes "0" to, to join.
-    pub fn procs(&self) -> &File {
-        &self.procs
+    pub fn procs(&self) -> PathBuf {
+        self.path.join("cgroup.procs")
     }
 
     /// Kills everything left inside, waits (bounded) until it is empty, and removes it.

@@ -60,7 +60,8 @@ impl Guardian {
     pub fn start(exe: &[std::ffi::OsString]) -> std::io::Result<Guardian> {
         let mut cmd = Command::new(&exe[0]);
         cmd.args(&exe[1..]).arg("__guardian").stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null());
-        crate::sys::contain(&mut cmd, crate::sys::Containment { own_group: true, ..Default::default() });
+        // A process group of its own, set by posix_spawn: rtgauge never forks (see `launch`).
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let mut child = cmd.spawn()?;
         let pipe = child.stdin.take();
         Ok(Guardian { child, pipe })

@@ -244,7 +244,7 @@ impl LoadSet {
             Some(LoadPolicy::Rr(p)) => Some((sys::SCHED_RR, p)),
             _ => None,
         });
-        match RunCgroup::create(rt) {
+        match RunCgroup::create(rt, &self.exe) {
             Ok(cg) => {
                 if let Some(g) = &mut self.guardian {
                     g.watch_cgroup(&cg.path, cg.version);
@@ -287,15 +287,15 @@ impl LoadSet {
     fn spawn(&mut self, i: usize) {
         let once = self.once;
         let load = &mut self.loads[i];
-        let mut cmd = match &load.spec.generator {
+        let (cmd, stdout) = match &load.spec.generator {
             Generator::Cmd { argv, .. } => {
                 let mut c = Command::new(&argv[0]);
-                c.args(&argv[1..]).stdout(Stdio::null()).stderr(Stdio::null());
-                c
+                c.args(&argv[1..]);
+                (c, Stdio::null())
             }
             g => {
                 let mut c = Command::new(&self.exe[0]);
-                c.args(&self.exe[1..]).arg("__worker").stdout(Stdio::piped()).stderr(Stdio::null());
+                c.args(&self.exe[1..]).arg("__worker");
                 c.env(ENV_SPEC, serde_json::to_string(g).expect("serialisable"));
                 if once {
                     c.env(ENV_ONCE, "1");
@@ -320,29 +320,23 @@ impl LoadSet {
                     }
                     c.env(ENV_DIR, load.dir.as_ref().expect("set above"));
                 }
-                c
+                (c, Stdio::piped())
             }
         };
-        cmd.stdin(Stdio::null());
-        use std::os::fd::AsRawFd;
-        sys::contain(
-            &mut cmd,
-            Containment {
-                cgroup_procs: self.cgroup.as_ref().map(|c| c.procs().as_raw_fd()),
-                own_group: true,
-                die_with_parent: true,
-                cpus: self.cpus.clone(),
-                nice: load.spec.nice,
-                policy: load.spec.policy.map(|p| match p {
-                    LoadPolicy::Other => (sys::SCHED_OTHER, 0),
-                    LoadPolicy::Batch => (sys::SCHED_BATCH, 0),
-                    LoadPolicy::Idle => (sys::SCHED_IDLE, 0),
-                    LoadPolicy::Fifo(n) => (sys::SCHED_FIFO, n),
-                    LoadPolicy::Rr(n) => (sys::SCHED_RR, n),
-                }),
-            },
-        );
-        match cmd.spawn() {
+        let containment = Containment {
+            cgroup_procs: self.cgroup.as_ref().map(|c| c.procs()),
+            die_with: Some(std::process::id()),
+            cpus: self.cpus.clone(),
+            nice: load.spec.nice,
+            policy: load.spec.policy.map(|p| match p {
+                LoadPolicy::Other => (sys::SCHED_OTHER, 0),
+                LoadPolicy::Batch => (sys::SCHED_BATCH, 0),
+                LoadPolicy::Idle => (sys::SCHED_IDLE, 0),
+                LoadPolicy::Fifo(n) => (sys::SCHED_FIFO, n),
+                LoadPolicy::Rr(n) => (sys::SCHED_RR, n),
+            }),
+        };
+        match super::launch::spawn(&self.exe, &cmd, &containment, stdout, Stdio::null()) {
             Ok(child) => {
                 if let Some(g) = &mut self.guardian {
                     g.watch_group(child.id() as i32);

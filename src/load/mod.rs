@@ -1,12 +1,13 @@
 //! Stage three of the flow: loads, the worst-case disturbances a measurement runs under.
 //! Built-in generators (`gen`) run in worker processes (`worker`), external commands directly;
-//! `manager` starts, times, restarts, stops and records them; `contain` puts them in a cgroup of
-//! the run's own, `guardian` guarantees they never outlive rtgauge and `watchdog` that they never
+//! `manager` starts, times, restarts, stops and records them; `launch` starts each without
+//! forking rtgauge; `contain` puts them in a cgroup of the run's own, `guardian` guarantees they never outlive rtgauge and `watchdog` that they never
 //! hold a run past its end. `stall` is the calibrated disturbance used to prove a measurement.
 
 pub mod contain;
 pub mod gen;
 pub mod guardian;
+pub mod launch;
 pub mod manager;
 pub mod spec;
 pub mod stall;

@@ -359,18 +359,7 @@ pub fn kill_process(pid: i32, signal: i32) {
     unsafe { libc::kill(pid, signal) };
 }
 
-/// Writes "0" to a `cgroup.procs` file: moves the calling process into that cgroup.
-/// Async-signal-safe (one `write`), for use between fork and exec.
-fn join_cgroup_raw(fd: libc::c_int) -> io::Result<()> {
-    // SAFETY: writes one byte from a static buffer to a descriptor the caller keeps open.
-    if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } == 1 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// Sets the calling thread's policy from raw values (async-signal-safe: one system call).
+/// Sets the calling thread's policy from raw values.
 fn set_scheduler_raw(policy: libc::c_int, priority: libc::c_int) -> io::Result<()> {
     let mut param = zeroed_sched_param();
     param.sched_priority = priority;
@@ -382,40 +371,15 @@ fn set_scheduler_raw(policy: libc::c_int, priority: libc::c_int) -> io::Result<(
     }
 }
 
-/// Whether a process can run at `policy`/`priority` (raw values) inside the cgroup whose
-/// `cgroup.procs` is open as `procs`: a short-lived child joins it and tries. Detects the RT
-/// group-scheduling trap before any load depends on it. The child leaves the cgroup empty.
-pub fn try_policy_in_cgroup(procs: &std::fs::File, policy: i32, priority: i32) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let fd = procs.as_raw_fd();
-    // SAFETY: the child makes only async-signal-safe system calls (write, sched_setscheduler,
-    // _exit) and allocates nothing; the parent reaps it.
-    match unsafe { libc::fork() } {
-        -1 => Err(io::Error::last_os_error()),
-        0 => {
-            let code = match join_cgroup_raw(fd).and_then(|_| set_scheduler_raw(policy, priority)) {
-                Ok(()) => 0,
-                Err(e) => e.raw_os_error().unwrap_or(libc::EPERM).clamp(1, 255),
-            };
-            // SAFETY: _exit ends the child at once.
-            unsafe { libc::_exit(code) }
-        }
-        pid => match wait_pid(pid)? {
-            0 => Ok(()),
-            errno => Err(io::Error::from_raw_os_error(errno)),
-        },
-    }
-}
-
-/// How a child of rtgauge is contained (see `load::manager`).
-#[derive(Debug, Clone, Default)]
+/// What a contained child of rtgauge applies to itself before it runs its load (see
+/// `load::launch`): it is serialised into the child's environment, never applied between fork
+/// and exec, so that rtgauge itself never forks while it measures.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Containment {
-    /// Join the cgroup whose `cgroup.procs` is open as this descriptor (first of all).
-    pub cgroup_procs: Option<i32>,
-    /// Put the child in a process group of its own (so the group can be signalled whole).
-    pub own_group: bool,
-    /// Kill the child when rtgauge dies.
-    pub die_with_parent: bool,
+    /// Join the cgroup whose `cgroup.procs` this is (first of all).
+    pub cgroup_procs: Option<std::path::PathBuf>,
+    /// Die with this process (rtgauge's pid): SIGKILL when it ends, and at once if it has.
+    pub die_with: Option<u32>,
     /// Restrict it to these CPUs.
     pub cpus: Option<Vec<usize>>,
     pub nice: Option<i32>,
@@ -430,56 +394,64 @@ pub const SCHED_IDLE: i32 = libc::SCHED_IDLE;
 pub const SCHED_FIFO: i32 = libc::SCHED_FIFO;
 pub const SCHED_RR: i32 = libc::SCHED_RR;
 
-/// Applies `c` to `cmd`, in the child between fork and exec.
-pub fn contain(cmd: &mut std::process::Command, c: Containment) {
-    use std::os::unix::process::CommandExt;
-    let parent = std::process::id();
-    // Built before fork: the closure below must not allocate.
-    let mut set: libc::cpu_set_t = zeroed_cpu_set();
+/// Applies `c` to the calling process, which must be single-threaded (the launcher): what it
+/// sets is kept across exec. The error names the step that failed.
+pub fn contain_self(c: &Containment) -> Result<(), String> {
+    if let Some(procs) = &c.cgroup_procs {
+        std::fs::write(procs, "0").map_err(|e| format!("cannot join the run's cgroup ({}): {e}", procs.display()))?;
+    }
+    if let Some(parent) = c.die_with {
+        die_with_parent(parent).map_err(|e| format!("cannot ask to die with rtgauge: {e}"))?;
+    }
     if let Some(cpus) = &c.cpus {
+        let mut set: libc::cpu_set_t = zeroed_cpu_set();
         for &cpu in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
             // SAFETY: bounds-checked above.
             unsafe { libc::CPU_SET(cpu, &mut set) };
         }
+        // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
+        check(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) })
+            .map_err(|e| format!("cannot run on CPUs {cpus:?}: {e}"))?;
     }
-    // SAFETY: the closure runs in the child after fork; it makes only async-signal-safe system
-    // calls (write, setpgid, prctl, getppid, sched_setaffinity, sched_setscheduler, setpriority,
-    // _exit) and allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || {
-            if let Some(fd) = c.cgroup_procs {
-                join_cgroup_raw(fd)?;
-            }
-            if c.own_group && libc::setpgid(0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if c.die_with_parent {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                if libc::getppid() as u32 != parent {
-                    libc::_exit(1);
-                }
-            }
-            if c.cpus.is_some() && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if let Some((policy, prio)) = c.policy {
-                let mut param: libc::sched_param = std::mem::zeroed();
-                param.sched_priority = prio;
-                if libc::syscall(libc::SYS_sched_setscheduler, 0 as libc::pid_t, policy, &param as *const libc::sched_param) != 0
-                {
-                    return Err(io::Error::last_os_error());
-                }
-            }
-            if let Some(n) = c.nice {
-                if libc::setpriority(libc::PRIO_PROCESS, 0, n) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
+    if let Some((policy, priority)) = c.policy {
+        let name = match policy {
+            libc::SCHED_FIFO => "SCHED_FIFO",
+            libc::SCHED_RR => "SCHED_RR",
+            libc::SCHED_BATCH => "SCHED_BATCH",
+            libc::SCHED_IDLE => "SCHED_IDLE",
+            _ => "SCHED_OTHER",
+        };
+        set_scheduler_raw(policy, priority).map_err(|e| format!("cannot run at {name} priority {priority}: {e}"))?;
     }
+    if let Some(n) = c.nice {
+        // SAFETY: no pointers are passed; who 0 is the calling process.
+        check(unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, n) }).map_err(|e| format!("cannot set nice {n}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A channel on which a child reports why it could not start: the pipe's write end becomes the
+/// child's standard input; the child moves it aside ([`take_start_report`]) where exec closes
+/// it. Reading the other end to its end waits until the child has run its program or failed.
+pub fn start_report_pipe() -> io::Result<(std::fs::File, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (std::fs::File::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// In the child: moves standard input (the start-report pipe) to a descriptor closed on exec.
+pub fn take_start_report() -> io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: F_DUPFD_CLOEXEC duplicates descriptor 0 onto a new one at or above 3.
+    let fd = unsafe { libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just created and is owned by nobody else.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
 fn zeroed_cpu_set() -> libc::cpu_set_t {

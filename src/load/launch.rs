@@ -1,0 +1,93 @@
+//! Starting a contained child without forking rtgauge. A fork while measuring shares every
+//! page of rtgauge copy-on-write with the child, and the measurement threads then take a page
+//! fault on their next write to each of their pages (seen: 9 faults per thread for one load
+//! started, 30 for a load restarted mid-run). So nothing is done between fork and exec: std
+//! spawns `rtgauge __contain -- PROGRAM ARGS...` with posix_spawn (a vfork-style clone that
+//! shares, not copies, the parent's memory), in a process group of its own; the launcher
+//! applies the [`Containment`] handed over in its environment to itself — joins the run's
+//! cgroup, dies with rtgauge, takes its CPUs, policy and nice value — and execs the program,
+//! which keeps all of it. Why a launcher could not start comes back on a pipe that exec closes,
+//! so starting waits, as std's own spawn does, until the program runs or has failed.
+
+use crate::sys::{self, Containment};
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+
+/// The environment variable carrying the [`Containment`] (JSON) to the launcher.
+const ENV: &str = "RTGAUGE_CONTAIN";
+/// The launcher's exit status when it could not start its program.
+const CANNOT_START: u8 = 125;
+
+/// Entry point of `rtgauge __contain [-- PROGRAM ARGS...]`: without a program, it only applies
+/// the containment and exits (to try a policy inside a cgroup).
+pub fn main(argv: &[OsString]) -> u8 {
+    let Ok(mut report) = sys::take_start_report() else { return CANNOT_START };
+    let mut fail = |why: String| {
+        let _ = report.write_all(why.as_bytes());
+        CANNOT_START
+    };
+    let c: Containment = match std::env::var(ENV).map(|t| serde_json::from_str(&t)) {
+        Ok(Ok(c)) => c,
+        _ => return fail(format!("{ENV} is missing or unreadable (an internal command of rtgauge)")),
+    };
+    if let Err(why) = sys::contain_self(&c) {
+        return fail(why);
+    }
+    let Some((program, args)) = argv.split_first() else { return 0 };
+    let e = Command::new(program).args(args).env_remove(ENV).stdin(Stdio::null()).exec();
+    fail(format!("cannot run {}: {e}", program.to_string_lossy()))
+}
+
+/// Starts `target` (its program, arguments and environment) contained by `c`, with the given
+/// standard output and error, through the launcher `exe`. Returns once it runs its program;
+/// the error says why it could not.
+pub fn spawn(exe: &[OsString], target: &Command, c: &Containment, stdout: Stdio, stderr: Stdio) -> Result<Child, String> {
+    let mut cmd = launcher(exe, c)?;
+    cmd.arg("--").arg(target.get_program()).args(target.get_args()).stdout(stdout).stderr(stderr);
+    for (k, v) in target.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    start(cmd)
+}
+
+/// Whether a process contained by `c` starts: a launcher applies it and exits. Detects the RT
+/// group-scheduling trap (a policy refused inside a new cgroup) before any load depends on it.
+pub fn try_containment(exe: &[OsString], c: &Containment) -> Result<(), String> {
+    let mut cmd = launcher(exe, c)?;
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = start(cmd)?;
+    match child.wait() {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!("the trial process ended with {s}")),
+        Err(e) => Err(format!("cannot wait for the trial process: {e}")),
+    }
+}
+
+fn launcher(exe: &[OsString], c: &Containment) -> Result<Command, String> {
+    let (program, args) = exe.split_first().ok_or("no executable to launch")?;
+    let mut cmd = Command::new(program);
+    cmd.args(args).arg("__contain").env(ENV, serde_json::to_string(c).expect("serialisable")).process_group(0);
+    Ok(cmd)
+}
+
+/// Spawns the launcher with the start-report pipe as its standard input and reads that pipe to
+/// its end (exec closes it): empty means the program runs.
+fn start(mut cmd: Command) -> Result<Child, String> {
+    let (mut read, write) = sys::start_report_pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
+    cmd.stdin(Stdio::from(write));
+    let spawned = cmd.spawn();
+    drop(cmd); // closes rtgauge's copy of the pipe's write end
+    let mut child = spawned.map_err(|e| e.to_string())?;
+    let mut why = String::new();
+    let _ = (&mut read).take(4096).read_to_string(&mut why);
+    if why.is_empty() {
+        return Ok(child);
+    }
+    let _ = child.wait();
+    Err(why)
+}
