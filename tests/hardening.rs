@@ -195,10 +195,10 @@ fn setsid_and_double_fork_grandchildren_are_gone_after_sigkill() {
     args.extend(ESCAPERS);
     let mut child = m.cmd(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let t = Instant::now();
-    while m.processes().iter().filter(|p| p.contains("sleep 30")).count() < 2 && t.elapsed() < Duration::from_secs(20) {
+    while m.started().iter().filter(|p| p.contains("sleep 30")).count() < 2 && t.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let procs = m.processes();
+    let procs = m.started();
     let grandchild = procs.iter().find(|p| p.contains("sleep 300")).expect("the setsid grandchild runs");
     let cgroup = cgroup_of(grandchild.split(':').next().unwrap()).filter(|p| p.to_string_lossy().contains("rtgauge-"));
     child.kill().unwrap();

@@ -228,6 +228,11 @@ impl Marker {
         }
         found
     }
+    /// The processes that run what they were started for: without the launchers still on their
+    /// way to exec (`rtgauge __contain -- PROGRAM`, whose command line names the program too).
+    pub fn started(&self) -> Vec<String> {
+        self.processes().into_iter().filter(|p| !p.contains(" __contain ")).collect()
+    }
     pub fn files(&self) -> Vec<String> {
         std::fs::read_dir(self.0.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
     }
