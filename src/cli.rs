@@ -282,6 +282,18 @@ pub struct RunArgs {
     pub no_store: bool,
 }
 
+/// Plots as images, for slides.
+#[derive(Debug, Args)]
+pub struct PngArgs {
+    /// Write every plot as a PNG image into this directory (made if missing)
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<std::path::PathBuf>,
+    /// The font of the images' text (a .ttf or .otf file) [default: a sans-serif font of the
+    /// system's]
+    #[arg(long, value_name = "FILE", requires = "png")]
+    pub font: Option<std::path::PathBuf>,
+}
+
 /// Where the store is.
 #[derive(Debug, Args)]
 pub struct StoreArg {
@@ -352,6 +364,8 @@ pub struct ReportArgs {
     /// Write one self-contained HTML file (inline SVG plots, no network access needed)
     #[arg(long, value_name = "FILE")]
     pub html: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub png: PngArgs,
 }
 
 #[derive(Debug, Args)]
@@ -381,6 +395,8 @@ pub struct CompareArgs {
     /// Write the comparison as one self-contained HTML file
     #[arg(long, value_name = "FILE")]
     pub html: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub png: PngArgs,
     /// Print the comparison as JSON
     #[arg(long)]
     pub json: bool,

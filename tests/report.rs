@@ -186,6 +186,66 @@ fn fail_if_worse_exits_1_exactly_on_a_regression() {
     }
 }
 
+/// Decodes a PNG file: width, height, RGBA pixels.
+fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    buf.truncate(info.buffer_size());
+    let per = buf.len() / (info.width * info.height) as usize;
+    (info.width, info.height, buf.chunks(per).flat_map(|p| [p[0], p[1], p[2], 255]).collect())
+}
+
+/// `--png DIR` draws every plot of the report (the same as the HTML's: a histogram, a
+/// percentile curve and a timeline per series) and of a comparison as images for slides, at
+/// twice the SVG's size, with their text: the title band above each plot holds dark pixels
+/// (the caption), and nothing else is drawn there.
+#[test]
+fn report_and_compare_png_draw_every_plot_with_its_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    stored_run(&db, "p", &["--load", "cpu:workers=1@500ms..1s"]);
+    stored_run(&db, "q", &["--load", "none"]);
+    let out_dir = dir.path().join("slides/png");
+    let out = rtgauge(&["report", "p", "--db", &db, "--png", out_dir.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(2) && err.contains("no font found") {
+        eprintln!("SKIPPED: no font on this system ({err}); .ci/run installs fonts-dejavu-core");
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let html = dir.path().join("r.html");
+    ok(&["report", "p", "--db", &db, "--html", html.to_str().unwrap()]);
+    let figures = std::fs::read_to_string(&html).unwrap().matches("<figure class=\"plot").count();
+    let mut names: Vec<String> =
+        std::fs::read_dir(&out_dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["run1-timer-histogram.png", "run1-timer-percentiles.png", "run1-timer-timeline.png"]);
+    assert_eq!(names.len(), figures, "one image per plot of the HTML report");
+    let compared = dir.path().join("cmp");
+    let out = rtgauge(&["compare", "p", "q", "--db", &db, "--png", compared.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut more: Vec<String> =
+        std::fs::read_dir(&compared).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    more.sort();
+    assert_eq!(more, ["compare-1-2-timer-histogram.png", "compare-1-2-timer-percentiles.png"]);
+    let files = names.iter().map(|n| out_dir.join(n)).chain(more.iter().map(|n| compared.join(n)));
+    for f in files {
+        let (w, h, px) = decode_png(&f);
+        assert_eq!((w, h), (1800, 760), "{}", f.display());
+        let dark = |y0: u32, y1: u32| {
+            (y0..y1)
+                .flat_map(|y| (0..w).map(move |x| ((y * w + x) * 4) as usize))
+                .filter(|&i| px[i..i + 3].iter().all(|&c| c < 100))
+                .count()
+        };
+        assert!(dark(8, 64) > 200, "{}: no caption drawn (is the font used?)", f.display());
+        let white = px.chunks(4).filter(|p| p[..3].iter().all(|&c| c > 245)).count();
+        assert!(white < px.len() / 4 * 97 / 100, "{}: almost blank", f.display());
+    }
+}
+
 /// Bad input is one line and exit 2, before anything is read or written.
 #[test]
 fn bad_report_and_compare_input_is_a_one_line_error() {
@@ -193,6 +253,12 @@ fn bad_report_and_compare_input_is_a_one_line_error() {
     let db = db_in(&dir);
     ok(&["import", "--db", &db, "--label", "x", fixture("cyclictest-h100.json").to_str().unwrap()]);
     let missing_dir = dir.path().join("no/such/dir/r.html");
+    // --png: a destination that is a file; fonts that are not fonts, endless or missing
+    let not_a_dir = dir.path().join("a-file");
+    std::fs::write(&not_a_dir, "x").unwrap();
+    let not_a_font = dir.path().join("font.ttf");
+    std::fs::write(&not_a_font, "not a font").unwrap();
+    let png_dir = dir.path().join("png-out");
     for args in [
         vec!["compare", "x"],
         vec!["compare", "x", "x"],
@@ -205,6 +271,12 @@ fn bad_report_and_compare_input_is_a_one_line_error() {
         vec!["compare", "x", "last", "--budget", "200%"],
         vec!["report", "nosuchrun"],
         vec!["report", "x", "--html", missing_dir.to_str().unwrap()],
+        vec!["report", "x", "--png", not_a_dir.to_str().unwrap()],
+        vec!["report", "x", "--png", png_dir.to_str().unwrap(), "--font", not_a_font.to_str().unwrap()],
+        vec!["report", "x", "--png", png_dir.to_str().unwrap(), "--font", "/dev/zero"],
+        vec!["report", "x", "--png", png_dir.to_str().unwrap(), "--font", "/no/such/font.ttf"],
+        vec!["report", "x", "--font", not_a_font.to_str().unwrap()],
+        vec!["compare", "x", "last", "--png", png_dir.to_str().unwrap(), "--font", not_a_font.to_str().unwrap()],
     ] {
         let out = rtgauge(&[&args[..], &["--db", &db]].concat()).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -212,4 +284,6 @@ fn bad_report_and_compare_input_is_a_one_line_error() {
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
     assert!(!missing_dir.exists());
+    assert!(!png_dir.exists(), "checked before anything is made");
+    assert_eq!(std::fs::read(&not_a_dir).unwrap(), b"x");
 }

@@ -150,12 +150,23 @@ pub fn compare(a: &CompareArgs) -> Result<u8> {
         ));
     }
     let sink = html_sink(a.html.as_deref())?;
+    let png = super::stored::png_out(&a.png)?;
     let s = existing(a.store.db.as_deref())?;
     let runs = named_runs(&s, &names)?;
     if runs.len() < 2 {
         return Err(anyhow!("these name one run only ({}); compare needs two or more", runs[0].name()));
     }
     let c = build(&runs, &o);
+    if let Some(out) = &png {
+        let mut plots = Vec::new();
+        for (label, kinds) in series_plots(&runs, &c).map_err(anyhow::Error::msg)? {
+            let ids: Vec<String> = runs.iter().map(|n| n.id.to_string()).collect();
+            for (kind, svg) in kinds {
+                plots.push((format!("compare-{}-{}-{kind}", ids.join("-"), super::png::slug(&label)), svg));
+            }
+        }
+        super::stored::wrote_images(out.write(&plots).map_err(anyhow::Error::msg)?);
+    }
     if let Some(sink) = sink {
         sink.write_bytes(html(&runs, &c).map_err(anyhow::Error::msg)?.as_bytes())
             .map_err(|e| anyhow!("writing the comparison failed: {e}"))?;
@@ -409,22 +420,37 @@ fn html(runs: &[Named], c: &Comparison) -> Result<String, String> {
     let (header, rows) = table_rows(runs, c);
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     h += &table(&header, 3, &rows);
+    for (label, plots) in series_plots(runs, c)? {
+        let _ = write!(h, "<h2>{}</h2>", esc(&label));
+        for (kind, svg) in plots {
+            h += &figure(&svg, kind);
+        }
+    }
+    h += "</body></html>\n";
+    Ok(h)
+}
+
+/// Per series, the runs' histograms and percentile curves overlaid (each with its kind).
+type SeriesPlots = Vec<(String, Vec<(&'static str, String)>)>;
+fn series_plots(runs: &[Named], c: &Comparison) -> Result<SeriesPlots, String> {
     let mut series: Vec<&str> = Vec::new();
     for row in &c.rows {
         if !series.contains(&row.series.as_str()) {
             series.push(&row.series);
         }
     }
+    let mut out = Vec::new();
     for label in series {
         let curves: Vec<super::plot::Curve> =
             runs.iter().filter_map(|n| overall(&n.result, label).filter(|p| p.samples > 0).map(|p| (n.name(), p))).collect();
         if curves.is_empty() {
             continue;
         }
-        let _ = write!(h, "<h2>{}</h2>", esc(label));
-        h += &figure(&super::plot::histogram(&format!("{label}: histograms of the runs (all CPUs)"), &curves)?, "histogram");
-        h += &figure(&super::plot::percentiles(&format!("{label}: by percentile (all CPUs)"), &curves)?, "percentiles");
+        let plots = vec![
+            ("histogram", super::plot::histogram(&format!("{label}: histograms of the runs (all CPUs)"), &curves)?),
+            ("percentiles", super::plot::percentiles(&format!("{label}: by percentile (all CPUs)"), &curves)?),
+        ];
+        out.push((label.to_string(), plots));
     }
-    h += "</body></html>\n";
-    Ok(h)
+    Ok(out)
 }

@@ -177,16 +177,42 @@ fn series(r: &RunResult) -> Vec<(String, Vec<&ProbeResult>)> {
 
 fn series_section(r: &RunResult, label: &str, entries: &[&ProbeResult]) -> Result<String, String> {
     let mut h = format!("<h3>{}</h3>", esc(label));
-    let what = entries[0].measures.as_deref().unwrap_or("latency");
     if entries.iter().all(|p| p.samples == 0) {
         return Ok(h + "<p>No values were measured.</p>");
     }
-    h += &figure(&plot::histogram(&format!("{label}: {what} histogram per CPU"), &plot::by_cpu(entries))?, "histogram");
-    h += &figure(&plot::percentiles(&format!("{label}: {what} by percentile"), &plot::by_cpu(entries))?, "percentiles");
-    if entries.iter().any(|p| p.timeline.as_ref().is_some_and(|t| !t.is_empty())) {
-        h += &figure(&plot::timeline(&format!("{label}: {what} against time"), entries, &r.phases)?, "timeline");
+    for (kind, svg) in series_plots(r, label, entries)? {
+        h += &figure(&svg, kind);
     }
     Ok(h)
+}
+
+/// A series' plots, each with its kind: histogram, percentiles and (with a timeline) timeline.
+fn series_plots(r: &RunResult, label: &str, entries: &[&ProbeResult]) -> Result<Vec<(&'static str, String)>, String> {
+    let what = entries[0].measures.as_deref().unwrap_or("latency");
+    let mut v = vec![
+        ("histogram", plot::histogram(&format!("{label}: {what} histogram per CPU"), &plot::by_cpu(entries))?),
+        ("percentiles", plot::percentiles(&format!("{label}: {what} by percentile"), &plot::by_cpu(entries))?),
+    ];
+    if entries.iter().any(|p| p.timeline.as_ref().is_some_and(|t| !t.is_empty())) {
+        v.push(("timeline", plot::timeline(&format!("{label}: {what} against time"), entries, &r.phases)?));
+    }
+    Ok(v)
+}
+
+/// Every plot of the report, as (file stem, SVG): `run7-timer-histogram`, for `--png`.
+pub fn plots(runs: &[Named]) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for n in runs {
+        for (label, entries) in series(&n.result) {
+            if entries.iter().all(|p| p.samples == 0) {
+                continue;
+            }
+            for (kind, svg) in series_plots(&n.result, &label, &entries)? {
+                out.push((format!("run{}-{}-{kind}", n.id, super::png::slug(&label)), svg));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// An inline SVG plot (plotters' text starts with the `<svg` element).

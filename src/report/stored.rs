@@ -190,26 +190,45 @@ pub(super) fn html_sink(path: Option<&std::path::Path>) -> Result<Option<JsonSin
     .transpose()
 }
 
-/// `rtgauge report RUN...`: the summary with text histograms, or `--html FILE`.
+/// `rtgauge report RUN...`: the summary with text histograms, or `--html FILE` and/or
+/// `--png DIR`. Every destination and the font are checked before anything is drawn.
 pub fn report(a: &ReportArgs) -> Result<u8> {
     let sink = html_sink(a.html.as_deref())?;
+    let png = png_out(&a.png)?;
     let s = existing(a.store.db.as_deref())?;
     let runs = named_runs(&s, &a.runs)?;
-    match sink {
-        Some(sink) => {
-            let page = super::html::render(&runs).map_err(anyhow::Error::msg)?;
-            sink.write_bytes(page.as_bytes()).map_err(|e| anyhow!("writing the report failed: {e}"))?;
-            eprintln!("Wrote the report of {} run(s) to {}.", runs.len(), a.html.as_ref().expect("a sink has a path").display());
-        }
-        None => {
-            for n in &runs {
-                println!("=== {}", n.name());
-                print!("{}", super::summary::render(&n.result));
-                print!("{}", super::summary::text_histograms(&n.result));
-            }
+    if let Some(sink) = sink {
+        let page = super::html::render(&runs).map_err(anyhow::Error::msg)?;
+        sink.write_bytes(page.as_bytes()).map_err(|e| anyhow!("writing the report failed: {e}"))?;
+        eprintln!("Wrote the report of {} run(s) to {}.", runs.len(), a.html.as_ref().expect("a sink has a path").display());
+    }
+    if let Some(out) = &png {
+        wrote_images(out.write(&super::html::plots(&runs).map_err(anyhow::Error::msg)?).map_err(anyhow::Error::msg)?);
+    }
+    if a.html.is_none() && png.is_none() {
+        for n in &runs {
+            println!("=== {}", n.name());
+            print!("{}", super::summary::render(&n.result));
+            print!("{}", super::summary::text_histograms(&n.result));
         }
     }
     Ok(0)
+}
+
+/// `--png DIR [--font FILE]`, checked: the directory writable, a font found.
+pub(super) fn png_out(a: &crate::cli::PngArgs) -> Result<Option<super::png::PngOut>> {
+    a.png.as_deref().map(|dir| super::png::PngOut::prepare(dir, a.font.as_deref()).map_err(anyhow::Error::msg)).transpose()
+}
+
+/// Says which images were written.
+pub(super) fn wrote_images(files: Vec<std::path::PathBuf>) {
+    let dir = files.first().and_then(|f| f.parent()).map(|d| d.display().to_string()).unwrap_or_default();
+    let names: Vec<String> = files.iter().filter_map(|f| f.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
+    if names.is_empty() {
+        eprintln!("No plot to draw: nothing was measured in these runs.");
+    } else {
+        eprintln!("Wrote {} image(s) to {dir}: {}.", names.len(), names.join(", "));
+    }
 }
 
 #[cfg(test)]

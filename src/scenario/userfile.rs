@@ -22,6 +22,11 @@ pub enum ReadError {
 /// Reads at most `cap` bytes of text from `path`; more is an error (nothing beyond `cap + 1`
 /// bytes is ever read).
 pub fn read_text(path: &Path, cap: u64) -> Result<String, ReadError> {
+    String::from_utf8(read_bytes(path, cap)?).map_err(|_| ReadError::NotText)
+}
+
+/// Reads at most `cap` bytes from `path` (a font, for instance); more is an error.
+pub fn read_bytes(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     let file = std::fs::File::open(path)?;
     if file.metadata()?.is_dir() {
         return Err(ReadError::Io(std::io::Error::from_raw_os_error(libc::EISDIR)));
@@ -31,7 +36,7 @@ pub fn read_text(path: &Path, cap: u64) -> Result<String, ReadError> {
     if bytes.len() as u64 > cap {
         return Err(ReadError::TooLarge(cap));
     }
-    String::from_utf8(bytes).map_err(|_| ReadError::NotText)
+    Ok(bytes)
 }
 
 #[cfg(test)]
