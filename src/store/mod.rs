@@ -9,8 +9,9 @@
 //! locked is refused with an error — never overwritten, created over or "repaired".
 //!
 //! Documents are kept as zlib-compressed JSON (layout 2 on; serialised straight into the
-//! compressor, so a long run's document never sits in memory whole); layout 1's text documents
-//! stay readable as they are.
+//! compressor, spooled to an unnamed temporary file and copied into the row's blob in pieces, so
+//! a long run's document never sits in memory whole); layout 1's text documents stay readable
+//! as they are.
 
 use crate::result::RunResult;
 use rusqlite::types::ValueRef;
@@ -253,31 +254,47 @@ impl Store {
         &self.path
     }
 
-    /// Keeps a run's whole result; returns its id.
+    /// Keeps a run's whole result; returns its id. The compressed document goes to an unnamed
+    /// temporary file first, then into a blob of its size in pieces: at no moment does a whole
+    /// copy of it sit in rtgauge's memory (a long run's phases and timelines make it large).
     pub fn save(&self, r: &RunResult, label: Option<&str>, imported_from: Option<&str>) -> Result<i64, String> {
-        let document = compress(r).map_err(|e| format!("encoding the run for the store: {e}"))?;
+        let encoding = |e: std::io::Error| format!("encoding the run for the store: {e}");
+        let mut document = match tempfile::tempfile() {
+            Ok(f) => Spool::File(f),
+            Err(_) => Spool::Memory(std::io::Cursor::new(Vec::new())),
+        };
+        let size = compress_into(r, &mut document).map_err(encoding)?;
         let row = row_of(r);
-        self.conn
-            .execute(
-                "INSERT INTO runs (started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
-                 imported_from, document) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                params![
-                    row.started_at,
-                    label,
-                    row.host,
-                    row.kernel,
-                    row.preemption,
-                    row.scenario,
-                    row.probes,
-                    row.worst_ns.map(|w| w as i64),
-                    row.verdict,
-                    row.status,
-                    imported_from,
-                    document
-                ],
-            )
-            .map_err(|e| sql_error(&self.path, e))?;
-        Ok(self.conn.last_insert_rowid())
+        let sql = |e| sql_error(&self.path, e);
+        let tx = self.conn.unchecked_transaction().map_err(sql)?;
+        tx.execute(
+            "INSERT INTO runs (started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
+             imported_from, document) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, zeroblob(?12))",
+            params![
+                row.started_at,
+                label,
+                row.host,
+                row.kernel,
+                row.preemption,
+                row.scenario,
+                row.probes,
+                row.worst_ns.map(|w| w as i64),
+                row.verdict,
+                row.status,
+                imported_from,
+                size as i64
+            ],
+        )
+        .map_err(sql)?;
+        let id = tx.last_insert_rowid();
+        {
+            let mut blob = tx.blob_open(rusqlite::MAIN_DB, "runs", "document", id, false).map_err(sql)?;
+            document.rewind().map_err(encoding)?;
+            std::io::copy(&mut document, &mut blob)
+                .map_err(|e| format!("writing the store {} failed: {e}", self.path.display()))?;
+        }
+        tx.commit().map_err(sql)?;
+        Ok(id)
     }
 
     /// The runs that pass `filter`, oldest first.
@@ -361,18 +378,79 @@ impl Store {
     }
 }
 
-/// Refuses a file that exists but does not begin as a SQLite database does (an empty file
-/// included: a store is never half-made, see [`create`]).
-/// A result as the store keeps it: JSON serialised straight into a zlib compressor.
-fn compress(r: &RunResult) -> std::io::Result<Vec<u8>> {
-    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+/// Where a compressed document waits until its size is known: an unnamed temporary file, or
+/// memory where no temporary file can be made.
+enum Spool {
+    File(std::fs::File),
+    Memory(std::io::Cursor<Vec<u8>>),
+}
+
+impl Spool {
+    fn rewind(&mut self) -> std::io::Result<()> {
+        use std::io::Seek;
+        match self {
+            Spool::File(f) => f.rewind(),
+            Spool::Memory(m) => m.rewind(),
+        }
+    }
+}
+
+impl std::io::Write for Spool {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Spool::File(f) => f.write(buf),
+            Spool::Memory(m) => m.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Spool::File(f) => f.flush(),
+            Spool::Memory(m) => m.flush(),
+        }
+    }
+}
+
+impl std::io::Read for Spool {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Spool::File(f) => f.read(buf),
+            Spool::Memory(m) => m.read(buf),
+        }
+    }
+}
+
+/// A result as the store keeps it: JSON serialised straight into a zlib compressor writing to
+/// `out`; returns the compressed size.
+fn compress_into(r: &RunResult, out: &mut impl std::io::Write) -> std::io::Result<u64> {
+    let mut counted = Counted { inner: out, bytes: 0 };
+    let mut z = flate2::write::ZlibEncoder::new(&mut counted, flate2::Compression::fast());
     let mut w = std::io::BufWriter::with_capacity(64 * 1024, &mut z);
     serde_json::to_writer(&mut w, r)?;
     std::io::Write::flush(&mut w)?;
     drop(w);
-    z.finish()
+    z.finish()?;
+    Ok(counted.bytes)
 }
 
+/// A writer that counts what passes through it.
+struct Counted<W> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: std::io::Write> std::io::Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Refuses a file that exists but does not begin as a SQLite database does (an empty file
+/// included: a store is never half-made, see [`create`]).
 fn check_header(path: &Path) -> Result<(), OpenError> {
     use std::io::Read;
     let mut head = [0u8; 16];
