@@ -6,8 +6,9 @@
 //! shares, not copies, the parent's memory), in a process group of its own; the launcher
 //! applies the [`Containment`] handed over in its environment to itself — joins the run's
 //! cgroup, dies with rtgauge, takes its CPUs, policy and nice value — and execs the program,
-//! which keeps all of it. Why a launcher could not start comes back on a pipe that exec closes,
-//! so starting waits, as std's own spawn does, until the program runs or has failed.
+//! which keeps all of it. Why a launcher could not start comes back on a pipe that exec closes
+//! ([`StartReport`]): loads start together, each confirmed (or failed) when its pipe says so,
+//! not one after the other (a launcher takes long to start under an emulator).
 
 use crate::sys::{self, Containment};
 use std::ffi::OsString;
@@ -40,10 +41,32 @@ pub fn main(argv: &[OsString]) -> u8 {
     fail(format!("cannot run {}: {e}", program.to_string_lossy()))
 }
 
+/// Whether a started launcher runs its program: the pipe it reports on, read when ready.
+pub struct StartReport(std::fs::File);
+
+impl StartReport {
+    /// `None` while the launcher is still on its way (only with `wait` false); then `Ok` once
+    /// its program runs, or why it could not start.
+    pub fn outcome(&mut self, wait: bool) -> Option<Result<(), String>> {
+        if !wait && !sys::readable_now(&self.0) {
+            return None;
+        }
+        let mut why = String::new();
+        let _ = (&mut self.0).take(4096).read_to_string(&mut why);
+        Some(if why.is_empty() { Ok(()) } else { Err(why) })
+    }
+}
+
 /// Starts `target` (its program, arguments and environment) contained by `c`, with the given
-/// standard output and error, through the launcher `exe`. Returns once it runs its program;
-/// the error says why it could not.
-pub fn spawn(exe: &[OsString], target: &Command, c: &Containment, stdout: Stdio, stderr: Stdio) -> Result<Child, String> {
+/// standard output and error, through the launcher `exe`. Returns at once, with the report that
+/// says later whether the program runs.
+pub fn spawn(
+    exe: &[OsString],
+    target: &Command,
+    c: &Containment,
+    stdout: Stdio,
+    stderr: Stdio,
+) -> Result<(Child, StartReport), String> {
     let mut cmd = launcher(exe, c)?;
     cmd.arg("--").arg(target.get_program()).args(target.get_args()).stdout(stdout).stderr(stderr);
     for (k, v) in target.get_envs() {
@@ -60,7 +83,11 @@ pub fn spawn(exe: &[OsString], target: &Command, c: &Containment, stdout: Stdio,
 pub fn try_containment(exe: &[OsString], c: &Containment) -> Result<(), String> {
     let mut cmd = launcher(exe, c)?;
     cmd.stdout(Stdio::null()).stderr(Stdio::null());
-    let mut child = start(cmd)?;
+    let (mut child, mut report) = start(cmd)?;
+    if let Some(Err(why)) = report.outcome(true) {
+        let _ = child.wait();
+        return Err(why);
+    }
     match child.wait() {
         Ok(s) if s.success() => Ok(()),
         Ok(s) => Err(format!("the trial process ended with {s}")),
@@ -75,19 +102,11 @@ fn launcher(exe: &[OsString], c: &Containment) -> Result<Command, String> {
     Ok(cmd)
 }
 
-/// Spawns the launcher with the start-report pipe as its standard input and reads that pipe to
-/// its end (exec closes it): empty means the program runs.
-fn start(mut cmd: Command) -> Result<Child, String> {
-    let (mut read, write) = sys::start_report_pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
+/// Spawns the launcher with the start-report pipe as its standard input.
+fn start(mut cmd: Command) -> Result<(Child, StartReport), String> {
+    let (read, write) = sys::start_report_pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
     cmd.stdin(Stdio::from(write));
     let spawned = cmd.spawn();
     drop(cmd); // closes rtgauge's copy of the pipe's write end
-    let mut child = spawned.map_err(|e| e.to_string())?;
-    let mut why = String::new();
-    let _ = (&mut read).take(4096).read_to_string(&mut why);
-    if why.is_empty() {
-        return Ok(child);
-    }
-    let _ = child.wait();
-    Err(why)
+    Ok((spawned.map_err(|e| e.to_string())?, StartReport(read)))
 }

@@ -78,6 +78,10 @@ struct Running {
     child: Child,
     stopping: bool,
     started_mono: u64,
+    /// Until its launcher has run the load's program (or said why it could not).
+    report: Option<super::launch::StartReport>,
+    /// Why its launcher could not start the program, once read.
+    start_error: Option<String>,
 }
 
 /// A restarted command that ends this many times in a row with a failure is flagged as failed.
@@ -337,7 +341,7 @@ impl LoadSet {
             }),
         };
         match super::launch::spawn(&self.exe, &cmd, &containment, stdout, Stdio::null()) {
-            Ok(child) => {
+            Ok((child, report)) => {
                 if let Some(g) = &mut self.guardian {
                     g.watch_group(child.id() as i32);
                 }
@@ -347,7 +351,8 @@ impl LoadSet {
                 load.record.runs += 1;
                 let now = sys::monotonic_ns();
                 load.started_mono.get_or_insert(now);
-                load.running = Some(Running { child, stopping: false, started_mono: now });
+                load.running =
+                    Some(Running { child, stopping: false, started_mono: now, report: Some(report), start_error: None });
             }
             Err(e) => {
                 load.record.failed = true;
@@ -370,8 +375,20 @@ impl LoadSet {
             g.remove(&(run.child.id() as i32));
         }
         add_usage(&mut load.record.usage, usage);
-        load.record.endings.push(ending(end, run.stopping));
-        if !run.stopping {
+        // A launcher that could not start the program: the load failed, and is not restarted.
+        let why = run.start_error.take().or_else(|| run.report.as_mut().and_then(|r| r.outcome(true)).and_then(Result::err));
+        if let Some(why) = why {
+            load.record.failed = true;
+            load.record.error = Some(format!("cannot start '{}': {why}", load.spec.text));
+            load.record.endings.push("could not start".into());
+            load.done = true;
+            return;
+        }
+        // An end of its own, also while being stopped (a command that failed as the run ended).
+        let e = ending(end, run.stopping);
+        let own = e != "stopped";
+        load.record.endings.push(e);
+        if own {
             self.after_own_end(i, end, run.started_mono);
         }
         let load = &mut self.loads[i];
@@ -421,7 +438,8 @@ impl LoadSet {
     }
 
     /// Starts the loads that run from the beginning (no start offset), all at once (each
-    /// `spawn` returns as soon as its process runs). Stops starting when `stop` is set.
+    /// `spawn` returns once its launcher runs; whether the load's program runs is read later).
+    /// Stops starting when `stop` is set.
     pub fn start_initial(&mut self, stop: &std::sync::atomic::AtomicBool) {
         for i in 0..self.loads.len() {
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -429,6 +447,19 @@ impl LoadSet {
             }
             if self.loads[i].spec.start_ns.is_none() && !self.loads[i].done {
                 self.spawn(i);
+            }
+        }
+    }
+
+    /// Drops the start reports of the loads whose programs now run (their pipes closed), so a
+    /// run with hundreds of loads holds no descriptor for long. A failed start is recorded when
+    /// its launcher is reaped.
+    fn confirm_starts(&mut self) {
+        for r in self.loads.iter_mut().filter_map(|l| l.running.as_mut()) {
+            match r.report.as_mut().and_then(|p| p.outcome(false)) {
+                Some(Ok(())) => r.report = None,
+                Some(Err(why)) => (r.report, r.start_error) = (None, Some(why)),
+                None => {}
             }
         }
     }
@@ -443,6 +474,7 @@ impl LoadSet {
     pub fn tick(&mut self, now_ns: u64) {
         let Some(origin) = self.origin_ns else { return };
         let offset = now_ns.saturating_sub(origin);
+        self.confirm_starts();
         for i in 0..self.loads.len() {
             // Reap a run that ended.
             let ended = match &mut self.loads[i].running {

@@ -869,6 +869,13 @@ impl Drop for Waiter {
 /// Waits until `fd` is readable or the absolute CLOCK_MONOTONIC time `deadline_ns` passes, with
 /// `ppoll` (nanosecond timeout, no allocation); true when readable. Interruptions are retried.
 #[inline(always)]
+/// Whether `fd` has data or its end (EOF) to read at once, without waiting.
+pub fn readable_now(fd: &impl std::os::fd::AsRawFd) -> bool {
+    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: `p` is one valid pollfd; a zero timeout returns at once.
+    unsafe { libc::poll(&mut p, 1, 0) > 0 }
+}
+
 pub fn readable_before(fd: &impl std::os::fd::AsRawFd, deadline_ns: u64) -> bool {
     let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
     loop {
