@@ -9,8 +9,8 @@ const EXIT_ERROR: u8 = 2;
 
 /// The whole program: parse the command line, run the command, map the outcome to an exit status.
 pub fn main() -> ExitCode {
-    // A load's launcher starts often (a restarted command, hundreds of loads) and on slow
-    // boards: it skips building the command line's parser.
+    // `rtgauge __contain -- PROGRAM`, a load's launcher (internal): it starts often (a restarted
+    // command, hundreds of loads) and on slow boards, so it skips the command line's parser.
     let mut args = std::env::args_os();
     if args.nth(1).is_some_and(|a| a == "__contain") {
         let argv: Vec<std::ffi::OsString> = args.skip_while(|a| a != "--").skip(1).collect();
@@ -39,7 +39,6 @@ pub fn main() -> ExitCode {
         cli::Command::Load(a) => lifecycle::load_only(&a, std::env::args().collect()),
         cli::Command::Worker => return ExitCode::from(load::worker::main()),
         cli::Command::Guardian => return ExitCode::from(load::guardian::main()),
-        cli::Command::Contain { argv } => return ExitCode::from(load::launch::main(&argv)),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -111,12 +111,6 @@ pub enum Command {
     /// (internal) the process that cleans up loads if rtgauge is killed
     #[command(name = "__guardian", hide = true)]
     Guardian,
-    /// (internal) starts a load contained (cgroup, CPUs, policy) without forking rtgauge
-    #[command(name = "__contain", hide = true)]
-    Contain {
-        #[arg(last = true)]
-        argv: Vec<std::ffi::OsString>,
-    },
 }
 
 const LOAD_EXAMPLES: &str = "\

@@ -4,7 +4,9 @@
 //! A board without fonts gets an error naming the fix before anything is drawn, never plots
 //! without labels. The directory is checked (made, writable) before anything is drawn too.
 
+use super::json::JsonSink;
 use crate::scenario::userfile;
+use crate::scenario::JsonTarget;
 use resvg::usvg::{self, fontdb};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,7 +44,10 @@ impl PngOut {
         for (stem, svg) in plots {
             let png = render(svg, &options).map_err(|e| format!("drawing {stem}.png failed: {e}"))?;
             let path = self.dir.join(format!("{stem}.png"));
-            write_whole(&path, &png).map_err(|e| format!("writing {} failed: {e}", path.display()))?;
+            // Written whole, as every file rtgauge writes (an existing one keeps its owner and mode).
+            let sink =
+                JsonSink::open(&JsonTarget::File(path.clone())).map_err(|e| format!("{e:#}").replace("--json", "--png"))?;
+            sink.write_bytes(&png).map_err(|e| format!("writing {} failed: {e}", path.display()))?;
             written.push(path);
         }
         Ok(written)
@@ -93,19 +98,6 @@ fn render(svg: &str, options: &usvg::Options) -> Result<Vec<u8>, String> {
     pixmap.fill(resvg::tiny_skia::Color::WHITE);
     resvg::render(&tree, resvg::tiny_skia::Transform::from_scale(SCALE, SCALE), &mut pixmap.as_mut());
     pixmap.encode_png().map_err(|e| e.to_string())
-}
-
-/// Writes a file whole: under a temporary name in the same directory, then renamed into place.
-fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    use std::os::unix::fs::PermissionsExt;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".rtgauge-")
-        .suffix(".png")
-        .permissions(std::fs::Permissions::from_mode(0o644))
-        .tempfile_in(dir)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
 /// A file-name stem from a label: lower-case letters, digits and dashes.
