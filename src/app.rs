@@ -33,6 +33,7 @@ pub fn main() -> ExitCode {
         cli::Command::Import(a) => report::stored::import(&a),
         cli::Command::Report(a) => report::stored::report(&a),
         cli::Command::Compare(a) => report::compare::compare(&a),
+        cli::Command::Check(a) => check(&a),
         cli::Command::Scenarios(a) => scenarios(a.name.as_deref()),
         cli::Command::Stall(a) => stall(a),
         cli::Command::UdpEcho(a) => lifecycle::udp_echo(&a),
@@ -62,6 +63,53 @@ fn plan_run(args: &cli::RunArgs) -> anyhow::Result<scenario::RunPlan> {
             Ok(plan)
         }
     }
+}
+
+/// `rtgauge check`: the audit for the CPUs and priority given; exit 1 when a finding is bad.
+fn check(a: &cli::CheckArgs) -> anyhow::Result<u8> {
+    let system = audit::SystemInfo::probe();
+    let cpus = match &a.cpus {
+        None => system.online_cpus.clone(),
+        Some(text) => {
+            let cpus = crate::vocab::cpus::parse_cpu_list(text).map_err(|e| anyhow::anyhow!("--cpus '{text}': {e}"))?;
+            if let Some(c) = cpus.iter().find(|c| !system.online_cpus.contains(c)) {
+                anyhow::bail!(
+                    "--cpus '{text}': CPU {c} is not online (online: {}); give online CPUs",
+                    crate::vocab::cpus::format_cpu_list(&system.online_cpus)
+                );
+            }
+            cpus
+        }
+    };
+    let priority =
+        crate::vocab::policy::check_rt_priority(a.priority.unwrap_or(80)).map_err(|e| anyhow::anyhow!("--priority: {e}"))?;
+    let findings = audit::checks::audit(&system, &audit::checks::Scope { cpus: cpus.clone(), priority });
+    let bad = findings.iter().any(|f| f.severity == audit::findings::Severity::Bad);
+    if a.json {
+        let doc = crate::result::CheckResult {
+            schema: crate::result::CHECK_SCHEMA.to_string(),
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            command_line: std::env::args().collect(),
+            cpus,
+            priority,
+            system,
+            findings,
+        };
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        let p = &system.preemption;
+        println!(
+            "rtgauge {} check: kernel {} ({}), {}, {}; for CPU(s) {} at priority {priority}\n",
+            env!("CARGO_PKG_VERSION"),
+            system.kernel_release,
+            p.model,
+            system.architecture,
+            system.cpu_model,
+            crate::vocab::cpus::format_cpu_list(&cpus)
+        );
+        print!("{}", report::audit::render(&findings));
+    }
+    Ok(u8::from(bad))
 }
 
 /// `rtgauge scenarios [NAME]`: the built-in scenarios, or one of them as TOML.
@@ -105,8 +153,9 @@ fn clap_error(e: clap::Error) -> ExitCode {
             let first: Vec<&str> =
                 rendered.split("\n\n").next().unwrap_or("invalid command line").lines().map(str::trim).collect();
             let first = first.join(" ");
-            let known =
-                |a: &String| ["run", "load", "stall", "scenarios", "udp-echo", "list", "show", "delete"].contains(&a.as_str());
+            let known = |a: &String| {
+                ["run", "check", "load", "stall", "scenarios", "udp-echo", "list", "show", "delete"].contains(&a.as_str())
+            };
             let help =
                 std::env::args().nth(1).filter(known).map_or("rtgauge --help".to_string(), |c| format!("rtgauge {c} --help"));
             eprintln!("rtgauge: error: {} (see '{help}')", first.trim_start_matches("error: "));

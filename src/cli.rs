@@ -66,6 +66,10 @@ pub enum Command {
         The Cortex-A53 slides' UDP ping-pong between two boards: round trips per period, lost and late replies."
     )]
     UdpEcho(UdpEchoArgs),
+    /// Audit the settings that spoil latency: each with its severity, what this system has,
+    /// why it matters and the fix (exit 1 when one is bad)
+    #[command(after_help = CHECK_EXAMPLES)]
+    Check(CheckArgs),
     /// List the built-in scenarios, or print one as TOML
     Scenarios(ScenariosArgs),
     /// List the stored runs (every 'rtgauge run' is kept in the store)
@@ -113,6 +117,16 @@ pub enum Command {
     Guardian,
 }
 
+const CHECK_EXAMPLES: &str = "\
+Examples:
+  rtgauge check                      every setting, for a measurement of every CPU
+  rtgauge check --cpus 2-3 -p 90     for an RT task on CPUs 2-3 at SCHED_FIFO 90 (isolation, IRQs,
+                                     SMT siblings and governors of those CPUs; IRQ threads above 90)
+  rtgauge check --json | jq '.findings[] | select(.severity == \"bad\")'
+
+Severities: ok, info (worth knowing), warn (likely to add latency), bad (spoils real-time behaviour).
+Exit status: 0 nothing bad, 1 something bad, 2 error. Every run keeps the same audit in its result.";
+
 const LOAD_EXAMPLES: &str = "\
 Generators and their options (a count of 0 or none given means one worker per CPU where noted):
   hackbench  groups=10 fds=20 size=100 loops=100 pipe|sockets threads|processes
@@ -139,6 +153,20 @@ Examples:
 pub struct ScenariosArgs {
     /// A built-in scenario to print as TOML
     pub name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The CPUs the RT task runs on (SMT siblings, interrupts, governors, idle states, isolation
+    /// are checked for them) [default: every online CPU]
+    #[arg(short, long, value_name = "LIST", allow_hyphen_values = true)]
+    pub cpus: Option<String>,
+    /// The RT task's priority: threaded IRQ handlers at or above it are reported [default: 80]
+    #[arg(short, long, allow_negative_numbers = true, value_name = "N")]
+    pub priority: Option<i32>,
+    /// Print the audit as JSON (the findings under "findings")
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

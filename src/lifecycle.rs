@@ -204,6 +204,11 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     let interrupts = Interrupts::install()?;
     let mut system = SystemInfo::probe();
     let resolved = resolve(&plan, &system)?;
+    // The audit, before anything is tuned: what the system is as found.
+    let findings = crate::audit::checks::audit(
+        &system,
+        &crate::audit::checks::Scope { cpus: resolved.cpus.clone(), priority: plan.priority },
+    );
     let sink = plan.json.as_ref().map(JsonSink::open).transpose()?;
     let mut warnings = load_priority_warnings(&plan, &resolved.cpus, &resolved.load_specs, &system);
     warnings.extend(busy_loop_warnings(&resolved.probes));
@@ -259,6 +264,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
         times: (started_at, ended_at, probes.start_ns, end_ns),
         command_line,
         system,
+        findings,
         tuning,
         loads: load_records,
         containment: loads.containment(),
@@ -786,6 +792,7 @@ struct Assembly<'a> {
     times: (SystemTime, SystemTime, u64, u64),
     command_line: Vec<String>,
     system: SystemInfo,
+    findings: Vec<crate::audit::findings::Finding>,
     tuning: Vec<crate::tuning::TuningRecord>,
     loads: Vec<crate::load::manager::LoadRecord>,
     containment: Option<crate::load::contain::Containment>,
@@ -841,6 +848,7 @@ fn assemble(a: Assembly) -> RunResult {
         imported: None,
         config: config(plan, resolved, verdict.budget_percent),
         system: a.system,
+        findings: a.findings,
         tuning: a.tuning,
         loads: a.loads,
         containment: a.containment,

@@ -2,6 +2,11 @@
 //! preemption model, CPUs, clocksource, RT throttling and the privileges this process holds.
 //! Recorded in every result so a figure always says how it was obtained. Never changes anything.
 
+pub mod checks;
+pub mod findings;
+pub mod kconfig;
+pub mod tasks;
+
 use crate::sys;
 use crate::vocab::cpus::parse_cpu_list;
 use serde::{Deserialize, Serialize};
@@ -60,7 +65,8 @@ pub struct SystemInfo {
     pub mlockall_error: Option<String>,
 }
 
-fn read_trim(path: impl AsRef<Path>) -> Option<String> {
+/// A small text file's content, trimmed (`None`: absent or unreadable).
+pub(crate) fn read_trim(path: impl AsRef<Path>) -> Option<String> {
     fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 

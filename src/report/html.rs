@@ -33,7 +33,7 @@ table{border-collapse:collapse;margin:.6em 0;font-size:.88em} th,td{padding:.25e
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums} th{background:#f4f4f4}
 .verdict{padding:.7em 1em;border-radius:6px;font-weight:600;margin:1em 0} .pass{background:#e3f5e1;border:1px solid #7cc47a}
 .fail{background:#fbe3e3;border:1px solid #e08080} .none{background:#f1f1f1;border:1px solid #ccc}
-.ok{color:#2a7a2a} .bad{color:#b22;font-weight:600} .muted{color:#666;font-size:.9em}
+.ok{color:#2a7a2a} .bad{color:#b22;font-weight:600} .sev-warn{color:#a66a00;font-weight:600} .muted{color:#666;font-size:.9em}
 pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.82em;border-radius:4px}
 figure{margin:1em 0} figure svg{max-width:100%;height:auto;border:1px solid #eee}
 .warn{background:#fff6dc;border-left:4px solid #e0b030;padding:.4em .8em;margin:.3em 0}
@@ -119,6 +119,7 @@ fn run_section(n: &Named) -> Result<String, String> {
         h += &table(&header, 1, &rows);
     }
     h += &placement(r);
+    h += &audit_section(&r.findings);
     let _ = write!(h, "<h3>How it was obtained (audit and configuration)</h3><pre>{}</pre>", esc(&summary::how_obtained(r)));
     if !r.tuning.is_empty() {
         let rows: Vec<Vec<String>> = r
@@ -137,6 +138,46 @@ fn run_section(n: &Named) -> Result<String, String> {
         let _ = write!(h, "<div class=\"warn\">warning: {}</div>", esc(w));
     }
     Ok(h)
+}
+
+/// The audit of the settings that spoil latency: a row per finding, worst first, with the fix.
+fn audit_section(findings: &[crate::audit::findings::Finding]) -> String {
+    use crate::audit::findings::{tally, Severity};
+    if findings.is_empty() {
+        return String::new();
+    }
+    let mut sorted: Vec<_> = findings.iter().collect();
+    sorted.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let mut h = format!(
+        "<h3>Audit: what spoils latency on this system</h3><p class=\"muted\">{}; taken before the run, as 'rtgauge check' gives it.</p>",
+        esc(&tally(findings))
+    );
+    h += "<table><thead><tr><th></th><th>check</th><th>observed</th><th>why, and the fix</th></tr></thead><tbody>";
+    for f in sorted {
+        let class = match f.severity {
+            Severity::Bad => "bad",
+            Severity::Warn => "sev-warn",
+            Severity::Info => "muted",
+            Severity::Ok => "ok",
+        };
+        let mut fix = String::new();
+        if f.severity >= Severity::Warn {
+            fix = format!("<div class=\"muted\">{}</div>", esc(&f.why));
+            for (label, v) in [("now", &f.fix), ("keep", &f.persistent)] {
+                if let Some(v) = v {
+                    let _ = write!(fix, "<div>{label}: <code>{}</code></div>", esc(v));
+                }
+            }
+        }
+        let _ = write!(
+            h,
+            "<tr><td class=\"{class}\">{}</td><td>{}</td><td>{}</td><td>{fix}</td></tr>",
+            f.severity.label(),
+            esc(&f.title),
+            esc(&f.observed)
+        );
+    }
+    h + "</tbody></table>"
 }
 
 fn verdict(r: &RunResult) -> String {

@@ -3,6 +3,7 @@
 //! reports (HTML, and PNG images of their plots); the published figures a run is placed among. Reporting reads figures; it never touches
 //! threads or the system beyond writing its output.
 
+pub mod audit;
 pub mod compare;
 pub mod html;
 pub mod json;

@@ -376,6 +376,7 @@ pub fn render(r: &RunResult) -> String {
         let (header, rows) = phase_table(r);
         s += &table(&header, 2..header.len() - 1, rows);
     }
+    s += &super::audit::summary_lines(&r.findings);
     if !r.loads.is_empty() {
         let _ = writeln!(s, "\nLoads ({}):", r.config.load_source);
         s += &render_loads(&r.loads);

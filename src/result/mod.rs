@@ -31,6 +31,23 @@ pub struct LoadResult {
     pub containment: Option<crate::load::contain::Containment>,
 }
 
+/// Version of the document `rtgauge check --json` prints.
+pub const CHECK_SCHEMA: &str = "rtgauge.check.v1";
+
+/// What `rtgauge check` found: the audited system and one finding per setting.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckResult {
+    pub schema: String,
+    pub tool_version: String,
+    pub command_line: Vec<String>,
+    /// The CPUs the audit is about (the measured ones: SMT, IRQs, governor, idle states).
+    pub cpus: Vec<usize>,
+    /// The RT priority IRQ threads are compared with.
+    pub priority: i32,
+    pub system: SystemInfo,
+    pub findings: Vec<crate::audit::findings::Finding>,
+}
+
 /// Whether the run measured everything it planned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -62,6 +79,10 @@ pub struct RunResult {
     pub imported: Option<crate::interchange::Imported>,
     pub config: Config,
     pub system: SystemInfo,
+    /// The audit of the settings that spoil latency, as `rtgauge check` gives it, taken before
+    /// any tuning (absent in imported runs and documents of older versions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<crate::audit::findings::Finding>,
     /// Settings held during the run, each with whether it was applied and how it is undone.
     pub tuning: Vec<crate::tuning::TuningRecord>,
     /// Every load the run was measured under: what, when, how it ended, what it did and cost.

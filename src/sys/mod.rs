@@ -977,3 +977,148 @@ impl Drop for Register {
         unsafe { libc::munmap(self.base, self.len) };
     }
 }
+
+/// The resolution of CLOCK_MONOTONIC (`clock_getres`) in nanoseconds: 1 with high-resolution
+/// timers, a tick (e.g. 4 000 000 at HZ=250) without.
+pub fn monotonic_resolution_ns() -> io::Result<u64> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    check(unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) })?;
+    Ok(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// The calling thread's id (`gettid`).
+pub fn thread_id() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// A mutex of the C library with the priority-inheritance protocol
+/// (`PTHREAD_PRIO_INHERIT`): what an RT application shares between threads of different
+/// priorities. The audit tries one (does the C library make it, does the kernel boost its holder).
+pub struct PiMutex {
+    // Boxed: a pthread mutex must not move once initialised.
+    inner: Box<std::cell::UnsafeCell<libc::pthread_mutex_t>>,
+}
+
+// SAFETY: a pthread mutex is made to be shared between threads; every access goes through the
+// C library's own synchronised functions.
+unsafe impl Send for PiMutex {}
+// SAFETY: as above.
+unsafe impl Sync for PiMutex {}
+
+impl PiMutex {
+    /// Makes an unlocked PI mutex; fails where the C library or the kernel has no PI futexes.
+    pub fn new() -> io::Result<PiMutex> {
+        let inner = Box::new(std::cell::UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
+        let err = |r: libc::c_int| if r == 0 { Ok(()) } else { Err(io::Error::from_raw_os_error(r)) };
+        // SAFETY: `attr` is initialised by pthread_mutexattr_init before use and destroyed after;
+        // the mutex lives in its box, which does not move while the PiMutex exists.
+        unsafe {
+            let mut attr: libc::pthread_mutexattr_t = std::mem::zeroed();
+            err(libc::pthread_mutexattr_init(&mut attr))?;
+            let made = err(libc::pthread_mutexattr_setprotocol(&mut attr, libc::PTHREAD_PRIO_INHERIT))
+                .and_then(|_| err(libc::pthread_mutex_init(inner.get(), &attr)));
+            libc::pthread_mutexattr_destroy(&mut attr);
+            made?;
+        }
+        Ok(PiMutex { inner })
+    }
+
+    /// Locks it, blocking (the kernel boosts the holder to the waiter's priority meanwhile).
+    pub fn lock(&self) -> io::Result<()> {
+        // SAFETY: the mutex was initialised in `new` and is not destroyed before `drop`.
+        let r = unsafe { libc::pthread_mutex_lock(self.inner.get()) };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::from_raw_os_error(r))
+        }
+    }
+
+    /// Unlocks it (the calling thread must hold it).
+    pub fn unlock(&self) -> io::Result<()> {
+        // SAFETY: as for `lock`; unlocking a mutex the thread does not hold returns an error.
+        let r = unsafe { libc::pthread_mutex_unlock(self.inner.get()) };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::from_raw_os_error(r))
+        }
+    }
+}
+
+impl Drop for PiMutex {
+    fn drop(&mut self) {
+        // SAFETY: initialised in `new`; nobody holds or waits on it once it is dropped.
+        unsafe { libc::pthread_mutex_destroy(self.inner.get()) };
+    }
+}
+
+/// The C library rtgauge was built with and runs on: `("glibc", "2.36")`, or `("musl", "")`
+/// (musl has no call that tells its version).
+pub fn c_library() -> (&'static str, String) {
+    #[cfg(target_env = "gnu")]
+    {
+        // SAFETY: gnu_get_libc_version returns a pointer to a static NUL-terminated string.
+        let v = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
+        ("glibc", v.to_string_lossy().into_owned())
+    }
+    #[cfg(target_env = "musl")]
+    {
+        ("musl", String::new())
+    }
+    #[cfg(not(any(target_env = "gnu", target_env = "musl")))]
+    {
+        ("unknown", String::new())
+    }
+}
+
+/// The hypervisor's signature from CPUID leaf 0x40000000 (`KVMKVMKVM`, `VMwareVMware`,
+/// `Microsoft Hv`, `TCGTCGTCGTCG`, ...), when the CPU says it runs under one (x86 only).
+pub fn hypervisor_signature() -> Option<String> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        // SAFETY: CPUID exists on every x86_64 CPU; leaf 1 ECX bit 31 says whether leaf
+        // 0x40000000 is the hypervisor's.
+        #[allow(unused_unsafe)]
+        let (leaf1, leaf) = unsafe { (__cpuid(1), __cpuid(0x4000_0000)) };
+        if leaf1.ecx & (1 << 31) == 0 {
+            return None;
+        }
+        let bytes: Vec<u8> = [leaf.ebx, leaf.ecx, leaf.edx].iter().flat_map(|r| r.to_le_bytes()).collect();
+        let s = String::from_utf8_lossy(&bytes).trim_matches(char::from(0)).trim().to_string();
+        Some(s)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
+/// The CPUs task `tid` may run on (`sched_getaffinity`).
+pub fn task_affinity(tid: i32) -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data, filled by the kernel; CPU_ISSET reads within its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        check(libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set))?;
+        Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect())
+    }
+}
+
+/// Lets task `tid` run on `cpus` only (`sched_setaffinity`); fails for a kernel thread bound to
+/// its CPU (EINVAL) and for a task that is gone (ESRCH).
+pub fn set_task_affinity(tid: i32, cpus: &[usize]) -> io::Result<()> {
+    if cpus.iter().any(|&c| c >= libc::CPU_SETSIZE as usize) {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: cpu_set_t is plain data; zeroed is its empty value. CPU_SET is bounds-checked above.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        check(libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set))
+    }
+}
