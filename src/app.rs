@@ -20,7 +20,23 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return clap_error(e),
     };
+    // A run killed with its guardian may have left settings changed: put them back first.
+    let recovered = match &cli.command {
+        cli::Command::Run(_) | cli::Command::Check(_) | cli::Command::Load(_) | cli::Command::Restore => {
+            crate::tuning::journal::recover()
+        }
+        _ => None,
+    };
+    if let Some(r) = recovered.as_ref().filter(|_| !matches!(cli.command, cli::Command::Restore)) {
+        for line in &r.done {
+            eprintln!("rtgauge: restored: {line}");
+        }
+        for line in &r.failed {
+            eprintln!("rtgauge: warning: could not restore: {line}");
+        }
+    }
     let outcome = match cli.command {
+        cli::Command::Restore => restore(recovered.as_ref()),
         cli::Command::Run(args) => plan_run(&args).and_then(|plan| {
             let keep = store::Request::new(args.store.db.as_deref(), args.no_store, args.label.as_deref())
                 .map_err(anyhow::Error::msg)?;
@@ -112,6 +128,36 @@ fn check(a: &cli::CheckArgs) -> anyhow::Result<u8> {
     Ok(u8::from(bad))
 }
 
+/// `rtgauge restore`: says what was put back (done before any command runs, see `main`), or
+/// that there was nothing to, or that a live run holds the journal.
+fn restore(recovered: Option<&crate::tuning::journal::Restored>) -> anyhow::Result<u8> {
+    match recovered {
+        Some(r) => {
+            for line in &r.done {
+                println!("{line}");
+            }
+            for line in &r.failed {
+                println!("could not restore: {line}");
+            }
+            println!("Restored what a killed run had left changed ({} put back, {} failed).", r.done.len(), r.failed.len());
+            Ok(if r.failed.is_empty() { 0 } else { 2 })
+        }
+        None => {
+            let live: Vec<String> = crate::tuning::journal::locations()
+                .into_iter()
+                .filter(|p| p.exists())
+                .map(|p| format!("{} is held by a running rtgauge, which restores it when it ends", p.display()))
+                .collect();
+            if live.is_empty() {
+                println!("Nothing to restore: no run left settings changed.");
+            } else {
+                println!("Nothing to restore now: {}.", live.join("; "));
+            }
+            Ok(0)
+        }
+    }
+}
+
 /// `rtgauge scenarios [NAME]`: the built-in scenarios, or one of them as TOML.
 fn scenarios(name: Option<&str>) -> anyhow::Result<u8> {
     match name {
@@ -154,7 +200,8 @@ fn clap_error(e: clap::Error) -> ExitCode {
                 rendered.split("\n\n").next().unwrap_or("invalid command line").lines().map(str::trim).collect();
             let first = first.join(" ");
             let known = |a: &String| {
-                ["run", "check", "load", "stall", "scenarios", "udp-echo", "list", "show", "delete"].contains(&a.as_str())
+                ["run", "check", "restore", "load", "stall", "scenarios", "udp-echo", "list", "show", "delete"]
+                    .contains(&a.as_str())
             };
             let help =
                 std::env::args().nth(1).filter(known).map_or("rtgauge --help".to_string(), |c| format!("rtgauge {c} --help"));

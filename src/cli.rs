@@ -70,6 +70,12 @@ pub enum Command {
     /// why it matters and the fix (exit 1 when one is bad)
     #[command(after_help = CHECK_EXAMPLES)]
     Check(CheckArgs),
+    /// Put back every setting a killed run left changed ('run --tune' keeps a journal of the
+    /// original values; any rtgauge command also does this when it starts)
+    #[command(
+        after_help = "Example:\n  rtgauge restore     after 'kill -9' of a 'rtgauge run --tune' (and its guardian), or a crash"
+    )]
+    Restore,
     /// List the built-in scenarios, or print one as TOML
     Scenarios(ScenariosArgs),
     /// List the stored runs (every 'rtgauge run' is kept in the store)
@@ -294,6 +300,12 @@ pub struct RunArgs {
     /// cyclictest does; 'off' measures with the idle states as configured [default: 0]
     #[arg(long, value_name = "US|off", allow_hyphen_values = true)]
     pub cpu_dma_latency: Option<String>,
+    /// Tune the system for the run only, and put everything back after it (also after Ctrl-C,
+    /// an error or a SIGKILL): 'all' (the default when given without a list) or some of
+    /// dma-latency, rt-throttling (sched_rt_runtime_us -1), shield (a cpuset for the measured
+    /// CPUs alone), irq-affinity (interrupts off the measured CPUs), governor (performance)
+    #[arg(long, value_name = "LIST", num_args = 0..=1, require_equals = true, default_missing_value = "all")]
+    pub tune: Option<String>,
     /// Name the run in the store ('rtgauge show LABEL')
     #[arg(long, value_name = "TEXT", conflicts_with = "no_store")]
     pub label: Option<String>,
@@ -500,6 +512,7 @@ impl RunArgs {
             load_cpus: self.load_cpus.clone(),
             measure: self.measure.clone(),
             window: self.window.clone(),
+            tune: self.tune.clone(),
         }
     }
 }

@@ -218,15 +218,23 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     // The store is checked before anything runs, and written once the threads have stopped (a
     // default store out of reach is a warning in the result).
     let store = keep.open(&mut warnings).map_err(anyhow::Error::msg)?;
-    let tuning = apply_tuning(&plan, &mut system, &mut warnings);
+    let held = apply_tuning(&plan, &mut system, &resolved.cpus, &command_line, &mut warnings)?;
     // The measurement threads are ready (pinned, at their priority) before any load starts.
     let prepared = prepare_probes(&plan, &resolved.probes, &interrupts, &system)?;
+    held.tuning.probes_ready();
     system.rt_priority_obtained = plan.policy.is_realtime()
         && !prepared.reports().is_empty()
         && prepared.reports().iter().all(|r| r.error.is_none() && r.policy == Some(plan.policy) && r.priority == r.wanted);
     // (SCHED_DEADLINE threads read back priority 0, as wanted.)
     announce_default_load(&plan, &resolved);
-    let (mut loads, mut watchdog) = start_loads(&resolved.load_specs, plan.load_cpus.clone(), false, &interrupts, &mut warnings)?;
+    let (mut loads, mut watchdog) = start_loads(
+        &resolved.load_specs,
+        plan.load_cpus.clone(),
+        false,
+        held.tuning.load_cgroup_parent(),
+        &interrupts,
+        &mut warnings,
+    )?;
 
     let started_at = SystemTime::now();
     let mut probes = prepared.go(sys::monotonic_ns() + START_MARGIN_NS);
@@ -246,7 +254,9 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     let mut collector = Collector::new(&series, &bounds).with_timeline(resolved.window_ns);
     let end_ns = measure(&plan, &resolved, &mut probes, &mut collector, &mut loads, &interrupts);
     finish_watchdog(watchdog, &mut warnings);
-    let tuning: Vec<_> = tuning.map(|g| g.record.clone()).into_iter().collect(); // request released here
+    // Everything tuned is put back here (the PM QoS request released), before the end-of-run work.
+    let (tuning, restored) = held.tuning.finish();
+    warnings.extend(restored.failed.iter().map(|f| format!("could not restore a setting: {f}")));
     let load_records = loads.records();
     let ended_at = SystemTime::now();
 
@@ -442,9 +452,23 @@ fn timeline_window(given: Option<u64>, probes: &[ProbePlan], total_ns: u64) -> R
     Ok(ns)
 }
 
-/// Settings held for the run: memory locked, the CPU latency request. Returns the request's
-/// guard (released when dropped); what could not be applied becomes a warning.
-fn apply_tuning(plan: &RunPlan, system: &mut SystemInfo, warnings: &mut Vec<String>) -> Option<crate::tuning::DmaLatencyGuard> {
+/// What the run holds changed while it lasts: the tuning (restored when dropped or finished)
+/// and the guardian that restores it if rtgauge dies first.
+struct Held {
+    tuning: crate::tuning::Tuning,
+    _guardian: Option<crate::load::guardian::Guardian>,
+}
+
+/// Settings held for the run: memory locked, the CPU latency request, what `--tune` changes
+/// (its journal watched by a guardian from before the first change). What could not be applied
+/// becomes a warning; another rtgauge tuning the system now is an error.
+fn apply_tuning(
+    plan: &RunPlan,
+    system: &mut SystemInfo,
+    cpus: &[usize],
+    command_line: &[String],
+    warnings: &mut Vec<String>,
+) -> Result<Held> {
     warnings.extend(lock_memory(plan, system));
     if !plan.policy.is_realtime() {
         warnings.push("measured at SCHED_OTHER on purpose (--policy other): not a real-time measurement".into());
@@ -456,15 +480,26 @@ fn apply_tuning(plan: &RunPlan, system: &mut SystemInfo, warnings: &mut Vec<Stri
                 .into(),
         );
     }
-    let guard = plan.cpu_dma_latency_us.map(crate::tuning::DmaLatencyGuard::hold);
-    if let Some(g) = guard.as_ref().filter(|g| !g.record.applied) {
+    let scope = crate::tuning::Scope { measured: cpus.to_vec(), online: system.online_cpus.clone() };
+    let mut guardian = None;
+    let watch = |path: &std::path::Path| {
+        let exe = crate::load::manager::self_exe().ok()?;
+        let mut g = crate::load::guardian::Guardian::start(&exe).ok()?;
+        g.watch_journal(path);
+        Some(g)
+    };
+    let tuning =
+        crate::tuning::Tuning::apply(&plan.tune, plan.cpu_dma_latency_us, &scope, command_line, |path| guardian = watch(path))
+            .map_err(anyhow::Error::msg)?;
+    if let Some(r) = tuning.dma_record().filter(|r| !r.applied) {
         warnings.push(format!(
             "could not hold /dev/cpu_dma_latency at {} ({}): deep CPU idle states may add exit latency; run as root",
-            g.record.value,
-            g.record.error.as_deref().unwrap_or("?")
+            r.value,
+            r.error.as_deref().unwrap_or("?")
         ));
     }
-    guard
+    warnings.extend(tuning.warnings());
+    Ok(Held { tuning, _guardian: guardian })
 }
 
 /// Says, on a terminal, that the default load mix is in use.
@@ -628,10 +663,11 @@ fn start_loads(
     specs: &[LoadSpec],
     cpus: Option<Vec<usize>>,
     until_stopped: bool,
+    cgroup_parent: Option<std::path::PathBuf>,
     interrupts: &Interrupts,
     warnings: &mut Vec<String>,
 ) -> Result<(LoadSet, Option<Watchdog>)> {
-    let mut loads = LoadSet::new(specs, cpus, until_stopped)?;
+    let mut loads = LoadSet::new(specs, cpus, until_stopped, cgroup_parent)?;
     let watchdog = interrupts.watchdog(&loads, warnings)?;
     loads.start_initial(&interrupts.stop);
     Ok((loads, watchdog))
@@ -1005,7 +1041,7 @@ pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Resu
     let interrupts = Interrupts::install()?;
     let mut warnings = Vec::new();
     let (mut loads, mut watchdog) =
-        start_loads(&plan.specs, plan.cpus.clone(), plan.duration_ns.is_none(), &interrupts, &mut warnings)?;
+        start_loads(&plan.specs, plan.cpus.clone(), plan.duration_ns.is_none(), None, &interrupts, &mut warnings)?;
     let origin = sys::monotonic_ns();
     loads.set_origin(origin);
     let end = plan.duration_ns.map(|d| origin + d);

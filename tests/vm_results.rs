@@ -176,6 +176,7 @@ fn check_guest(dir: &Path, validator: &jsonschema::Validator) -> Vec<String> {
             problems.push(format!("{name}: hackbench passed {} messages", doc["loads"][0]["counters"]["messages"]));
         }
     }
+    problems.extend(check_audit_and_tuning(dir, &name, rt_kernel));
     if let Ok(t) = fs::read_to_string(dir.join("run-phases.json")) {
         // Cut on period deadlines: 1000 periods per phase and CPU, exactly.
         let doc: Value = serde_json::from_str(&t).unwrap();
@@ -221,6 +222,51 @@ fn check_guest(dir: &Path, validator: &jsonschema::Validator) -> Vec<String> {
 /// The event probe against what was sent: every UIO interrupt the guest raised on qemu's edu
 /// device (`uio-edu.sent`), and on arm64 every GPIO edge the host sent through QMP
 /// (`edges-sent`, one `sent N` line per request), counted once, none missed.
+/// `rtgauge check` tells an RT kernel from a standard one and proves PI mutexes; `--tune` made
+/// its shield (cgroup v2 in the guests) and put everything back; `rtgauge restore` after a
+/// SIGKILL of rtgauge and its guardian said what it restored.
+fn check_audit_and_tuning(dir: &Path, name: &str, rt_kernel: bool) -> Vec<String> {
+    let mut problems = Vec::new();
+    match fs::read_to_string(dir.join("check.check")).map(|t| serde_json::from_str::<Value>(&t)) {
+        Ok(Ok(doc)) => {
+            let f = |id: &str| {
+                doc["findings"].as_array().and_then(|a| a.iter().find(|f| f["id"] == id)).cloned().unwrap_or(Value::Null)
+            };
+            if (f("preemption")["severity"] == "ok") != rt_kernel {
+                problems.push(format!(
+                    "{name}: check's preemption finding {} on a kernel with realtime={rt_kernel}",
+                    f("preemption")
+                ));
+            }
+            if f("pi_mutex")["value"]["boosted"] != true {
+                problems.push(format!("{name}: the PI mutex was not seen boosting: {}", f("pi_mutex")));
+            }
+            if f("virtualization")["value"]["virtual"] != true {
+                problems.push(format!("{name}: check did not see the virtual machine: {}", f("virtualization")));
+            }
+        }
+        other => problems.push(format!("{name}: no check document: {other:?}")),
+    }
+    match fs::read_to_string(dir.join("tune-run.json")).map(|t| serde_json::from_str::<Value>(&t)) {
+        Ok(Ok(doc)) => {
+            for t in doc["tuning"].as_array().into_iter().flatten() {
+                let setting = t["setting"].as_str().unwrap_or("");
+                let must =
+                    setting.starts_with("/proc/sys") || setting.starts_with("cpuset shield") || setting.starts_with("interrupt");
+                if must && (t["applied"] != true || t["restored"] != true) {
+                    problems.push(format!("{name}: --tune did not apply and restore {setting}: {t}"));
+                }
+            }
+        }
+        other => problems.push(format!("{name}: no tune-run.json: {other:?}")),
+    }
+    let restore = fs::read_to_string(dir.join("tune-kill.restore")).unwrap_or_default();
+    if !restore.contains("ended without restoring") || !restore.contains("sched_rt_runtime_us") {
+        problems.push(format!("{name}: rtgauge restore after SIGKILL said: {restore:?}"));
+    }
+    problems
+}
+
 fn check_events(dir: &Path, name: &str, arch: Option<&str>) -> Vec<String> {
     let mut problems = Vec::new();
     let event_entry = |file: &str| -> Option<Value> {

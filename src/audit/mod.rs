@@ -2,6 +2,7 @@
 //! preemption model, CPUs, clocksource, RT throttling and the privileges this process holds.
 //! Recorded in every result so a figure always says how it was obtained. Never changes anything.
 
+pub mod cgroups;
 pub mod checks;
 pub mod findings;
 pub mod kconfig;

@@ -10,6 +10,7 @@
 //! using a cgroup for a load with an RT policy it tries that policy inside it; where it fails,
 //! loads fall back to process groups and the result says why.
 
+use crate::audit::cgroups::own_dir;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -55,58 +56,6 @@ pub struct RunCgroup {
     pub version: Version,
 }
 
-/// A mounted hierarchy: where it is mounted and which path of it is the mount's root.
-struct Mount {
-    dir: PathBuf,
-    root: String,
-}
-
-/// Finds the cgroup2 mount, or the v1 mount carrying `controller`, in /proc/self/mountinfo.
-fn find_mount(controller: Option<&str>) -> Option<Mount> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    text.lines().find_map(|line| {
-        let (pre, post) = line.split_once(" - ")?;
-        let pre: Vec<&str> = pre.split(' ').collect();
-        let post: Vec<&str> = post.split(' ').collect();
-        let ok = match controller {
-            None => post.first() == Some(&"cgroup2"),
-            Some(c) => post.first() == Some(&"cgroup") && post.get(2).is_some_and(|o| o.split(',').any(|x| x == c)),
-        };
-        if !ok {
-            return None;
-        }
-        Some(Mount { dir: PathBuf::from(unescape(pre.get(4)?)), root: unescape(pre.get(3)?) })
-    })
-}
-
-/// mountinfo escapes blanks and backslashes as octal (`\040`).
-fn unescape(s: &str) -> String {
-    s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
-}
-
-/// This process's path in the v2 hierarchy (`None`) or in the v1 hierarchy of `controller`.
-fn own_path(controller: Option<&str>) -> Option<String> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    text.lines().find_map(|l| {
-        let mut it = l.splitn(3, ':');
-        let (id, ctrls, path) = (it.next()?, it.next()?, it.next()?);
-        let ok = match controller {
-            None => id == "0" && ctrls.is_empty(),
-            Some(c) => ctrls.split(',').any(|x| x == c),
-        };
-        ok.then(|| path.to_string())
-    })
-}
-
-/// The directory of this process's own cgroup in a mounted hierarchy.
-fn own_dir(controller: Option<&str>) -> Result<PathBuf, String> {
-    let what = controller.map_or("cgroup2".to_string(), |c| format!("cgroup v1 {c}"));
-    let m = find_mount(controller).ok_or_else(|| format!("no {what} hierarchy is mounted"))?;
-    let path = own_path(controller).ok_or_else(|| format!("this process is in no {what} cgroup"))?;
-    let rel = path.strip_prefix(m.root.trim_end_matches('/')).unwrap_or(&path);
-    Ok(m.dir.join(rel.trim_start_matches('/')))
-}
-
 /// How containment is chosen: automatically, or forced (for tests) by `RTGAUGE_CONTAINMENT`
 /// = `cgroup2`, `cgroup1`, `cgroup1:CONTROLLER` (that v1 hierarchy, even `cpu`, to show the
 /// RT group-scheduling trap is caught) or `process-group`.
@@ -118,11 +67,12 @@ impl RunCgroup {
     /// Creates the run's cgroup. `rt`: the RT policy (raw policy, priority) some load needs;
     /// it is tried inside the new cgroup first. On failure, says why (the loads then use
     /// process groups).
-    pub fn create(rt: Option<(i32, i32)>, exe: &[std::ffi::OsString]) -> Result<RunCgroup, String> {
+    /// `parent`: the cgroup v2 directory to make it in, instead of rtgauge's own.
+    pub fn create(rt: Option<(i32, i32)>, exe: &[std::ffi::OsString], parent: Option<&Path>) -> Result<RunCgroup, String> {
         let choice = forced();
         let mut reasons = Vec::new();
         if choice.as_deref().is_none_or(|c| c == "cgroup2") {
-            match Self::create_in(None, Version::V2, rt, exe) {
+            match Self::create_in(None, Version::V2, rt, exe, parent) {
                 Ok(c) => return Ok(c),
                 Err(e) => reasons.push(e),
             }
@@ -133,7 +83,7 @@ impl RunCgroup {
         };
         {
             for controller in v1 {
-                match Self::create_in(Some(controller), Version::V1, rt, exe) {
+                match Self::create_in(Some(controller), Version::V1, rt, exe, None) {
                     Ok(c) => return Ok(c),
                     Err(e) => reasons.push(e),
                 }
@@ -150,8 +100,12 @@ impl RunCgroup {
         version: Version,
         rt: Option<(i32, i32)>,
         exe: &[std::ffi::OsString],
+        parent: Option<&Path>,
     ) -> Result<RunCgroup, String> {
-        let parent = own_dir(controller)?;
+        let parent = match parent {
+            Some(p) => p.to_path_buf(),
+            None => own_dir(controller)?,
+        };
         let path = parent.join(format!("rtgauge-{}", std::process::id()));
         std::fs::create_dir(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
         // Opened once to find out early whether a child will be able to join.

@@ -2,9 +2,11 @@
 //! SIGKILL. rtgauge starts it first, in a process group of its own, with a pipe on its standard
 //! input, and tells it, one line each, the run's cgroup (`cgroup VERSION PATH`), every load
 //! process group (`group PGID`) and temporary directory (`dir PATH`) it creates, and
-//! `release ...` when it has cleaned one up itself. When the pipe closes — rtgauge ended,
-//! however it ended — the guardian kills everything in the cgroup still registered and removes
-//! it, kills every group still registered, removes every directory still registered, and exits.
+//! `release ...` when it has cleaned one up itself, and the journal of a run's tuning
+//! (`journal PATH`). When the pipe closes — rtgauge ended, however it ended — the guardian
+//! kills everything in the cgroup still registered and removes it, kills every group still
+//! registered, removes every directory still registered, restores what the journal still holds
+//! (a run that ended normally restored it and removed it already), and exits.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
@@ -19,12 +21,14 @@ pub fn main() -> u8 {
     let mut groups = BTreeSet::new();
     let mut dirs = BTreeSet::new();
     let mut cgroups = BTreeSet::new();
+    let mut journals = BTreeSet::new();
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         match line.split_once(' ') {
             Some(("group", g)) => drop(g.parse::<i32>().map(|g| groups.insert(g))),
             Some(("dir", d)) => drop(dirs.insert(d.to_string())),
             Some(("cgroup", c)) => drop(cgroups.insert(c.to_string())),
+            Some(("journal", j)) => drop(journals.insert(j.to_string())),
             Some(("release", rest)) => match rest.split_once(' ') {
                 Some(("group", g)) => drop(g.parse::<i32>().map(|g| groups.remove(&g))),
                 Some(("dir", d)) => drop(dirs.remove(d)),
@@ -46,6 +50,10 @@ pub fn main() -> u8 {
     }
     for d in &dirs {
         let _ = std::fs::remove_dir_all(d);
+    }
+    // rtgauge's lock on the journal goes with its last descriptor, a moment after the pipe's.
+    for j in &journals {
+        let _ = crate::tuning::journal::recover_at(std::path::Path::new(j), std::time::Duration::from_secs(3));
     }
     0
 }
@@ -83,6 +91,10 @@ impl Guardian {
     }
     pub fn release_cgroup(&mut self, path: &std::path::Path, v: super::contain::Version) {
         self.say(&format!("release cgroup {} {}", v.number(), path.display()));
+    }
+    /// The journal of the run's tuning: restored if rtgauge dies without doing so.
+    pub fn watch_journal(&mut self, path: &std::path::Path) {
+        self.say(&format!("journal {}", path.display()));
     }
     pub fn watch_dir(&mut self, dir: &std::path::Path) {
         self.say(&format!("dir {}", dir.display()));

@@ -129,7 +129,9 @@ const POLL: Duration = Duration::from_millis(10);
 /// The command that starts this executable again (through the emulator named in RTGAUGE_RUNNER
 /// when rtgauge itself runs under one, as in the cross-architecture tests).
 /// (`/proc/self/exe` is unreadable after a change of user, e.g. under setpriv: argv[0] then.)
-fn self_exe() -> std::io::Result<Vec<OsString>> {
+/// How to start rtgauge itself again (its helpers: workers, launchers, the guardian): the
+/// executable, behind the emulator in `RTGAUGE_RUNNER` when there is one.
+pub fn self_exe() -> std::io::Result<Vec<OsString>> {
     let exe = std::env::current_exe().or_else(|e| {
         let argv0 = std::env::args_os().next().ok_or(e)?;
         let text = argv0.to_string_lossy();
@@ -182,7 +184,14 @@ fn add_usage(a: &mut ChildUsage, b: ChildUsage) {
 impl LoadSet {
     /// Prepares the loads and starts the guardian; nothing runs yet.
     /// `once`: built-in hackbench runs a single round (standalone `rtgauge load`).
-    pub fn new(specs: &[LoadSpec], cpus: Option<Vec<usize>>, once: bool) -> anyhow::Result<LoadSet> {
+    /// `cgroup_parent`: where the run's cgroup v2 goes when not below rtgauge's own cgroup (the
+    /// CPU shield moved rtgauge into one of its own).
+    pub fn new(
+        specs: &[LoadSpec],
+        cpus: Option<Vec<usize>>,
+        once: bool,
+        cgroup_parent: Option<std::path::PathBuf>,
+    ) -> anyhow::Result<LoadSet> {
         let exe = self_exe()?;
         let guardian = if specs.is_empty() {
             None
@@ -234,21 +243,21 @@ impl LoadSet {
             groups: Default::default(),
         };
         if !specs.is_empty() {
-            set.contain(specs);
+            set.contain(specs, cgroup_parent.as_deref());
         }
         Ok(set)
     }
 
     /// Makes the run's cgroup (registered with the guardian before anything joins it), or
     /// records why the loads fall back to process groups.
-    fn contain(&mut self, specs: &[LoadSpec]) {
+    fn contain(&mut self, specs: &[LoadSpec], parent: Option<&std::path::Path>) {
         use super::contain::{Containment, RunCgroup};
         let rt = specs.iter().find_map(|s| match s.policy {
             Some(LoadPolicy::Fifo(p)) => Some((sys::SCHED_FIFO, p)),
             Some(LoadPolicy::Rr(p)) => Some((sys::SCHED_RR, p)),
             _ => None,
         });
-        match RunCgroup::create(rt, &self.exe) {
+        match RunCgroup::create(rt, &self.exe, parent) {
             Ok(cg) => {
                 if let Some(g) = &mut self.guardian {
                     g.watch_cgroup(&cg.path, cg.version);

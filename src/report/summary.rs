@@ -286,10 +286,11 @@ pub(super) fn how_obtained(r: &RunResult) -> String {
         memory_line(r),
         r.tuning
             .iter()
-            .filter(|t| t.applied)
+            .filter(|t| t.applied && t.setting.starts_with("/dev/"))
             .map(|t| format!(", {} {}", t.setting.trim_start_matches("/dev/"), t.value))
             .collect::<String>(),
     );
+    s += &tuned_lines(&r.tuning);
     match r.status {
         Status::Complete => {
             let _ = writeln!(s, "measured {length} after {} warm-up periods", c.warmup.periods);
@@ -324,6 +325,30 @@ pub(super) fn how_obtained(r: &RunResult) -> String {
         (Status::Partial, None) => "PARTIAL".to_string(),
     };
     let _ = writeln!(s, "run {status}, {} → {}\n", r.started_at, r.ended_at);
+    s
+}
+
+/// What `--tune` changed for the run (the PM QoS request is on the line above), from what,
+/// and whether it was put back; what it could not change, and why.
+fn tuned_lines(records: &[crate::tuning::TuningRecord]) -> String {
+    let mut s = String::new();
+    for t in records.iter().filter(|t| !t.setting.starts_with("/dev/")) {
+        let line = match (t.applied, t.restored) {
+            (true, restored) => format!(
+                "tuned {}: {} (was: {}){}",
+                t.setting,
+                t.value,
+                t.original.as_deref().unwrap_or("?"),
+                match restored {
+                    Some(true) => ", restored",
+                    Some(false) => ", NOT restored (see the warnings)",
+                    None => "",
+                }
+            ),
+            (false, _) => format!("not tuned {}: {}", t.setting, t.error.as_deref().unwrap_or("?")),
+        };
+        let _ = writeln!(s, "{line}");
+    }
     s
 }
 

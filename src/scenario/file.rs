@@ -44,6 +44,8 @@ struct ScenarioToml {
     #[serde(default)]
     loads: Vec<LoadToml>,
     verdict: Option<VerdictToml>,
+    /// What `--tune` changes for the run: `[tune]` with `all = true` or items set to true.
+    tune: Option<std::collections::BTreeMap<String, Spanned<bool>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -137,6 +139,25 @@ pub fn parse(text: &str, origin: &str, source: &str) -> Result<Scenario, PlanErr
         window: cx.duration(&t.window, "window", "1s")?,
         ..Default::default()
     };
+    if let Some(tune) = &t.tune {
+        let mut items = Vec::new();
+        for (k, v) in tune {
+            let known = k == "all" || crate::tuning::TuneItem::from_name(k).is_some();
+            if !known {
+                return cx.err(
+                    v.span(),
+                    &format!("tune.{k}"),
+                    format!("not something --tune changes: use all or {}", crate::tuning::TuneItem::names()),
+                );
+            }
+            if *v.get_ref() {
+                items.push(k.clone());
+            }
+        }
+        if !items.is_empty() {
+            input.tune = Some(items.join(","));
+        }
+    }
     for m in &t.measure {
         if let Err(e) = crate::probe::registry::parse(m.get_ref()) {
             return cx.err(m.span(), "measure", e);
@@ -262,7 +283,8 @@ impl RunInput {
             json,
             cpu_dma_latency,
             load_cpus,
-            window
+            window,
+            tune
         );
         if over.duration.is_some() || over.loops.is_some() {
             self.duration = over.duration;
@@ -297,6 +319,19 @@ mod tests {
             assert!(!s.description.is_empty());
             RunPlan::from_input(&s.input).unwrap();
         }
+    }
+
+    #[test]
+    fn a_tune_table_names_what_to_tune() {
+        let t = parse("name = \"x\"\n[tune]\nshield = true\nrt-throttling = true\ngovernor = false\n", "f", "f").unwrap();
+        assert_eq!(t.input.tune.as_deref(), Some("rt-throttling,shield"));
+        let plan = crate::scenario::RunPlan::from_input(&t.input).unwrap();
+        assert_eq!(plan.tune, vec![crate::tuning::TuneItem::RtThrottling, crate::tuning::TuneItem::Shield]);
+        let all = parse("name = \"x\"\n[tune]\nall = true\n", "f", "f").unwrap();
+        assert_eq!(crate::scenario::RunPlan::from_input(&all.input).unwrap().tune.len(), crate::tuning::TuneItem::ALL.len());
+        let e = parse("name = \"x\"\n[tune]\nturbo = true\n", "f.toml", "f.toml").unwrap_err().0;
+        assert!(e.starts_with("f.toml:3: tune.turbo:") && e.contains("shield"), "{e}");
+        assert!(parse("name = \"x\"\n[tune]\nshield = \"yes\"\n", "f", "f").is_err());
     }
 
     #[test]

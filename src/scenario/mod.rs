@@ -82,6 +82,8 @@ pub struct RunInput {
     pub measure: Vec<String>,
     /// `--window`: the timeline's window.
     pub window: Option<String>,
+    /// `--tune[=LIST]`: what to tune for the run (`all` when given without a list).
+    pub tune: Option<String>,
 }
 
 /// Which loads a run measures under.
@@ -128,6 +130,8 @@ pub struct RunPlan {
     /// The timeline's window as given (`None`: 1 s, wider for runs over a day; see
     /// `aggregate::timeline`).
     pub window_ns: Option<u64>,
+    /// What `--tune` changes for the run only (empty: nothing beyond the PM QoS request).
+    pub tune: Vec<crate::tuning::TuneItem>,
 }
 
 pub use crate::probe::MAX_RUN_NS;
@@ -310,6 +314,11 @@ impl RunPlan {
                 Some(specs) => LoadChoice::Given(specs),
             }
         };
+        let tune = match &input.tune {
+            None => Vec::new(),
+            Some(list) => crate::tuning::TuneItem::parse_list(list)
+                .map_err(|e| bad(format!("--tune {e}, e.g. --tune or --tune=shield,rt-throttling")))?,
+        };
         let load_cpus = match &input.load_cpus {
             None => None,
             Some(text) => Some(
@@ -339,6 +348,7 @@ impl RunPlan {
             load_cpus,
             scenario: None,
             window_ns,
+            tune,
         };
         plan.check_length()?;
         Ok(plan)

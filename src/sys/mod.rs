@@ -1122,3 +1122,31 @@ pub fn set_task_affinity(tid: i32, cpus: &[usize]) -> io::Result<()> {
         check(libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set))
     }
 }
+
+/// Takes an exclusive lock on `file` without waiting (`flock(LOCK_EX | LOCK_NB)`): `Ok(false)`
+/// when another open file description holds it. The kernel drops the lock when the last
+/// descriptor closes — at any exit, SIGKILL included.
+pub fn try_lock_exclusive(file: &std::fs::File) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock takes a valid descriptor (borrowed from `file`) and flags; no pointers.
+    match check(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }) {
+        Ok(()) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Mounts a kernel file system of type `fstype` (`tracefs`, ...) at `dir` (`mount(2)`, no flags).
+pub fn mount_kernel_fs(fstype: &str, dir: &str) -> io::Result<()> {
+    let c = |s: &str| std::ffi::CString::new(s).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL));
+    let (src, target, kind) = (c("nodev")?, c(dir)?, c(fstype)?);
+    // SAFETY: three valid NUL-terminated strings that outlive the call; no data argument.
+    check(unsafe { libc::mount(src.as_ptr(), target.as_ptr(), kind.as_ptr(), 0, std::ptr::null()) })
+}
+
+/// Unmounts the file system at `dir` (`umount2`, lazily: a reader still inside keeps it until done).
+pub fn unmount(dir: &str) -> io::Result<()> {
+    let target = std::ffi::CString::new(dir).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: a valid NUL-terminated string that outlives the call.
+    check(unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) })
+}

@@ -1,26 +1,123 @@
 //! Stage 2b of the flow: tuning guards — settings held only while a run lasts, each recorded
-//! in the result with whether it was applied. Today: the PM QoS request on
-//! `/dev/cpu_dma_latency`, which keeps CPUs out of deep idle states whose exit latency would be
-//! measured as wake-up latency (cyclictest holds it at 0 µs by default, and so do real-time
-//! applications). The kernel drops the request when the file is closed — at the end of the run,
-//! or when the process dies in any way — so nothing is left changed.
+//! in the result with its original value and whether it was applied and restored.
+//!
+//! Always (as cyclictest does): the PM QoS request on `/dev/cpu_dma_latency`, which keeps CPUs
+//! out of deep idle states whose exit latency would be measured as wake-up latency; the kernel
+//! drops it when the file is closed, however rtgauge ends. With `--tune` (all of them, or a
+//! list): RT throttling off, a cpuset shield around the measured CPUs, interrupts moved off
+//! them, the performance governor (`settings`, `shield`). Each original value is written to the
+//! journal (`journal`) before the change, so everything comes back at the end of the run, on
+//! Ctrl-C, SIGTERM or an error, through the guardian when rtgauge dies, and through the next
+//! rtgauge (or `rtgauge restore`) after both were killed.
+
+pub mod journal;
+mod settings;
+mod shield;
 
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::Write;
+
+/// What `--tune` may change for a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TuneItem {
+    /// Hold `/dev/cpu_dma_latency` at 0 µs (the default anyway; `--cpu-dma-latency` sets it).
+    DmaLatency,
+    /// `sched_rt_runtime_us` = -1.
+    RtThrottling,
+    /// A cpuset for the measured CPUs alone.
+    Shield,
+    /// Interrupts off the measured CPUs.
+    IrqAffinity,
+    /// The performance cpufreq governor on the measured CPUs.
+    Governor,
+}
+
+impl TuneItem {
+    pub const ALL: [TuneItem; 5] =
+        [TuneItem::DmaLatency, TuneItem::RtThrottling, TuneItem::Shield, TuneItem::IrqAffinity, TuneItem::Governor];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TuneItem::DmaLatency => "dma-latency",
+            TuneItem::RtThrottling => "rt-throttling",
+            TuneItem::Shield => "shield",
+            TuneItem::IrqAffinity => "irq-affinity",
+            TuneItem::Governor => "governor",
+        }
+    }
+
+    /// The names of every item, for messages: `dma-latency, rt-throttling, ...`.
+    pub fn names() -> String {
+        TuneItem::ALL.map(TuneItem::name).join(", ")
+    }
+
+    pub fn from_name(name: &str) -> Option<TuneItem> {
+        TuneItem::ALL.into_iter().find(|i| i.name() == name)
+    }
+
+    /// `--tune=LIST`: comma-separated names, or `all`. Pure.
+    pub fn parse_list(text: &str) -> Result<Vec<TuneItem>, String> {
+        let mut items = Vec::new();
+        for word in text.split(',').map(str::trim) {
+            match word {
+                "all" => items.extend(TuneItem::ALL),
+                w => items.push(TuneItem::from_name(w).ok_or_else(|| {
+                    format!("'{w}' is not something --tune changes: give 'all' or some of {}", TuneItem::names())
+                })?),
+            }
+        }
+        items.sort_unstable();
+        items.dedup();
+        Ok(items)
+    }
+}
 
 /// What a tuning guard did, as recorded in the result.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TuningRecord {
     /// The setting, e.g. `/dev/cpu_dma_latency`.
     pub setting: String,
-    /// The value asked for, e.g. `0us`.
+    /// The value asked for, e.g. `0us`, and what was done.
     pub value: String,
+    /// What it was before (absent for the PM QoS request, which only adds a request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original: Option<String>,
     pub applied: bool,
     /// How and when the original state comes back.
     pub restore: String,
     /// Why it could not be applied, when it was not.
     pub error: Option<String>,
+    /// Whether it was put back at the end of the run (absent where nothing was changed, and for
+    /// the PM QoS request, which the kernel drops).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored: Option<bool>,
+}
+
+impl TuningRecord {
+    fn new(setting: &str, value: &str) -> TuningRecord {
+        TuningRecord {
+            setting: setting.to_string(),
+            value: value.to_string(),
+            original: None,
+            applied: false,
+            restore: "written back at the end of the run from the journal of original values (after a SIGKILL: by the \
+                      run's guardian, the next rtgauge or 'rtgauge restore')"
+                .to_string(),
+            error: None,
+            restored: None,
+        }
+    }
+    fn applied(mut self, original: String) -> TuningRecord {
+        self.applied = true;
+        self.original = Some(original);
+        self
+    }
+    fn failed(mut self, error: String) -> TuningRecord {
+        self.error = Some(error);
+        self
+    }
 }
 
 /// Holds a `/dev/cpu_dma_latency` request while alive.
@@ -37,9 +134,11 @@ impl DmaLatencyGuard {
         let mut record = TuningRecord {
             setting: DMA_LATENCY.to_string(),
             value: format!("{us}us"),
+            original: None,
             applied: false,
             restore: "the kernel drops the request when rtgauge closes the file (end of run, or any exit)".into(),
             error: None,
+            restored: None,
         };
         // The device takes a binary 32-bit value; the request lasts while the file is open.
         let opened = std::fs::OpenOptions::new()
@@ -55,6 +154,149 @@ impl DmaLatencyGuard {
                 record.error = Some(format!("{e}"));
                 DmaLatencyGuard { _file: None, record }
             }
+        }
+    }
+}
+
+/// The CPUs a run measures and the others.
+pub struct Scope {
+    pub measured: Vec<usize>,
+    pub online: Vec<usize>,
+}
+
+impl Scope {
+    fn housekeeping(&self) -> Vec<usize> {
+        self.online.iter().copied().filter(|c| !self.measured.contains(c)).collect()
+    }
+}
+
+/// Everything a run holds changed: the PM QoS request, and with `--tune` the journal of every
+/// change and the shield. Dropping it restores everything (an error, a panic unwinding);
+/// [`Tuning::finish`] restores and says what was put back.
+pub struct Tuning {
+    dma: Option<DmaLatencyGuard>,
+    journal: Option<journal::Journal>,
+    shield: Option<shield::Shield>,
+    records: Vec<TuningRecord>,
+    /// What a killed run had left changed and this run restored first.
+    pub recovered: Option<journal::Restored>,
+}
+
+impl Tuning {
+    /// Applies the PM QoS request (`dma_us`) and the `items` of `--tune` for a run measuring
+    /// `scope`. What cannot be applied is recorded with why, and the run goes on; only another
+    /// live rtgauge tuning the system at the same time is an error.
+    /// `on_journal` is told the journal's path before the first change (to start a guardian).
+    pub fn apply(
+        items: &[TuneItem],
+        dma_us: Option<u32>,
+        scope: &Scope,
+        command_line: &[String],
+        on_journal: impl FnOnce(&std::path::Path),
+    ) -> Result<Tuning, String> {
+        let dma = dma_us.map(DmaLatencyGuard::hold);
+        let mut t = Tuning { dma, journal: None, shield: None, records: Vec::new(), recovered: None };
+        let changes: Vec<TuneItem> = items.iter().copied().filter(|i| *i != TuneItem::DmaLatency).collect();
+        if changes.is_empty() {
+            return Ok(t);
+        }
+        if crate::sys::effective_uid() != 0 {
+            for i in changes {
+                t.records.push(
+                    TuningRecord::new(i.name(), "")
+                        .failed("changing it needs root: run rtgauge as root to tune (nothing was changed)".to_string()),
+                );
+            }
+            return Ok(t);
+        }
+        let mut j = match journal::Journal::open(command_line) {
+            Ok((j, recovered)) => {
+                t.recovered = Some(recovered).filter(|r| !r.is_empty());
+                on_journal(j.path());
+                j
+            }
+            Err(e) if e.contains("is tuning this system now") => return Err(e),
+            Err(e) => {
+                // Without a journal nothing may change: a SIGKILL would leave it changed.
+                for i in changes {
+                    t.records.push(TuningRecord::new(i.name(), "").failed(format!("{e}: nothing was changed")));
+                }
+                return Ok(t);
+            }
+        };
+        for item in changes {
+            let record = match item {
+                TuneItem::RtThrottling => settings::rt_throttling(&mut j),
+                TuneItem::Governor => settings::governor(&mut j, &scope.measured),
+                TuneItem::IrqAffinity => settings::irq_affinity(&mut j, &scope.measured, &scope.housekeeping()),
+                TuneItem::Shield => {
+                    let (r, s) = shield::make(&mut j, &scope.measured, &scope.housekeeping());
+                    t.shield = s;
+                    r
+                }
+                TuneItem::DmaLatency => continue,
+            };
+            t.records.push(record);
+        }
+        t.journal = Some(j);
+        Ok(t)
+    }
+
+    /// The journal's path, for the guardian (None without `--tune`).
+    pub fn journal_path(&self) -> Option<std::path::PathBuf> {
+        self.journal.as_ref().map(|j| j.path().to_path_buf())
+    }
+
+    /// Once the measurement threads exist (see [`shield::Shield::settle`]).
+    pub fn probes_ready(&self) {
+        if let Some(s) = &self.shield {
+            s.settle();
+        }
+    }
+
+    /// Where the loads' cgroup belongs when the shield moved rtgauge (None: where rtgauge is).
+    pub fn load_cgroup_parent(&self) -> Option<std::path::PathBuf> {
+        self.shield.as_ref().and_then(|s| s.load_parent())
+    }
+
+    /// The PM QoS request's record, if one was asked for.
+    pub fn dma_record(&self) -> Option<&TuningRecord> {
+        self.dma.as_ref().map(|d| &d.record)
+    }
+
+    /// What `--tune` could not apply, as warnings.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w: Vec<String> = self
+            .records
+            .iter()
+            .filter(|r| !r.applied)
+            .map(|r| format!("could not tune {}: {}", r.setting, r.error.as_deref().unwrap_or("?")))
+            .collect();
+        if let Some(r) = &self.recovered {
+            w.push(format!("a run killed earlier had left settings changed; restored them first: {}", r.done.join("; ")));
+        }
+        w
+    }
+
+    /// Restores everything and returns the records, each saying whether it was put back.
+    pub fn finish(mut self) -> (Vec<TuningRecord>, journal::Restored) {
+        let restored = self.journal.take().map(journal::Journal::restore).unwrap_or_default();
+        let mut records: Vec<TuningRecord> = self.dma.take().map(|d| d.record.clone()).into_iter().collect();
+        for mut r in std::mem::take(&mut self.records) {
+            if r.applied {
+                let failed = restored.failed.iter().any(|f| r.setting.split_whitespace().next().is_some_and(|s| f.contains(s)));
+                r.restored = Some(!failed);
+            }
+            records.push(r);
+        }
+        (records, restored)
+    }
+}
+
+impl Drop for Tuning {
+    fn drop(&mut self) {
+        if let Some(j) = self.journal.take() {
+            let _ = j.restore();
         }
     }
 }

@@ -1,0 +1,362 @@
+//! `run --tune`: each setting is changed during the run, recorded with its original value, and
+//! put back — at the normal end, on SIGINT, on an error after tuning, by the guardian when
+//! rtgauge is killed, and by `rtgauge restore` when rtgauge and its guardian both are. The
+//! settings are compared by snapshots taken before, during and after. The tests take turns
+//! (they change system-wide settings) and each keeps its journal in a private file.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_default()
+}
+
+/// Every setting `--tune` may change, as the kernel shows it now.
+fn snapshot() -> BTreeMap<String, String> {
+    let mut s = BTreeMap::new();
+    for f in ["/proc/sys/kernel/sched_rt_runtime_us", "/proc/irq/default_smp_affinity"] {
+        s.insert(f.to_string(), read(f));
+    }
+    for e in std::fs::read_dir("/proc/irq").unwrap().flatten() {
+        let p = e.path().join("smp_affinity_list");
+        if p.exists() {
+            s.insert(p.display().to_string(), read(&p.display().to_string()));
+        }
+    }
+    for c in online_cpus() {
+        let g = format!("/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor");
+        if std::path::Path::new(&g).exists() {
+            s.insert(g.clone(), read(&g));
+        }
+    }
+    for dir in ["/sys/fs/cgroup/cpuset", "/sys/fs/cgroup"] {
+        let mut made: Vec<String> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("rtgauge-shield") || n.starts_with("rtgauge-system"))
+            .collect();
+        made.sort();
+        s.insert(format!("{dir}: rtgauge cpusets"), made.join(" "));
+    }
+    let balance = "/sys/fs/cgroup/cpuset/cpuset.sched_load_balance";
+    s.insert(balance.to_string(), read(balance));
+    // Where init may run (a task the shield moves, and moves back).
+    s.insert("init's CPUs".to_string(), cpus_allowed(1));
+    s
+}
+
+fn cpus_allowed(pid: u32) -> String {
+    read(&format!("/proc/{pid}/status"))
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+fn journal() -> (tempfile::TempDir, String) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("tuning.journal").display().to_string();
+    (d, p)
+}
+
+/// Starts `rtgauge run --cpus 1 --tune... -D 30s` with its journal at `journal`, once it measures.
+fn start_tuned(tune: &str, journal: &str, extra: &[&str]) -> Child {
+    let mut args = vec!["run", "-q", "--cpus", "1", "--load", "none", "--warmup", "0", "--json", "-", tune];
+    args.extend_from_slice(extra);
+    if !extra.contains(&"-D") {
+        args.extend(["-D", "30s"]);
+    }
+    let child = rtgauge(&args).env("RTGAUGE_JOURNAL", journal).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    wait_until_measuring(child.id());
+    child
+}
+
+fn finish(child: Child) -> (i32, Value, String) {
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), doc, err)
+}
+
+fn two_cpus() -> bool {
+    let ok = online_cpus().len() >= 2;
+    if !ok {
+        eprintln!("SKIPPED: --tune's shield and interrupt moves need a CPU left for everything else");
+    }
+    ok
+}
+
+/// The record of `setting` (its start) in the result.
+fn record<'a>(doc: &'a Value, setting: &str) -> &'a Value {
+    doc["tuning"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["setting"].as_str().unwrap().starts_with(setting))
+        .unwrap_or_else(|| panic!("no {setting} in {}", doc["tuning"]))
+}
+
+#[test]
+fn tune_changes_every_setting_during_the_run_and_restores_it_after() {
+    let _t = turn();
+    if !two_cpus() {
+        return;
+    }
+    let (_d, j) = journal();
+    let before = snapshot();
+    let run = start_tuned("--tune", &j, &["-D", "3s"]);
+    let during = snapshot();
+    assert_eq!(during["/proc/sys/kernel/sched_rt_runtime_us"], "-1", "RT throttling off during the run");
+    assert!(std::path::Path::new(&j).exists(), "the journal is kept while tuned");
+    let (code, doc, err) = finish(run);
+    assert_eq!(code, 0, "{err}");
+    let after = snapshot();
+    assert_eq!(after, before, "every setting is back after the run");
+
+    // Each change is recorded with its original value, and as restored.
+    let rt = record(&doc, "/proc/sys/kernel/sched_rt_runtime_us");
+    assert_eq!(rt["original"].as_str(), Some(before["/proc/sys/kernel/sched_rt_runtime_us"].as_str()));
+    assert_eq!((rt["applied"].as_bool(), rt["restored"].as_bool()), (Some(true), Some(true)), "{rt}");
+    // Interrupts that could go to CPU 1 went to CPU 0, except those the kernel will not move.
+    let irq = record(&doc, "interrupt affinity");
+    assert_eq!(irq["applied"], true, "{irq}");
+    let fixed = irq["value"].as_str().unwrap().split("left where they are: ").nth(1).unwrap_or("").to_string();
+    for (k, v) in &before {
+        let Some(n) = k.strip_prefix("/proc/irq/").and_then(|r| r.strip_suffix("/smp_affinity_list")) else { continue };
+        let was_on_1 = v.split(',').any(|p| match p.split_once('-') {
+            Some((a, b)) => (a.parse::<u32>().unwrap()..=b.parse().unwrap()).contains(&1),
+            None => p == "1",
+        });
+        let stays = fixed.split(", ").any(|f| f == n);
+        if was_on_1 && !stays {
+            assert_eq!(during[k], "0", "IRQ {n} moved off CPU 1 during the run");
+        } else {
+            assert_eq!(during[k], *v, "IRQ {n} untouched");
+        }
+    }
+    // The shield: its cpusets existed during the run (cgroup v1 here) and init ran on CPU 0 only.
+    let shield = record(&doc, "cpuset shield");
+    if shield["applied"] == true {
+        assert_eq!(during["init's CPUs"], "0", "init was moved off the shielded CPU");
+        assert!(during.iter().any(|(k, v)| k.ends_with("rtgauge cpusets") && v.contains("rtgauge-shield")), "{during:?}");
+        assert_eq!(shield["restored"], true);
+    } else {
+        eprintln!("shield not applied here: {}", shield["error"]);
+    }
+    // No cpufreq here means nothing to set: recorded as not applied, with why.
+    let gov = record(&doc, "cpufreq governor");
+    if gov["applied"] == false {
+        assert!(gov["error"].as_str().unwrap().contains("no cpufreq"), "{gov}");
+    }
+    assert!(!std::path::Path::new(&j).exists(), "the journal is gone once everything is back");
+}
+
+#[test]
+fn a_cpuset_shield_keeps_a_busy_process_off_the_shielded_cpu() {
+    let _t = turn();
+    if !two_cpus() {
+        return;
+    }
+    let (_d, j) = journal();
+    let mut busy = std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
+    let pid = busy.id();
+    let free = cpus_allowed(pid);
+    let run = start_tuned("--tune=shield", &j, &["-D", "3s"]);
+    let shielded = cpus_allowed(pid);
+    // Where it ran, twenty times over a second.
+    let mut ran_on = std::collections::BTreeSet::new();
+    for _ in 0..20 {
+        let stat = read(&format!("/proc/{pid}/stat"));
+        let cpu = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(36)?.parse::<u32>().ok());
+        ran_on.extend(cpu);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, doc, err) = finish(run);
+    let after = cpus_allowed(pid);
+    let _ = busy.kill();
+    let _ = busy.wait();
+    assert_eq!(code, 0, "{err}");
+    let shield = record(&doc, "cpuset shield");
+    assert_eq!(shield["applied"], true, "{shield}");
+    assert_eq!(shielded, "0", "the busy process may run on CPU 0 only while CPU 1 is shielded");
+    assert_eq!(ran_on.into_iter().collect::<Vec<_>>(), vec![0], "and it ran on CPU 0 only");
+    assert_eq!(after, free, "after the run it may run where it could before");
+}
+
+/// SIGKILL of rtgauge alone: its guardian puts everything back.
+#[test]
+fn a_killed_run_is_restored_by_its_guardian() {
+    let _t = turn();
+    if !two_cpus() {
+        return;
+    }
+    let (_d, j) = journal();
+    let before = snapshot();
+    let mut run = start_tuned("--tune", &j, &[]);
+    assert_ne!(snapshot(), before, "tuned");
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let t = Instant::now();
+    while snapshot() != before && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(snapshot(), before, "the guardian restored every setting");
+    assert!(!std::path::Path::new(&j).exists());
+}
+
+/// The guardian of process `pid` (its child running `__guardian`).
+fn guardians_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|p| {
+            let stat = read(&format!("/proc/{p}/stat"));
+            let ppid = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<u32>().ok());
+            ppid == Some(pid) && read(&format!("/proc/{p}/cmdline")).contains("__guardian")
+        })
+        .collect()
+}
+
+/// SIGKILL of rtgauge and its guardian: the settings stay changed until `rtgauge restore`
+/// (or any later rtgauge) puts them back, saying what it restored.
+#[test]
+fn after_sigkill_of_run_and_guardian_restore_puts_everything_back() {
+    let _t = turn();
+    if !two_cpus() {
+        return;
+    }
+    let (_d, j) = journal();
+    let before = snapshot();
+    let mut run = start_tuned("--tune", &j, &[]);
+    let guardians = guardians_of(run.id());
+    assert_eq!(guardians.len(), 1, "one guardian watches the journal");
+    for g in guardians {
+        std::process::Command::new("kill").args(["-KILL", &g.to_string()]).status().unwrap();
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let left = snapshot();
+    assert_eq!(left["/proc/sys/kernel/sched_rt_runtime_us"], "-1", "nobody restored yet");
+    assert!(std::path::Path::new(&j).exists(), "the journal survived");
+    let out = rtgauge(&["restore"]).env("RTGAUGE_JOURNAL", &j).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("ended without restoring"), "{text}");
+    assert!(
+        text.contains(&format!("/proc/sys/kernel/sched_rt_runtime_us = {}", before["/proc/sys/kernel/sched_rt_runtime_us"])),
+        "{text}"
+    );
+    assert_eq!(snapshot(), before, "restore put every setting back");
+    let again = rtgauge(&["restore"]).env("RTGAUGE_JOURNAL", &j).output().unwrap();
+    assert!(String::from_utf8_lossy(&again.stdout).contains("Nothing to restore"));
+}
+
+/// Ctrl-C, and an error after the tuning (a probe whose set-up the system refuses): restored.
+#[test]
+fn sigint_and_an_error_after_tuning_restore_everything() {
+    let _t = turn();
+    if !two_cpus() {
+        return;
+    }
+    let (_d, j) = journal();
+    let before = snapshot();
+    let run = start_tuned("--tune=rt-throttling,irq-affinity", &j, &[]);
+    signal(&run, "INT");
+    let (code, doc, err) = finish(run);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc["status"], "partial");
+    assert_eq!(snapshot(), before, "restored after Ctrl-C");
+
+    // No POSIX message queue may be opened: the wake-up chain's set-up fails after tuning.
+    let out = std::process::Command::new("prlimit")
+        .arg("--msgqueue=0:0")
+        .args(bin_argv())
+        .args(["run", "--loops", "10", "--load", "none", "--cpus", "1", "--tune=rt-throttling", "--measure", "wakeup:via=mq@1"])
+        .env("RTGAUGE_JOURNAL", &j)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(snapshot(), before, "restored after the error");
+}
+
+#[test]
+fn only_one_run_tunes_at_a_time() {
+    let _t = turn();
+    if !two_cpus() {
+        return;
+    }
+    let (_d, j) = journal();
+    let first = start_tuned("--tune=rt-throttling", &j, &[]);
+    let out = rtgauge(&["run", "--loops", "10", "--cpus", "1", "--load", "none", "--tune=rt-throttling"])
+        .env("RTGAUGE_JOURNAL", &j)
+        .output()
+        .unwrap();
+    signal(&first, "INT");
+    let _ = finish(first);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is tuning this system now") && err.trim_end().lines().count() == 1, "{err}");
+}
+
+#[test]
+fn bad_tune_lists_are_one_line_and_exit_2() {
+    for t in ["--tune=fast", "--tune=shield,", "--tune=", "--tune=all,bogus"] {
+        let out = rtgauge(&["run", "--loops", "5", t]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{t}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{t}: {err}");
+    }
+}
+
+/// Without the privilege to tune: each setting says why it was not changed, and the run goes on.
+#[test]
+fn without_privileges_tuning_is_refused_per_setting_and_the_run_goes_on() {
+    let ok = std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .args(bin_argv())
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIPPED: the user 'nobody' cannot execute {}", bin_shell());
+        return;
+    }
+    let (_d, j) = journal();
+    let out = std::process::Command::new("setpriv")
+        .env_remove("RTGAUGE_DB")
+        .env("RTGAUGE_JOURNAL", "/proc/rtgauge-cannot-be-here/journal")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"])
+        .args(bin_argv())
+        .args([
+            "run", "-q", "--loops", "50", "--warmup", "0", "--cpus", "0", "--policy", "other", "--load", "none", "--tune",
+            "--json", "-",
+        ])
+        .output()
+        .unwrap();
+    drop(j);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tuned: Vec<&Value> =
+        doc["tuning"].as_array().unwrap().iter().filter(|t| !t["setting"].as_str().unwrap().starts_with("/dev/")).collect();
+    assert_eq!(tuned.len(), 4, "{}", doc["tuning"]);
+    for t in tuned {
+        assert_eq!(t["applied"], false, "{t}");
+        assert!(t["error"].as_str().unwrap().contains("nothing was changed"), "{t}");
+    }
+    assert!(doc["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("could not tune")));
+}
