@@ -177,8 +177,9 @@ fn scenarios(name: Option<&str>) -> anyhow::Result<u8> {
 }
 
 fn stall(a: cli::StallArgs) -> anyhow::Result<u8> {
-    let plan = load::stall::StallPlan::from_input(a.cpu, a.priority, &a.delay, &a.duration, &audit::online_cpus())
+    let mut plan = load::stall::StallPlan::from_input(a.cpu, a.priority, &a.delay, &a.duration, &audit::online_cpus())
         .map_err(anyhow::Error::msg)?;
+    plan.name = a.name.clone();
     let report = load::stall::run(plan).map_err(anyhow::Error::msg)?;
     println!("{}", serde_json::to_string(&report)?);
     Ok(0)

@@ -306,6 +306,12 @@ pub struct RunArgs {
     /// CPUs alone), irq-affinity (interrupts off the measured CPUs), governor (performance)
     #[arg(long, value_name = "LIST", num_args = 0..=1, require_equals = true, default_missing_value = "all")]
     pub tune: Option<String>,
+    /// Explain the worst case: trace each measured CPU's scheduling and interrupt events and,
+    /// when a value exceeds THRESHOLD and is a new worst case (no THRESHOLD: every new worst
+    /// case after the warm-up), keep and explain the trace around it — which IRQ, softirq or
+    /// thread held the CPU, for how long, its share of the latency (needs root and tracefs)
+    #[arg(long, value_name = "THRESHOLD", num_args = 0..=1, default_missing_value = "worst")]
+    pub trace: Option<String>,
     /// Name the run in the store ('rtgauge show LABEL')
     #[arg(long, value_name = "TEXT", conflicts_with = "no_store")]
     pub label: Option<String>,
@@ -486,6 +492,9 @@ pub struct StallArgs {
     /// SCHED_FIFO priority of the busy thread (above the measurement's, to stall it)
     #[arg(short, long, default_value_t = 99, allow_negative_numbers = true)]
     pub priority: i32,
+    /// The busy thread's name (what a trace shows; at most 15 bytes are kept)
+    #[arg(long, default_value = "rtgauge-stall")]
+    pub name: String,
 }
 
 impl RunArgs {
@@ -513,6 +522,7 @@ impl RunArgs {
             measure: self.measure.clone(),
             window: self.window.clone(),
             tune: self.tune.clone(),
+            trace: self.trace.clone(),
         }
     }
 }

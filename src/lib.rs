@@ -20,6 +20,7 @@ pub mod result;
 pub mod scenario;
 pub mod store;
 pub mod sys;
+pub mod trace;
 pub mod tuning;
 pub mod verdict;
 pub mod vocab;

@@ -218,9 +218,11 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     // The store is checked before anything runs, and written once the threads have stopped (a
     // default store out of reach is a warning in the result).
     let store = keep.open(&mut warnings).map_err(anyhow::Error::msg)?;
-    let held = apply_tuning(&plan, &mut system, &resolved.cpus, &command_line, &mut warnings)?;
+    let mut held = apply_tuning(&plan, &mut system, &resolved.cpus, &command_line, &mut warnings)?;
+    let mut trace = start_trace(&plan, &mut held, &resolved.cpus, &mut warnings);
     // The measurement threads are ready (pinned, at their priority) before any load starts.
-    let prepared = prepare_probes(&plan, &resolved.probes, &interrupts, &system)?;
+    let triggers = trace.as_ref().map(crate::trace::Session::triggers).unwrap_or_default();
+    let prepared = prepare_probes(&plan, &resolved.probes, &interrupts, &system, &triggers)?;
     held.tuning.probes_ready();
     system.rt_priority_obtained = plan.policy.is_realtime()
         && !prepared.reports().is_empty()
@@ -252,7 +254,8 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
         })
         .collect();
     let mut collector = Collector::new(&series, &bounds).with_timeline(resolved.window_ns);
-    let end_ns = measure(&plan, &resolved, &mut probes, &mut collector, &mut loads, &interrupts);
+    let end_ns = measure(&plan, &resolved, &mut probes, &mut collector, &mut loads, &interrupts, &mut trace);
+    let trace = trace.map(|t| t.finish(|i| series_names(&resolved, &probes, i), probes.start_ns));
     finish_watchdog(watchdog, &mut warnings);
     // Everything tuned is put back here (the PM QoS request released), before the end-of-run work.
     let (tuning, restored) = held.tuning.finish();
@@ -276,6 +279,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
         system,
         findings,
         tuning,
+        trace,
         loads: load_records,
         containment: loads.containment(),
         warnings,
@@ -489,8 +493,10 @@ fn apply_tuning(
         Some(g)
     };
     let tuning =
-        crate::tuning::Tuning::apply(&plan.tune, plan.cpu_dma_latency_us, &scope, command_line, |path| guardian = watch(path))
-            .map_err(anyhow::Error::msg)?;
+        crate::tuning::Tuning::apply(&plan.tune, plan.cpu_dma_latency_us, &scope, command_line, plan.trace.is_some(), |path| {
+            guardian = watch(path)
+        })
+        .map_err(anyhow::Error::msg)?;
     if let Some(r) = tuning.dma_record().filter(|r| !r.applied) {
         warnings.push(format!(
             "could not hold /dev/cpu_dma_latency at {} ({}): deep CPU idle states may add exit latency; run as root",
@@ -500,6 +506,33 @@ fn apply_tuning(
     }
     warnings.extend(tuning.warnings());
     Ok(Held { tuning, _guardian: guardian })
+}
+
+/// `--trace`: a trace instance per measured CPU, recorded in the journal; without the privilege
+/// or the kernel support, a warning and no trace.
+fn start_trace(plan: &RunPlan, held: &mut Held, cpus: &[usize], warnings: &mut Vec<String>) -> Option<crate::trace::Session> {
+    let threshold = plan.trace?;
+    let Some(journal) = held.tuning.journal_mut() else {
+        let why = held.tuning.journal_error().unwrap_or("no journal of original values could be kept").to_string();
+        warnings.push(format!("no trace: {why}"));
+        return None;
+    };
+    let session = crate::trace::Session::start(journal, cpus, (threshold > 0).then_some(threshold));
+    if let Some(why) = session.failed() {
+        warnings.push(format!("no trace: {why}"));
+    }
+    Some(session)
+}
+
+/// The probe and series of the `i`-th series of the run (trace captures name them so).
+fn series_names(resolved: &Resolved, probes: &RunningProbes, i: u64) -> (String, Option<String>) {
+    match probes.keys.get(i as usize) {
+        Some(&k) => {
+            let (p, s) = resolved.names(k);
+            (p.to_string(), s.map(str::to_string))
+        }
+        None => ("?".to_string(), None),
+    }
 }
 
 /// Says, on a terminal, that the default load mix is in use.
@@ -615,8 +648,9 @@ fn prepare_probes(
     probes: &[ProbePlan],
     interrupts: &Interrupts,
     system: &SystemInfo,
+    triggers: &[(usize, std::sync::Arc<probe::TraceTrigger>)],
 ) -> Result<probe::PreparedProbes> {
-    probe::prepare(probes, thread_sched(plan), interrupts.stop.clone()).map_err(|reports| {
+    probe::prepare(probes, thread_sched(plan), interrupts.stop.clone(), triggers).map_err(|reports| {
         let failed = reports.iter().find(|r| r.error.is_some()).expect("a failed report");
         match failed.error.as_ref().expect("an error") {
             SetupError::Scheduler(errno) if plan.policy == crate::vocab::policy::Policy::Deadline && *errno != EPERM => {
@@ -707,6 +741,7 @@ fn measure(
     collector: &mut Collector,
     loads: &mut LoadSet,
     interrupts: &Interrupts,
+    trace: &mut Option<crate::trace::Session>,
 ) -> u64 {
     let planned_end_ns = probes.start_ns + resolved.total_ns;
     let total = Duration::from_nanos(resolved.total_ns);
@@ -718,6 +753,9 @@ fn measure(
     // sooner, so a run ends as soon as its last period is measured.
     let stopped_at = coordinate(loads, interrupts, 100, |now, _| {
         collector.drain(probes);
+        if let Some(t) = trace.as_mut() {
+            t.poll();
+        }
         if probes.all_finished() || now >= planned_end_ns + END_SLACK.as_nanos() as u64 {
             return None;
         }
@@ -830,6 +868,7 @@ struct Assembly<'a> {
     system: SystemInfo,
     findings: Vec<crate::audit::findings::Finding>,
     tuning: Vec<crate::tuning::TuningRecord>,
+    trace: Option<crate::result::trace::TraceReport>,
     loads: Vec<crate::load::manager::LoadRecord>,
     containment: Option<crate::load::contain::Containment>,
     warnings: Vec<String>,
@@ -892,6 +931,7 @@ fn assemble(a: Assembly) -> RunResult {
         probes: per_thread,
         combined,
         verdict,
+        trace: a.trace,
         warnings: a.warnings,
     }
 }

@@ -52,7 +52,12 @@ fn documents_validate_against_the_schema_and_every_field_is_described() {
     let _ = echo.kill();
     let _ = echo.wait();
     assert!(udp["probes"][0]["counts"]["sent"].as_u64().is_some(), "{}", udp["probes"][0]);
-    for doc in [&complete, &other, &period, &wakeup, &noise, &udp, &sweep] {
+    // A traced run (every new worst case is traced: the first values after the start are some).
+    let (_, traced, _) = run_json(&["--loops", "300", "--warmup", "0", "--cpus", "0", "--load", "none", "--trace"]);
+    if std::fs::read_to_string("/proc/filesystems").unwrap_or_default().contains("tracefs") {
+        assert!(!traced["trace"]["captures"].as_array().unwrap().is_empty(), "{}", traced["trace"]);
+    }
+    for doc in [&complete, &other, &period, &wakeup, &noise, &udp, &sweep, &traced] {
         let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
         assert!(errors.is_empty(), "schema violations: {errors:#?}");
         let mut names = Default::default();

@@ -260,9 +260,34 @@ fn check_audit_and_tuning(dir: &Path, name: &str, rt_kernel: bool) -> Vec<String
         }
         other => problems.push(format!("{name}: no tune-run.json: {other:?}")),
     }
+    problems.extend(check_trace(dir, name));
     let restore = fs::read_to_string(dir.join("tune-kill.restore")).unwrap_or_default();
     if !restore.contains("ended without restoring") || !restore.contains("sched_rt_runtime_us") {
         problems.push(format!("{name}: rtgauge restore after SIGKILL said: {restore:?}"));
+    }
+    problems
+}
+
+/// `--trace` named the injected stall's thread as the cause of its CPU's worst case, with a
+/// duration within 10 % of the stall's.
+fn check_trace(dir: &Path, name: &str) -> Vec<String> {
+    let doc = fs::read_to_string(dir.join("trace-stall.json")).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    let stall = fs::read_to_string(dir.join("trace-stall.stall")).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    let (Some(doc), Some(stall)) = (doc, stall) else {
+        return vec![format!("{name}: no trace-stall.json or trace-stall.stall")];
+    };
+    let capture = doc["trace"]["captures"].as_array().and_then(|c| c.iter().find(|c| c["cpu"] == 1)).cloned();
+    let Some(c) = capture else {
+        return vec![format!("{name}: --trace explained nothing on CPU 1: {}", doc["trace"])];
+    };
+    let stalled = stall["duration_ns"].as_u64().unwrap_or(0) as f64;
+    let ran = c["culprit"]["ran_ns"].as_u64().unwrap_or(0) as f64;
+    let mut problems = Vec::new();
+    if c["culprit"]["comm"] != "rtg-culprit" || c["culprit"]["pid"] != stall["tid"] {
+        problems.push(format!("{name}: --trace named {} as the culprit, not the stall {}", c["culprit"], stall));
+    }
+    if (ran - stalled).abs() > stalled * 0.1 {
+        problems.push(format!("{name}: --trace gave the culprit {ran} ns, the stall lasted {stalled} ns"));
     }
     problems
 }

@@ -24,15 +24,20 @@ pub struct StallReport {
     pub start_ns: u64,
     pub end_ns: u64,
     pub duration_ns: u64,
+    /// The busy thread's name and id, as a trace shows them.
+    pub name: String,
+    pub tid: i32,
 }
 
 /// Validated stall settings.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct StallPlan {
     pub cpu: usize,
     pub priority: i32,
     pub delay_ns: u64,
     pub duration_ns: u64,
+    /// The busy thread's name (`rtgauge-stall`).
+    pub name: String,
 }
 
 impl StallPlan {
@@ -58,12 +63,13 @@ impl StallPlan {
                 crate::vocab::cpus::format_cpu_list(online)
             ));
         }
-        Ok(StallPlan { cpu, priority, delay_ns, duration_ns })
+        Ok(StallPlan { cpu, priority, delay_ns, duration_ns, name: "rtgauge-stall".into() })
     }
 }
 
 /// Waits `delay`, then spins on `cpu` at SCHED_FIFO `priority` for `duration`.
 pub fn run(plan: StallPlan) -> Result<StallReport, String> {
+    sys::set_thread_name(&plan.name).map_err(|e| format!("cannot name the thread '{}': {e}", plan.name))?;
     sys::pin_thread_to_cpu(plan.cpu).map_err(|e| format!("cannot pin to CPU {}: {e}", plan.cpu))?;
     sys::set_thread_scheduler(Policy::Fifo, plan.priority)
         .map_err(|e| format!("cannot run at SCHED_FIFO {}: {e}; run as root (a stall needs RT priority)", plan.priority))?;
@@ -76,7 +82,6 @@ pub fn run(plan: StallPlan) -> Result<StallReport, String> {
         std::hint::spin_loop();
         end_ns = sys::monotonic_ns();
     }
-    let _ = sys::set_thread_scheduler(Policy::Other, 0);
     Ok(StallReport {
         cpu: plan.cpu,
         policy: Policy::Fifo,
@@ -84,5 +89,7 @@ pub fn run(plan: StallPlan) -> Result<StallReport, String> {
         start_ns,
         end_ns,
         duration_ns: end_ns - start_ns,
+        name: plan.name.chars().take(15).collect(),
+        tid: sys::thread_id(),
     })
 }

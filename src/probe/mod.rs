@@ -77,6 +77,78 @@ impl ThreadCounters {
 /// How many counts of its own a probe may keep (see [`Probe::counters`]).
 pub const MAX_COUNTS: usize = 2;
 
+/// Stops the kernel's trace of one CPU when a measured value calls for it (`--trace`): the
+/// first value over its threshold, then each new worst case over it (the threshold is 0 for
+/// "every new worst case"). Each CPU is traced twice, into two instances that take turns: a
+/// firing stops the one whose turn it is and hands the turn to the other, which has been
+/// recording all along — so the next latency's trace has no gap while the collector reads and
+/// restarts the first. Shared by every measurement thread on that CPU; made by the trace stage,
+/// which owns the `tracing_on` files, and read by the collector. Firing is one `write` of the
+/// RT thread, after its fact was handed over; otherwise an offer costs a load or two.
+#[derive(Debug)]
+pub struct TraceTrigger {
+    /// `tracing_on` of the CPU's two trace instances (raw: the trace stage keeps them open for
+    /// longer than any measurement thread lives).
+    fds: [i32; 2],
+    threshold_ns: u64,
+    /// Whether each instance records (a stopped one waits for the collector).
+    recording: [AtomicBool; 2],
+    /// The instance the next firing stops.
+    turn: std::sync::atomic::AtomicUsize,
+    /// Per instance: how many times it was stopped, and the last stop's facts (published before
+    /// the count).
+    pub fired: [AtomicU64; 2],
+    pub value_ns: [AtomicU64; 2],
+    /// CLOCK_MONOTONIC right after the value was measured.
+    pub at_ns: [AtomicU64; 2],
+    /// The firing thread's id and the index of its series (in the run's series order).
+    pub tid: [AtomicU64; 2],
+    pub series: [AtomicU64; 2],
+}
+
+impl TraceTrigger {
+    pub fn new(fds: [i32; 2], threshold_ns: u64) -> TraceTrigger {
+        let z = || [AtomicU64::new(0), AtomicU64::new(0)];
+        TraceTrigger {
+            fds,
+            threshold_ns,
+            recording: [AtomicBool::new(true), AtomicBool::new(true)],
+            turn: std::sync::atomic::AtomicUsize::new(0),
+            fired: z(),
+            value_ns: z(),
+            at_ns: z(),
+            tid: z(),
+            series: z(),
+        }
+    }
+
+    /// Instance `i` records again (the collector read and restarted it).
+    pub fn restarted(&self, i: usize) {
+        self.recording[i].store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// A new worst case `value_ns` of thread `tid`'s series `series`: over the threshold, and
+    /// with the instance whose turn it is recording, stops it and passes the turn on.
+    #[inline(always)]
+    fn offer(&self, value_ns: u64, tid: u64, series: u64) {
+        use std::sync::atomic::Ordering::{AcqRel, Release};
+        if value_ns <= self.threshold_ns {
+            return;
+        }
+        let i = self.turn.load(Relaxed) & 1;
+        if !self.recording[i].load(Relaxed) || !self.recording[i].swap(false, AcqRel) {
+            return;
+        }
+        sys::stop_trace(self.fds[i]);
+        self.value_ns[i].store(value_ns, Relaxed);
+        self.at_ns[i].store(sys::monotonic_ns(), Relaxed);
+        self.tid[i].store(tid, Relaxed);
+        self.series[i].store(series, Relaxed);
+        self.fired[i].fetch_add(1, Release);
+        self.turn.store(1 - i, Relaxed);
+    }
+}
+
 impl Default for ThreadCounters {
     fn default() -> Self {
         ThreadCounters {
@@ -255,17 +327,24 @@ pub struct Handoff {
     done: u64,
     /// The thread's page faults when its warm-up ended ([`ThreadCounters::UNKNOWN`] before).
     faults_at_warmup_end: u64,
+    /// `--trace`: the trigger of the thread's CPU, the thread's id and its series' index.
+    trace: Option<(Arc<TraceTrigger>, u64, u64)>,
 }
 
 impl Handoff {
     fn new(ring: rtrb::Producer<Sample>, counters: Arc<ThreadCounters>, warmup_periods: u64) -> Handoff {
         let (lost, missed_carry, overflows, min, max, done) = (0, 0, 0, u64::MAX, 0, 0);
         let faults_at_warmup_end = ThreadCounters::UNKNOWN;
-        Handoff { ring, counters, warmup_periods, lost, missed_carry, overflows, min, max, done, faults_at_warmup_end }
+        let trace = None;
+        Handoff { ring, counters, warmup_periods, lost, missed_carry, overflows, min, max, done, faults_at_warmup_end, trace }
     }
 
-    /// Before the loop: with no warm-up, the measurement begins now.
+    /// Before the loop: with no warm-up, the measurement begins now. The trace trigger learns
+    /// the thread's id.
     fn begin(&mut self) {
+        if let Some((_, tid, _)) = &mut self.trace {
+            *tid = sys::thread_id() as u64;
+        }
         self.note_warmup_end();
     }
 
@@ -369,6 +448,9 @@ impl Handoff {
             self.max = value;
             c.max_ns.store(value, Relaxed);
             c.max_period.store(period, Relaxed);
+            if let Some((t, tid, series)) = &self.trace {
+                t.offer(value, *tid, *series);
+            }
         }
     }
 
@@ -641,7 +723,13 @@ fn new_ring(interval_ns: u64) -> (rtrb::Producer<Sample>, rtrb::Consumer<Sample>
 /// Sets up every thread of every probe instance and returns once every one is ready (or, if
 /// any set-up failed, after all have ended, with their reports). Returns early when `stop` is
 /// set: threads still setting up then end as soon as they are started.
-pub fn prepare(plans: &[ProbePlan], sched: ThreadSched, stop: Arc<AtomicBool>) -> Result<PreparedProbes, Vec<SetupReport>> {
+/// `triggers`: per CPU, the trace trigger its threads offer new worst cases to (`--trace`).
+pub fn prepare(
+    plans: &[ProbePlan],
+    sched: ThreadSched,
+    stop: Arc<AtomicBool>,
+    triggers: &[(usize, Arc<TraceTrigger>)],
+) -> Result<PreparedProbes, Vec<SetupReport>> {
     let (report_tx, report_rx) = mpsc::channel();
     let mut prepared = PreparedProbes { series: SeriesSet::default(), reports: vec![], handles: vec![], go: vec![] };
     let mut failure = None;
@@ -659,7 +747,8 @@ pub fn prepare(plans: &[ProbePlan], sched: ThreadSched, stop: Arc<AtomicBool>) -
             for role in roles {
                 let priority = role.priority.unwrap_or(sched.priority);
                 let at = Placement { role: role.name, cpu: role.cpu, sched: ThreadSched { priority, ..sched }, ..instance };
-                if let Err(r) = spawn_role(&mut prepared, index, plan, role, at, (&stop, &report_tx)) {
+                let trigger = triggers.iter().find(|(c, _)| *c == role.cpu).map(|(_, t)| t.clone());
+                if let Err(r) = spawn_role(&mut prepared, index, plan, role, at, (&stop, &report_tx), trigger) {
                     failure = Some(r);
                     break 'plans;
                 }
@@ -678,6 +767,7 @@ fn spawn_role(
     role: Role,
     at: Placement,
     (stop, report_tx): (&Arc<AtomicBool>, &mpsc::Sender<SetupReport>),
+    trigger: Option<Arc<TraceTrigger>>,
 ) -> Result<(), SetupReport> {
     let schedule = plan.probe.schedule();
     let thread = prepared.handles.len();
@@ -687,7 +777,12 @@ fn spawn_role(
         let interval = if plan.probe.events() { 1 } else { schedule.interval_ns };
         let (producer, consumer) = new_ring(interval);
         let counters = Arc::new(ThreadCounters::default());
-        handoffs.push(Handoff::new(producer, counters.clone(), schedule.warmup_periods));
+        let mut handoff = Handoff::new(producer, counters.clone(), schedule.warmup_periods);
+        // Values that are not latencies (intervals, a loop's cycle lengths) are not traced.
+        if plan.probe.measures(series).is_none() && plan.probe.bounds().is_none() {
+            handoff.trace = trigger.clone().map(|t| (t, 0, prepared.series.keys.len() as u64));
+        }
+        handoffs.push(handoff);
         let s = &mut prepared.series;
         s.keys.push(SeriesKey { probe: index, cpu: at.instance_cpu, series });
         s.counters.push(counters);

@@ -119,6 +119,13 @@ fn run_section(n: &Named) -> Result<String, String> {
         h += &table(&header, 1, &rows);
     }
     h += &placement(r);
+    if r.trace.is_some() {
+        let _ = write!(
+            h,
+            "<h3>Why the worst case (trace)</h3><pre>{}</pre>",
+            esc(super::trace::render(r.trace.as_ref()).trim_start())
+        );
+    }
     h += &audit_section(&r.findings);
     let _ = write!(h, "<h3>How it was obtained (audit and configuration)</h3><pre>{}</pre>", esc(&summary::how_obtained(r)));
     if !r.tuning.is_empty() {

@@ -13,3 +13,4 @@ pub mod png;
 pub mod reference;
 pub mod stored;
 pub mod summary;
+pub mod trace;

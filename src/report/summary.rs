@@ -401,6 +401,7 @@ pub fn render(r: &RunResult) -> String {
         let (header, rows) = phase_table(r);
         s += &table(&header, 2..header.len() - 1, rows);
     }
+    s += &super::trace::render(r.trace.as_ref());
     s += &super::audit::summary_lines(&r.findings);
     if !r.loads.is_empty() {
         let _ = writeln!(s, "\nLoads ({}):", r.config.load_source);

@@ -5,6 +5,7 @@
 
 pub mod histogram;
 pub mod sweep;
+pub mod trace;
 pub mod verdict;
 pub use verdict::{Check, Verdict};
 
@@ -96,6 +97,10 @@ pub struct RunResult {
     /// All CPUs of each probe together.
     pub combined: Vec<ProbeResult>,
     pub verdict: Verdict,
+    /// What `--trace` found: per CPU, its worst traced latency explained (absent without
+    /// `--trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<trace::TraceReport>,
     /// Everything that weakens the result (no mlockall, SCHED_OTHER, samples lost to the
     /// collector, ...), one sentence each.
     pub warnings: Vec<String>,

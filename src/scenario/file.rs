@@ -44,6 +44,8 @@ struct ScenarioToml {
     #[serde(default)]
     loads: Vec<LoadToml>,
     verdict: Option<VerdictToml>,
+    /// `--trace`: `"worst"` or a threshold (`"100us"`).
+    trace: Option<Spanned<String>>,
     /// What `--tune` changes for the run: `[tune]` with `all = true` or items set to true.
     tune: Option<std::collections::BTreeMap<String, Spanned<bool>>>,
 }
@@ -139,6 +141,13 @@ pub fn parse(text: &str, origin: &str, source: &str) -> Result<Scenario, PlanErr
         window: cx.duration(&t.window, "window", "1s")?,
         ..Default::default()
     };
+    if let Some(tr) = &t.trace {
+        if tr.get_ref() != "worst" {
+            input.trace = cx.duration(&t.trace, "trace", "100us")?;
+        } else {
+            input.trace = Some("worst".into());
+        }
+    }
     if let Some(tune) = &t.tune {
         let mut items = Vec::new();
         for (k, v) in tune {
@@ -284,7 +293,8 @@ impl RunInput {
             cpu_dma_latency,
             load_cpus,
             window,
-            tune
+            tune,
+            trace
         );
         if over.duration.is_some() || over.loops.is_some() {
             self.duration = over.duration;

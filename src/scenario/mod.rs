@@ -84,6 +84,8 @@ pub struct RunInput {
     pub window: Option<String>,
     /// `--tune[=LIST]`: what to tune for the run (`all` when given without a list).
     pub tune: Option<String>,
+    /// `--trace [THRESHOLD]`: `worst` (every new worst case) or a time.
+    pub trace: Option<String>,
 }
 
 /// Which loads a run measures under.
@@ -132,6 +134,9 @@ pub struct RunPlan {
     pub window_ns: Option<u64>,
     /// What `--tune` changes for the run only (empty: nothing beyond the PM QoS request).
     pub tune: Vec<crate::tuning::TuneItem>,
+    /// `--trace`: values above this are traced and explained, each a new worst case (0: every
+    /// new worst case after the warm-up); `None`: no trace.
+    pub trace: Option<u64>,
 }
 
 pub use crate::probe::MAX_RUN_NS;
@@ -319,6 +324,18 @@ impl RunPlan {
             Some(list) => crate::tuning::TuneItem::parse_list(list)
                 .map_err(|e| bad(format!("--tune {e}, e.g. --tune or --tune=shield,rt-throttling")))?,
         };
+        let trace = match input.trace.as_deref().map(str::trim) {
+            None => None,
+            Some("worst") => Some(0),
+            Some(t) => match duration_arg("--trace", t, "100us")? {
+                0 => {
+                    return Err(bad(
+                        "--trace 0 would stop the trace at every value: give a threshold, e.g. --trace 100us, or none",
+                    ))
+                }
+                ns => Some(ns),
+            },
+        };
         let load_cpus = match &input.load_cpus {
             None => None,
             Some(text) => Some(
@@ -349,6 +366,7 @@ impl RunPlan {
             scenario: None,
             window_ns,
             tune,
+            trace,
         };
         plan.check_length()?;
         Ok(plan)

@@ -1150,3 +1150,20 @@ pub fn unmount(dir: &str) -> io::Result<()> {
     // SAFETY: a valid NUL-terminated string that outlives the call.
     check(unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) })
 }
+
+/// Stops a kernel trace: writes `0` to its `tracing_on` file, open as `fd` (one `write`; the
+/// RT thread that saw a new worst case calls it, so the trace ends where the latency did).
+#[inline(always)]
+pub fn stop_trace(fd: i32) {
+    let zero = b'0';
+    // SAFETY: one byte from a live stack value; a bad descriptor only makes write fail.
+    unsafe { libc::write(fd, &zero as *const u8 as *const libc::c_void, 1) };
+}
+
+/// Names the calling thread (`prctl(PR_SET_NAME)`; the kernel keeps 15 bytes).
+pub fn set_thread_name(name: &str) -> io::Result<()> {
+    let mut bytes: Vec<u8> = name.bytes().filter(|&b| b != 0).take(15).collect();
+    bytes.push(0);
+    // SAFETY: a NUL-terminated buffer that outlives the call.
+    check(unsafe { libc::prctl(libc::PR_SET_NAME, bytes.as_ptr() as libc::c_ulong, 0, 0, 0) })
+}

@@ -180,6 +180,7 @@ pub struct Tuning {
     records: Vec<TuningRecord>,
     /// What a killed run had left changed and this run restored first.
     pub recovered: Option<journal::Restored>,
+    journal_error: Option<String>,
 }
 
 impl Tuning {
@@ -187,25 +188,25 @@ impl Tuning {
     /// `scope`. What cannot be applied is recorded with why, and the run goes on; only another
     /// live rtgauge tuning the system at the same time is an error.
     /// `on_journal` is told the journal's path before the first change (to start a guardian).
+    /// `trace`: a journal is kept for the trace's changes too (instances, a mount).
     pub fn apply(
         items: &[TuneItem],
         dma_us: Option<u32>,
         scope: &Scope,
         command_line: &[String],
+        trace: bool,
         on_journal: impl FnOnce(&std::path::Path),
     ) -> Result<Tuning, String> {
         let dma = dma_us.map(DmaLatencyGuard::hold);
-        let mut t = Tuning { dma, journal: None, shield: None, records: Vec::new(), recovered: None };
+        let mut t = Tuning { dma, journal: None, shield: None, records: Vec::new(), recovered: None, journal_error: None };
         let changes: Vec<TuneItem> = items.iter().copied().filter(|i| *i != TuneItem::DmaLatency).collect();
-        if changes.is_empty() {
+        if changes.is_empty() && !trace {
             return Ok(t);
         }
         if crate::sys::effective_uid() != 0 {
+            t.journal_error = Some("changing system settings needs root: run rtgauge as root (nothing was changed)".into());
             for i in changes {
-                t.records.push(
-                    TuningRecord::new(i.name(), "")
-                        .failed("changing it needs root: run rtgauge as root to tune (nothing was changed)".to_string()),
-                );
+                t.records.push(TuningRecord::new(i.name(), "").failed(t.journal_error.clone().unwrap_or_default()));
             }
             return Ok(t);
         }
@@ -218,8 +219,9 @@ impl Tuning {
             Err(e) if e.contains("is tuning this system now") => return Err(e),
             Err(e) => {
                 // Without a journal nothing may change: a SIGKILL would leave it changed.
+                t.journal_error = Some(format!("{e}: nothing was changed"));
                 for i in changes {
-                    t.records.push(TuningRecord::new(i.name(), "").failed(format!("{e}: nothing was changed")));
+                    t.records.push(TuningRecord::new(i.name(), "").failed(t.journal_error.clone().unwrap_or_default()));
                 }
                 return Ok(t);
             }
@@ -240,6 +242,17 @@ impl Tuning {
         }
         t.journal = Some(j);
         Ok(t)
+    }
+
+    /// The journal, for the trace's changes (None without `--tune` or `--trace`, or where none
+    /// could be kept).
+    pub fn journal_mut(&mut self) -> Option<&mut journal::Journal> {
+        self.journal.as_mut()
+    }
+
+    /// Why no journal could be kept, when `--tune` or `--trace` asked for one.
+    pub fn journal_error(&self) -> Option<&str> {
+        self.journal_error.as_deref()
     }
 
     /// The journal's path, for the guardian (None without `--tune`).

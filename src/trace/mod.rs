@@ -1,0 +1,290 @@
+//! Why the worst case? (`rtgauge run --trace [THRESHOLD]`). While the probes measure, the
+//! kernel traces each measured CPU into an instance of its own (scheduling, interrupt, softirq,
+//! hrtimer and x86 vector events, on the measurement's clock). When a measurement thread sees a
+//! value over the threshold that is also a new worst case (by default: every new worst case
+//! after the warm-up), it stops its CPU's trace with one write; the collector reads that trace,
+//! explains the latency from it (`analysis`: rtla's auto-analysis, for any probe), keeps the
+//! explanation of each CPU's worst traced latency, and restarts the trace. Instances and a
+//! mount of tracefs go into the tuning journal first, so they never outlive the run.
+
+pub mod analysis;
+pub mod events;
+mod tracefs;
+
+use crate::probe::TraceTrigger;
+use crate::result::trace::{Culprit, TraceCapture, TraceReport};
+use crate::tuning::journal::Journal;
+use crate::vocab::units::Nanos;
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
+use std::sync::Arc;
+
+/// Each traced CPU's buffer: seconds of events on an idle CPU, a few hundred milliseconds under
+/// a scheduler storm.
+pub const BUFFER_KB: u64 = 2048;
+
+/// One CPU's trace (two instances taking turns, see [`TraceTrigger`]) and what it explained.
+struct CpuTrace {
+    cpu: usize,
+    instances: [tracefs::Instance; 2],
+    trigger: Arc<TraceTrigger>,
+    seen: [u64; 2],
+    best: Option<Explained>,
+}
+
+/// One latency explained (times CLOCK_MONOTONIC).
+struct Explained {
+    /// The culprit's policy and priority, read from /proc when the trace was read (it may have
+    /// ended by the end of the run).
+    culprit_sched: Option<(String, i64)>,
+    series: u64,
+    thread: String,
+    latency_ns: u64,
+    window: analysis::Window,
+    analysis: analysis::Analysis,
+}
+
+/// The trace of a run, while it lasts.
+pub struct Session {
+    cpus: Vec<CpuTrace>,
+    threshold_ns: Option<u64>,
+    tracefs: Option<String>,
+    mounted: bool,
+    events: Vec<String>,
+    tracers: Vec<String>,
+    error: Option<String>,
+}
+
+impl Session {
+    /// Traces `cpus`, stopping at values over `threshold_ns` (None: every new worst case). What
+    /// cannot be set up is recorded (the run goes on without a trace, or with part of it).
+    pub fn start(j: &mut Journal, cpus: &[usize], threshold_ns: Option<u64>) -> Session {
+        let mut s =
+            Session { cpus: vec![], threshold_ns, tracefs: None, mounted: false, events: vec![], tracers: vec![], error: None };
+        let fs = match tracefs::find_or_mount(j) {
+            Ok(fs) => fs,
+            Err(e) => {
+                s.error = Some(e);
+                return s;
+            }
+        };
+        s.tracefs = Some(fs.root.display().to_string());
+        s.mounted = fs.mounted;
+        s.tracers = latency_tracers(&fs.root);
+        let mut errors = Vec::new();
+        for &cpu in cpus {
+            let made = tracefs::Instance::make(j, &fs, cpu, 'a', BUFFER_KB)
+                .and_then(|a| Ok([a, tracefs::Instance::make(j, &fs, cpu, 'b', BUFFER_KB)?]));
+            match made {
+                Ok(instances) => {
+                    use std::os::fd::AsRawFd;
+                    s.events = instances[0].events.clone();
+                    let fds = [instances[0].on.as_raw_fd(), instances[1].on.as_raw_fd()];
+                    let trigger = Arc::new(TraceTrigger::new(fds, threshold_ns.unwrap_or(0)));
+                    s.cpus.push(CpuTrace { cpu, instances, trigger, seen: [0, 0], best: None });
+                }
+                Err(e) => errors.push(format!("CPU {cpu}: {e}")),
+            }
+        }
+        if !errors.is_empty() {
+            s.error = Some(errors.join("; "));
+        }
+        s
+    }
+
+    /// Why there is no trace, when there is none.
+    pub fn failed(&self) -> Option<&str> {
+        self.cpus.is_empty().then_some(self.error.as_deref().unwrap_or("no CPU could be traced"))
+    }
+
+    /// Per traced CPU, the trigger its measurement threads offer new worst cases to.
+    pub fn triggers(&self) -> Vec<(usize, Arc<TraceTrigger>)> {
+        self.cpus.iter().map(|c| (c.cpu, c.trigger.clone())).collect()
+    }
+
+    /// Reads and explains every trace a latency stopped since the last call, and restarts it.
+    pub fn poll(&mut self) {
+        for c in &mut self.cpus {
+            for i in 0..2 {
+                let t = &c.trigger;
+                let fired = t.fired[i].load(Acquire);
+                if fired == c.seen[i] {
+                    continue;
+                }
+                c.seen[i] = fired;
+                let value = t.value_ns[i].load(Relaxed);
+                let (at, tid, series) = (t.at_ns[i].load(Relaxed), t.tid[i].load(Relaxed) as i32, t.series[i].load(Relaxed));
+                if c.best.as_ref().is_none_or(|b| value > b.latency_ns) {
+                    if let Ok(text) = c.instances[i].read(BUFFER_KB) {
+                        let events = events::parse(&text);
+                        let window = analysis::Window { start_ns: at.saturating_sub(value), end_ns: at, tid };
+                        let thread = thread_name(&events, tid);
+                        let analysis = analysis::analyse(&events, &window);
+                        let culprit_sched = analysis.culprit.as_ref().map(|r| sched_of(&r.task));
+                        c.best = Some(Explained { culprit_sched, series, thread, latency_ns: value, window, analysis });
+                    }
+                }
+                c.instances[i].restart();
+                t.restarted(i);
+            }
+        }
+    }
+
+    /// Ends the trace (the instances removed) and reports each CPU's worst traced latency;
+    /// `names` gives a series index's probe and series, `start_ns` is the run's start.
+    pub fn finish(mut self, names: impl Fn(u64) -> (String, Option<String>), start_ns: u64) -> TraceReport {
+        self.poll();
+        let mut captures = Vec::new();
+        for c in std::mem::take(&mut self.cpus) {
+            let fired = c.seen[0] + c.seen[1];
+            let cpu = c.cpu;
+            let [a, b] = c.instances;
+            a.remove();
+            b.remove();
+            if let Some(e) = c.best {
+                captures.push(capture(cpu, e, fired, &names, start_ns));
+            }
+        }
+        TraceReport {
+            threshold_ns: self.threshold_ns,
+            tracefs: self.tracefs,
+            mounted: self.mounted,
+            events: self.events,
+            buffer_kb: BUFFER_KB,
+            tracers: self.tracers,
+            captures,
+            error: self.error,
+        }
+    }
+}
+
+/// The kernel's latency tracers, and why rtgauge reads events instead.
+fn latency_tracers(root: &std::path::Path) -> Vec<String> {
+    let available = std::fs::read_to_string(root.join("available_tracers")).unwrap_or_default();
+    available
+        .split_whitespace()
+        .filter(|t| *t == "timerlat" || *t == "osnoise")
+        .map(|t| format!("{t}: present, not started (it measures with threads of its own on the measured CPUs)"))
+        .collect()
+}
+
+/// The measurement thread's name as the trace shows it, `comm:tid`.
+fn thread_name(events: &[events::Event], tid: i32) -> String {
+    let comm = events.iter().rev().find_map(|e| match &e.kind {
+        events::Kind::Wakeup(t) if t.pid == tid => Some(t.comm.clone()),
+        events::Kind::Switch { next, .. } if next.pid == tid => Some(next.comm.clone()),
+        _ => None,
+    });
+    format!("{}:{tid}", comm.unwrap_or_else(|| "?".into()))
+}
+
+/// A culprit's policy and priority: from /proc while it lives (and is the same task), else
+/// from its kernel priority.
+fn sched_of(t: &events::Task) -> (String, i64) {
+    let live = crate::audit::tasks::TaskStat::of(t.pid).filter(|s| s.comm.starts_with(&t.comm[..t.comm.len().min(15)]));
+    match live {
+        Some(s) if matches!(s.policy, 1 | 2) => (crate::audit::tasks::policy_name(s.policy).to_string(), s.rt_priority as i64),
+        Some(s) => (crate::audit::tasks::policy_name(s.policy).to_string(), s.nice),
+        None if (0..100).contains(&t.prio) => ("RT".to_string(), 99 - t.prio),
+        None if t.prio == -1 => ("SCHED_DEADLINE".to_string(), 0),
+        None => ("normal".to_string(), t.prio - 120),
+    }
+}
+
+fn capture(
+    cpu: usize,
+    e: Explained,
+    fired: u64,
+    names: &impl Fn(u64) -> (String, Option<String>),
+    start_ns: u64,
+) -> TraceCapture {
+    let (probe, series) = names(e.series);
+    let a = &e.analysis;
+    let after = |t: Option<u64>| t.map(|t| t.saturating_sub(e.window.start_ns));
+    let culprit = a.culprit.as_ref().map(|r| {
+        let (policy, priority) = e.culprit_sched.clone().unwrap_or_else(|| sched_of(&r.task));
+        Culprit {
+            comm: r.task.comm.clone(),
+            pid: r.task.pid,
+            policy,
+            priority,
+            ran_ns: r.to_ns - r.from_ns,
+            in_window_ns: r.in_window_ns,
+            share_percent: analysis::share(r.in_window_ns, e.latency_ns),
+        }
+    });
+    let mut c = TraceCapture {
+        cpu,
+        probe,
+        series,
+        thread: e.thread,
+        latency_ns: e.latency_ns,
+        window_start_ns: e.window.start_ns.saturating_sub(start_ns),
+        window_end_ns: e.window.end_ns.saturating_sub(start_ns),
+        triggers: fired,
+        timer_expired_ns: after(a.timer_expired_ns),
+        woken_ns: after(a.woken_ns),
+        running_ns: after(a.running_ns),
+        culprit,
+        interference: a.interference.clone(),
+        unexplained_ns: a.unexplained_ns,
+        explanation: String::new(),
+        events_in_window: a.events_in_window,
+        trace_from_ns: a.trace_from_ns.map(|t| t.saturating_sub(start_ns)),
+    };
+    c.explanation = explain(&c, a.culprit.as_ref().is_some_and(|r| !r.from_known), e.window.start_ns, a.trace_from_ns);
+    c
+}
+
+/// One sentence: who or what took the latency.
+fn explain(c: &TraceCapture, culprit_began_before_trace: bool, window_start: u64, trace_from: Option<u64>) -> String {
+    let lat = Nanos(c.latency_ns);
+    let share = |kind: &str| c.interference.iter().filter(|i| i.kind == kind).map(|i| i.share_percent).sum::<f64>();
+    let mut s = match &c.culprit {
+        Some(k) if k.share_percent >= 50.0 => format!(
+            "{}:{} ({} {}) held CPU {} for {} of the {lat} latency ({:.1} %); it ran {}{} without leaving the CPU",
+            k.comm,
+            k.pid,
+            k.policy,
+            k.priority,
+            c.cpu,
+            Nanos(k.in_window_ns),
+            k.share_percent,
+            if culprit_began_before_trace { "at least " } else { "" },
+            Nanos(k.ran_ns),
+        ),
+        _ if share("irq") + share("softirq") + share("vector") >= 50.0 => {
+            let top: Vec<String> = c
+                .interference
+                .iter()
+                .filter(|i| i.kind != "thread" && i.kind != "idle")
+                .take(3)
+                .map(|i| format!("{} {} ({:.1} %)", i.kind, i.name, i.share_percent))
+                .collect();
+            format!(
+                "interrupt work took {:.1} % of the {lat} latency: {}",
+                share("irq") + share("softirq") + share("vector"),
+                top.join(", ")
+            )
+        }
+        _ if share("idle") >= 50.0 => format!(
+            "CPU {} was idle for {:.1} % of the {lat} latency: the wake-up itself came late (the timer interrupt delayed: \
+             interrupts off, a deep idle state, or a virtual machine's host not running the CPU)",
+            c.cpu,
+            share("idle")
+        ),
+        _ => format!(
+            "{:.1} % of the {lat} latency is in no traced event: time the kernel does not see (a virtual machine's host, \
+             firmware SMIs) or spent with interrupts off",
+            analysis::share(c.unexplained_ns, c.latency_ns)
+        ),
+    };
+    match c.timer_expired_ns {
+        Some(t) if t < 1_000 => s += "; the timer expired on time",
+        Some(t) => s += &format!("; the timer expired {} after the deadline", Nanos(t)),
+        None => {}
+    }
+    if trace_from.is_some_and(|f| f > window_start) {
+        s += "; the trace begins inside the window (the buffer held less than the latency): only its end is explained";
+    }
+    s
+}

@@ -1,0 +1,195 @@
+//! `run --trace`: an injected culprit — `rtgauge stall`, a SCHED_FIFO 99 busy thread with a
+//! distinctive name pinned to a measured CPU for a known time — is named as the cause of that
+//! CPU's worst case, with its duration within 10 % of the stall's; tracefs is left as it was
+//! (every instance removed, a mount undone), also after SIGKILL; a threshold above every value
+//! traces nothing; without the privilege, the run goes on with a warning. The tests take turns
+//! (a stall holds a CPU, and one run traces at a time) and keep their journals apart.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn journal() -> (tempfile::TempDir, String) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("tuning.journal").display().to_string();
+    (d, p)
+}
+
+/// rtgauge's trace instances now present, and whether tracefs is mounted.
+fn tracefs_state() -> (bool, Vec<String>) {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    let mounted = mounts.lines().any(|l| l.split_whitespace().nth(2) == Some("tracefs"));
+    let instances = std::fs::read_dir("/sys/kernel/tracing/instances")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("rtgauge-"))
+        .collect();
+    (mounted, instances)
+}
+
+fn supported() -> bool {
+    let ok = std::fs::read_to_string("/proc/filesystems").unwrap_or_default().contains("tracefs");
+    if !ok {
+        eprintln!("SKIPPED: this kernel has no tracefs");
+    }
+    ok
+}
+
+#[test]
+fn trace_names_an_injected_culprit_with_the_stalls_duration() {
+    let _t = turn();
+    if !supported() || online_cpus().len() < 2 {
+        return;
+    }
+    let (_d, j) = journal();
+    let before = tracefs_state();
+    for attempt in 1..=3 {
+        let run =
+            rtgauge(&["run", "-q", "--json", "-", "--cpus", "1", "-D", "4s", "--warmup", "200ms", "--load", "none", "--trace"])
+                .env("RTGAUGE_JOURNAL", &j)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+        let stall = stall_while_measuring(&run, 1200, 1, 200);
+        let out = run.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let trace = &doc["trace"];
+        let c = trace["captures"].as_array().unwrap().iter().find(|c| c["cpu"] == 1).cloned();
+        let Some(c) = c else { panic!("nothing traced on CPU 1: {trace}") };
+        // The capture is CPU 1's worst case: the stall's (unless another trace was being read
+        // at that moment; then the attempt is made again).
+        let worst = doc["probes"].as_array().unwrap().iter().find(|p| p["cpu"] == 1).unwrap()["max_ns"].as_u64().unwrap();
+        if c["latency_ns"].as_u64() != Some(worst) && attempt < 3 {
+            eprintln!("attempt {attempt}: the trace explained {} but the worst case was {worst}; again", c["latency_ns"]);
+            continue;
+        }
+        assert_eq!(c["latency_ns"].as_u64(), Some(worst), "the worst case is the one explained");
+        let k = &c["culprit"];
+        assert_eq!(k["comm"], "rtgauge-stall", "{c}");
+        assert_eq!(k["pid"], stall["tid"], "the stall's own thread: {c}");
+        let (ran, stalled) = (u(&k["ran_ns"]) as f64, u(&stall["duration_ns"]) as f64);
+        assert!((ran - stalled).abs() <= stalled * 0.1, "the culprit ran {ran} ns, the stall lasted {stalled} ns: {c}");
+        assert!(k["share_percent"].as_f64().unwrap() > 50.0, "{c}");
+        assert_eq!(c["interference"][0]["name"], format!("rtgauge-stall:{}", stall["tid"]), "the largest share first");
+        let parts: u64 =
+            c["interference"].as_array().unwrap().iter().map(|i| u(&i["total_ns"])).sum::<u64>() + u(&c["unexplained_ns"]);
+        assert_eq!(parts, u(&c["latency_ns"]), "the parts add up to the latency");
+        assert!(c["explanation"].as_str().unwrap().starts_with("rtgauge-stall:"), "{c}");
+        // The document, culprit and all, is what the schema says.
+        let schema: Value = serde_json::from_str(include_str!("../docs/result-schema.json")).unwrap();
+        let errors: Vec<String> = jsonschema::validator_for(&schema)
+            .unwrap()
+            .iter_errors(&doc)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{errors:?}");
+        let prose = include_str!("../docs/result-schema.md");
+        for key in
+            ["culprit", "comm", "ran_ns", "in_window_ns", "share_percent", "interference", "unexplained_ns", "timer_expired_ns"]
+        {
+            assert!(prose.contains(&format!("`{key}`")), "{key} is described");
+        }
+        break;
+    }
+    assert_eq!(tracefs_state(), before, "tracefs as it was: instances removed, a mount undone");
+    assert!(!std::path::Path::new(&j).exists());
+}
+
+#[test]
+fn a_threshold_above_every_value_traces_nothing_and_says_so() {
+    let _t = turn();
+    if !supported() {
+        return;
+    }
+    let (_d, j) = journal();
+    let out =
+        rtgauge(&["run", "--cpus", "0", "--loops", "300", "--warmup", "0", "--load", "none", "--trace", "10s", "--no-store"])
+            .env("RTGAUGE_JOURNAL", &j)
+            .output()
+            .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("new worst cases over 10 s") && text.contains("nothing traced"), "{text}");
+}
+
+/// SIGKILL of rtgauge: its guardian removes the trace instances (and a mount it made).
+#[test]
+fn a_killed_trace_leaves_no_instance() {
+    let _t = turn();
+    if !supported() {
+        return;
+    }
+    let (_d, j) = journal();
+    let before = tracefs_state();
+    let mut run = rtgauge(&["run", "-q", "--cpus", "0", "-D", "30s", "--load", "none", "--trace", "--no-store"])
+        .env("RTGAUGE_JOURNAL", &j)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until_measuring(run.id());
+    assert!(!tracefs_state().1.is_empty(), "an instance while tracing");
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let t = Instant::now();
+    while tracefs_state() != before && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(tracefs_state(), before);
+}
+
+#[test]
+fn bad_trace_thresholds_are_one_line_and_exit_2() {
+    for t in ["abc", "0", "-5ms", "5"] {
+        let out = rtgauge(&["run", "--loops", "5", "--trace", t]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "--trace {t}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{t}: {err}");
+    }
+}
+
+/// Without the privilege to trace: a warning, and the run goes on.
+#[test]
+fn without_privileges_the_run_goes_on_without_a_trace() {
+    let ok = std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .args(bin_argv())
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIPPED: the user 'nobody' cannot execute {}", bin_shell());
+        return;
+    }
+    let out = std::process::Command::new("setpriv")
+        .env_remove("RTGAUGE_DB")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"])
+        .args(bin_argv())
+        .args([
+            "run", "-q", "--loops", "50", "--warmup", "0", "--cpus", "0", "--policy", "other", "--load", "none", "--trace",
+            "--json", "-",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["trace"].is_null());
+    let warned = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().starts_with("no trace: ") && w.as_str().unwrap().contains("root"));
+    assert!(warned, "{}", doc["warnings"]);
+}
