@@ -49,8 +49,32 @@ fn svg(draw: impl FnOnce(&Area) -> Result<(), String>) -> Result<String, String>
 /// Every plot's frame: its title, margins and the room of its axis labels.
 fn frame<'a, 'b>(root: &'a Area<'b>, title: &str) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
     let mut b = ChartBuilder::on(root);
-    b.caption(title, ("sans-serif", 18)).margin(12).margin_right(36).x_label_area_size(40).y_label_area_size(70);
+    b.caption(title, ("sans-serif", 18)).margin(12).margin_right(LEGEND_WIDTH).x_label_area_size(40).y_label_area_size(70);
     b
+}
+
+/// The right margin every plot keeps for its legend, outside the plotting area (a legend inside
+/// it covered the top of a curve).
+const LEGEND_WIDTH: u32 = 150;
+
+/// The legend, in the right margin: a line of each curve's style and its name, as many as fit
+/// (then how many more).
+fn legend(root: &Area, entries: &[(String, ShapeStyle)]) -> Result<(), String> {
+    const ROW: i32 = 18;
+    let x = SIZE.0 as i32 - LEGEND_WIDTH as i32 + 8;
+    let top = 48;
+    let fit = ((SIZE.1 as i32 - top - 50) / ROW).max(1) as usize;
+    let font = ("sans-serif", 13).into_font().color(&BLACK);
+    for (i, (label, style)) in entries.iter().enumerate() {
+        let y = top + i as i32 * ROW;
+        if i + 1 == fit && entries.len() > fit {
+            root.draw(&Text::new(format!("… {} more", entries.len() - i), (x, y - 7), font.clone())).map_err(err)?;
+            break;
+        }
+        root.draw(&PathElement::new(vec![(x, y), (x + 18, y)], *style)).map_err(err)?;
+        root.draw(&Text::new(label.clone(), (x + 24, y - 7), font.clone())).map_err(err)?;
+    }
+    Ok(())
 }
 
 /// A round bin width (ns) that keeps `max_ns` within [`MAX_BINS`] bins: 1, 2, 5 × 10^k ns,
@@ -109,6 +133,7 @@ pub fn histogram(title: &str, curves: &[Curve]) -> Result<String, String> {
             .y_label_formatter(&|v| if *v < 1.0 { String::new() } else { format!("{v:.0}") })
             .draw()
             .map_err(err)?;
+        let mut labels = Vec::new();
         for (i, ((label, _), b)) in curves.iter().zip(&binned).enumerate() {
             let c = colour(i);
             let mut pts = Vec::with_capacity(b.len() * 4 + 2);
@@ -124,26 +149,11 @@ pub fn histogram(title: &str, curves: &[Curve]) -> Result<String, String> {
                 next = bin + 1;
             }
             pts.push(((next * width) as f64 / 1e3, 0.5));
-            chart
-                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
-                .map_err(err)?
-                .label(label.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+            chart.draw_series(LineSeries::new(pts, c.stroke_width(2))).map_err(err)?;
+            labels.push((label.clone(), c.stroke_width(2)));
         }
-        legend(&mut chart)
+        legend(root, &labels)
     })
-}
-
-fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
-) -> Result<(), String> {
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(|e| err(format!("{e:?}")))
 }
 
 /// "Nines" of a quantile: 0 for 0 %, 1 for 90 %, 2 for 99 %, 3 for 99.9 %.
@@ -196,15 +206,13 @@ pub fn percentiles(title: &str, named: &[Curve]) -> Result<String, String> {
             .y_desc("latency (µs, log)")
             .draw()
             .map_err(err)?;
+        let mut labels = Vec::new();
         for (i, ((label, _), pts)) in named.iter().zip(curves).enumerate() {
             let c = colour(i);
-            chart
-                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
-                .map_err(err)?
-                .label(label.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+            chart.draw_series(LineSeries::new(pts, c.stroke_width(2))).map_err(err)?;
+            labels.push((label.clone(), c.stroke_width(2)));
         }
-        legend(&mut chart)
+        legend(root, &labels)
     })
 }
 
@@ -235,6 +243,7 @@ pub fn timeline(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) -
             .draw()
             .map_err(err)?;
         shade_phases(&mut chart, phases, hi)?;
+        let mut labels = Vec::new();
         for (i, p) in with.iter().enumerate() {
             let t = p.timeline.as_ref().expect("filtered");
             let c = colour(i);
@@ -243,15 +252,11 @@ pub fn timeline(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) -
                 (&t.max_ns, c.stroke_width(2), format!("{} max", name(p))),
                 (&t.p99_ns, c.mix(0.5).stroke_width(1), format!("{} p99", name(p))),
             ] {
-                let mut labelled = false;
                 for seg in runs_of_values(column) {
                     let pts: Vec<(f64, f64)> = seg.map(|k| (at(k), column[k] as f64 / 1e3)).collect();
-                    let s = chart.draw_series(LineSeries::new(pts, style)).map_err(err)?;
-                    if !labelled {
-                        labelled = true;
-                        s.label(label.clone()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
-                    }
+                    chart.draw_series(LineSeries::new(pts, style)).map_err(err)?;
                 }
+                labels.push((label, style));
             }
             let missed = t.missed.iter().enumerate().filter(|(_, &m)| m > 0).map(|(k, _)| {
                 let x = t.start_ns as f64 / 1e9 + k as f64 * w;
@@ -259,7 +264,7 @@ pub fn timeline(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) -
             });
             chart.draw_series(missed).map_err(err)?;
         }
-        legend(&mut chart)
+        legend(root, &labels)
     })
 }
 
