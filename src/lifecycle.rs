@@ -268,7 +268,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     let status = if complete { Status::Complete } else { Status::Partial };
     warnings.extend(measurement_warnings(&collector, &resolved.probes, system.mlockall_obtained));
     warnings.extend(load_failure_warnings(&load_records));
-    let result = assemble(Assembly {
+    let mut result = assemble(Assembly {
         plan: &plan,
         resolved: &resolved,
         collector: &mut collector,
@@ -286,7 +286,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     });
     let json_on_stdout = sink.as_ref().is_some_and(JsonSink::is_stdout);
     let code = report(&result, sink)?;
-    if let Some(line) = keep_result(&result, store, &keep).filter(|_| !plan.quiet) {
+    if let Some(line) = keep_result(&mut result, store, &keep).filter(|_| !plan.quiet) {
         // Where the summary went.
         if json_on_stdout {
             eprintln!("{line}");
@@ -299,7 +299,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
 
 /// Keeps the result in the store, if there is one, and says where (the line to print); a store
 /// that cannot be written costs only a warning (the summary and the JSON are out already).
-fn keep_result(result: &RunResult, store: Option<Store>, keep: &store::Request) -> Option<String> {
+fn keep_result(result: &mut RunResult, store: Option<Store>, keep: &store::Request) -> Option<String> {
     let Some(store) = store else {
         if let Some(why) = &keep.why_not {
             eprintln!("rtgauge: warning: {why}");

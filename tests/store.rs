@@ -175,7 +175,12 @@ fn a_layout_1_store_with_text_documents_is_migrated_and_still_read() {
     }
     let c = rusqlite::Connection::open(&db).unwrap();
     let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
+    // Layout 3: the new run's timelines in a table of their own (one blob per CPU), the old
+    // run's still inside its document.
+    let blobs = |id: i64| -> i64 { c.query_row("SELECT count(*) FROM timelines WHERE run = ?1", [id], |r| r.get(0)).unwrap() };
+    assert_eq!(blobs(1), 0);
+    assert_eq!(blobs(2), new_doc["probes"].as_array().unwrap().len() as i64);
     let kinds: Vec<String> = c
         .prepare("SELECT typeof(document) FROM runs ORDER BY id")
         .unwrap()

@@ -141,16 +141,16 @@ pub fn export(a: &ExportArgs) -> Result<u8> {
 
 /// `rtgauge import FILE...`: every file is read and understood before any is stored.
 pub fn import(a: &ImportArgs) -> Result<u8> {
-    let runs =
+    let mut runs =
         a.files.iter().map(|f| crate::interchange::import(f)).collect::<Result<Vec<_>, String>>().map_err(anyhow::Error::msg)?;
     let keep = store::Request::new(a.store.db.as_deref(), false, a.label.as_deref()).map_err(anyhow::Error::msg)?;
     let Some(path) = keep.path.clone() else {
         return Err(anyhow!("{}", keep.why_not.unwrap_or_else(|| "no store".into())));
     };
     let s = Store::open(&path).map_err(|e| anyhow!("{e}"))?;
-    for (file, r) in a.files.iter().zip(&runs) {
-        let source = r.imported.as_ref().map(|i| i.source.as_str());
-        let id = s.save(r, a.label.as_deref(), source).map_err(anyhow::Error::msg)?;
+    for (file, r) in a.files.iter().zip(&mut runs) {
+        let source = r.imported.as_ref().map(|i| i.source.clone());
+        let id = s.save(r, a.label.as_deref(), source.as_deref()).map_err(anyhow::Error::msg)?;
         let what = r
             .imported
             .as_ref()
