@@ -71,10 +71,13 @@ pub struct Culprit {
     pub policy: String,
     /// Its RT priority, or its nice value for a normal task.
     pub priority: i64,
-    /// How long it ran without leaving the CPU (from its switch-in, which may lie before the window).
+    /// How long it held the CPU: its stays that reach into the window, whole (from a switch-in
+    /// that may lie before the window).
     pub ran_ns: u64,
     /// Of that, inside the window, interrupts excluded.
     pub in_window_ns: u64,
+    /// How many stays (1: it never left the CPU; more: something cut in, e.g. the kernel's stopper).
+    pub stays: u64,
     pub share_percent: f64,
 }
 

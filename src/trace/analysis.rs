@@ -29,6 +29,19 @@ pub struct Run {
     pub in_window_ns: u64,
 }
 
+/// The thread that held the CPU longest in the window, over all its stays that reach into it
+/// (another task may have cut one stay in two: the kernel's stopper, an IPI's work).
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub task: Task,
+    /// Its stays that reach into the window, whole (parts before the window included).
+    pub ran_ns: u64,
+    pub in_window_ns: u64,
+    pub stays: u64,
+    /// Whether one of them began before the trace did (`ran_ns` is then a lower bound).
+    pub began_before_trace: bool,
+}
+
 /// What the events say about the window (times CLOCK_MONOTONIC).
 #[derive(Debug, Clone)]
 pub struct Analysis {
@@ -36,7 +49,7 @@ pub struct Analysis {
     pub woken_ns: Option<u64>,
     pub running_ns: Option<u64>,
     /// The thread (not the measurement's, not idle) that held the CPU longest in the window.
-    pub culprit: Option<Run>,
+    pub culprit: Option<Held>,
     /// The largest share first (shares filled in by `explain`).
     pub interference: Vec<Interference>,
     pub unexplained_ns: u64,
@@ -177,11 +190,7 @@ pub fn analyse(events: &[Event], w: &Window) -> Analysis {
             add("thread", thread_name(&r.task), r.in_window_ns);
         }
     }
-    let culprit = runs
-        .iter()
-        .filter(|r| r.task.pid != 0 && r.task.pid != w.tid && r.in_window_ns > 0)
-        .max_by_key(|r| r.in_window_ns)
-        .cloned();
+    let culprit = held_longest(&runs, w);
     // The measurement thread: woken (its last wake-up before the window's end, no earlier
     // than 50 µs before its deadline: the text's microseconds), its timer, its switch-in.
     let slack = 50_000;
@@ -227,6 +236,30 @@ pub fn analyse(events: &[Event], w: &Window) -> Analysis {
     }
 }
 
+/// The thread (not idle, not the measurement's) with the most time in the window, its stays
+/// that reach into it summed.
+fn held_longest(runs: &[Run], w: &Window) -> Option<Held> {
+    let mut by: BTreeMap<i32, Held> = BTreeMap::new();
+    for r in runs.iter().filter(|r| r.task.pid != 0 && r.task.pid != w.tid && r.in_window_ns > 0) {
+        let h = by.entry(r.task.pid).or_insert(Held {
+            task: r.task.clone(),
+            ran_ns: 0,
+            in_window_ns: 0,
+            stays: 0,
+            began_before_trace: false,
+        });
+        h.ran_ns += r.to_ns - r.from_ns;
+        h.in_window_ns += r.in_window_ns;
+        h.stays += 1;
+        h.began_before_trace |= !r.from_known;
+        // The most urgent priority it was seen at.
+        if r.task.prio != -2 && (h.task.prio == -2 || r.task.prio < h.task.prio) {
+            h.task.prio = r.task.prio;
+        }
+    }
+    by.into_values().max_by_key(|h| h.in_window_ns)
+}
+
 /// `part` of `whole` in percent, one decimal.
 pub fn share(part: u64, whole: u64) -> f64 {
     if whole == 0 {
@@ -259,7 +292,7 @@ mod tests {
         let a = analyse(&events, &w);
         let c = a.culprit.expect("a culprit");
         assert_eq!((c.task.comm.as_str(), c.task.pid, c.task.prio), ("culprit x", 200, 0));
-        assert_eq!(c.to_ns - c.from_ns, 200_500_000, "its whole stay");
+        assert_eq!((c.ran_ns, c.stays), (200_500_000, 1), "its whole stay");
         assert_eq!(c.in_window_ns, 200_000_000 - 4_000 - 10_000, "inside the window, interrupts excluded");
         assert_eq!(a.timer_expired_ns, Some(10_000_500_900));
         assert_eq!(a.woken_ns, Some(10_000_502_000));
@@ -284,9 +317,28 @@ mod tests {
 ";
         let a = analyse(&parse(text), &Window { start_ns: 10_000_900_000, end_ns: 10_200_110_000, tid: 100 });
         let c = a.culprit.expect("the stall");
-        assert_eq!((c.task.pid, c.task.prio, c.from_known), (200, 0, true), "its priority from its wake-up, not its exit");
-        assert_eq!(c.to_ns - c.from_ns, 200_000_000);
+        assert_eq!(
+            (c.task.pid, c.task.prio, c.began_before_trace),
+            (200, 0, false),
+            "its priority from its wake-up, not its exit"
+        );
+        assert_eq!(c.ran_ns, 200_000_000);
         assert_eq!(a.interference.iter().find(|i| i.kind == "idle").map(|i| i.total_ns), None, "idle ended before the window");
+    }
+
+    /// A stay cut in two by the kernel's stopper thread: the culprit is the task over both.
+    #[test]
+    fn a_culprit_cut_in_two_counts_both_stays() {
+        let text = "\
+ rtgauge-timer1-100 [001] d..2.  10.000000: sched_switch: prev_comm=rtgauge-timer1 prev_pid=100 prev_prio=19 prev_state=S ==> next_comm=stall next_pid=200 next_prio=0
+ stall-200 [001] d..2.  10.100000: sched_switch: prev_comm=stall prev_pid=200 prev_prio=0 prev_state=R ==> next_comm=migration/1 next_pid=26 next_prio=0
+ migration/1-26 [001] d..2.  10.100100: sched_switch: prev_comm=migration/1 prev_pid=26 prev_prio=0 prev_state=S ==> next_comm=stall next_pid=200 next_prio=0
+ stall-200 [001] d..2.  10.300000: sched_switch: prev_comm=stall prev_pid=200 prev_prio=0 prev_state=R ==> next_comm=rtgauge-timer1 next_pid=100 next_prio=19
+";
+        let a = analyse(&parse(text), &Window { start_ns: 10_001_000_000, end_ns: 10_300_010_000, tid: 100 });
+        let c = a.culprit.expect("the stall");
+        assert_eq!((c.task.pid, c.stays, c.ran_ns), (200, 2, 299_900_000));
+        assert_eq!(c.in_window_ns, 298_900_000);
     }
 
     /// Nothing traced in the window but idle: the latency is the wake-up's own.

@@ -207,8 +207,9 @@ fn capture(
             pid: r.task.pid,
             policy,
             priority,
-            ran_ns: r.to_ns - r.from_ns,
+            ran_ns: r.ran_ns,
             in_window_ns: r.in_window_ns,
+            stays: r.stays,
             share_percent: analysis::share(r.in_window_ns, e.latency_ns),
         }
     });
@@ -231,7 +232,7 @@ fn capture(
         events_in_window: a.events_in_window,
         trace_from_ns: a.trace_from_ns.map(|t| t.saturating_sub(start_ns)),
     };
-    c.explanation = explain(&c, a.culprit.as_ref().is_some_and(|r| !r.from_known), e.window.start_ns, a.trace_from_ns);
+    c.explanation = explain(&c, a.culprit.as_ref().is_some_and(|r| r.began_before_trace), e.window.start_ns, a.trace_from_ns);
     c
 }
 
@@ -241,7 +242,7 @@ fn explain(c: &TraceCapture, culprit_began_before_trace: bool, window_start: u64
     let share = |kind: &str| c.interference.iter().filter(|i| i.kind == kind).map(|i| i.share_percent).sum::<f64>();
     let mut s = match &c.culprit {
         Some(k) if k.share_percent >= 50.0 => format!(
-            "{}:{} ({} {}) held CPU {} for {} of the {lat} latency ({:.1} %); it ran {}{} without leaving the CPU",
+            "{}:{} ({} {}) held CPU {} for {} of the {lat} latency ({:.1} %); it ran {}{}{}",
             k.comm,
             k.pid,
             k.policy,
@@ -251,6 +252,7 @@ fn explain(c: &TraceCapture, culprit_began_before_trace: bool, window_start: u64
             k.share_percent,
             if culprit_began_before_trace { "at least " } else { "" },
             Nanos(k.ran_ns),
+            if k.stays == 1 { " without leaving the CPU".to_string() } else { format!(" in {} stays on the CPU", k.stays) },
         ),
         _ if share("irq") + share("softirq") + share("vector") >= 50.0 => {
             let top: Vec<String> = c

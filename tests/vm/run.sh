@@ -103,6 +103,7 @@ initramfs() { # arch commands-file kernel-dir... -> path of the initramfs
   cp "$(busybox_for "$arch")" "$stage/bin/busybox"
   cp "$(rtgauge_for "$arch")" "$stage/bin/rtgauge"
   cp "$VM/edu-events.sh" "$stage/bin/edu-events"; chmod +x "$stage/bin/edu-events"
+  cp "$VM/pgrep.sh" "$stage/bin/pgrep"; chmod +x "$stage/bin/pgrep"
   for kdir in "$@"; do # each kernel's modules, under its release
     rel=$(basename "$(ls -d "$kdir"/lib/modules/*/ | head -1)")
     mkdir -p "$stage/lib/modules/$rel"
