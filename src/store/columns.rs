@@ -6,8 +6,8 @@
 use crate::aggregate::timeline::TimelineData;
 
 const MAGIC: &[u8; 4] = b"RTL1";
-/// A column's encoding: every value, or (value, run length) pairs.
-const PLAIN: u8 = 0;
+/// A column's encoding: every value in a fixed number of bytes, or (value, run length) pairs.
+const FIXED: u8 = 2;
 const RUNS: u8 = 1;
 
 fn put(out: &mut Vec<u8>, mut v: u64) {
@@ -44,8 +44,15 @@ fn column(out: &mut Vec<u8>, values: &[u64]) {
             i += n;
         }
     } else {
-        out.push(PLAIN);
-        values.iter().for_each(|&v| put(out, v));
+        // Every value in as many little-endian bytes as the largest needs: a day on 64 CPUs is
+        // 11 million maxima and p99s, written at memory speed.
+        let width = values.iter().max().map_or(1, |&m| (8 - m.leading_zeros() as usize / 8).max(1));
+        out.push(FIXED);
+        out.push(width as u8);
+        out.reserve(values.len() * width);
+        for v in values {
+            out.extend_from_slice(&v.to_le_bytes()[..width]);
+        }
     }
 }
 
@@ -54,10 +61,19 @@ fn read_column(data: &[u8], at: &mut usize, len: usize) -> Option<Vec<u64>> {
     *at += 1;
     let mut v = Vec::with_capacity(len);
     match kind {
-        PLAIN => {
-            for _ in 0..len {
-                v.push(get(data, at)?);
+        FIXED => {
+            let width = *data.get(*at)? as usize;
+            *at += 1;
+            if !(1..=8).contains(&width) {
+                return None;
             }
+            let bytes = data.get(*at..*at + len.checked_mul(width)?)?;
+            *at += bytes.len();
+            v.extend(bytes.chunks_exact(width).map(|c| {
+                let mut b = [0u8; 8];
+                b[..width].copy_from_slice(c);
+                u64::from_le_bytes(b)
+            }));
         }
         RUNS => {
             let runs = get(data, at)?;
