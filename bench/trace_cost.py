@@ -27,7 +27,7 @@ def run_rusage(argv):
 def figures(doc, cpu):
     p = next(x for x in doc["probes"] if x["cpu"] == cpu)
     triggers = sum(c["triggers"] for c in (doc.get("trace") or {}).get("captures", []))
-    return {"p50": p["p50_ns"], "p99": p["p99_ns"], "p99.9": p["p99.9_ns"], "samples": p["samples"], "missed": p["missed"],
+    return {"p50": p["p50_ns"], "p99": p["p99_ns"], "p99.9": p["p999_ns"], "samples": p["samples"], "missed": p["missed"],
             "triggers": triggers}
 
 
