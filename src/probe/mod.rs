@@ -77,48 +77,57 @@ impl ThreadCounters {
 /// How many counts of its own a probe may keep (see [`Probe::counters`]).
 pub const MAX_COUNTS: usize = 2;
 
+/// How many trace instances each traced CPU has (`--trace`). Every event is written into each
+/// instance, so each one more costs the measured CPU event time on every wake-up: two are enough
+/// to keep one always recording.
+pub const TRACE_INSTANCES: usize = 2;
+
 /// Stops the kernel's trace of one CPU when a measured value calls for it (`--trace`): the
 /// first value over its threshold, then each new worst case over it (the threshold is 0 for
-/// "every new worst case"). Each CPU is traced twice, into two instances that take turns: a
-/// firing stops the one whose turn it is and hands the turn to the other, which has been
-/// recording all along — so the next latency's trace has no gap while the collector reads and
-/// restarts the first. Shared by every measurement thread on that CPU; made by the trace stage,
-/// which owns the `tracing_on` files, and read by the collector. Firing is one `write` of the
-/// RT thread, after its fact was handed over; otherwise an offer costs a load or two.
+/// "every new worst case"). Each CPU is traced into [`TRACE_INSTANCES`] instances that take
+/// turns: a firing stops the one that has recorded longest and hands the turn on, and a firing
+/// that would leave no instance recording is skipped — so the next latency's trace never has a
+/// gap, however quickly new worst cases follow each other while the collector reads and
+/// restarts (a stall right after two smaller new worst cases was once traced from its middle
+/// only). Shared by every measurement thread on that CPU; made by the trace stage, which owns
+/// the `tracing_on` files, and read by the collector. Firing is one `write` of the RT thread,
+/// after its fact was handed over; otherwise an offer costs a few loads.
 #[derive(Debug)]
 pub struct TraceTrigger {
-    /// `tracing_on` of the CPU's two trace instances (raw: the trace stage keeps them open for
+    /// `tracing_on` of the CPU's trace instances (raw: the trace stage keeps them open for
     /// longer than any measurement thread lives).
-    fds: [i32; 2],
+    fds: [i32; TRACE_INSTANCES],
     threshold_ns: u64,
     /// Whether each instance records (a stopped one waits for the collector).
-    recording: [AtomicBool; 2],
-    /// The instance the next firing stops.
+    recording: [AtomicBool; TRACE_INSTANCES],
+    /// The instance the next firing stops (if it records): the one restarted longest ago.
     turn: std::sync::atomic::AtomicUsize,
     /// Per instance: how many times it was stopped, and the last stop's facts (published before
     /// the count).
-    pub fired: [AtomicU64; 2],
-    pub value_ns: [AtomicU64; 2],
+    pub fired: [AtomicU64; TRACE_INSTANCES],
+    pub value_ns: [AtomicU64; TRACE_INSTANCES],
     /// CLOCK_MONOTONIC right after the value was measured.
-    pub at_ns: [AtomicU64; 2],
+    pub at_ns: [AtomicU64; TRACE_INSTANCES],
     /// The firing thread's id and the index of its series (in the run's series order).
-    pub tid: [AtomicU64; 2],
-    pub series: [AtomicU64; 2],
+    pub tid: [AtomicU64; TRACE_INSTANCES],
+    pub series: [AtomicU64; TRACE_INSTANCES],
+    /// New worst cases over the threshold not traced: every other instance was stopped.
+    pub skipped: AtomicU64,
 }
 
 impl TraceTrigger {
-    pub fn new(fds: [i32; 2], threshold_ns: u64) -> TraceTrigger {
-        let z = || [AtomicU64::new(0), AtomicU64::new(0)];
+    pub fn new(fds: [i32; TRACE_INSTANCES], threshold_ns: u64) -> TraceTrigger {
         TraceTrigger {
             fds,
             threshold_ns,
-            recording: [AtomicBool::new(true), AtomicBool::new(true)],
+            recording: std::array::from_fn(|_| AtomicBool::new(true)),
             turn: std::sync::atomic::AtomicUsize::new(0),
-            fired: z(),
-            value_ns: z(),
-            at_ns: z(),
-            tid: z(),
-            series: z(),
+            fired: std::array::from_fn(|_| AtomicU64::new(0)),
+            value_ns: std::array::from_fn(|_| AtomicU64::new(0)),
+            at_ns: std::array::from_fn(|_| AtomicU64::new(0)),
+            tid: std::array::from_fn(|_| AtomicU64::new(0)),
+            series: std::array::from_fn(|_| AtomicU64::new(0)),
+            skipped: AtomicU64::new(0),
         }
     }
 
@@ -127,16 +136,22 @@ impl TraceTrigger {
         self.recording[i].store(true, std::sync::atomic::Ordering::Release);
     }
 
-    /// A new worst case `value_ns` of thread `tid`'s series `series`: over the threshold, and
-    /// with the instance whose turn it is recording, stops it and passes the turn on.
+    /// A new worst case `value_ns` of thread `tid`'s series `series`: over the threshold, stops
+    /// the recording instance whose turn it is, if another one records on, and passes the turn.
     #[inline(always)]
     fn offer(&self, value_ns: u64, tid: u64, series: u64) {
-        use std::sync::atomic::Ordering::{AcqRel, Release};
+        use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
         if value_ns <= self.threshold_ns {
             return;
         }
-        let i = self.turn.load(Relaxed) & 1;
-        if !self.recording[i].load(Relaxed) || !self.recording[i].swap(false, AcqRel) {
+        let turn = self.turn.load(Relaxed);
+        let on: [bool; TRACE_INSTANCES] = std::array::from_fn(|i| self.recording[i].load(Acquire));
+        let Some(i) = (0..TRACE_INSTANCES).map(|k| (turn + k) % TRACE_INSTANCES).find(|&i| on[i]) else {
+            return;
+        };
+        let others = (0..TRACE_INSTANCES).filter(|&k| k != i && on[k]).count();
+        if others == 0 || !self.recording[i].swap(false, AcqRel) {
+            self.skipped.fetch_add(1, Relaxed);
             return;
         }
         sys::stop_trace(self.fds[i]);
@@ -145,7 +160,7 @@ impl TraceTrigger {
         self.tid[i].store(tid, Relaxed);
         self.series[i].store(series, Relaxed);
         self.fired[i].fetch_add(1, Release);
-        self.turn.store(1 - i, Relaxed);
+        self.turn.store((i + 1) % TRACE_INSTANCES, Relaxed);
     }
 }
 
@@ -847,4 +862,48 @@ fn collect_reports(
     }
     prepared.reports = reports;
     Ok(prepared)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{TraceTrigger, TRACE_INSTANCES};
+    use std::sync::atomic::Ordering::Relaxed;
+
+    fn fired(t: &TraceTrigger) -> Vec<u64> {
+        t.fired.iter().map(|f| f.load(Relaxed)).collect()
+    }
+
+    /// CI (x86 guest): two small new worst cases right before a 300 ms stall stopped both
+    /// instances; the collector restarted one in the middle of the stall, and the stall was
+    /// traced from there on only. A firing now always leaves an instance recording.
+    #[test]
+    fn a_stall_after_quick_worst_cases_is_traced_by_an_instance_that_recorded_all_along() {
+        let n = TRACE_INSTANCES;
+        let t = TraceTrigger::new([-1; TRACE_INSTANCES], 0);
+        for k in 0..n - 1 {
+            t.offer(10 + k as u64, 1, 0);
+            assert_eq!(fired(&t).iter().sum::<u64>(), k as u64 + 1);
+        }
+        // All but one stopped: the next new worst case is not traced, and the last instance
+        // keeps recording.
+        t.offer(100, 1, 0);
+        assert_eq!(fired(&t).iter().sum::<u64>(), n as u64 - 1);
+        assert_eq!(t.skipped.load(Relaxed), 1);
+        assert!(t.recording[n - 1].load(Relaxed));
+        // The collector restarts the first; the stall stops the one that recorded all along.
+        t.restarted(0);
+        t.offer(300_000_000, 1, 0);
+        assert_eq!(t.fired[n - 1].load(Relaxed), 1);
+        assert_eq!(t.value_ns[n - 1].load(Relaxed), 300_000_000);
+        assert!(t.recording[0].load(Relaxed), "the restarted one records on");
+    }
+
+    #[test]
+    fn values_at_or_under_the_threshold_stop_nothing() {
+        let t = TraceTrigger::new([-1; TRACE_INSTANCES], 100);
+        t.offer(100, 1, 0);
+        assert_eq!(fired(&t), vec![0; TRACE_INSTANCES]);
+        t.offer(101, 1, 0);
+        assert_eq!(fired(&t).iter().sum::<u64>(), 1);
+    }
 }

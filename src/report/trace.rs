@@ -67,5 +67,10 @@ fn capture(c: &TraceCapture) -> String {
         Nanos(c.unexplained_ns),
         crate::trace::analysis::share(c.unexplained_ns, c.latency_ns)
     );
+    let _ = write!(s, "    {} new worst case(s) traced", c.triggers);
+    if c.untraced > 0 {
+        let _ = write!(s, ", {} not (they came while the CPU's other traces were being read)", c.untraced);
+    }
+    s.push('\n');
     s
 }

@@ -42,6 +42,10 @@ pub struct TraceCapture {
     /// How many times this CPU's trace was stopped by a new worst case (each read, explained
     /// and restarted; this is the largest).
     pub triggers: u64,
+    /// New worst cases over the threshold on this CPU that were not traced: every other
+    /// instance was still being read (the next one is traced whole instead).
+    #[serde(default)]
+    pub untraced: u64,
     /// After the window's start: when the thread's timer expired (the timer interrupt's
     /// clock), when the thread was woken, when it ran. Null where the trace does not show it.
     pub timer_expired_ns: Option<u64>,

@@ -11,7 +11,7 @@ pub mod analysis;
 pub mod events;
 mod tracefs;
 
-use crate::probe::TraceTrigger;
+use crate::probe::{TraceTrigger, TRACE_INSTANCES};
 use crate::result::trace::{Culprit, TraceCapture, TraceReport};
 use crate::tuning::journal::Journal;
 use crate::vocab::units::Nanos;
@@ -22,12 +22,12 @@ use std::sync::Arc;
 /// a scheduler storm.
 pub const BUFFER_KB: u64 = 2048;
 
-/// One CPU's trace (two instances taking turns, see [`TraceTrigger`]) and what it explained.
+/// One CPU's trace (instances taking turns, see [`TraceTrigger`]) and what it explained.
 struct CpuTrace {
     cpu: usize,
-    instances: [tracefs::Instance; 2],
+    instances: Vec<tracefs::Instance>,
     trigger: Arc<TraceTrigger>,
-    seen: [u64; 2],
+    seen: [u64; TRACE_INSTANCES],
     best: Option<Explained>,
 }
 
@@ -72,15 +72,13 @@ impl Session {
         s.tracers = latency_tracers(&fs.root);
         let mut errors = Vec::new();
         for &cpu in cpus {
-            let made = tracefs::Instance::make(j, &fs, cpu, 'a', BUFFER_KB)
-                .and_then(|a| Ok([a, tracefs::Instance::make(j, &fs, cpu, 'b', BUFFER_KB)?]));
-            match made {
+            match make_instances(j, &fs, cpu) {
                 Ok(instances) => {
                     use std::os::fd::AsRawFd;
                     s.events = instances[0].events.clone();
-                    let fds = [instances[0].on.as_raw_fd(), instances[1].on.as_raw_fd()];
+                    let fds = std::array::from_fn(|k| instances[k].on.as_raw_fd());
                     let trigger = Arc::new(TraceTrigger::new(fds, threshold_ns.unwrap_or(0)));
-                    s.cpus.push(CpuTrace { cpu, instances, trigger, seen: [0, 0], best: None });
+                    s.cpus.push(CpuTrace { cpu, instances, trigger, seen: [0; TRACE_INSTANCES], best: None });
                 }
                 Err(e) => errors.push(format!("CPU {cpu}: {e}")),
             }
@@ -104,7 +102,7 @@ impl Session {
     /// Reads and explains every trace a latency stopped since the last call, and restarts it.
     pub fn poll(&mut self) {
         for c in &mut self.cpus {
-            for i in 0..2 {
+            for i in 0..TRACE_INSTANCES {
                 let t = &c.trigger;
                 let fired = t.fired[i].load(Acquire);
                 if fired == c.seen[i] {
@@ -135,13 +133,12 @@ impl Session {
         self.poll();
         let mut captures = Vec::new();
         for c in std::mem::take(&mut self.cpus) {
-            let fired = c.seen[0] + c.seen[1];
+            let fired = c.seen.iter().sum();
+            let skipped = c.trigger.skipped.load(Relaxed);
             let cpu = c.cpu;
-            let [a, b] = c.instances;
-            a.remove();
-            b.remove();
+            c.instances.into_iter().for_each(tracefs::Instance::remove);
             if let Some(e) = c.best {
-                captures.push(capture(cpu, e, fired, &names, start_ns));
+                captures.push(capture(cpu, e, (fired, skipped), &names, start_ns));
             }
         }
         TraceReport {
@@ -155,6 +152,21 @@ impl Session {
             error: self.error,
         }
     }
+}
+
+/// CPU `cpu`'s trace instances, all or none.
+fn make_instances(j: &mut Journal, fs: &tracefs::Tracefs, cpu: usize) -> Result<Vec<tracefs::Instance>, String> {
+    let mut made = Vec::with_capacity(TRACE_INSTANCES);
+    for k in 0..TRACE_INSTANCES {
+        match tracefs::Instance::make(j, fs, cpu, k, BUFFER_KB) {
+            Ok(i) => made.push(i),
+            Err(e) => {
+                made.into_iter().for_each(tracefs::Instance::remove);
+                return Err(e);
+            }
+        }
+    }
+    Ok(made)
 }
 
 /// The kernel's latency tracers, and why rtgauge reads events instead.
@@ -193,7 +205,7 @@ fn sched_of(t: &events::Task) -> (String, i64) {
 fn capture(
     cpu: usize,
     e: Explained,
-    fired: u64,
+    (fired, skipped): (u64, u64),
     names: &impl Fn(u64) -> (String, Option<String>),
     start_ns: u64,
 ) -> TraceCapture {
@@ -222,6 +234,7 @@ fn capture(
         window_start_ns: e.window.start_ns.saturating_sub(start_ns),
         window_end_ns: e.window.end_ns.saturating_sub(start_ns),
         triggers: fired,
+        untraced: skipped,
         timer_expired_ns: after(a.timer_expired_ns),
         woken_ns: after(a.woken_ns),
         running_ns: after(a.running_ns),

@@ -87,9 +87,9 @@ fn cpu_mask(cpu: usize) -> String {
 impl Instance {
     /// Makes CPU `cpu`'s instance: its events, the `mono` clock (CLOCK_MONOTONIC, as the
     /// measurement's), a buffer of `buffer_kb` for that CPU and the least for the others.
-    /// `tag` tells the CPU's two instances apart.
-    pub fn make(j: &mut Journal, fs: &Tracefs, cpu: usize, tag: char, buffer_kb: u64) -> Result<Instance, String> {
-        let dir = fs.root.join("instances").join(format!("rtgauge-{}-cpu{cpu}{tag}", std::process::id()));
+    /// `k` tells the CPU's instances apart.
+    pub fn make(j: &mut Journal, fs: &Tracefs, cpu: usize, k: usize, buffer_kb: u64) -> Result<Instance, String> {
+        let dir = fs.root.join("instances").join(format!("rtgauge-{}-cpu{cpu}-{k}", std::process::id()));
         j.record(&[Undo::RemoveDir { path: dir.display().to_string() }])?;
         std::fs::create_dir(&dir).map_err(|e| format!("cannot make the trace instance {}: {e}", dir.display()))?;
         let set = || -> Result<Instance, String> {
