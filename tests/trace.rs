@@ -163,26 +163,15 @@ fn bad_trace_thresholds_are_one_line_and_exit_2() {
 /// Without the privilege to trace: a warning, and the run goes on.
 #[test]
 fn without_privileges_the_run_goes_on_without_a_trace() {
-    let ok = std::process::Command::new("setpriv")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .args(bin_argv())
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIPPED: the user 'nobody' cannot execute {}", bin_shell());
+    if !nobody_can_run() {
         return;
     }
-    let out = std::process::Command::new("setpriv")
-        .env_remove("RTGAUGE_DB")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"])
-        .args(bin_argv())
-        .args([
-            "run", "-q", "--loops", "50", "--warmup", "0", "--cpus", "0", "--policy", "other", "--load", "none", "--trace",
-            "--json", "-",
-        ])
-        .output()
-        .unwrap();
+    let out = nobody(&[
+        "run", "-q", "--loops", "50", "--warmup", "0", "--cpus", "0", "--policy", "other", "--load", "none", "--trace", "--json",
+        "-",
+    ])
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(doc["trace"].is_null());

@@ -329,28 +329,17 @@ fn bad_tune_lists_are_one_line_and_exit_2() {
 /// Without the privilege to tune: each setting says why it was not changed, and the run goes on.
 #[test]
 fn without_privileges_tuning_is_refused_per_setting_and_the_run_goes_on() {
-    let ok = std::process::Command::new("setpriv")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .args(bin_argv())
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIPPED: the user 'nobody' cannot execute {}", bin_shell());
+    if !nobody_can_run() {
         return;
     }
     let (_d, j) = journal();
-    let out = std::process::Command::new("setpriv")
-        .env_remove("RTGAUGE_DB")
-        .env("RTGAUGE_JOURNAL", "/proc/rtgauge-cannot-be-here/journal")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"])
-        .args(bin_argv())
-        .args([
-            "run", "-q", "--loops", "50", "--warmup", "0", "--cpus", "0", "--policy", "other", "--load", "none", "--tune",
-            "--json", "-",
-        ])
-        .output()
-        .unwrap();
+    let out = nobody(&[
+        "run", "-q", "--loops", "50", "--warmup", "0", "--cpus", "0", "--policy", "other", "--load", "none", "--tune", "--json",
+        "-",
+    ])
+    .env("RTGAUGE_JOURNAL", "/proc/rtgauge-cannot-be-here/journal")
+    .output()
+    .unwrap();
     drop(j);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -98,6 +98,28 @@ pub fn rtgauge(args: &[&str]) -> Command {
     c
 }
 
+/// The binary run as `nobody` with no capability (no RT priority, no memory lock, no root's
+/// files), `args` after it; the test store out of its reach (the default one, unwritable, is only
+/// a warning).
+pub fn nobody(args: &[&str]) -> Command {
+    let mut c = Command::new("setpriv");
+    c.env_remove("RTGAUGE_DB");
+    c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"])
+        .args(bin_argv())
+        .args(args);
+    c
+}
+
+/// Whether `nobody` can execute the binary (a build below an unreadable home cannot); says so
+/// when not, and the test returns.
+pub fn nobody_can_run() -> bool {
+    let ok = nobody(&["--version"]).output().is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIPPED: the user 'nobody' cannot execute {}", bin_shell());
+    }
+    ok
+}
+
 /// The store of this test binary's runs.
 pub fn test_store() -> std::path::PathBuf {
     std::env::temp_dir().join(format!("rtgauge-tests-{}.db", std::process::id()))
