@@ -37,7 +37,10 @@ fn sigint_keeps_partial_data() {
     assert_eq!(doc["interrupted_by"], "SIGINT");
     for p in doc["probes"].as_array().unwrap() {
         let periods = u(&p["samples"]) + u(&p["missed"]);
-        assert!(periods > 0 && periods < 60_000, "what was measured before the signal is kept: {periods}");
+        // (the whole probe and the run's warnings in the message: CI saw all 60 000 periods
+        // accounted once, under qemu-user on a loaded machine, and nothing else to go by)
+        let said = format!("{p} warnings {} measured_ns {} after {took:?}", doc["warnings"], doc["measured_ns"]);
+        assert!(periods > 0 && periods < 60_000, "what was measured before the signal is kept: {periods}: {said}");
         check_probe_invariants(p);
     }
 }

@@ -85,13 +85,14 @@ pub const TRACE_INSTANCES: usize = 2;
 /// Stops the kernel's trace of one CPU when a measured value calls for it (`--trace`): the
 /// first value over its threshold, then each new worst case over it (the threshold is 0 for
 /// "every new worst case"). Each CPU is traced into [`TRACE_INSTANCES`] instances that take
-/// turns: a firing stops the one that has recorded longest and hands the turn on, and a firing
-/// that would leave no instance recording is skipped — so the next latency's trace never has a
-/// gap, however quickly new worst cases follow each other while the collector reads and
-/// restarts (a stall right after two smaller new worst cases was once traced from its middle
-/// only). Shared by every measurement thread on that CPU; made by the trace stage, which owns
-/// the `tracing_on` files, and read by the collector. Firing is one `write` of the RT thread,
-/// after its fact was handed over; otherwise an offer costs a few loads.
+/// turns: a firing stops the one that has recorded longest and hands the turn on. A firing that
+/// would leave no instance recording is deferred instead: its facts are kept, and the collector,
+/// once it has restarted an instance, stops the one that recorded through it ([`Self::fire_deferred`])
+/// — so a new worst case right after another one (a stall right after the small latencies of its
+/// own start, while the collector still reads their trace: seen in CI's guests) is traced whole,
+/// and one instance always records. Shared by every measurement thread on that CPU; made by the
+/// trace stage, which owns the `tracing_on` files, and read by the collector. Firing is one
+/// `write` of the RT thread, after its fact was handed over; otherwise an offer costs a few loads.
 #[derive(Debug)]
 pub struct TraceTrigger {
     /// `tracing_on` of the CPU's trace instances (raw: the trace stage keeps them open for
@@ -111,23 +112,31 @@ pub struct TraceTrigger {
     /// The firing thread's id and the index of its series (in the run's series order).
     pub tid: [AtomicU64; TRACE_INSTANCES],
     pub series: [AtomicU64; TRACE_INSTANCES],
-    /// New worst cases over the threshold not traced: every other instance was stopped.
-    pub skipped: AtomicU64,
+    /// New worst cases deferred (every other instance was stopped), the last one's facts
+    /// (published before the count), and how many of them the collector traced.
+    pub deferred: AtomicU64,
+    deferred_facts: [AtomicU64; 4],
+    deferred_seen: AtomicU64,
+    pub deferred_traced: AtomicU64,
 }
 
 impl TraceTrigger {
     pub fn new(fds: [i32; TRACE_INSTANCES], threshold_ns: u64) -> TraceTrigger {
+        let zeros = || std::array::from_fn(|_| AtomicU64::new(0));
         TraceTrigger {
             fds,
             threshold_ns,
             recording: std::array::from_fn(|_| AtomicBool::new(true)),
             turn: std::sync::atomic::AtomicUsize::new(0),
-            fired: std::array::from_fn(|_| AtomicU64::new(0)),
-            value_ns: std::array::from_fn(|_| AtomicU64::new(0)),
-            at_ns: std::array::from_fn(|_| AtomicU64::new(0)),
-            tid: std::array::from_fn(|_| AtomicU64::new(0)),
-            series: std::array::from_fn(|_| AtomicU64::new(0)),
-            skipped: AtomicU64::new(0),
+            fired: zeros(),
+            value_ns: zeros(),
+            at_ns: zeros(),
+            tid: zeros(),
+            series: zeros(),
+            deferred: AtomicU64::new(0),
+            deferred_facts: std::array::from_fn(|_| AtomicU64::new(0)),
+            deferred_seen: AtomicU64::new(0),
+            deferred_traced: AtomicU64::new(0),
         }
     }
 
@@ -136,31 +145,79 @@ impl TraceTrigger {
         self.recording[i].store(true, std::sync::atomic::Ordering::Release);
     }
 
-    /// A new worst case `value_ns` of thread `tid`'s series `series`: over the threshold, stops
-    /// the recording instance whose turn it is, if another one records on, and passes the turn.
+    /// New worst cases neither traced at once nor by [`Self::fire_deferred`] (a later, larger
+    /// one came first).
+    pub fn untraced(&self) -> u64 {
+        self.deferred.load(Relaxed) - self.deferred_traced.load(Relaxed)
+    }
+
+    /// Stops instance `i` if it records, with the facts of the value that stopped it.
     #[inline(always)]
-    fn offer(&self, value_ns: u64, tid: u64, series: u64) {
-        use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
-        if value_ns <= self.threshold_ns {
-            return;
-        }
-        let turn = self.turn.load(Relaxed);
-        let on: [bool; TRACE_INSTANCES] = std::array::from_fn(|i| self.recording[i].load(Acquire));
-        let Some(i) = (0..TRACE_INSTANCES).map(|k| (turn + k) % TRACE_INSTANCES).find(|&i| on[i]) else {
-            return;
-        };
-        let others = (0..TRACE_INSTANCES).filter(|&k| k != i && on[k]).count();
-        if others == 0 || !self.recording[i].swap(false, AcqRel) {
-            self.skipped.fetch_add(1, Relaxed);
-            return;
+    fn stop(&self, i: usize, [value_ns, at_ns, tid, series]: [u64; 4]) -> bool {
+        use std::sync::atomic::Ordering::{AcqRel, Release};
+        if !self.recording[i].swap(false, AcqRel) {
+            return false;
         }
         sys::stop_trace(self.fds[i]);
         self.value_ns[i].store(value_ns, Relaxed);
-        self.at_ns[i].store(sys::monotonic_ns(), Relaxed);
+        self.at_ns[i].store(at_ns, Relaxed);
         self.tid[i].store(tid, Relaxed);
         self.series[i].store(series, Relaxed);
         self.fired[i].fetch_add(1, Release);
         self.turn.store((i + 1) % TRACE_INSTANCES, Relaxed);
+        true
+    }
+
+    /// The recording instance whose turn it is, and whether another one records too.
+    fn next_recording(&self) -> Option<(usize, bool)> {
+        use std::sync::atomic::Ordering::Acquire;
+        let turn = self.turn.load(Relaxed);
+        let on: [bool; TRACE_INSTANCES] = std::array::from_fn(|i| self.recording[i].load(Acquire));
+        let i = (0..TRACE_INSTANCES).map(|k| (turn + k) % TRACE_INSTANCES).find(|&i| on[i])?;
+        Some((i, (0..TRACE_INSTANCES).any(|k| k != i && on[k])))
+    }
+
+    /// A new worst case `value_ns` of thread `tid`'s series `series`: over the threshold, stops
+    /// the recording instance whose turn it is if another one records on, else defers it.
+    #[inline(always)]
+    fn offer(&self, value_ns: u64, tid: u64, series: u64) {
+        if value_ns <= self.threshold_ns {
+            return;
+        }
+        let facts = [value_ns, sys::monotonic_ns(), tid, series];
+        match self.next_recording() {
+            Some((i, true)) if self.stop(i, facts) => {}
+            _ => {
+                for (slot, v) in self.deferred_facts.iter().zip(facts) {
+                    slot.store(v, Relaxed);
+                }
+                self.deferred.fetch_add(1, std::sync::atomic::Ordering::Release);
+            }
+        }
+    }
+
+    /// The collector, after restarting an instance: the last deferred worst case, if any is
+    /// new, stops the instance that recorded through it (now that another records). Returns
+    /// whether it did.
+    pub fn fire_deferred(&self) -> bool {
+        use std::sync::atomic::Ordering::Acquire;
+        let n = self.deferred.load(Acquire);
+        if n == self.deferred_seen.load(Relaxed) {
+            return false;
+        }
+        let facts: [u64; 4] = std::array::from_fn(|k| self.deferred_facts[k].load(Relaxed));
+        // Facts rewritten meanwhile by a newer deferral: taken at the next call.
+        if self.deferred.load(Acquire) != n {
+            return false;
+        }
+        // (kept for a later call while no other instance records)
+        let Some((i, true)) = self.next_recording() else { return false };
+        self.deferred_seen.store(n, Relaxed);
+        let fired = self.stop(i, facts);
+        if fired {
+            self.deferred_traced.fetch_add(1, Relaxed);
+        }
+        fired
     }
 }
 
@@ -884,11 +941,11 @@ mod tests {
             t.offer(10 + k as u64, 1, 0);
             assert_eq!(fired(&t).iter().sum::<u64>(), k as u64 + 1);
         }
-        // All but one stopped: the next new worst case is not traced, and the last instance
+        // All but one stopped: the next new worst case stops nothing, and the last instance
         // keeps recording.
         t.offer(100, 1, 0);
         assert_eq!(fired(&t).iter().sum::<u64>(), n as u64 - 1);
-        assert_eq!(t.skipped.load(Relaxed), 1);
+        assert_eq!(t.untraced(), 1);
         assert!(t.recording[n - 1].load(Relaxed));
         // The collector restarts the first; the stall stops the one that recorded all along.
         t.restarted(0);
@@ -896,6 +953,30 @@ mod tests {
         assert_eq!(t.fired[n - 1].load(Relaxed), 1);
         assert_eq!(t.value_ns[n - 1].load(Relaxed), 300_000_000);
         assert!(t.recording[0].load(Relaxed), "the restarted one records on");
+    }
+
+    /// CI (x86 RT guest, a loaded host): the stall's worst case came while the trace of the
+    /// small latencies before it was still being read, and was not traced at all. Deferred, it
+    /// stops the instance that recorded through it as soon as another one records again.
+    #[test]
+    fn a_worst_case_while_the_other_trace_is_read_is_traced_once_it_is_restarted() {
+        let n = TRACE_INSTANCES;
+        let t = TraceTrigger::new([-1; TRACE_INSTANCES], 0);
+        for k in 0..n - 1 {
+            t.offer(10 + k as u64, 7, 0);
+        }
+        t.offer(200, 7, 1);
+        t.offer(300_000_000, 7, 2);
+        assert!(!t.fire_deferred(), "nothing else records yet");
+        assert!(t.recording[n - 1].load(Relaxed));
+        t.restarted(0);
+        assert!(t.fire_deferred());
+        assert_eq!(t.fired[n - 1].load(Relaxed), 1);
+        assert_eq!(t.value_ns[n - 1].load(Relaxed), 300_000_000, "the last (largest) deferred one");
+        assert_eq!(t.series[n - 1].load(Relaxed), 2);
+        assert_eq!(t.untraced(), 1, "the 200 ns one, superseded");
+        assert!(!t.fire_deferred(), "each deferred worst case once");
+        assert!(t.recording[0].load(Relaxed), "one instance always records");
     }
 
     #[test]

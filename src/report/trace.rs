@@ -69,7 +69,7 @@ fn capture(c: &TraceCapture) -> String {
     );
     let _ = write!(s, "    {} new worst case(s) traced", c.triggers);
     if c.untraced > 0 {
-        let _ = write!(s, ", {} not (they came while the CPU's other traces were being read)", c.untraced);
+        let _ = write!(s, ", {} not (each replaced by a larger one while the CPU's other trace was being read)", c.untraced);
     }
     s.push('\n');
     s

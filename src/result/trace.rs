@@ -42,8 +42,8 @@ pub struct TraceCapture {
     /// How many times this CPU's trace was stopped by a new worst case (each read, explained
     /// and restarted; this is the largest).
     pub triggers: u64,
-    /// New worst cases over the threshold on this CPU that were not traced: every other
-    /// instance was still being read (the next one is traced whole instead).
+    /// New worst cases over the threshold on this CPU never traced: each came while the other
+    /// instance was being read, and a larger one replaced it before that one recorded again.
     #[serde(default)]
     pub untraced: u64,
     /// After the window's start: when the thread's timer expired (the timer interrupt's

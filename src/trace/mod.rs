@@ -31,6 +31,33 @@ struct CpuTrace {
     best: Option<Explained>,
 }
 
+impl CpuTrace {
+    /// If a value stopped instance `i` since it was last read: explains it (when it is this
+    /// CPU's worst yet) and restarts the instance.
+    fn read_if_stopped(&mut self, i: usize) {
+        let t = &self.trigger;
+        let fired = t.fired[i].load(Acquire);
+        if fired == self.seen[i] {
+            return;
+        }
+        self.seen[i] = fired;
+        let value = t.value_ns[i].load(Relaxed);
+        let (at, tid, series) = (t.at_ns[i].load(Relaxed), t.tid[i].load(Relaxed) as i32, t.series[i].load(Relaxed));
+        if self.best.as_ref().is_none_or(|b| value > b.latency_ns) {
+            if let Ok(text) = self.instances[i].read(BUFFER_KB) {
+                let events = events::parse(&text);
+                let window = analysis::Window { start_ns: at.saturating_sub(value), end_ns: at, tid };
+                let thread = thread_name(&events, tid);
+                let analysis = analysis::analyse(&events, &window);
+                let culprit_sched = analysis.culprit.as_ref().map(|r| sched_of(&r.task));
+                self.best = Some(Explained { culprit_sched, series, thread, latency_ns: value, window, analysis });
+            }
+        }
+        self.instances[i].restart();
+        t.restarted(i);
+    }
+}
+
 /// One latency explained (times CLOCK_MONOTONIC).
 struct Explained {
     /// The culprit's policy and priority, read from /proc when the trace was read (it may have
@@ -99,30 +126,18 @@ impl Session {
         self.cpus.iter().map(|c| (c.cpu, c.trigger.clone())).collect()
     }
 
-    /// Reads and explains every trace a latency stopped since the last call, and restarts it.
+    /// Reads and explains every trace a latency stopped since the last call, and restarts it;
+    /// then a worst case deferred meanwhile stops the instance that recorded through it, and
+    /// that one is read too.
     pub fn poll(&mut self) {
         for c in &mut self.cpus {
-            for i in 0..TRACE_INSTANCES {
-                let t = &c.trigger;
-                let fired = t.fired[i].load(Acquire);
-                if fired == c.seen[i] {
-                    continue;
+            loop {
+                for i in 0..TRACE_INSTANCES {
+                    c.read_if_stopped(i);
                 }
-                c.seen[i] = fired;
-                let value = t.value_ns[i].load(Relaxed);
-                let (at, tid, series) = (t.at_ns[i].load(Relaxed), t.tid[i].load(Relaxed) as i32, t.series[i].load(Relaxed));
-                if c.best.as_ref().is_none_or(|b| value > b.latency_ns) {
-                    if let Ok(text) = c.instances[i].read(BUFFER_KB) {
-                        let events = events::parse(&text);
-                        let window = analysis::Window { start_ns: at.saturating_sub(value), end_ns: at, tid };
-                        let thread = thread_name(&events, tid);
-                        let analysis = analysis::analyse(&events, &window);
-                        let culprit_sched = analysis.culprit.as_ref().map(|r| sched_of(&r.task));
-                        c.best = Some(Explained { culprit_sched, series, thread, latency_ns: value, window, analysis });
-                    }
+                if !c.trigger.fire_deferred() {
+                    break;
                 }
-                c.instances[i].restart();
-                t.restarted(i);
             }
         }
     }
@@ -134,7 +149,7 @@ impl Session {
         let mut captures = Vec::new();
         for c in std::mem::take(&mut self.cpus) {
             let fired = c.seen.iter().sum();
-            let skipped = c.trigger.skipped.load(Relaxed);
+            let skipped = c.trigger.untraced();
             let cpu = c.cpu;
             c.instances.into_iter().for_each(tracefs::Instance::remove);
             if let Some(e) = c.best {
