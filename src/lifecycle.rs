@@ -723,7 +723,12 @@ fn coordinate(
         if interrupts.stop.load(Ordering::Relaxed) {
             return Some(now);
         }
-        let wake = step(now, loads)?;
+        // A stop that came after the check above may have ended the threads that `step` found
+        // finished: it is still a stop (CI, armv7 under qemu-user: a SIGINT run was closed as
+        // if complete, every unserved period missed).
+        let Some(wake) = step(now, loads) else {
+            return interrupts.stop.load(Ordering::Acquire).then(sys::monotonic_ns);
+        };
         loads.tick(now);
         let next = loads.next_event_ns().map_or(wake, |e| e.min(wake));
         std::thread::sleep(Duration::from_nanos(next.saturating_sub(now).clamp(1_000_000, max_sleep_ms * 1_000_000)));
@@ -1183,4 +1188,28 @@ pub fn udp_echo(args: &crate::cli::UdpEchoArgs) -> Result<u8> {
     let echoed = probe::udp::echo(&socket, &stop)?;
     println!("{}", serde_json::json!({ "listen": addr.to_string(), "echoed": echoed, "stopped_by": interrupts.which() }));
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CI (armv7 under qemu-user): a SIGINT came after the coordinator's stop check and before
+    /// its step found every thread finished (they had ended on the stop); the run was closed as
+    /// if it had run to its planned end, every unserved period missed. It is a stop.
+    #[test]
+    fn a_stop_that_ends_the_threads_between_check_and_step_is_still_a_stop() {
+        let (wake, notify) = std::os::unix::net::UnixStream::pair().unwrap();
+        let interrupts =
+            Interrupts { stop: Arc::new(AtomicBool::new(false)), signal: Arc::new(AtomicUsize::new(0)), wake, notify };
+        let mut loads = LoadSet::new(&[], None, false, None).unwrap();
+        let stopped = coordinate(&mut loads, &interrupts, 1, |_, _| {
+            interrupts.stop.store(true, Ordering::Release);
+            None
+        });
+        assert!(stopped.is_some());
+        let (wake, notify) = std::os::unix::net::UnixStream::pair().unwrap();
+        let calm = Interrupts { stop: Arc::new(AtomicBool::new(false)), signal: Arc::new(AtomicUsize::new(0)), wake, notify };
+        assert_eq!(coordinate(&mut loads, &calm, 1, |_, _| None), None, "finished without a stop");
+    }
 }
