@@ -12,6 +12,7 @@ pub mod event;
 pub mod noise;
 pub mod period;
 pub mod registry;
+pub mod seqlock;
 pub mod timer;
 pub mod udp;
 pub mod wakeup;
@@ -112,10 +113,9 @@ pub struct TraceTrigger {
     /// The firing thread's id and the index of its series (in the run's series order).
     pub tid: [AtomicU64; TRACE_INSTANCES],
     pub series: [AtomicU64; TRACE_INSTANCES],
-    /// New worst cases deferred (every other instance was stopped), the last one's facts
-    /// (published before the count), and how many of them the collector traced.
-    pub deferred: AtomicU64,
-    deferred_facts: [AtomicU64; 4],
+    /// The last new worst case deferred (every other instance was stopped), with how many were;
+    /// how many the collector has seen, and how many of them it traced.
+    deferred: seqlock::SeqFacts<4>,
     deferred_seen: AtomicU64,
     pub deferred_traced: AtomicU64,
 }
@@ -133,8 +133,7 @@ impl TraceTrigger {
             at_ns: zeros(),
             tid: zeros(),
             series: zeros(),
-            deferred: AtomicU64::new(0),
-            deferred_facts: std::array::from_fn(|_| AtomicU64::new(0)),
+            deferred: seqlock::SeqFacts::default(),
             deferred_seen: AtomicU64::new(0),
             deferred_traced: AtomicU64::new(0),
         }
@@ -148,7 +147,7 @@ impl TraceTrigger {
     /// New worst cases neither traced at once nor by [`Self::fire_deferred`] (a later, larger
     /// one came first).
     pub fn untraced(&self) -> u64 {
-        self.deferred.load(Relaxed) - self.deferred_traced.load(Relaxed)
+        self.deferred.read().1 - self.deferred_traced.load(Relaxed)
     }
 
     /// Stops instance `i` if it records, with the facts of the value that stopped it.
@@ -187,11 +186,9 @@ impl TraceTrigger {
         let facts = [value_ns, sys::monotonic_ns(), tid, series];
         match self.next_recording() {
             Some((i, true)) if self.stop(i, facts) => {}
+            // (Another thread of the CPU writing a deferral at this very moment: it keeps its own.)
             _ => {
-                for (slot, v) in self.deferred_facts.iter().zip(facts) {
-                    slot.store(v, Relaxed);
-                }
-                self.deferred.fetch_add(1, std::sync::atomic::Ordering::Release);
+                self.deferred.try_publish(facts);
             }
         }
     }
@@ -200,17 +197,11 @@ impl TraceTrigger {
     /// new, stops the instance that recorded through it (now that another records). Returns
     /// whether it did.
     pub fn fire_deferred(&self) -> bool {
-        use std::sync::atomic::Ordering::Acquire;
-        let n = self.deferred.load(Acquire);
+        // (being rewritten, or no other instance recording: kept for a later call)
+        let Some((facts, n)) = self.deferred.try_read() else { return false };
         if n == self.deferred_seen.load(Relaxed) {
             return false;
         }
-        let facts: [u64; 4] = std::array::from_fn(|k| self.deferred_facts[k].load(Relaxed));
-        // Facts rewritten meanwhile by a newer deferral: taken at the next call.
-        if self.deferred.load(Acquire) != n {
-            return false;
-        }
-        // (kept for a later call while no other instance records)
         let Some((i, true)) = self.next_recording() else { return false };
         self.deferred_seen.store(n, Relaxed);
         let fired = self.stop(i, facts);

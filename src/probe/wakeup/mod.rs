@@ -24,10 +24,11 @@
 
 pub mod sweep;
 
+use super::seqlock::SeqFacts;
 use super::{Handoff, Probe, Role, RtLoop, Schedule, Step};
 use crate::sys::{self, WakeChannel, WakeMethod};
 use crate::vocab::units::Nanos;
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::Arc;
 use sweep::Sweep;
 
@@ -184,13 +185,9 @@ fn next_cpu(cpu: usize, cpus: &[usize]) -> Result<usize, String> {
 /// handler's end, and (for a sweep) the task's word that a step failed.
 struct Shared {
     channel: WakeChannel,
-    /// Odd while the handler writes the event.
-    seq: AtomicU64,
     /// The latest event posted (its period, or its number in a sweep), its deadline and when it
-    /// was posted.
-    event: AtomicU64,
-    deadline_ns: AtomicU64,
-    posted_ns: AtomicU64,
+    /// was posted; the handler is its only writer.
+    posted: SeqFacts<3>,
     /// The handler has ended; `last_event`: the last event (period) it accounted for.
     done: AtomicBool,
     last_event: AtomicU64,
@@ -205,42 +202,20 @@ impl Shared {
     fn new(channel: WakeChannel) -> Shared {
         let zero = || AtomicU64::new(0);
         let no = || AtomicBool::new(false);
-        Shared {
-            channel,
-            seq: zero(),
-            event: zero(),
-            deadline_ns: zero(),
-            posted_ns: zero(),
-            done: no(),
-            last_event: zero(),
-            failed: no(),
-        }
+        Shared { channel, posted: SeqFacts::default(), done: no(), last_event: zero(), failed: no() }
     }
 
     /// The handler publishes event `event` of deadline `deadline_ns`, posted at `posted_ns`.
     #[inline(always)]
     fn publish(&self, event: u64, deadline_ns: u64, posted_ns: u64) {
-        let s = self.seq.load(Relaxed);
-        self.seq.store(s + 1, Relaxed);
-        fence(Release);
-        self.event.store(event, Relaxed);
-        self.deadline_ns.store(deadline_ns, Relaxed);
-        self.posted_ns.store(posted_ns, Relaxed);
-        self.seq.store(s + 2, Release);
+        self.posted.publish([event, deadline_ns, posted_ns]);
     }
 
     /// The latest event, never torn.
     #[inline(always)]
     fn latest(&self) -> Posted {
-        loop {
-            let s = self.seq.load(Acquire);
-            let read = (self.event.load(Relaxed), self.deadline_ns.load(Relaxed), self.posted_ns.load(Relaxed));
-            fence(Acquire);
-            if s.is_multiple_of(2) && self.seq.load(Relaxed) == s {
-                return read;
-            }
-            std::hint::spin_loop();
-        }
+        let ([event, deadline_ns, posted_ns], _) = self.posted.read();
+        (event, deadline_ns, posted_ns)
     }
 }
 
