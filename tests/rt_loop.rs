@@ -4,7 +4,8 @@
 //! period — no allocation (mmap/brk), no lock (futex), no output (write), and once, when the
 //! warm-up is over, `getrusage(RUSAGE_THREAD)` (its page-fault count); with another wait
 //! method (`timer:wait=`), only that method's calls. The wake-up chain's handler and task make
-//! only their mechanism's calls (`wakeup:via=`).
+//! only their mechanism's calls (`wakeup:via=`). The UDP round trip and the echo program no
+//! timer while a datagram is out.
 
 mod common;
 use common::*;
@@ -148,6 +149,39 @@ fn the_wakeup_handler_and_task_make_only_their_mechanisms_calls() {
         let chain = doc["probes"].as_array().unwrap().iter().find(|p| p["series"] == "chain").unwrap();
         assert_eq!(u(&chain["samples"]) + u(&chain["missed"]), 200, "{via}");
     }
+}
+
+/// The UDP probe's loop waits for its deadlines on a periodic timer the kernel re-arms and for
+/// the reply with no timeout of its own: between the send and the reply it programs no timer
+/// (it waited with a `ppoll` timeout before, which armed a timer on every send and cancelled it
+/// on every reply, inside the round trip it measured).
+#[test]
+fn the_udp_round_trip_programs_no_timer_between_send_and_reply() {
+    if runner().is_some() {
+        eprintln!("SKIPPED: the RT loop cannot be traced through the emulator");
+        return;
+    }
+    let (mut echo, target) = start_echo(rtgauge(&["udp-echo", "--listen", "127.0.0.1:0", "-D", "60s"]));
+    let measure = format!("udp:target={target}@0");
+    let traced = traced(&["--loops", "200", "--warmup", "0", "--load", "none", "--measure", &measure]);
+    let _ = echo.kill();
+    let _ = echo.wait();
+    let Some((by_thread, doc)) = traced else { return };
+    let sends = |c: &String| c.starts_with("sendto(") || c.starts_with("send(");
+    let (_, calls) = by_thread
+        .iter()
+        .find(|(_, c)| c.iter().any(|c| c.starts_with("sched_setscheduler")) && c.iter().any(sends))
+        .expect("the probe's thread: at an RT priority, it sends");
+    let armed = calls.iter().position(|c| c.starts_with("timerfd_settime(")).expect("its periodic timer is armed");
+    let first = armed + calls[armed..].iter().position(|c| c.starts_with("read(")).expect("it waits for its timer");
+    let last = calls.iter().rposition(sends).unwrap();
+    let allowed = ["read(", "sendto(", "send(", "poll(", "recvfrom(", "recv("];
+    let others: Vec<&String> = calls[first..=last].iter().filter(|c| !allowed.iter().any(|a| c.starts_with(a))).collect();
+    assert!(others.is_empty(), "the UDP loop made other system calls (a timer armed?): {others:?}");
+    let p = &doc["probes"][0];
+    let sent = calls[first..=last].iter().filter(|c| sends(c)).count() as u64;
+    assert_eq!(u(&p["samples"]) + u(&p["missed"]), 200);
+    assert!(sent <= 200 && sent >= u(&p["samples"]), "one datagram per period served: sent {sent}, {p}");
 }
 
 #[test]

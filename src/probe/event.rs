@@ -38,6 +38,39 @@ pub const COUNTERS: &[&str] = &["events"];
 const EVENTS: usize = 0;
 /// How long the loop waits before it looks at the stop flag again.
 const SLICE_NS: u64 = 50_000_000;
+
+/// The loop's look-out: a periodic timer expiring every [`SLICE_NS`] and exactly at `end_ns`,
+/// the last window's end (its first expiry the one that lands there, counted back). The loop
+/// waits for its device or this timer, so no timer is programmed while it waits for an event
+/// (a timeout would arm one on every wait and cancel it on every wake-up, inside what is
+/// measured).
+fn look_out(timer: &sys::PeriodicTimer, now_ns: u64, end_ns: u64) -> std::io::Result<()> {
+    timer.arm(first_look(now_ns, end_ns), SLICE_NS)
+}
+
+/// The look-out's first expiry after `now_ns`: `end_ns` less a whole number of slices (at or
+/// before `now_ns` only when the end has passed: then it is due at once).
+fn first_look(now_ns: u64, end_ns: u64) -> u64 {
+    let first = end_ns - (end_ns.saturating_sub(now_ns) / SLICE_NS) * SLICE_NS;
+    if first <= now_ns {
+        first + SLICE_NS
+    } else {
+        first
+    }
+}
+
+/// Waits for `device` or the look-out; true when the device is readable. An expiry of the
+/// look-out is taken (read) here; a failing wait waits for the next expiry instead.
+#[inline(always)]
+fn device_ready(device: &impl std::os::fd::AsRawFd, look: &sys::PeriodicTimer) -> bool {
+    match sys::readable_first(device, look) {
+        Ok(true) => true,
+        _ => {
+            look.wait();
+            false
+        }
+    }
+}
 /// Edge events the kernel keeps for the line while the thread is away (its default is 16).
 const KERNEL_EVENT_BUFFER: u32 = 1024;
 /// Edge events read at once.
@@ -154,6 +187,11 @@ impl Probe for EventProbe {
     }
 }
 
+/// The look-out timer of a loop, made in its set-up.
+fn look_out_timer() -> Result<sys::PeriodicTimer, String> {
+    sys::PeriodicTimer::new().map_err(|e| format!("cannot make a timerfd ({e}): check that this kernel has timerfd"))
+}
+
 // ---- GPIO -------------------------------------------------------------------------------
 
 /// Requests `line` of `chip` as an input with edge detection, after checking it exists, is an
@@ -219,13 +257,15 @@ fn open_gpio(schedule: Schedule, chip: &Path, line: u32, (edge, bias): (Edge, Op
             }
         })?;
     let words = request.edge_event_u64_size();
-    Ok(GpioLoop { schedule, words, buffer: vec![0; words * READ_EVENTS], request })
+    let look = look_out_timer()?;
+    Ok(GpioLoop { schedule, words, buffer: vec![0; words * READ_EVENTS], request, look })
 }
 
 /// The reader of one GPIO line's edge events.
 struct GpioLoop {
     schedule: Schedule,
     request: gpiocdev::Request,
+    look: sys::PeriodicTimer,
     /// Raw events as read (`words` u64 each).
     buffer: Vec<u64>,
     words: usize,
@@ -239,12 +279,12 @@ impl RtLoop for GpioLoop {
         let (s, out) = (self.schedule, &mut out[0]);
         let end = start_ns + s.periods * s.interval_ns;
         let (mut last_seqno, mut events) = (None::<u32>, 0u64);
-        while !stop.load(Relaxed) {
-            let now = sys::monotonic_ns();
-            if now >= end {
+        let armed = look_out(&self.look, sys::monotonic_ns(), end).is_ok();
+        while armed && !stop.load(Relaxed) {
+            if sys::monotonic_ns() >= end {
                 break;
             }
-            if !sys::readable_before(&self.request, end.min(now + SLICE_NS)) {
+            if !device_ready(&self.request, &self.look) {
                 continue;
             }
             let Ok(n) = self.request.read_edge_events_into_slice(&mut self.buffer) else { continue };
@@ -326,7 +366,8 @@ fn open_uio(schedule: Schedule, device: &Path, ack: Option<Ack>) -> Result<UioLo
             Err(_) => Rearm::Driver,
         }
     };
-    Ok(UioLoop { schedule, dev, count, register, rearm, text: [0; 24] })
+    let look = look_out_timer()?;
+    Ok(UioLoop { schedule, dev, count, register, rearm, look, text: [0; 24] })
 }
 
 /// The reader of one UIO device.
@@ -337,6 +378,7 @@ struct UioLoop {
     count: std::fs::File,
     register: Option<(sys::Register, u32)>,
     rearm: Rearm,
+    look: sys::PeriodicTimer,
     text: [u8; 24],
 }
 
@@ -393,12 +435,12 @@ impl RtLoop for UioLoop {
         let Some(mut last) = self.count_now() else { return };
         self.rearm();
         let (mut previous, mut events, mut word) = (None::<u64>, 0u64, [0u8; 4]);
-        while !stop.load(Relaxed) {
-            let now = sys::monotonic_ns();
-            if now >= end {
+        let armed = look_out(&self.look, sys::monotonic_ns(), end).is_ok();
+        while armed && !stop.load(Relaxed) {
+            if sys::monotonic_ns() >= end {
                 break;
             }
-            if !sys::readable_before(&self.dev, end.min(now + SLICE_NS)) || self.dev.read_exact(&mut word).is_err() {
+            if !device_ready(&self.dev, &self.look) || self.dev.read_exact(&mut word).is_err() {
                 continue;
             }
             let woke = sys::monotonic_ns();
@@ -415,5 +457,29 @@ impl RtLoop for UioLoop {
             previous = Some(woke);
         }
         out.accounted_through(s.windows_passed(start_ns, sys::monotonic_ns()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{first_look, SLICE_NS};
+
+    #[test]
+    fn the_look_out_expires_exactly_at_the_end_and_never_in_the_past() {
+        let ms = 1_000_000;
+        // 120 ms left: 20, 70, 120 ms from now — the last one on the end.
+        assert_eq!(first_look(1_000 * ms, 1_120 * ms), 1_020 * ms);
+        // A whole number of slices left: the first slice ahead, not now.
+        assert_eq!(first_look(1_000 * ms, 1_100 * ms), 1_000 * ms + SLICE_NS);
+        // Less than a slice left: the end itself.
+        assert_eq!(first_look(1_000 * ms, 1_030 * ms), 1_030 * ms);
+        // Past the end: already due, it fires at once (and the loop ends on its own check).
+        assert!(first_look(1_000 * ms, 900 * ms) <= 1_000 * ms);
+        for left in [1, SLICE_NS - 1, SLICE_NS, SLICE_NS + 1, 7 * SLICE_NS + 3] {
+            let (now, end) = (5_000 * ms, 5_000 * ms + left);
+            let first = first_look(now, end);
+            assert!(first > now && first - now <= SLICE_NS, "left {left}: first {first}");
+            assert_eq!((end - first) % SLICE_NS, 0, "left {left}: an expiry lands on the end");
+        }
     }
 }

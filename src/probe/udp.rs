@@ -8,7 +8,7 @@
 //! The loop allocates nothing, takes no lock and prints nothing: it sleeps to the deadline,
 //! sends, and polls/receives with buffers made in its set-up.
 
-use super::{timer::missed_after, Handoff, Probe, Role, RtLoop, Schedule};
+use super::{Handoff, Probe, Role, RtLoop, Schedule};
 use crate::sys;
 use crate::vocab::units::Nanos;
 use std::net::{SocketAddr, UdpSocket};
@@ -86,7 +86,9 @@ impl UdpProbe {
             sys::set_socket_priority(&socket, p)
                 .map_err(|e| format!("SO_PRIORITY {p} refused ({e}): drop so-priority= or run as root"))?;
         }
-        Ok(UdpLoop { schedule: self.schedule, socket, send: vec![0xa5; self.size], receive: vec![0; MAX_SIZE + 1] })
+        let timer =
+            sys::PeriodicTimer::new().map_err(|e| format!("cannot make a timerfd ({e}): check that this kernel has timerfd"))?;
+        Ok(UdpLoop { schedule: self.schedule, socket, timer, send: vec![0xa5; self.size], receive: vec![0; MAX_SIZE + 1] })
     }
 }
 
@@ -94,16 +96,19 @@ impl UdpProbe {
 struct UdpLoop {
     schedule: Schedule,
     socket: UdpSocket,
+    /// Expires at every deadline: wakes the thread to send, and ends the wait for a reply.
+    timer: sys::PeriodicTimer,
     send: Vec<u8>,
     receive: Vec<u8>,
 }
 
 impl UdpLoop {
-    /// Waits until `until` for the reply to `period`; returns when it came. Replies to earlier
-    /// periods that come meanwhile are late (counted in `late`).
+    /// Waits for the reply to `period` until the timer's next expiry (the next deadline); returns
+    /// when it came. Replies to earlier periods that come meanwhile are late (counted in `late`).
+    /// Nothing is armed while the datagram is out: the periodic timer ends the wait.
     #[inline(always)]
-    fn reply(&mut self, period: u64, until: u64, late: &mut u64) -> Option<u64> {
-        while sys::readable_before(&self.socket, until) {
+    fn reply(&mut self, period: u64, late: &mut u64) -> Option<u64> {
+        while let Ok(true) = sys::readable_first(&self.socket, &self.timer) {
             while let Ok(n) = self.socket.recv(&mut self.receive) {
                 let now = sys::monotonic_ns();
                 let seq = (n >= MIN_SIZE).then(|| u64::from_le_bytes(self.receive[..8].try_into().expect("8 bytes")));
@@ -121,26 +126,29 @@ impl UdpLoop {
 impl RtLoop for UdpLoop {
     /// Period `k`: at `start + k·interval` send datagram `k`, then wait for it until the next
     /// deadline. Its round trip is handed over; a period without its reply in time is a gap
-    /// (missed). A wake-up late past later deadlines skips them (missed, none sent), as the
-    /// timer's does.
+    /// (missed). The deadlines come from a periodic timer the kernel re-arms in its interrupt (as
+    /// the wake-up probe's handler does), so no timer is programmed between the send and the
+    /// reply; a wake-up late past later deadlines skips them (missed, none sent): the timer's
+    /// count of expirations says how many passed.
     fn run(&mut self, start_ns: u64, stop: &AtomicBool, out: &mut [Handoff]) {
         let Schedule { interval_ns: interval, periods: last, .. } = self.schedule;
         let out = &mut out[0];
         let (mut period, mut sent, mut late) = (1u64, 0u64, 0u64);
-        while period <= last && !stop.load(Relaxed) {
-            let deadline = start_ns + period * interval;
-            sys::sleep_until_monotonic(deadline);
-            let woke = sys::monotonic_ns();
-            let skipped = missed_after(woke.saturating_sub(deadline), interval, last - period);
+        let armed = self.timer.arm(start_ns + interval, interval).is_ok();
+        while armed && period <= last && !stop.load(Relaxed) {
+            let expired = self.timer.wait();
+            if expired == 0 {
+                break; // the timer failed: the periods left are accounted below as missed
+            }
+            let skipped = (expired - 1).min(last - period);
             self.send[..8].copy_from_slice(&period.to_le_bytes());
             let sent_at = sys::monotonic_ns();
             if self.socket.send(&self.send).is_ok() {
                 sent += 1;
                 out.count(SENT, sent);
             }
-            let until = start_ns + (period + skipped + 1) * interval;
             let late_before = late;
-            if let Some(back) = self.reply(period, until, &mut late) {
+            if let Some(back) = self.reply(period, &mut late) {
                 out.served(period, back - sent_at, skipped);
             }
             if late != late_before {
@@ -153,13 +161,17 @@ impl RtLoop for UdpLoop {
 }
 
 /// `rtgauge udp-echo`: sends every datagram back to where it came from, on one thread at an RT
-/// priority, until `stop` is set. Returns the datagrams echoed.
+/// priority, until `stop` is set (looked at every 100 ms, on a periodic timer's expiry: no timer
+/// is programmed while a datagram is being echoed). Returns the datagrams echoed.
 pub fn echo(socket: &UdpSocket, stop: &AtomicBool) -> std::io::Result<u64> {
+    const LOOK_NS: u64 = 100_000_000;
     let mut buf = vec![0u8; MAX_SIZE + 1];
+    let look = sys::PeriodicTimer::new()?;
+    look.arm(sys::monotonic_ns() + LOOK_NS, LOOK_NS)?;
     let mut echoed = 0u64;
     while !stop.load(Relaxed) {
-        if !sys::readable_before(socket, sys::monotonic_ns() + 100_000_000) {
-            continue;
+        if !sys::readable_first(socket, &look)? {
+            look.wait();
         }
         while let Ok((n, from)) = socket.recv_from(&mut buf) {
             if socket.send_to(&buf[..n], from).is_ok() {

@@ -824,6 +824,13 @@ pub struct PeriodicTimer {
     fd: std::os::fd::OwnedFd,
 }
 
+impl std::os::fd::AsRawFd for PeriodicTimer {
+    /// Readable once an expiry is pending (for [`readable_first`]).
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.fd)
+    }
+}
+
 impl PeriodicTimer {
     /// A timer, not yet armed.
     pub fn new() -> io::Result<PeriodicTimer> {
@@ -866,9 +873,6 @@ impl Drop for Waiter {
     }
 }
 
-/// Waits until `fd` is readable or the absolute CLOCK_MONOTONIC time `deadline_ns` passes, with
-/// `ppoll` (nanosecond timeout, no allocation); true when readable. Interruptions are retried.
-#[inline(always)]
 /// Whether `fd` has data or its end (EOF) to read at once, without waiting.
 pub fn readable_now(fd: &impl std::os::fd::AsRawFd) -> bool {
     let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
@@ -876,21 +880,24 @@ pub fn readable_now(fd: &impl std::os::fd::AsRawFd) -> bool {
     unsafe { libc::poll(&mut p, 1, 0) > 0 }
 }
 
-pub fn readable_before(fd: &impl std::os::fd::AsRawFd, deadline_ns: u64) -> bool {
-    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+/// Waits, with no timeout of its own, until `a` or `b` is readable; true when `a` is and `b` is
+/// not (`b`, a [`PeriodicTimer`] where the probes use it, wins a tie). No timer is armed for
+/// the wait: a timeout would program one on every call and cancel it on every wake-up, which a
+/// virtual machine pays for with exits. Interruptions are retried; no allocation.
+#[inline(always)]
+pub fn readable_first(a: &impl std::os::fd::AsRawFd, b: &impl std::os::fd::AsRawFd) -> io::Result<bool> {
+    let mut p = [
+        libc::pollfd { fd: a.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+        libc::pollfd { fd: b.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+    ];
     loop {
-        let now = monotonic_ns();
-        if now >= deadline_ns {
-            return false;
+        // SAFETY: `p` is an array of two valid pollfds; no timeout.
+        if unsafe { libc::poll(p.as_mut_ptr(), 2, -1) } > 0 {
+            return Ok(p[1].revents == 0);
         }
-        let left = timespec_of(deadline_ns - now);
-        // SAFETY: `p` is one valid pollfd and `left` a valid timespec for the call; no signal mask.
-        let r = unsafe { libc::ppoll(&mut p, 1, &left, std::ptr::null()) };
-        if r > 0 {
-            return true;
-        }
-        if r == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return false;
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
         }
     }
 }
