@@ -12,7 +12,12 @@ Peak RSS is each tool's own `ru_maxrss`, read by /usr/bin/time (a small C progra
 Python's is counted; the loads' processes are smaller than rtgauge, so their maxima do not hide
 it). Needs root, cyclictest (Debian: rt-tests) and /usr/bin/time (Debian: time).
 
-    python3 bench/memory.py [--repeats 5] [--rtgauge target/release/rtgauge]
+The idle comparison is also made for the static build that scripts/build-static.sh makes for
+boards (`--static`, default dist/rtgauge-x86_64 when it exists): a dynamically linked rtgauge
+also carries the shared C library's, libm's and the loader's resident pages, which the static
+build does not map.
+
+    python3 bench/memory.py [--repeats 5] [--rtgauge target/release/rtgauge] [--static dist/rtgauge-x86_64]
 """
 import argparse
 import os
@@ -51,7 +56,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--rtgauge", default="target/release/rtgauge")
+    ap.add_argument("--static", default="dist/rtgauge-x86_64", help="the static build (skipped when missing)")
     a = ap.parse_args()
+    static = a.static if os.path.exists(a.static) else None
     store = tempfile.mkdtemp(prefix="rtgauge-bench-")
     base = [a.rtgauge, "run", "-q", "--cpus", "0,1"]
     rt = base + ["--db", os.path.join(store, "runs.db")]  # a store of this benchmark's runs only
@@ -60,23 +67,30 @@ def main():
     idle_ct = ["cyclictest", "-q", "-m", "-p", "80", "-i", "1000", "-t", "2", "-a", "0,1", "-d", "0", "-D", "4", "-h", "100000"]
     flat = rt + ["-D", "9s", "--warmup", "0"] + loads([SLEEP] * 4)
     phased = rt + ["-D", "9s", "--warmup", "0"] + loads(PHASED)
-    res = {k: [] for k in ["rt", "rt_nostore", "ct", "flat", "phased", "flat_mid", "phased_mid"]}
+    res = {k: [] for k in ["rt", "rt_nostore", "st", "st_nostore", "ct", "flat", "phased", "flat_mid", "phased_mid"]}
     for i in range(a.repeats):
         res["rt"].append(peak_kib(idle_rt))
         res["rt_nostore"].append(peak_kib(idle_rt_nostore))
+        if static:
+            res["st"].append(peak_kib([static] + idle_rt[1:]))
+            res["st_nostore"].append(peak_kib([static] + idle_rt_nostore[1:]))
         res["ct"].append(peak_kib(idle_ct))
         res["flat"].append(peak_kib(flat))
         res["phased"].append(peak_kib(phased))
         res["flat_mid"].append(mid_run_kib(flat, 8.5))
         res["phased_mid"].append(mid_run_kib(phased, 8.5))
-        print(f"repeat {i + 1}: " + ", ".join(f"{k} {v[-1]}" for k, v in res.items()), file=sys.stderr)
-    med = {k: statistics.median(v) for k, v in res.items()}
+        print(f"repeat {i + 1}: " + ", ".join(f"{k} {v[-1]}" for k, v in res.items() if v), file=sys.stderr)
+    med = {k: statistics.median(v) for k, v in res.items() if v}
     cpu_phases = 2 * 9  # 9 phases (none without them), on 2 CPUs
     print(f"peak RSS, 2 CPUs, idle, no phases (median of {a.repeats}): rtgauge {med['rt']:.0f} KiB, "
           f"cyclictest -h 100000 {med['ct']:.0f} KiB, ratio {med['rt'] / med['ct']:.3f}")
     print(f"  rtgauge {sorted(res['rt'])}, cyclictest {sorted(res['ct'])}")
     print(f"  without the store (--no-store: kept nowhere, as cyclictest keeps nothing): rtgauge "
           f"{med['rt_nostore']:.0f} KiB, ratio {med['rt_nostore'] / med['ct']:.3f} {sorted(res['rt_nostore'])}")
+    if static:
+        print(f"  the static build ({static}): rtgauge {med['st']:.0f} KiB, ratio {med['st'] / med['ct']:.3f} "
+              f"{sorted(res['st'])}; --no-store {med['st_nostore']:.0f} KiB, ratio {med['st_nostore'] / med['ct']:.3f} "
+              f"{sorted(res['st_nostore'])}")
     shutil.rmtree(store)
     print(f"growth per CPU x phase at the end (peak, the document included): "
           f"{(med['phased'] - med['flat']) / cpu_phases:.1f} KiB ({med['flat']:.0f} -> {med['phased']:.0f} KiB)")
