@@ -23,7 +23,8 @@ pub struct Run {
     pub task: Task,
     pub from_ns: u64,
     pub to_ns: u64,
-    /// Whether its start is in the trace (else it ran since before the trace began).
+    /// Whether its start is in the trace (else it ran since before the trace began, or since a
+    /// switch-in the trace lost: either way its stay is a lower bound).
     pub from_known: bool,
     /// Its time inside the window, interrupts excluded.
     pub in_window_ns: u64,
@@ -38,7 +39,8 @@ pub struct Held {
     pub ran_ns: u64,
     pub in_window_ns: u64,
     pub stays: u64,
-    /// Whether one of them began before the trace did (`ran_ns` is then a lower bound).
+    /// Whether one of them began before the trace did, or at a switch-in the trace lost
+    /// (`ran_ns` is then a lower bound).
     pub began_before_trace: bool,
 }
 
@@ -64,10 +66,16 @@ fn overlap(from: u64, to: u64, w: &Window) -> u64 {
 /// The threads' stays on the CPU, from its switch events — and from the task each line names
 /// as running, for a switch the trace does not hold (seen: a switch from idle to a task just
 /// woken on the CPU missing from a guest's trace); such a stay starts at the task's wake-up.
+/// Stays never overlap (one CPU runs one thread at a time): a switch away from a thread the
+/// trace never switched in (its switch-in lost: seen on a loaded host, the trace ring
+/// overrun) ends the current stay where that thread was last seen, and the leaving thread's
+/// stay, of unknown start, begins there.
 fn runs(events: &[Event], w: &Window) -> Vec<Run> {
     let first = events.first().map_or(w.start_ns, |e| e.ts_ns);
     let mut runs = Vec::new();
+    // The running task, since when, whether that start is known, and when it was last seen.
     let mut current: Option<(Task, u64, bool)> = None;
+    let mut seen = first;
     // Wake-ups on the CPU since the last switch: pid, when, its priority.
     let mut woken: Vec<(i32, u64, i64)> = Vec::new();
     for e in events {
@@ -77,10 +85,13 @@ fn runs(events: &[Event], w: &Window) -> Vec<Run> {
         let unswitched = !matches!(e.kind, Kind::Switch { .. }) && e.pid >= 0;
         if let Some((t, from, known)) = current.take_if(|(t, _, _)| unswitched && t.pid != e.pid) {
             let wake = woken.iter().rev().find(|(p, at, _)| *p == e.pid && *at >= from);
-            let at = wake.map_or(e.ts_ns, |w| w.1);
+            let at = wake.map_or(e.ts_ns, |w| w.1).max(from);
             runs.push(Run { task: t, from_ns: from, to_ns: at, from_known: known, in_window_ns: 0 });
             let task = Task { comm: e.comm.clone(), pid: e.pid, prio: wake.map_or(-2, |w| w.2) };
             current = Some((task, at, wake.is_some()));
+        }
+        if current.as_ref().is_some_and(|(t, _, _)| t.pid == e.pid) {
+            seen = e.ts_ns;
         }
         if let Kind::Switch { prev, next } = &e.kind {
             // Its name as it left (it may have been renamed); the most urgent priority it was
@@ -90,10 +101,16 @@ fn runs(events: &[Event], w: &Window) -> Vec<Run> {
                     let prio = if t.prio == -2 { prev.prio } else { t.prio.min(prev.prio) };
                     (Task { comm: prev.comm.clone(), pid: prev.pid, prio }, f, k)
                 }
-                _ => (prev.clone(), first, false),
+                Some((t, f, k)) => {
+                    let last = seen.clamp(f, e.ts_ns);
+                    runs.push(Run { task: t, from_ns: f, to_ns: last, from_known: k, in_window_ns: 0 });
+                    (prev.clone(), last, false)
+                }
+                None => (prev.clone(), first, false),
             };
             runs.push(Run { task, from_ns: from, to_ns: e.ts_ns, from_known: known, in_window_ns: 0 });
             current = Some((next.clone(), e.ts_ns, true));
+            seen = e.ts_ns;
             woken.clear();
         }
     }
@@ -339,6 +356,39 @@ mod tests {
         let c = a.culprit.expect("the stall");
         assert_eq!((c.task.pid, c.stays, c.ran_ns), (200, 2, 299_900_000));
         assert_eq!(c.in_window_ns, 298_900_000);
+    }
+
+    /// A switch away from a thread the trace never switched in (its switch-in lost: CI, armv7
+    /// under qemu-user beside another rtgauge run, the host's trace ring overrun): the leaving
+    /// thread's stay began where the running one was last seen, not at the trace's start — it
+    /// was counted over the whole window three times (a culprit with 300 % of the latency, the
+    /// parts adding up to far more than the latency).
+    #[test]
+    fn a_thread_whose_switch_in_was_lost_does_not_overlap_the_others() {
+        let text = "\
+ rtgauge-timer1-100 [001] d..2.  10.000000: sched_switch: prev_comm=rtgauge-timer1 prev_pid=100 prev_prio=19 prev_state=S ==> next_comm=stall next_pid=200 next_prio=0
+ stall-200 [001] d.h..  10.100000: irq_handler_entry: irq=36 name=virtio1-req.0
+ stall-200 [001] d.h..  10.100010: irq_handler_exit: irq=36 ret=handled
+ other-4175 [001] d..2.  10.250000: sched_switch: prev_comm=other prev_pid=4175 prev_prio=19 prev_state=S ==> next_comm=rtgauge-timer1 next_pid=100 next_prio=19
+ rtgauge-timer1-100 [001] d..2.  10.250100: sched_switch: prev_comm=rtgauge-timer1 prev_pid=100 prev_prio=19 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+ <idle>-0 [001] d..2.  10.260000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=other next_pid=4175 next_prio=19
+ other-4175 [001] d..2.  10.270000: sched_switch: prev_comm=other prev_pid=4175 prev_prio=19 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+";
+        let runs = runs(&parse(text), &Window { start_ns: 10_000_000_000, end_ns: 10_300_000_000, tid: 100 });
+        let mut sorted = runs.clone();
+        sorted.sort_by_key(|r| r.from_ns);
+        for pair in sorted.windows(2) {
+            assert!(pair[0].to_ns <= pair[1].from_ns, "stays overlap: {:?}", pair);
+        }
+        let stall = runs.iter().find(|r| r.task.pid == 200).expect("the stall's stay");
+        assert_eq!((stall.from_ns, stall.to_ns), (10_000_000_000, 10_100_010_000), "until it was last seen");
+        let other: Vec<&Run> = runs.iter().filter(|r| r.task.pid == 4175).collect();
+        assert_eq!(other.len(), 2);
+        assert_eq!((other[0].from_ns, other[0].to_ns, other[0].from_known), (10_100_010_000, 10_250_000_000, false));
+        let w = Window { start_ns: 10_000_000_000, end_ns: 10_250_000_000, tid: 100 };
+        let a = analyse(&parse(text), &w);
+        let sum: u64 = a.interference.iter().map(|i| i.total_ns).sum::<u64>() + a.unexplained_ns;
+        assert_eq!(sum, w.end_ns - w.start_ns, "the parts add up to the latency");
     }
 
     /// Nothing traced in the window but idle: the latency is the wake-up's own.
