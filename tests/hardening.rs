@@ -557,13 +557,76 @@ fn sigkill_while_the_result_is_written_leaves_no_stray_file() {
         std::thread::sleep(Duration::from_millis(300 + 15 * i));
         let _ = child.kill();
         child.wait().unwrap();
-        let names: Vec<String> =
-            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-        assert!(names.iter().all(|n| n == "r.json"), "attempt {i}: {names:?}");
+        // A staged name is removed by rtgauge's guardian once rtgauge is gone: give it a moment.
+        let names = || -> Vec<String> {
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+        };
+        let t = Instant::now();
+        while names().iter().any(|n| n != "r.json") && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(names().iter().all(|n| n == "r.json"), "attempt {i}: {:?}", names());
         if dest.exists() {
             let _: Value = serde_json::from_str(&std::fs::read_to_string(&dest).unwrap()).expect("a whole document or none");
         }
     }
+}
+
+/// The children of process `pid` (from /proc: each process's parent).
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<u32>().ok()))
+                == Some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn sigkill_between_naming_the_result_and_its_rename_leaves_no_stray_file() {
+    if runner().is_some() || Command::new("strace").arg("-V").output().is_err() {
+        eprintln!("SKIPPED: needs strace and a native binary");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("r.json");
+    std::fs::write(&dest, "{\"old\": true}\n").unwrap();
+    // strace holds every rename for 5 s before the kernel sees it: the staged name exists then.
+    let mut strace = Command::new("strace")
+        .args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=rename,renameat,renameat2"])
+        .args(["-e", "inject=rename,renameat,renameat2:delay_enter=5000000"])
+        .args(bin_argv())
+        .args(["run", "-q", "--loops", "200", "--warmup", "0", "--load", "none", "--no-store", "--json"])
+        .arg(&dest)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let staged = || -> Vec<String> {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "r.json")
+            .collect()
+    };
+    let t = Instant::now();
+    while staged().is_empty() && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!staged().is_empty(), "the document was staged under a name before its rename");
+    let run = children_of(strace.id()).into_iter().next().expect("rtgauge runs under strace");
+    // SAFETY: kill takes a pid and a signal number.
+    assert_eq!(unsafe { libc::kill(run as i32, libc::SIGKILL) }, 0);
+    let _ = strace.wait();
+    let t = Instant::now();
+    while !staged().is_empty() && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(staged().is_empty(), "left beside the destination: {:?}", staged());
+    assert_eq!(std::fs::read_to_string(&dest).unwrap(), "{\"old\": true}\n", "the old document, whole");
 }
 
 #[test]

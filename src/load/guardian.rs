@@ -1,12 +1,13 @@
 //! `rtgauge __guardian`: makes sure loads never outlive rtgauge, even when it is killed with
 //! SIGKILL. rtgauge starts it first, in a process group of its own, with a pipe on its standard
 //! input, and tells it, one line each, the run's cgroup (`cgroup VERSION PATH`), every load
-//! process group (`group PGID`) and temporary directory (`dir PATH`) it creates, and
+//! process group (`group PGID`) and temporary directory (`dir PATH`) it creates, the named
+//! file a result is staged in before it is renamed into place (`file PATH`), and
 //! `release ...` when it has cleaned one up itself, and the journal of a run's tuning
 //! (`journal PATH`). When the pipe closes — rtgauge ended, however it ended — the guardian
 //! kills everything in the cgroup still registered and removes it, kills every group still
-//! registered, removes every directory still registered, restores what the journal still holds
-//! (a run that ended normally restored it and removed it already), and exits.
+//! registered, removes every directory and file still registered, restores what the journal
+//! still holds (a run that ended normally restored it and removed it already), and exits.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
@@ -22,6 +23,7 @@ pub fn main() -> u8 {
     let mut dirs = BTreeSet::new();
     let mut cgroups = BTreeSet::new();
     let mut journals = BTreeSet::new();
+    let mut files = BTreeSet::new();
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         match line.split_once(' ') {
@@ -29,10 +31,12 @@ pub fn main() -> u8 {
             Some(("dir", d)) => drop(dirs.insert(d.to_string())),
             Some(("cgroup", c)) => drop(cgroups.insert(c.to_string())),
             Some(("journal", j)) => drop(journals.insert(j.to_string())),
+            Some(("file", f)) => drop(files.insert(f.to_string())),
             Some(("release", rest)) => match rest.split_once(' ') {
                 Some(("group", g)) => drop(g.parse::<i32>().map(|g| groups.remove(&g))),
                 Some(("dir", d)) => drop(dirs.remove(d)),
                 Some(("cgroup", c)) => drop(cgroups.remove(c)),
+                Some(("file", f)) => drop(files.remove(f)),
                 _ => {}
             },
             _ => {}
@@ -50,6 +54,9 @@ pub fn main() -> u8 {
     }
     for d in &dirs {
         let _ = std::fs::remove_dir_all(d);
+    }
+    for f in &files {
+        let _ = std::fs::remove_file(f);
     }
     // rtgauge's lock on the journal goes with its last descriptor, a moment after the pipe's.
     for j in &journals {
@@ -101,6 +108,13 @@ impl Guardian {
     }
     pub fn release_dir(&mut self, dir: &std::path::Path) {
         self.say(&format!("release dir {}", dir.display()));
+    }
+    /// A file that must not outlive rtgauge under this name (a result staged before its rename).
+    pub fn watch_file(&mut self, file: &std::path::Path) {
+        self.say(&format!("file {}", file.display()));
+    }
+    pub fn release_file(&mut self, file: &std::path::Path) {
+        self.say(&format!("release file {}", file.display()));
     }
 }
 

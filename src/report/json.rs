@@ -5,8 +5,11 @@
 //! must be writable and replaceable (in a sticky directory another user's file is not: it is
 //! then written in place). At the end the document, serialised once into memory, is written
 //! through one buffer into an unnamed file in the destination's directory (`O_TMPFILE`), which
-//! gets the old file's mode and owner, and is renamed over the destination: a reader never sees
-//! half a document, and a run killed while writing leaves nothing beside it. A symbolic link —
+//! gets the old file's mode and owner, and is linked in as the new file or renamed over the old
+//! one: a reader never sees half a document. A run killed while writing leaves nothing beside
+//! it: the unnamed file vanishes with it, and the moment the document has a name of its own
+//! before its rename (or all along, where the file system has no `O_TMPFILE`) a guardian
+//! process watches that name and removes it if rtgauge dies. A symbolic link —
 //! dangling or not — stays a link and its target gets the document; a device or FIFO
 //! (`/dev/null`) is written directly, never replaced. If writing fails anyway, the document is
 //! saved to a fallback file, which the error names.
@@ -186,15 +189,16 @@ fn unnamed_unsupported(e: &std::io::Error) -> bool {
 }
 
 fn write_replace(path: &Path, dir: &Path, keep: Option<(u32, u32, u32)>, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let staged = dir.join(format!(".{name}.{}.partial", std::process::id()));
-    let file = match crate::sys::open_unnamed_in(dir) {
+    let unnamed = match crate::sys::open_unnamed_in(dir) {
         Ok(f) => Some(f),
         Err(e) if unnamed_unsupported(&e) => None,
         Err(e) => return Err(e),
     };
+    let staged = dir.join(format!(".rtgauge-result.{}.partial", std::process::id()));
+    // A name that could outlive a SIGKILL is watched by a guardian from before it exists.
+    let mut guard = if unnamed.is_none() { StagedName::watch(&staged) } else { None };
     // Without O_TMPFILE the staged file has a name while it is written (as tempfile does).
-    let file = match file {
+    let file = match unnamed {
         Some(f) => f,
         None => OpenOptions::new().write(true).create_new(true).open(&staged)?,
     };
@@ -210,12 +214,47 @@ fn write_replace(path: &Path, dir: &Path, keep: Option<(u32, u32, u32)>, bytes: 
         file.set_permissions(std::fs::Permissions::from_mode(0o666 & !current_umask()))?;
     }
     file.sync_all()?;
-    if !staged.exists() {
+    if guard.is_none() {
+        // A new destination takes the unnamed file's name at once: nothing is ever staged.
+        if keep.is_none() {
+            match crate::sys::link_into(&file, path) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+        guard = StagedName::watch(&staged);
         crate::sys::link_into(&file, &staged)?;
     }
-    std::fs::rename(&staged, path).inspect_err(|_| {
+    let renamed = std::fs::rename(&staged, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&staged);
-    })
+    });
+    drop(guard);
+    renamed
+}
+
+/// A guardian (see `load::guardian`) that removes the staged file if rtgauge is killed between
+/// naming it and renaming it into place; best effort: without one the window stays.
+struct StagedName {
+    guardian: crate::load::guardian::Guardian,
+    path: PathBuf,
+}
+
+impl StagedName {
+    fn watch(path: &Path) -> Option<StagedName> {
+        // The guardian reads one path per line.
+        let text = path.to_str().filter(|t| !t.contains('\n'))?;
+        let exe = crate::load::manager::self_exe().ok()?;
+        let mut guardian = crate::load::guardian::Guardian::start(&exe).ok()?;
+        guardian.watch_file(Path::new(text));
+        Some(StagedName { guardian, path: path.to_path_buf() })
+    }
+}
+
+impl Drop for StagedName {
+    fn drop(&mut self) {
+        self.guardian.release_file(&self.path);
+    }
 }
 
 /// The process's umask, read from /proc (reading it with umask(2) would change it).
