@@ -250,7 +250,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
         .iter()
         .map(|&key| {
             let p = &resolved.probes[key.probe].probe;
-            SeriesPlan { key, schedule: p.schedule(), bounds: p.bounds(), events: p.events() }
+            SeriesPlan { key, schedule: p.schedule(), bounds: p.bounds(key.series), events: p.events() }
         })
         .collect();
     let mut collector = Collector::new(&series, &bounds).with_timeline(resolved.window_ns);

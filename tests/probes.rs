@@ -40,9 +40,9 @@ fn two_probes_in_one_run_keep_separate_accounting() {
     // Each counts its own periods over the same 2.2 s: 400 warm-up + 4000 at 500 us, 10 + 100 at 20 ms.
     assert_eq!((timer.warmup_samples + timer.warmup_missed, timer.samples + timer.missed), (400, 4000));
     assert_eq!((period.warmup_samples + period.warmup_missed, period.samples + period.missed), (10, 100));
-    assert_eq!(r.probes.len(), 2, "one thread per probe and CPU");
-    let names: Vec<&str> = r.combined.iter().map(|c| c.probe.as_str()).collect();
-    assert_eq!(names, ["timer", "period"], "one combined entry per probe");
+    assert_eq!(r.probes.len(), 3, "one entry per probe, series and CPU");
+    let names: Vec<String> = r.combined.iter().map(|c| c.label()).collect();
+    assert_eq!(names, ["timer", "period.cycle", "period.jitter"], "one combined entry per probe and series");
     assert!(timer.bounds.is_none());
     let bounds = period.bounds.expect("the period loop counts its bounds");
     assert_eq!((bounds.below_ns, bounds.above_ns), (16_000_000, 24_000_000), "-20 % / +20 % of 20 ms");
@@ -83,6 +83,40 @@ fn period_bounds_and_warmup_cycles_are_options() {
     assert_eq!(code, i32::from(!r.verdict.passed), "{}", String::from_utf8_lossy(&out.stderr));
     let config = &r.config.probes[0];
     assert_eq!((config.name.as_str(), config.warmup_periods, config.periods), ("period", 20, 120));
+}
+
+/// The jitter series holds the same cycles as the cycle lengths, each as its distance from the
+/// interval: the same counts, and its exact extremes follow from theirs.
+#[test]
+fn period_jitter_is_each_cycles_distance_from_the_interval() {
+    let _turn = turn();
+    let (code, doc, out) =
+        run_json(&["-D", "2s", "--warmup", "0", "--load", "none", "--measure", "period:interval=5ms@0", "--cycle-time", "1s"]);
+    let r = typed(doc);
+    let series = |name: &str| {
+        r.probes
+            .iter()
+            .find(|p| p.probe == "period" && p.series.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("period.{name}"))
+    };
+    let (cycle, jitter) = (series("cycle"), series("jitter"));
+    let interval = 5_000_000u64;
+    assert_eq!((jitter.samples, jitter.missed), (cycle.samples, cycle.missed), "the same cycles");
+    assert_eq!(cycle.samples + cycle.missed, 400, "2 s of 5 ms cycles");
+    let (min, max) = (cycle.min_ns.unwrap(), cycle.max_ns.unwrap());
+    assert_eq!(jitter.max_ns.unwrap(), (max - interval).max(interval.saturating_sub(min)), "cycles {min}..{max} ns");
+    assert!(jitter.min_ns.unwrap() <= jitter.max_ns.unwrap());
+    assert_eq!(jitter.measures.as_deref(), Some("deviation"));
+    assert!(jitter.bounds.is_none() && cycle.bounds.is_some(), "only cycle lengths are judged by the bounds");
+    // A deviation counts in no cycle-time rule but its misses: the worst case is no jitter's.
+    assert!(
+        r.verdict.checks.iter().all(|c| !(c.scope.contains("jitter") && c.expr.starts_with("max"))),
+        "{:?}",
+        r.verdict.checks
+    );
+    let summary = rtgauge::report::summary::render(&r);
+    assert!(summary.contains("Jitter (|cycle - interval|)"), "{summary}");
+    assert_eq!(code, i32::from(!r.verdict.passed), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// `--loops` counts periods of the run's interval: the first probe's own when `--interval` is not
@@ -130,6 +164,12 @@ fn a_stall_shows_in_the_period_loop_as_one_long_cycle_on_its_cpu_only() {
     assert!(hit.bounds.unwrap().above >= 1, "the long cycle is above 12 ms");
     assert!(hit.missed >= stall_ns / interval - 1, "missed {} for a {stall_ns} ns stall", hit.missed);
     assert!(calm.max_ns.unwrap() < stall_ns / 2, "cpu{calm_cpu}: longest cycle {:?}", calm.max_ns);
+    // The long cycle is the largest jitter too, on that CPU only.
+    let jitter = |cpu: usize| {
+        r.probes.iter().find(|p| p.probe == "period" && p.series.as_deref() == Some("jitter") && p.cpu == Some(cpu)).unwrap()
+    };
+    assert_eq!(jitter(hit_cpu).max_ns.unwrap(), hit.max_ns.unwrap() - interval, "the stalled cycle's jitter");
+    assert!(jitter(calm_cpu).max_ns.unwrap() < stall_ns / 2);
     for p in [hit, calm] {
         assert_eq!(p.samples + p.missed, 300, "every cycle of 3 s at 10 ms accounted");
     }

@@ -281,9 +281,9 @@ pub trait Probe: Send + Sync + std::fmt::Debug {
     fn schedule(&self) -> Schedule;
     /// Its settings, as the result's configuration records them (`interval=1ms`, ...).
     fn settings(&self) -> Vec<String>;
-    /// Bounds its values are judged by, (below, above): the collector counts the values under
-    /// the first and over the second (the period probe's short and long cycles).
-    fn bounds(&self) -> Option<(u64, u64)> {
+    /// Bounds the values of series `series` are judged by, (below, above): the collector counts
+    /// the values under the first and over the second (the period probe's short and long cycles).
+    fn bounds(&self, _series: usize) -> Option<(u64, u64)> {
         None
     }
     /// Whether its facts are events rather than periods (the noise probe's gaps over a
@@ -842,7 +842,7 @@ fn spawn_role(
         let counters = Arc::new(ThreadCounters::default());
         let mut handoff = Handoff::new(producer, counters.clone(), schedule.warmup_periods);
         // Values that are not latencies (intervals, a loop's cycle lengths) are not traced.
-        if plan.probe.measures(series).is_none() && plan.probe.bounds().is_none() {
+        if plan.probe.measures(series).is_none() && plan.probe.bounds(series).is_none() {
             handoff.trace = trigger.clone().map(|t| (t, 0, prepared.series.keys.len() as u64));
         }
         handoffs.push(handoff);

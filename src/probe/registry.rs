@@ -50,7 +50,7 @@ const PROBES: &[Entry] = &[
     },
     Entry {
         name: period::NAME,
-        series: &[],
+        series: period::SERIES,
         interval_ns: Some(period::DEFAULT_INTERVAL_NS),
         options: "interval=DURATION (10ms), below=DURATION, above=DURATION, warmup=CYCLES",
         build: build_period,

@@ -55,11 +55,12 @@ fn row(p: &ProbeResult) -> Vec<String> {
         .collect()
 }
 
-/// A period loop's cycles in the AM3356 loop's own format.
-fn cycle_report(p: &ProbeResult) -> String {
+/// A period loop's cycles in the AM3356 loop's own format, with their jitter (`jitter`: the
+/// entry of the same probe and CPU holding each cycle's distance from the interval).
+fn cycle_report(p: &ProbeResult, jitter: Option<&ProbeResult>) -> String {
     let Some(b) = p.bounds else { return String::new() };
     let ms = |ns: Option<u64>| ns.map_or("-".to_string(), |v| format!("{:.2}ms", v as f64 / 1e6));
-    format!(
+    let mut s = format!(
         "\n{} loop on {} (as the AM3356 loop reports it):\n  Cycles: {}\n  Below {}: {}\n  Above {}: {}\n  \
          Maximum cycle length: {}\n  Minimum cycle length: {}\n  Missed periods: {}\n",
         p.probe,
@@ -72,7 +73,17 @@ fn cycle_report(p: &ProbeResult) -> String {
         ms(p.max_ns),
         ms(p.min_ns),
         p.missed
-    )
+    );
+    if let Some(j) = jitter.filter(|j| j.samples > 0) {
+        let _ = writeln!(
+            s,
+            "  Jitter (|cycle - interval|): median {} µs, p99 {} µs, max {} µs",
+            opt_us(j.percentiles.get(50.0).flatten()),
+            opt_us(j.percentiles.get(99.0).flatten()),
+            opt_us(j.max_ns)
+        );
+    }
+    s
 }
 
 /// The wake-up chain's events per CPU: posted by the handler, and lost before the task took
@@ -359,7 +370,7 @@ pub fn render(r: &RunResult) -> String {
     let (header, rows) = results_table(r);
     s += &table(&header, 2..header.len(), rows);
     let cycles = r.probes.iter().any(|p| p.bounds.is_some());
-    let _ = writeln!(s, "{}", if cycles { "(latencies and cycle lengths in µs)" } else { "(latencies in µs)" });
+    let _ = writeln!(s, "{}", if cycles { "(latencies, cycle lengths and jitter in µs)" } else { "(latencies in µs)" });
     // The worst case is a latency's: a cycle length is judged by its bounds (below).
     if let Some(worst) = r.probes.iter().filter(|p| p.max_ns.is_some() && p.in_worst_case()).max_by_key(|p| p.max_ns) {
         let warmup = c.warmup.periods * c.interval_ns;
@@ -381,7 +392,8 @@ pub fn render(r: &RunResult) -> String {
         let _ = writeln!(s, "\nWorst case: {} µs on {}/{}{at}.", opt_us(worst.max_ns), worst.label(), worst.scope());
     }
     for p in r.probes.iter().filter(|p| p.bounds.is_some()) {
-        s += &cycle_report(p);
+        let jitter = r.probes.iter().find(|j| j.probe == p.probe && j.cpu == p.cpu && j.measures.as_deref() == Some("deviation"));
+        s += &cycle_report(p, jitter);
     }
     s += &chain_report(&r.probes);
     s += &sweep_report(&r.probes);
