@@ -18,3 +18,21 @@ def header(version, anchor=""):
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} · {platform.node()} · kernel {platform.release()} · "
           f"{os.cpu_count()} CPUs · {version}{anchor}")
     print(f"# command: {' '.join(sys.argv)}")
+
+
+class dma_latency_held:
+    """Holds /dev/cpu_dma_latency at 0 us while the `with` block runs (the kernel drops the
+    request when the file is closed), so a tool that does not ask for it itself (sockperf) runs
+    with the CPU idle policy rtgauge and the rt-tests tools ask for."""
+
+    def __enter__(self):
+        import struct
+        try:
+            self.fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+            os.write(self.fd, struct.pack("i", 0))
+        except OSError as e:
+            sys.exit(f"cannot hold /dev/cpu_dma_latency at 0 ({e}): run as root")
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)

@@ -8,7 +8,11 @@
   period 10ms        vs cyclictest   (a 10 ms loop; its jitter, p90 of |cycle - interval|)
   udp                vs sockperf     (UDP ping-pong across a veth pair, median round trip)
 
-Same CPU, priority (the sender / handler at 99, or 80 for the busy loops), interval and length.
+Same CPU, priority (the sender / handler at 99, or 80 for the busy loops), interval and length,
+and the same CPU idle policy: the script holds /dev/cpu_dma_latency at 0 for every row, as
+rtgauge, cyclictest, oslat and the rt-tests tools do for themselves and sockperf does not (on a
+guest whose idle driver is haltpoll, a CPU that may halt takes tens of microseconds longer to
+answer a packet).
 For the wake-up, rtgauge's `task` series (the task's wake-up - the handler's post) is the
 counterpart of the rt-tests tools' receiver latency (their JSON gives its mean to 0.01 us).
 
@@ -228,7 +232,7 @@ def main():
             rows.append(("C ping-pong (control)", "ptsematest", "mean wake-up us", control, "ptsematest"))
         return rows
 
-    with Veth() as veth:
+    with Veth() as veth, common.dma_latency_held():
         measure(a, rows(veth))
 
 

@@ -8,6 +8,7 @@
 //       the sender and blocks; the sender (woken by it, not by a timer) posts; both at FIFO 99; the
 //       receiver's wake-up - the sender's post.
 //
+// The signal is SIGUSR1 (sigwaittest's), or with WAKE_CHAIN_SIGNAL=rt SIGRTMIN+2 (rtgauge's).
 // Prints the mean in microseconds. Memory locked, /dev/cpu_dma_latency held at 0 (as rtgauge does).
 // Build: gcc -O2 -o wake_chain wake_chain.c -lpthread -lrt
 #define _GNU_SOURCE
@@ -35,6 +36,7 @@ static mqd_t mq;
 static volatile pid_t task_tid;
 static volatile uint64_t posted;
 static double sum_ns;
+static int wake_sig;
 
 static uint64_t now(void) {
     struct timespec t;
@@ -57,7 +59,7 @@ static void post(void) {
     char b[8] = {0};
     if (via == SEM) sem_post(&sem_test);
     else if (via == MQ) mq_send(mq, b, sizeof b, 0);
-    else syscall(SYS_tgkill, getpid(), task_tid, SIGUSR1);
+    else syscall(SYS_tgkill, getpid(), task_tid, wake_sig);
 }
 
 static void take(void) {
@@ -67,7 +69,7 @@ static void take(void) {
     else if (via == MQ) while (mq_receive(mq, b, sizeof b, NULL) < 0) {}
     else {
         sigemptyset(&set);
-        sigaddset(&set, SIGUSR1);
+        sigaddset(&set, wake_sig);
         while (sigwaitinfo(&set, NULL) < 0) {}
     }
 }
@@ -91,7 +93,7 @@ static void *chain_task(void *a) {
     (void)a;
     sigset_t set;
     sigemptyset(&set);
-    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, wake_sig);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     task_tid = gettid();
     rt(98);
@@ -132,6 +134,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     int chain = !strcmp(argv[1], "chain");
+    const char *which = getenv("WAKE_CHAIN_SIGNAL");
+    wake_sig = which && !strcmp(which, "rt") ? SIGRTMIN + 2 : SIGUSR1;
     via = !strcmp(argv[2], "mq") ? MQ : !strcmp(argv[2], "signal") ? SIG : SEM;
     cpu = atoi(argv[3]);
     loops = atoi(argv[4]);
@@ -157,7 +161,7 @@ int main(int argc, char **argv) {
     }
     sigset_t set;
     sigemptyset(&set);
-    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, wake_sig);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     pthread_t a, b;
     pthread_create(&b, NULL, chain ? chain_task : pingpong_receiver, NULL);

@@ -572,6 +572,16 @@ fn sigkill_while_the_result_is_written_leaves_no_stray_file() {
     }
 }
 
+/// Whether strace can follow the binary (installed, and the binary not run by an emulator);
+/// if not, says the test is skipped, and why.
+fn native_strace(why: &str) -> bool {
+    let usable = runner().is_none() && Command::new("strace").arg("-V").output().is_ok();
+    if !usable {
+        eprintln!("SKIPPED: needs strace and a native binary{why}");
+    }
+    usable
+}
+
 /// The children of process `pid` (from /proc: each process's parent).
 fn children_of(pid: u32) -> Vec<u32> {
     std::fs::read_dir("/proc")
@@ -588,8 +598,7 @@ fn children_of(pid: u32) -> Vec<u32> {
 
 #[test]
 fn sigkill_between_naming_the_result_and_its_rename_leaves_no_stray_file() {
-    if runner().is_some() || Command::new("strace").arg("-V").output().is_err() {
-        eprintln!("SKIPPED: needs strace and a native binary");
+    if !native_strace("") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -631,8 +640,7 @@ fn sigkill_between_naming_the_result_and_its_rename_leaves_no_stray_file() {
 
 #[test]
 fn the_document_is_written_through_a_buffer() {
-    if runner().is_some() || Command::new("strace").arg("-V").output().is_err() {
-        eprintln!("SKIPPED: needs strace and a native binary");
+    if !native_strace("") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -730,8 +738,7 @@ fn page_faults_while_measuring_are_counted_and_locked_memory_takes_none() {
 /// and over, no measurement thread took a page fault.
 #[test]
 fn loads_started_by_rtgauge_cost_its_measurement_threads_no_page_fault() {
-    if runner().is_some() || Command::new("strace").arg("-V").output().is_err() {
-        eprintln!("SKIPPED: needs strace and a native binary (under an emulator the page faults are the emulator's)");
+    if !native_strace(" (under an emulator the page faults are the emulator's)") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
