@@ -204,6 +204,10 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     let interrupts = Interrupts::install()?;
     let mut system = SystemInfo::probe();
     let resolved = resolve(&plan, &system)?;
+    // Between stages the run lets go of the code the last one ran (parsing and planning here,
+    // then the audit, the set-up, measuring, the report): each stage's code is resident only
+    // while it runs, so the peak of resident memory is one stage's, not all of them together.
+    sys::release_code_pages();
     // The audit, before anything is tuned: what the system is as found.
     let findings = crate::audit::checks::audit(
         &system,
@@ -215,6 +219,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     for w in &warnings {
         eprintln!("rtgauge: warning: {w}");
     }
+    sys::release_code_pages();
     // The store is checked before anything runs, and written once the threads have stopped (a
     // default store out of reach is a warning in the result).
     let store = keep.open(&mut warnings).map_err(anyhow::Error::msg)?;
@@ -286,6 +291,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     });
     let json_on_stdout = sink.as_ref().is_some_and(JsonSink::is_stdout);
     let code = report(&result, sink)?;
+    sys::release_code_pages();
     if let Some(line) = keep_result(&mut result, store, &keep).filter(|_| !plan.quiet) {
         // Where the summary went.
         if json_on_stdout {
@@ -613,6 +619,9 @@ fn lock_memory(plan: &RunPlan, system: &mut SystemInfo) -> Option<String> {
         return Some("memory not locked (--no-mlock): page faults may add latency".into());
     }
     sys::tame_malloc();
+    // The code the audit and the planning ran is not needed again while measuring: let it go
+    // before everything touched from now on is locked in memory.
+    sys::release_code_pages();
     let locked = match system.memory_lock_hazard() {
         Some(why) => Err(why),
         None => sys::lock_all_memory().map_err(|e| format!("{e}; run as root or raise RLIMIT_MEMLOCK ('ulimit -l unlimited')")),
@@ -789,6 +798,7 @@ fn measure(
     // Measuring is over: what follows need not be locked in memory (a thread still held off its
     // CPU no longer counts).
     sys::unlock_all_memory();
+    sys::release_code_pages();
     let end_ns = stopped_at.map_or(resolved.total_ns, |t| stopped_end_ns(probes, collector, t));
     for i in 0..probes.keys.len() {
         collector.close(i, &probes.counters[i], probes.finished(i), end_ns);
