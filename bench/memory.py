@@ -38,10 +38,12 @@ def peak_kib(argv):
 
 
 def mid_run_kib(argv, at_s):
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     time.sleep(at_s)
-    rss = next(int(l.split()[1]) for l in open(f"/proc/{p.pid}/status") if l.startswith("VmRSS:"))
-    p.wait()
+    rss = next((int(l.split()[1]) for l in open(f"/proc/{p.pid}/status") if l.startswith("VmRSS:")), None)
+    err = p.communicate()[1]
+    if rss is None:  # it ended before (a zombie has no VmRSS)
+        sys.exit(f"memory.py: {' '.join(argv)} ended before {at_s} s, status {p.returncode}: {err.strip()}")
     return rss
 
 
