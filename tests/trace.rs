@@ -76,6 +76,16 @@ fn trace_names_an_injected_culprit_with_the_stalls_duration() {
             continue;
         }
         assert_eq!(c["latency_ns"].as_u64(), Some(worst), "the worst case is the one explained");
+        // A trace that begins inside the window saw only the stall's end, and says so. It happens
+        // when the worst case came while the CPU's other instance was still being read: it is
+        // deferred, and the instance that recorded through it records on until the collector
+        // has read the other one; on a loaded host under an emulator that took seconds, and the
+        // ring buffer wrapped past the window's start (CI, armv7 under qemu-user beside
+        // stress-ng: a 203 ms latency, trace from 8 ms before its end). Then again.
+        if c["trace_from_ns"].as_u64().unwrap_or(0) > u(&c["window_start_ns"]) && attempt < 3 {
+            eprintln!("attempt {attempt}: the trace began inside the window: {c}; again");
+            continue;
+        }
         let k = &c["culprit"];
         assert_eq!(k["comm"], "rtgauge-stall", "{c}");
         assert_eq!(k["pid"], stall["tid"], "the stall's own thread: {c}");
