@@ -227,7 +227,8 @@ pub struct RunArgs {
     /// FIFO 99 woken by a timer wakes a task at FIFO 98: series chain, handler, task; interval= or
     /// rate=, via=eventfd|futex|pipe|mq|signal|sem|pi-mutex, cross (the task on the next CPU),
     /// priority=99; rate=sweep raises the rate step by step to find the highest sustained:
-    /// rates=1k/2k/.../150k, bound=, all), noise (a busy loop's gaps over a threshold, as oslat:
+    /// rates=1k/2k/.../150k, bound=, all; shape=ping-pong times rt-tests' shape instead, a
+    /// receiver and a sender both at priority=: series pong, ping), noise (a busy loop's gaps over a threshold, as oslat:
     /// threshold=1us; give it CPUs of its own), udp (round trips to 'rtgauge udp-echo' on another
     /// host: target=ADDR:PORT, rate=1000 or interval=, size=64, busy-poll=, so-priority=), event
     /// (external events on one CPU: gpio=CHIP:LINE with edge=, bias=, or uio=/dev/uioN with

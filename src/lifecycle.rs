@@ -214,7 +214,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
         &crate::audit::checks::Scope { cpus: resolved.cpus.clone(), priority: plan.priority },
     );
     let sink = plan.json.as_ref().map(JsonSink::open).transpose()?;
-    let mut warnings = load_priority_warnings(&plan, &resolved.cpus, &resolved.load_specs, &system);
+    let mut warnings = load_priority_warnings(&plan, &resolved.probes, &resolved.load_specs, &system);
     warnings.extend(busy_loop_warnings(&resolved.probes));
     for w in &warnings {
         eprintln!("rtgauge: warning: {w}");
@@ -559,32 +559,40 @@ fn load_failure_warnings(records: &[crate::load::manager::LoadRecord]) -> Vec<St
         .collect()
 }
 
-/// Warnings known before the run starts: a load at or above the measurement's priority on a
-/// measured CPU holds the measurement off that CPU.
-fn load_priority_warnings(plan: &RunPlan, cpus: &[usize], specs: &[LoadSpec], system: &SystemInfo) -> Vec<String> {
+/// Warnings known before the run starts: a load at or above the priority of a measurement
+/// thread on a measured CPU it may run on holds that thread off the CPU (each probe's threads at
+/// their own priority: the wake-up probe's `priority=`, else the run's).
+fn load_priority_warnings(plan: &RunPlan, probes: &[ProbePlan], specs: &[LoadSpec], system: &SystemInfo) -> Vec<String> {
     use crate::load::spec::LoadPolicy;
     // A SCHED_DEADLINE thread runs ahead of every FIFO/RR load.
     if !plan.policy.has_priority() {
         return Vec::new();
     }
     let load_cpus = plan.load_cpus.clone().unwrap_or_else(|| system.allowed_cpus.clone());
-    let shared: Vec<usize> = cpus.iter().copied().filter(|c| load_cpus.contains(c)).collect();
-    if shared.is_empty() {
-        return Vec::new();
+    // The lowest priority of a measurement thread on each measured CPU the loads may run on.
+    let mut lowest = std::collections::BTreeMap::<usize, i32>::new();
+    for p in probes {
+        let priority = p.probe.lowest_priority().unwrap_or(plan.priority);
+        for &c in p.cpus.iter().filter(|c| load_cpus.contains(c)) {
+            let l = lowest.entry(c).or_insert(priority);
+            *l = (*l).min(priority);
+        }
     }
     specs
         .iter()
-        .filter_map(|s| match s.policy {
-            Some(LoadPolicy::Fifo(p)) | Some(LoadPolicy::Rr(p)) if p >= plan.priority => Some(format!(
-                "load '{}' runs at RT priority {p}, at or above the measurement's {} {}, on measured CPUs {}: \
+        .filter_map(|s| {
+            let (Some(LoadPolicy::Fifo(p)) | Some(LoadPolicy::Rr(p))) = s.policy else { return None };
+            let held: Vec<(usize, i32)> = lowest.iter().filter(|(_, &l)| p >= l).map(|(&c, &l)| (c, l)).collect();
+            let below = held.iter().map(|&(_, l)| l).min()?;
+            let cpus: Vec<usize> = held.iter().map(|&(c, _)| c).collect();
+            Some(format!(
+                "load '{}' runs at RT priority {p}, at or above the measurement's {} {below}, on measured CPUs {}: \
                  while it runs it holds the measurement off those CPUs (their periods count as missed); \
                  lower its priority or move it with --load-cpus",
                 s.text,
                 plan.policy.kernel_name(),
-                plan.priority,
-                format_cpu_list(&shared)
-            )),
-            _ => None,
+                format_cpu_list(&cpus)
+            ))
         })
         .collect()
 }

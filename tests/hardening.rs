@@ -84,6 +84,49 @@ fn an_rt_load_at_priority_99_on_every_measured_cpu_ends_on_time_with_every_perio
     assert!(doc["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("at or above")));
 }
 
+/// The warning compared every load with the run's priority (80), not the threads' own: a FIFO 90
+/// load beside the wake-up chain (handler 99, task 98) was said to hold it off, and a FIFO 60 one
+/// beside `wakeup:priority=50` (task 49), which does, went unwarned.
+#[test]
+fn a_load_is_warned_about_by_the_priority_of_the_measurement_threads_it_can_hold_off() {
+    let warned = |measure: &[&str], load: &str| -> Vec<String> {
+        let mut args = vec!["run", "-q", "--no-store", "--loops", "50", "--warmup", "0", "--json", "-", "--load", load];
+        for m in measure {
+            args.extend(["--measure", m]);
+        }
+        let out = rtgauge(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{measure:?} {load}: {}", String::from_utf8_lossy(&out.stderr));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        doc["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap().to_string())
+            .filter(|w| w.contains("at or above"))
+            .collect()
+    };
+    let _t = turn();
+    let cpu = online_cpus()[0].to_string();
+    // Below the chain's task (98): nothing to warn about, though above the run's 80.
+    assert_eq!(warned(&[&format!("wakeup@{cpu}")], "none"), Vec::<String>::new());
+    let w = warned(&[&format!("wakeup@{cpu}")], "timers:count=1,period=1ms,policy=fifo:90");
+    assert!(w.is_empty(), "a FIFO 90 load is below the chain's threads (99, 98): {w:?}");
+    // At or above its task (49), on its CPU only: the timer elsewhere (80) is above the load.
+    let other = online_cpus().iter().find(|&&c| c.to_string() != cpu).map(|c| c.to_string());
+    let mut measure = vec![format!("wakeup:priority=50@{cpu}")];
+    measure.extend(other.iter().map(|c| format!("timer@{c}")));
+    let m: Vec<&str> = measure.iter().map(String::as_str).collect();
+    let w = warned(&m, "timers:count=1,period=1ms,policy=fifo:60");
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].contains("the measurement's SCHED_FIFO 49, on measured CPUs ") && w[0].contains(&format!("CPUs {cpu}:")),
+        "{w:?}"
+    );
+    // The ping-pong's threads both run at its priority.
+    let w = warned(&[&format!("wakeup:shape=ping-pong,priority=60@{cpu}")], "timers:count=1,period=1ms,policy=fifo:60");
+    assert!(w.len() == 1 && w[0].contains("SCHED_FIFO 60"), "{w:?}");
+}
+
 #[test]
 fn ctrl_c_stops_a_run_whose_cpus_an_rt_load_holds() {
     if emulated() {

@@ -40,6 +40,8 @@ fn documents_validate_against_the_schema_and_every_field_is_described() {
         "none",
     ]);
     let (_, wakeup, _) = run_json(&["--loops", "30", "--warmup", "0", "--cpus", "0", "--measure", "wakeup", "--load", "none"]);
+    let ping_pong = ["--loops", "30", "--warmup", "0", "--measure", "wakeup:shape=ping-pong@0", "--load", "none"];
+    let (_, ping_pong, _) = run_json(&ping_pong);
     let (_, noise, _) = run_json(&["--loops", "30", "--warmup", "0", "--measure", "noise:threshold=100ns@0", "--load", "none"]);
     let sweep = ["--measure", "wakeup:rate=sweep,rates=500/1000,all@0", "--require", "wakeup.rate>=500"];
     let (_, sweep, _) = run_json(&[&["-D", "300ms", "--warmup", "0", "--load", "none"][..], &sweep].concat());
@@ -57,7 +59,7 @@ fn documents_validate_against_the_schema_and_every_field_is_described() {
     if std::fs::read_to_string("/proc/filesystems").unwrap_or_default().contains("tracefs") {
         assert!(!traced["trace"]["captures"].as_array().unwrap().is_empty(), "{}", traced["trace"]);
     }
-    for doc in [&complete, &other, &period, &wakeup, &noise, &udp, &sweep, &traced] {
+    for doc in [&complete, &other, &period, &wakeup, &ping_pong, &noise, &udp, &sweep, &traced] {
         let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
         assert!(errors.is_empty(), "schema violations: {errors:#?}");
         let mut names = Default::default();

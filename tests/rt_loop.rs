@@ -103,22 +103,37 @@ fn trace_the_loop(method: &str, arms: &[&str], waits: &str) {
     }
 }
 
+/// Each wake-up mechanism with its posting calls and its waiting calls, as strace names them.
+const WAKE_CALLS: &[(&str, &[&str], &[&str])] = &[
+    ("eventfd", &["write("], &["read("]),
+    ("futex", &["futex("], &["futex("]),
+    ("pipe", &["write("], &["read("]),
+    ("mq", &["mq_timedsend("], &["mq_timedreceive("]),
+    ("signal", &["tgkill("], &["rt_sigtimedwait("]),
+    ("sem", &["futex("], &["futex("]),
+    ("pi-mutex", &["futex("], &["futex("]),
+];
+
+/// Asserts that a thread's `calls` between its first and last call of `first` (its loop) are all
+/// `allowed`; `who` names it.
+fn only(calls: &[String], first: &[&str], allowed: &[&str], who: &str) {
+    let from = calls.iter().position(|c| first.iter().any(|f| c.starts_with(f))).unwrap();
+    // The thread's teardown ends the loop: its page-fault reading (with no warm-up the only
+    // other is before the loop), its signal stack, its stack; a futex call after it is the
+    // thread's exit waking its joiner, not the loop's.
+    let teardown = ["getrusage(RUSAGE_THREAD", "sigaltstack(", "munmap(", "madvise("];
+    let end = calls[from..].iter().position(|c| teardown.iter().any(|t| c.starts_with(t))).map_or(calls.len(), |e| from + e);
+    let to = from + calls[from..end].iter().rposition(|c| first.iter().any(|f| c.starts_with(f))).unwrap();
+    let others: Vec<&String> = calls[from..=to].iter().filter(|c| !allowed.iter().any(|a| c.starts_with(a))).collect();
+    assert!(others.is_empty(), "{who} made other system calls inside its loop: {others:?}");
+}
+
 /// The wake-up chain's two loops, for every mechanism: the handler only reads its periodic
 /// timer (which the kernel re-arms: the handler programs no timer) and posts, the task only waits (and, for the PI locks, hands its lock back); nothing else — no allocation,
 /// no output — between their first and last such call.
 #[test]
 fn the_wakeup_handler_and_task_make_only_their_mechanisms_calls() {
-    // (via, the handler's posting calls, the task's waiting calls)
-    let cases: &[(&str, &[&str], &[&str])] = &[
-        ("eventfd", &["write("], &["read("]),
-        ("futex", &["futex("], &["futex("]),
-        ("pipe", &["write("], &["read("]),
-        ("mq", &["mq_timedsend("], &["mq_timedreceive("]),
-        ("signal", &["tgkill("], &["rt_sigtimedwait("]),
-        ("sem", &["futex("], &["futex("]),
-        ("pi-mutex", &["futex("], &["futex("]),
-    ];
-    for &(via, posts, waits) in cases {
+    for &(via, posts, waits) in WAKE_CALLS {
         let measure = format!("wakeup:via={via}@0");
         let args = ["--loops", "200", "--warmup", "0", "--load", "none", "--measure", &measure];
         let Some((by_thread, doc)) = traced(&args) else { return };
@@ -132,22 +147,33 @@ fn the_wakeup_handler_and_task_make_only_their_mechanisms_calls() {
             .iter()
             .find(|(_, c)| !c.iter().any(|c| c.starts_with(arms)) && c.iter().any(|c| waits.iter().any(|w| c.starts_with(w))))
             .unwrap_or_else(|| panic!("{via}: a task thread waiting with {waits:?}"));
-        let only = |calls: &Vec<String>, first: &[&str], allowed: &[&str], who: &str| {
-            let from = calls.iter().position(|c| first.iter().any(|f| c.starts_with(f))).unwrap();
-            // The thread's teardown ends the loop: its page-fault reading (with no warm-up the only
-            // other is before the loop), its signal stack, its stack; a futex call after it is the
-            // thread's exit waking its joiner, not the loop's.
-            let teardown = ["getrusage(RUSAGE_THREAD", "sigaltstack(", "munmap(", "madvise("];
-            let end =
-                calls[from..].iter().position(|c| teardown.iter().any(|t| c.starts_with(t))).map_or(calls.len(), |e| from + e);
-            let to = from + calls[from..end].iter().rposition(|c| first.iter().any(|f| c.starts_with(f))).unwrap();
-            let others: Vec<&String> = calls[from..=to].iter().filter(|c| !allowed.iter().any(|a| c.starts_with(a))).collect();
-            assert!(others.is_empty(), "{via}: the {who} made other system calls inside its loop: {others:?}");
-        };
-        only(handler, &["read("], &[&["read("][..], posts].concat(), "handler");
-        only(task, waits, waits, "task");
+        only(handler, &["read("], &[&["read("][..], posts].concat(), &format!("{via}: the handler"));
+        only(task, waits, waits, &format!("{via}: the task"));
         let chain = doc["probes"].as_array().unwrap().iter().find(|p| p["series"] == "chain").unwrap();
         assert_eq!(u(&chain["samples"]) + u(&chain["missed"]), 200, "{via}");
+    }
+}
+
+/// A ping-pong's two loops (`shape=ping-pong`), for every mechanism: the receiver only reads its
+/// periodic timer, posts and waits for the reply; the sender only waits and posts back.
+#[test]
+fn the_ping_pong_receiver_and_sender_make_only_their_mechanisms_calls() {
+    for &(via, posts, waits) in WAKE_CALLS {
+        let measure = format!("wakeup:shape=ping-pong,via={via}@0");
+        let args = ["--loops", "200", "--warmup", "0", "--load", "none", "--measure", &measure];
+        let Some((by_thread, doc)) = traced(&args) else { return };
+        let arms = "timerfd_settime(";
+        let rt: Vec<(&u32, &Vec<String>)> =
+            by_thread.iter().filter(|(_, c)| c.iter().any(|c| c.starts_with("sched_setscheduler"))).collect();
+        let (_, receiver) = rt.iter().find(|(_, c)| c.iter().any(|c| c.starts_with(arms))).expect("a receiver thread");
+        let (_, sender) = rt
+            .iter()
+            .find(|(_, c)| !c.iter().any(|c| c.starts_with(arms)) && c.iter().any(|c| waits.iter().any(|w| c.starts_with(w))))
+            .unwrap_or_else(|| panic!("{via}: a sender thread waiting with {waits:?}"));
+        only(receiver, &["read("], &[&["read("][..], posts, waits].concat(), &format!("{via}: the receiver"));
+        only(sender, waits, &[waits, posts].concat(), &format!("{via}: the sender"));
+        let pong = doc["probes"].as_array().unwrap().iter().find(|p| p["series"] == "pong").unwrap();
+        assert_eq!(u(&pong["samples"]) + u(&pong["missed"]), 200, "{via}");
     }
 }
 

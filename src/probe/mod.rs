@@ -322,6 +322,11 @@ pub trait Probe: Send + Sync + std::fmt::Debug {
     fn steps(&self) -> Vec<Step> {
         Vec::new()
     }
+    /// The lowest RT priority of its threads when it sets its own (the wake-up probe's
+    /// `priority=`: its chain's task runs one below); `None`: they run at the run's.
+    fn lowest_priority(&self) -> Option<i32> {
+        None
+    }
     /// Checks the CPUs the probe is to measure on, before anything runs (`cross` needs two).
     fn check_cpus(&self, _cpus: &[usize]) -> Result<(), String> {
         Ok(())

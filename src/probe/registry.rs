@@ -32,8 +32,10 @@ type Builder = fn(&MeasureSpec, RunTiming) -> Result<Arc<dyn Probe>, String>;
 /// A probe's entry: name, options it accepts (for messages), constructor.
 struct Entry {
     name: &'static str,
-    /// Its series (see `Probe::series`), for requirements that name one.
-    series: &'static [&'static str],
+    /// Its series (see `Probe::series`) in each shape it can take (the wake-up probe's chain
+    /// and ping-pong; the event probe's GPIO line and UIO device), the headline first: for
+    /// requirements that name one, and to tell a headline.
+    shapes: &'static [&'static [&'static str]],
     /// Its interval unless its options set one; `None`: the run's (`--interval`).
     interval_ns: Option<u64>,
     options: &'static str,
@@ -43,36 +45,37 @@ struct Entry {
 const PROBES: &[Entry] = &[
     Entry {
         name: timer::NAME,
-        series: &[],
+        shapes: &[&[]],
         interval_ns: None,
         options: "interval=DURATION, wait=nanosleep-abs|nanosleep-rel|timerfd|posix-timer|select|poll|itimer",
         build: build_timer,
     },
     Entry {
         name: period::NAME,
-        series: period::SERIES,
+        shapes: &[period::SERIES],
         interval_ns: Some(period::DEFAULT_INTERVAL_NS),
         options: "interval=DURATION (10ms), below=DURATION, above=DURATION, warmup=CYCLES",
         build: build_period,
     },
     Entry {
         name: wakeup::NAME,
-        series: wakeup::SERIES,
+        shapes: &[wakeup::SERIES, wakeup::PING_PONG_SERIES],
         interval_ns: None,
         options: "interval=DURATION or rate=PER_SECOND or rate=sweep (with rates=1k/2k/.../150k, bound=DURATION, all), \
-                  via=eventfd|futex|pipe|mq|signal|sem|pi-mutex, cross, priority=2..99 (99)",
+                  via=eventfd|futex|pipe|mq|signal|sem|pi-mutex, shape=chain|ping-pong (chain), cross, \
+                  priority=2..99 (99)",
         build: build_wakeup,
     },
     Entry {
         name: noise::NAME,
-        series: &[],
+        shapes: &[&[]],
         interval_ns: None,
         options: "threshold=DURATION (1us), interval=DURATION (the window events are placed in)",
         build: build_noise,
     },
     Entry {
         name: udp::NAME,
-        series: &[],
+        shapes: &[&[]],
         interval_ns: None,
         options: "target=ADDR:PORT (an 'rtgauge udp-echo'), rate=PER_SECOND or interval=DURATION, size=BYTES (64), \
                   busy-poll=DURATION, so-priority=N",
@@ -80,7 +83,7 @@ const PROBES: &[Entry] = &[
     },
     Entry {
         name: event::NAME,
-        series: event::UIO_SERIES,
+        shapes: &[&[], event::UIO_SERIES],
         interval_ns: None,
         options: "gpio=/dev/gpiochipN:LINE with edge=rising|falling|both (rising) and bias=pull-up|pull-down|disabled, \
                   or uio=/dev/uioN with \
@@ -94,9 +97,24 @@ pub fn default_spec() -> MeasureSpec {
     parse(timer::NAME).expect("the default probe parses")
 }
 
-/// The series of probe `name` (empty: one, unnamed), or `None` for no such probe.
-pub fn series_of(name: &str) -> Option<&'static [&'static str]> {
-    PROBES.iter().find(|e| e.name == name).map(|e| e.series)
+/// Every series probe `name` may report, in any of its shapes (empty: one, unnamed), or `None`
+/// for no such probe.
+pub fn series_of(name: &str) -> Option<Vec<&'static str>> {
+    let entry = PROBES.iter().find(|e| e.name == name)?;
+    let mut all: Vec<&'static str> = Vec::new();
+    for s in entry.shapes.iter().flat_map(|shape| shape.iter()) {
+        if !all.contains(s) {
+            all.push(s);
+        }
+    }
+    Some(all)
+}
+
+/// Whether `series` is a headline of probe `name`: the first series of one of its shapes, or
+/// the only, unnamed one (`None`) of a shape that has no names.
+pub fn is_headline(name: &str, series: Option<&str>) -> bool {
+    let Some(entry) = PROBES.iter().find(|e| e.name == name) else { return false };
+    entry.shapes.iter().any(|shape| shape.first().copied() == series)
 }
 
 /// The names of every probe, for help and messages.
@@ -257,8 +275,8 @@ fn build_period(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>,
     Ok(Arc::new(period::PeriodProbe { schedule, below_ns, above_ns }))
 }
 
-/// `wakeup[:interval=1ms|rate=1000|rate=sweep,via=eventfd,cross,priority=99]`; a sweep takes
-/// `rates=1k/2k/...`, `bound=DURATION` and `all`.
+/// `wakeup[:interval=1ms|rate=1000|rate=sweep,via=eventfd,shape=chain|ping-pong,cross,priority=99]`;
+/// a sweep (of the chain) takes `rates=1k/2k/...`, `bound=DURATION` and `all`.
 fn build_wakeup(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
     let mut p = wakeup::WakeupProbe {
         schedule: schedule(timing, timing.interval_ns),
@@ -266,6 +284,7 @@ fn build_wakeup(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>,
         cross: false,
         priority: wakeup::DEFAULT_PRIORITY,
         sweep: None,
+        shape: wakeup::Shape::Chain,
     };
     let (mut swept, mut rates, mut bound, mut all, mut paced) = (false, None, None, false, None);
     for (k, v) in &spec.options {
@@ -300,15 +319,24 @@ fn build_wakeup(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>,
                     format!("--measure '{}': via={v} is not a wake-up mechanism; choose one of {}", spec.text, names.join(", "))
                 })?
             }
+            "shape" => {
+                p.shape = named(wakeup::SHAPES, v).ok_or_else(|| {
+                    format!(
+                        "--measure '{}': shape={v} is not a shape; choose chain (a handler woken by its timer wakes \
+                         a task) or ping-pong (rt-tests' receiver and sender)",
+                        spec.text
+                    )
+                })?
+            }
             "cross" if v.is_empty() || v == "yes" => p.cross = true,
             "cross" if v == "no" => p.cross = false,
             "cross" => {
-                return Err(format!("--measure '{}': write 'cross' alone (the task on the next CPU), not cross={v}", spec.text))
+                return Err(format!("--measure '{}': write 'cross' alone (the task, or ping-pong's sender, on the next CPU), not cross={v}", spec.text))
             }
             "priority" => {
                 p.priority = v.parse().ok().filter(|n| (2..=99).contains(n)).ok_or_else(|| {
                     format!(
-                    "--measure '{}': priority={v} is not an RT priority within 2..99 (the task runs one below); e.g. priority=99",
+                    "--measure '{}': priority={v} is not an RT priority within 2..99 (the chain's task runs one below); e.g. priority=99",
                     spec.text
                 )
                 })?
@@ -319,6 +347,12 @@ fn build_wakeup(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>,
     p.schedule = paced.unwrap_or(p.schedule);
     if !swept && (rates.is_some() || bound.is_some() || all) {
         return Err(format!("--measure '{}': rates=, bound= and all are for a sweep; add rate=sweep", spec.text));
+    }
+    if swept && p.shape != wakeup::Shape::Chain {
+        return Err(format!(
+            "--measure '{}': rate=sweep raises the chain's rate; drop shape=ping-pong, or time ping-pong at one rate",
+            spec.text
+        ));
     }
     if swept {
         let rates = rates.as_deref().unwrap_or(wakeup::sweep::DEFAULT_RATES);

@@ -301,9 +301,10 @@ impl ProbeResult {
         self.bounds.is_none() && self.measures.is_none() && self.sweep.is_none()
     }
 
-    /// Whether this is its probe's headline series (the wake-up chain's `chain`; a probe's only one).
+    /// Whether this is its probe's headline series (the wake-up chain's `chain`, its ping-pong's
+    /// `pong`; a probe's only one).
     pub fn is_headline(&self) -> bool {
-        crate::probe::registry::series_of(&self.probe).and_then(|s| s.first().copied()) == self.series.as_deref()
+        crate::probe::registry::is_headline(&self.probe, self.series.as_deref())
     }
 
     /// Where this result stands, for messages: `cpu3` or `all CPUs`.

@@ -205,9 +205,17 @@ impl WakeChannel {
     /// Wakes the task for the last time (the handler, when it ends); no PI lock stays held.
     pub fn finish(&self, state: u32) {
         if self.method == WakeMethod::PiMutex {
-            pi_unlock(&self.pi[state as usize & 1], self.handler_tid.load(Ordering::Relaxed));
+            self.release(state);
         } else {
             self.signal_task();
+        }
+    }
+
+    /// Lets go of what the poster holds without waking anyone (a ping-pong's sender, when its
+    /// receiver has ended): the PI method's lock; nothing for the others.
+    pub fn release(&self, state: u32) {
+        if self.method == WakeMethod::PiMutex {
+            pi_unlock(&self.pi[state as usize & 1], self.handler_tid.load(Ordering::Relaxed));
         }
     }
 

@@ -18,10 +18,16 @@
 //! With `rate=sweep` ([`sweep`]) the handler raises its rate step by step instead, and the
 //! facts are events placed by their deadline.
 //!
+//! With `shape=ping-pong` ([`pingpong`]) it times the other shape, the one rt-tests' ptsematest,
+//! pmqtest and sigwaittest time: a receiver woken by its timer wakes a sender and blocks; the
+//! sender posts back at once; `pong` is the receiver's wake-up − the sender's post (a thread
+//! that blocked microseconds before), `ping` the sender's wake-up − the receiver's post.
+//!
 //! Both loops allocate nothing, lock nothing (the `pi-mutex` mechanism is the measured object,
 //! not a lock around data) and print nothing; the event's number and post time pass through a
 //! sequence lock of atomics.
 
+pub mod pingpong;
 pub mod sweep;
 
 use super::seqlock::SeqFacts;
@@ -36,6 +42,8 @@ use sweep::Sweep;
 pub const NAME: &str = "wakeup";
 /// Its series, the headline first; indices [`CHAIN`], [`HANDLER`], [`TASK`].
 pub const SERIES: &[&str] = &["chain", "handler", "task"];
+/// The series of `shape=ping-pong`, the headline first ([`pingpong`]).
+pub const PING_PONG_SERIES: &[&str] = &["pong", "ping"];
 const CHAIN: usize = 0;
 const HANDLER: usize = 1;
 const TASK: usize = 2;
@@ -53,6 +61,18 @@ pub const VIA: &[(&str, WakeMethod)] = &[
     ("pi-mutex", WakeMethod::PiMutex),
 ];
 
+/// What is timed: the chain (a handler woken by its timer wakes a task that last ran an
+/// interval before), or rt-tests' ping-pong (a sender posts back to a receiver that blocked on it
+/// microseconds before).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Chain,
+    PingPong,
+}
+
+/// The shapes by name (`wakeup:shape=NAME`).
+pub const SHAPES: &[(&str, Shape)] = &[("chain", Shape::Chain), ("ping-pong", Shape::PingPong)];
+
 /// The wake-up chain probe, resolved before the run.
 #[derive(Debug, Clone, Copy)]
 pub struct WakeupProbe {
@@ -64,6 +84,8 @@ pub struct WakeupProbe {
     pub priority: i32,
     /// With `rate=sweep`: the rates it steps through (its schedule's periods are then windows).
     pub sweep: Option<Sweep>,
+    /// The chain, or rt-tests' ping-pong (never swept).
+    pub shape: Shape,
 }
 
 impl Probe for WakeupProbe {
@@ -84,15 +106,29 @@ impl Probe for WakeupProbe {
                 format!("rate=sweep: {}/s, {} each, bound {bound}, {until}", rates.join("/"), Nanos(s.step_ns))
             }
         };
-        vec![
-            rate,
-            format!("via={via}"),
-            format!("task={}", if self.cross { "next CPU" } else { "same CPU" }),
-            format!("priority={} (task {})", self.priority, self.priority - 1),
-        ]
+        let on = if self.cross { "next CPU" } else { "same CPU" };
+        match self.shape {
+            Shape::Chain => vec![
+                rate,
+                format!("via={via}"),
+                "shape=chain".to_string(),
+                format!("task={on}"),
+                format!("priority={} (task {})", self.priority, self.priority - 1),
+            ],
+            Shape::PingPong => vec![
+                rate,
+                format!("via={via}"),
+                "shape=ping-pong".to_string(),
+                format!("sender={on}"),
+                format!("priority={} (receiver and sender)", self.priority),
+            ],
+        }
     }
     fn series(&self) -> &'static [&'static str] {
-        SERIES
+        match self.shape {
+            Shape::Chain => SERIES,
+            Shape::PingPong => PING_PONG_SERIES,
+        }
     }
     fn events(&self) -> bool {
         self.sweep.is_some()
@@ -110,6 +146,12 @@ impl Probe for WakeupProbe {
             })
             .collect()
     }
+    fn lowest_priority(&self) -> Option<i32> {
+        Some(match self.shape {
+            Shape::Chain => self.priority - 1,
+            Shape::PingPong => self.priority,
+        })
+    }
     fn check_cpus(&self, cpus: &[usize]) -> Result<(), String> {
         match cpus.first() {
             Some(&c) if self.cross => next_cpu(c, cpus).map(|_| ()),
@@ -119,9 +161,10 @@ impl Probe for WakeupProbe {
     fn instance(&self, cpu: usize, cpus: &[usize]) -> Result<Vec<Role>, String> {
         let task_cpu = if self.cross { next_cpu(cpu, cpus)? } else { cpu };
         let via = self.via_name();
-        let channel = WakeChannel::new(self.via).map_err(|e| {
-            format!("via={via}: cannot make its wake-up channel ({e}); choose another mechanism, e.g. via=eventfd")
-        })?;
+        let channel = self.channel()?;
+        if self.shape == Shape::PingPong {
+            return Ok(pingpong::roles(self, (cpu, task_cpu), channel, self.channel()?));
+        }
         let shared = Arc::new(Shared::new(channel));
         let (schedule, sweep, s1, s2) = (self.schedule, self.sweep, shared.clone(), shared);
         Ok(vec![
@@ -131,11 +174,8 @@ impl Probe for WakeupProbe {
                 priority: Some(self.priority),
                 series: vec![HANDLER],
                 setup: Box::new(move || {
-                    s1.channel.handler_setup().map_err(|e| {
-                        format!("via={via}: the handler cannot take its lock ({e}); choose another mechanism, e.g. via=futex")
-                    })?;
-                    let timer = sys::PeriodicTimer::new()
-                        .map_err(|e| format!("the handler cannot make its timerfd ({e}): this kernel lacks CONFIG_TIMERFD"))?;
+                    poster_setup(&s1.channel, via, "handler")?;
+                    let timer = periodic_timer("handler")?;
                     Ok(match sweep {
                         None => Box::new(HandlerLoop { schedule, timer, shared: s1 }) as Box<dyn RtLoop>,
                         Some(sweep) => Box::new(SweepHandlerLoop { sweep, timer, shared: s1 }),
@@ -148,11 +188,7 @@ impl Probe for WakeupProbe {
                 priority: Some(self.priority - 1),
                 series: vec![CHAIN, TASK],
                 setup: Box::new(move || {
-                    s2.channel.task_setup().map_err(|e| {
-                        format!(
-                            "via={via}: the task cannot prepare its wake-up ({e}); choose another mechanism, e.g. via=eventfd"
-                        )
-                    })?;
+                    waiter_setup(&s2.channel, via, "task")?;
                     Ok(match sweep {
                         None => Box::new(TaskLoop { shared: s2 }) as Box<dyn RtLoop>,
                         Some(sweep) => Box::new(SweepTaskLoop { sweep, shared: s2 }),
@@ -168,6 +204,33 @@ impl WakeupProbe {
     fn via_name(&self) -> &'static str {
         VIA.iter().find(|(_, m)| *m == self.via).map_or("?", |(n, _)| n)
     }
+
+    /// A new one-way channel of the probe's mechanism.
+    fn channel(&self) -> Result<WakeChannel, String> {
+        WakeChannel::new(self.via).map_err(|e| {
+            let via = self.via_name();
+            format!("via={via}: cannot make its wake-up channel ({e}); choose another mechanism, e.g. via=eventfd")
+        })
+    }
+}
+
+/// In the thread that posts on `channel` (`who`, for the message), before the run.
+fn poster_setup(channel: &WakeChannel, via: &str, who: &str) -> Result<(), String> {
+    channel
+        .handler_setup()
+        .map_err(|e| format!("via={via}: the {who} cannot take its lock ({e}); choose another mechanism, e.g. via=futex"))
+}
+
+/// In the thread that waits on `channel` (`who`, for the message), before the run.
+fn waiter_setup(channel: &WakeChannel, via: &str, who: &str) -> Result<(), String> {
+    channel
+        .task_setup()
+        .map_err(|e| format!("via={via}: the {who} cannot prepare its wake-up ({e}); choose another mechanism, e.g. via=eventfd"))
+}
+
+/// The periodic timer that wakes the thread `who`.
+fn periodic_timer(who: &str) -> Result<sys::PeriodicTimer, String> {
+    sys::PeriodicTimer::new().map_err(|e| format!("the {who} cannot make its timerfd ({e}): this kernel lacks CONFIG_TIMERFD"))
 }
 
 /// The CPU after `cpu` in the probe's list, wrapping around.
@@ -175,7 +238,7 @@ fn next_cpu(cpu: usize, cpus: &[usize]) -> Result<usize, String> {
     let i = cpus.iter().position(|&c| c == cpu).unwrap_or(0);
     match cpus.get((i + 1) % cpus.len().max(1)) {
         Some(&next) if next != cpu => Ok(next),
-        _ => Err("'cross' puts the task on another CPU of the probe's, but it has only one; \
+        _ => Err("'cross' puts the task (ping-pong's sender) on another CPU of the probe's, but it has only one; \
                   e.g. --measure wakeup:cross@0-1"
             .to_string()),
     }
