@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """rtgauge's probes beside the established tool for each, alternating A/B runs in one script:
 
-  wakeup via=sem     vs ptsematest   (thread -> thread wake-up through a lock, one CPU)
-  wakeup via=mq      vs pmqtest      (POSIX message queue)
-  wakeup via=signal  vs sigwaittest  (signal taken with sigwait)
+  wakeup shape=ping-pong via=sem     vs ptsematest   (thread -> thread wake-up through a lock, one CPU)
+  wakeup shape=ping-pong via=mq      vs pmqtest      (POSIX message queue)
+  wakeup shape=ping-pong via=signal  vs sigwaittest  (signal taken with sigwait)
+  and the same three with the probe's default shape, the chain
   noise              vs oslat        (busy loop; gaps of 2 us or more per second)
   period 10ms        vs cyclictest   (a 10 ms loop; its jitter, p90 of |cycle - interval|)
   udp                vs sockperf     (UDP ping-pong across a veth pair, median round trip)
@@ -13,14 +14,16 @@ and the same CPU idle policy: the script holds /dev/cpu_dma_latency at 0 for eve
 rtgauge, cyclictest, oslat and the rt-tests tools do for themselves and sockperf does not (on a
 guest whose idle driver is haltpoll, a CPU that may halt takes tens of microseconds longer to
 answer a packet).
-For the wake-up, rtgauge's `task` series (the task's wake-up - the handler's post) is the
-counterpart of the rt-tests tools' receiver latency (their JSON gives its mean to 0.01 us).
+For the wake-up, `shape=ping-pong` times the rt-tests tools' own shape (a receiver woken by its
+timer wakes a sender and blocks; the sender posts back): its `pong` series (the receiver's wake-up -
+the sender's post) is the counterpart of their receiver latency (their JSON gives its mean to
+0.01 us); both threads at FIFO 99 on one CPU, as theirs.
 
-The rt-tests tools time a different shape of wake-up than the probe does (their receiver blocks
-microseconds before it is woken, the probe's task an interval before), so each wake-up row is also
-run against bench/wake_chain.c (compiled here with gcc): the probe's chain written in plain C
-("C chain"), which tells rtgauge's own cost from the shape; and a control row checks that program
-against ptsematest in ptsematest's own shape ("C ping-pong"). The
+The probe's default shape, the chain, times another wake-up (its task blocked an interval before,
+the rt-tests receiver microseconds before), so its rows (`task` series) are also run against
+bench/wake_chain.c (compiled here with gcc): the probe's chain written in plain C ("C chain"),
+which tells rtgauge's own cost from the shape; and a control row checks that program against
+ptsematest in ptsematest's own shape ("C ping-pong"). The
 ratio reported is the median of the per-pair ratios rtgauge/anchor; CPU cost is the child's user +
 system time (wait4) per sample. Needs rt-tests (ptsematest, pmqtest, sigwaittest, oslat) and, for
 udp, sockperf; a missing tool's rows are skipped and say so.
@@ -49,12 +52,13 @@ def series(doc, name):
     return next(p for p in doc["probes"] if p.get("series", None) == name or (name is None and "series" not in p))
 
 
-def wakeup(binary, via, tool, loops, cpu):
-    """rtgauge's task series and the rt-tools receiver: (mean wake-up us, CPU us per sample)."""
+def wakeup(binary, via, tool, loops, cpu, shape="chain"):
+    """rtgauge's task series (the chain) or pong series (the ping-pong) and the rt-tools receiver:
+    (mean wake-up us, CPU us per sample)."""
 
     def ours():
-        doc, c = rtgauge(binary, f"wakeup:via={via},priority=99@{cpu}", ["--loops", str(loops)])
-        return series(doc, "task")["mean_ns"] / 1e3, 1e6 * c / loops
+        doc, c = rtgauge(binary, f"wakeup:via={via},shape={shape},priority=99@{cpu}", ["--loops", str(loops)])
+        return series(doc, "task" if shape == "chain" else "pong")["mean_ns"] / 1e3, 1e6 * c / loops
 
     def theirs():
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
@@ -216,8 +220,10 @@ def main():
     chain = build_wake_chain()
 
     def wake_rows(via, tool):
+        rows = [(f"wakeup shape=ping-pong via={via}", tool, "mean wake-up us",
+                 wakeup(a.binary, via, tool, a.loops, a.cpu, "ping-pong"), tool)]
         ours, theirs = wakeup(a.binary, via, tool, a.loops, a.cpu)
-        rows = [(f"wakeup via={via}", tool, "mean wake-up us", (ours, theirs), tool)]
+        rows.append((f"wakeup via={via}", tool, "mean wake-up us", (ours, theirs), tool))
         if chain:
             rows.append((f"wakeup via={via}", "C chain", "mean wake-up us", (ours, c_chain(chain, "chain", via, a.loops, a.cpu)), "gcc"))
         return rows

@@ -184,51 +184,55 @@ fn series<'a>(r: &'a RunResult, name: &str, cpu: usize) -> &'a ProbeResult {
         .unwrap_or_else(|| panic!("no wakeup.{name}/cpu{cpu}"))
 }
 
+/// Runs the wake-up probe (with `options`, e.g. `shape=ping-pong,`) with every mechanism, on one
+/// CPU and, when there are two, across two, `loops` periods each with no warm-up; then
+/// `check(measure, crossed, result, starved, cpus)`. Under an emulator on a busy host, RT threads
+/// can wait seconds on the emulator's own (not priority-inheriting) locks held by starved threads
+/// (CI saw both handlers of a run take no event at all): such a run (`starved`) may fail its
+/// "measured something" check, but every period must still be accounted for.
+fn with_every_mechanism(options: &str, loops: u64, mut check: impl FnMut(&str, bool, &RunResult, bool, &[usize])) {
+    let cpus: Vec<usize> = online_cpus().into_iter().take(2).collect();
+    let list = cpus.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    for via in ["eventfd", "futex", "pipe", "mq", "signal", "sem", "pi-mutex"] {
+        for &cross in if cpus.len() >= 2 { &[false, true][..] } else { &[false][..] } {
+            let m = format!("wakeup:{options}via={via}{}@{list}", if cross { ",cross" } else { "" });
+            let (code, doc, out) = run_json(&["--loops", &loops.to_string(), "--warmup", "0", "--load", "none", "--measure", &m]);
+            let r = typed(doc);
+            let starved =
+                runner().is_some() && code == 1 && r.verdict.checks.iter().filter(|c| !c.passed).all(|c| c.expr == "samples>0");
+            assert!(code == 0 || starved, "{m}: exit {code}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(r.config.probes[0].settings.contains(&format!("via={via}")), "{m}: {:?}", r.config.probes[0].settings);
+            check(&m, cross, &r, starved, &cpus);
+        }
+    }
+}
+
 /// Every mechanism, task on the handler's CPU and on the other: each period is accounted once
 /// in every series; the task and the chain take the same events; a chain contains its task's
 /// wake-up (chain = handler's post − deadline + task latency, so never shorter).
 #[test]
 fn every_wakeup_mechanism_accounts_for_every_event_in_its_three_series() {
     let _turn = turn();
-    let cpus = online_cpus();
-    let list = if cpus.len() >= 2 { format!("{},{}", cpus[0], cpus[1]) } else { cpus[0].to_string() };
     let loops = 300;
-    for via in ["eventfd", "futex", "pipe", "mq", "signal", "sem", "pi-mutex"] {
-        for cross in if cpus.len() >= 2 { &["", ",cross"][..] } else { &[""][..] } {
-            let m = format!("wakeup:via={via}{cross}@{list}");
-            let (code, doc, out) = run_json(&["--loops", &loops.to_string(), "--warmup", "0", "--load", "none", "--measure", &m]);
-            let r = typed(doc);
-            // Under an emulator on a busy host, RT threads can wait seconds on the emulator's own
-            // (not priority-inheriting) locks held by starved threads (CI saw both handlers of a
-            // run take no event at all): the run may then fail its "measured something" check,
-            // but every period must still be accounted for.
-            let emulated_starvation =
-                runner().is_some() && code == 1 && r.verdict.checks.iter().filter(|c| !c.passed).all(|c| c.expr == "samples>0");
-            assert!(code == 0 || emulated_starvation, "{m}: exit {code}: {}", String::from_utf8_lossy(&out.stderr));
-            assert!(r.config.probes[0].settings.contains(&format!("via={via}")), "{m}: {:?}", r.config.probes[0].settings);
-            for cpu in list.split(',').map(|c| c.parse::<usize>().unwrap()) {
-                let (chain, handler, task) = (series(&r, "chain", cpu), series(&r, "handler", cpu), series(&r, "task", cpu));
-                for p in [chain, handler, task] {
-                    assert_eq!(p.samples + p.missed, loops, "{m}: {} cpu{cpu}: every event accounted once", p.label());
-                    check_probe_invariants(&serde_json::to_value(p).unwrap());
-                }
-                assert_eq!(
-                    (task.samples, task.missed),
-                    (chain.samples, chain.missed),
-                    "{m}: task and chain take the same events"
-                );
-                assert!(chain.missed >= handler.missed, "{m}: a period the handler missed posts no event");
-                if emulated_starvation {
-                    continue;
-                }
-                assert!(chain.samples > 0, "{m}: cpu{cpu}: the task took no event");
-                assert!(chain.min_ns >= task.min_ns && chain.max_ns >= task.max_ns, "{m}: a chain holds its task's wake-up");
+    with_every_mechanism("", loops, |m, _, r, starved, cpus| {
+        for &cpu in cpus {
+            let (chain, handler, task) = (series(r, "chain", cpu), series(r, "handler", cpu), series(r, "task", cpu));
+            for p in [chain, handler, task] {
+                assert_eq!(p.samples + p.missed, loops, "{m}: {} cpu{cpu}: every event accounted once", p.label());
+                check_probe_invariants(&serde_json::to_value(p).unwrap());
             }
-            assert_eq!(r.probes.len(), 3 * list.split(',').count(), "{m}: three series per CPU");
-            let combined: Vec<String> = r.combined.iter().map(|c| c.label()).collect();
-            assert_eq!(combined, ["wakeup.chain", "wakeup.handler", "wakeup.task"], "{m}");
+            assert_eq!((task.samples, task.missed), (chain.samples, chain.missed), "{m}: task and chain take the same events");
+            assert!(chain.missed >= handler.missed, "{m}: a period the handler missed posts no event");
+            if starved {
+                continue;
+            }
+            assert!(chain.samples > 0, "{m}: cpu{cpu}: the task took no event");
+            assert!(chain.min_ns >= task.min_ns && chain.max_ns >= task.max_ns, "{m}: a chain holds its task's wake-up");
         }
-    }
+        assert_eq!(r.probes.len(), 3 * cpus.len(), "{m}: three series per CPU");
+        let combined: Vec<String> = r.combined.iter().map(|c| c.label()).collect();
+        assert_eq!(combined, ["wakeup.chain", "wakeup.handler", "wakeup.task"], "{m}");
+    });
 }
 
 /// `shape=ping-pong` (rt-tests' shape): with every mechanism, on one CPU and across two, each
@@ -237,39 +241,25 @@ fn every_wakeup_mechanism_accounts_for_every_event_in_its_three_series() {
 #[test]
 fn every_wakeup_mechanism_accounts_for_every_round_trip_of_a_ping_pong() {
     let _turn = turn();
-    let cpus = online_cpus();
-    let list = if cpus.len() >= 2 { format!("{},{}", cpus[0], cpus[1]) } else { cpus[0].to_string() };
     let loops = 300;
-    for via in ["eventfd", "futex", "pipe", "mq", "signal", "sem", "pi-mutex"] {
-        for cross in if cpus.len() >= 2 { &["", ",cross"][..] } else { &[""][..] } {
-            let m = format!("wakeup:shape=ping-pong,via={via}{cross}@{list}");
-            let (code, doc, out) = run_json(&["--loops", &loops.to_string(), "--warmup", "0", "--load", "none", "--measure", &m]);
-            let r = typed(doc);
-            // (See the chain's test: under an emulator on a busy host a run may take no event.)
-            let emulated_starvation =
-                runner().is_some() && code == 1 && r.verdict.checks.iter().filter(|c| !c.passed).all(|c| c.expr == "samples>0");
-            assert!(code == 0 || emulated_starvation, "{m}: exit {code}: {}", String::from_utf8_lossy(&out.stderr));
-            let settings = &r.config.probes[0].settings;
-            assert!(settings.contains(&"shape=ping-pong".to_string()), "{m}: {settings:?}");
-            let sender = if cross.is_empty() { "sender=same CPU" } else { "sender=next CPU" };
-            assert!(
-                settings.iter().any(|s| s == sender) && settings.iter().any(|s| s == "priority=99 (receiver and sender)"),
-                "{m}: {settings:?}"
-            );
-            for cpu in list.split(',').map(|c| c.parse::<usize>().unwrap()) {
-                let (pong, ping) = (series(&r, "pong", cpu), series(&r, "ping", cpu));
-                for p in [pong, ping] {
-                    assert_eq!(p.samples + p.missed, loops, "{m}: {} cpu{cpu}: every period accounted once", p.label());
-                    check_probe_invariants(&serde_json::to_value(p).unwrap());
-                }
-                assert_eq!((ping.samples, ping.missed), (pong.samples, pong.missed), "{m}: one reply per event");
-                assert!(emulated_starvation || pong.samples > 0, "{m}: cpu{cpu}: no round trip");
+    with_every_mechanism("shape=ping-pong,", loops, |m, cross, r, starved, cpus| {
+        let settings = &r.config.probes[0].settings;
+        let sender = if cross { "sender=next CPU" } else { "sender=same CPU" };
+        assert!(settings.iter().any(|s| s == "shape=ping-pong") && settings.iter().any(|s| s == sender), "{m}: {settings:?}");
+        assert!(settings.iter().any(|s| s == "priority=99 (receiver and sender)"), "{m}: {settings:?}");
+        for &cpu in cpus {
+            let (pong, ping) = (series(r, "pong", cpu), series(r, "ping", cpu));
+            for p in [pong, ping] {
+                assert_eq!(p.samples + p.missed, loops, "{m}: {} cpu{cpu}: every period accounted once", p.label());
+                check_probe_invariants(&serde_json::to_value(p).unwrap());
             }
-            assert_eq!(r.probes.len(), 2 * list.split(',').count(), "{m}: two series per CPU");
-            let combined: Vec<String> = r.combined.iter().map(|c| c.label()).collect();
-            assert_eq!(combined, ["wakeup.pong", "wakeup.ping"], "{m}");
+            assert_eq!((ping.samples, ping.missed), (pong.samples, pong.missed), "{m}: one reply per event");
+            assert!(starved || pong.samples > 0, "{m}: cpu{cpu}: no round trip");
         }
-    }
+        assert_eq!(r.probes.len(), 2 * cpus.len(), "{m}: two series per CPU");
+        let combined: Vec<String> = r.combined.iter().map(|c| c.label()).collect();
+        assert_eq!(combined, ["wakeup.pong", "wakeup.ping"], "{m}");
+    });
 }
 
 /// A ping-pong's `pong` is its headline: a requirement may name either series, and a sweep
