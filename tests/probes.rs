@@ -146,15 +146,20 @@ fn a_requirement_no_probe_measures_fails() {
     assert_eq!((c.expr.as_str(), c.scope.as_str(), c.passed), ("above==0", "run", false));
 }
 
-#[test]
-fn a_stall_shows_in_the_period_loop_as_one_long_cycle_on_its_cpu_only() {
-    let _turn = turn();
+/// For a stall test: a CPU left calm and the one the stall hits; `None` (skipped) with one CPU.
+fn calm_and_hit_cpus() -> Option<(usize, usize)> {
     let cpus = online_cpus();
     if cpus.len() < 2 {
         eprintln!("SKIPPED: needs two CPUs");
-        return;
+        return None;
     }
-    let (calm_cpu, hit_cpu) = (cpus[0], cpus[1]);
+    Some((cpus[0], cpus[1]))
+}
+
+#[test]
+fn a_stall_shows_in_the_period_loop_as_one_long_cycle_on_its_cpu_only() {
+    let _turn = turn();
+    let Some((calm_cpu, hit_cpu)) = calm_and_hit_cpus() else { return };
     let (r, s) = run_with_stall(&format!("period:interval=10ms@{calm_cpu},{hit_cpu}"), "3s", hit_cpu, 500, 300);
     let stall_ns = u(&s["duration_ns"]);
     let (hit, calm) = (entry(&r, "period", hit_cpu), entry(&r, "period", calm_cpu));
@@ -267,22 +272,10 @@ fn every_wakeup_mechanism_accounts_for_every_round_trip_of_a_ping_pong() {
 #[test]
 fn a_ping_pong_is_judged_by_its_own_series_and_refuses_a_sweep() {
     let _turn = turn();
-    let (code, doc, out) = run_json(&[
-        "--loops",
-        "100",
-        "--warmup",
-        "0",
-        "--cpus",
-        "0",
-        "--load",
-        "none",
-        "--measure",
-        "wakeup:shape=ping-pong,priority=90",
-        "--require",
-        "wakeup.pong.samples>100",
-        "--require",
-        "wakeup.ping.missed<=100",
-    ]);
+    let run =
+        ["--loops", "100", "--warmup", "0", "--cpus", "0", "--load", "none", "--measure", "wakeup:shape=ping-pong,priority=90"];
+    let (code, doc, out) =
+        run_json(&[&run[..], &["--require", "wakeup.pong.samples>100", "--require", "wakeup.ping.missed<=100"]].concat());
     let r = typed(doc);
     let checks: Vec<(&str, &str, bool)> =
         r.verdict.checks.iter().map(|c| (c.expr.as_str(), c.scope.as_str(), c.passed)).collect();
@@ -309,12 +302,7 @@ fn a_ping_pong_is_judged_by_its_own_series_and_refuses_a_sweep() {
 #[test]
 fn a_stall_swallows_the_same_periods_in_both_series_of_a_ping_pong() {
     let _turn = turn();
-    let cpus = online_cpus();
-    if cpus.len() < 2 {
-        eprintln!("SKIPPED: needs two CPUs");
-        return;
-    }
-    let (calm_cpu, hit_cpu) = (cpus[0], cpus[1]);
+    let Some((calm_cpu, hit_cpu)) = calm_and_hit_cpus() else { return };
     let (r, s) = run_with_stall(&format!("wakeup:shape=ping-pong,interval=1ms@{calm_cpu},{hit_cpu}"), "3s", hit_cpu, 500, 300);
     let swallowed = u(&s["duration_ns"]) / 1_000_000 - 1;
     for cpu in [calm_cpu, hit_cpu] {
@@ -364,12 +352,7 @@ fn a_requirement_may_judge_one_series_of_the_wakeup_chain() {
 #[test]
 fn a_stall_shows_in_the_wakeup_chain_on_its_cpu_only() {
     let _turn = turn();
-    let cpus = online_cpus();
-    if cpus.len() < 2 {
-        eprintln!("SKIPPED: needs two CPUs");
-        return;
-    }
-    let (calm_cpu, hit_cpu) = (cpus[0], cpus[1]);
+    let Some((calm_cpu, hit_cpu)) = calm_and_hit_cpus() else { return };
     let (r, s) = run_with_stall(&format!("wakeup:interval=1ms@{calm_cpu},{hit_cpu}"), "3s", hit_cpu, 500, 300);
     let stall_ns = u(&s["duration_ns"]);
     let interval = 1_000_000;
