@@ -27,18 +27,31 @@ fn planned_periods(doc: &Value, p: &Value) -> u64 {
     u(&c["periods"]) - u(&c["warmup_periods"])
 }
 
-/// The wake-up chain's ground truth on each CPU: the task and the chain hold the same events,
-/// the chain misses at least what the handler missed, and the task took events.
+/// The wake-up probe's ground truth on each CPU: the chain's task and chain hold the same
+/// events, the chain misses at least what the handler missed, and the task took events; a
+/// ping-pong's sender answered exactly the events its receiver served (`ping` and `pong` hold the
+/// same counts), and there were some.
 fn check_wakeup(doc: &Value, what: &str) -> Vec<String> {
     let probes = doc["probes"].as_array().unwrap();
     let of = |series: &str, cpu: &Value| probes.iter().find(|p| p["series"] == series && p["cpu"] == *cpu);
+    let counts = |p: &Value| (u(&p["samples"]), u(&p["missed"]));
     let mut problems = Vec::new();
+    for pong in probes.iter().filter(|p| p["series"] == "pong") {
+        match of("ping", &pong["cpu"]) {
+            Some(ping) if counts(ping) == counts(pong) && u(&pong["samples"]) > 0 => {}
+            ping => problems.push(format!(
+                "{what}: cpu{}: pong {:?}, ping {:?} (samples, missed)",
+                pong["cpu"],
+                counts(pong),
+                ping.map(counts)
+            )),
+        }
+    }
     for chain in probes.iter().filter(|p| p["series"] == "chain") {
         let (Some(task), Some(handler)) = (of("task", &chain["cpu"]), of("handler", &chain["cpu"])) else {
             problems.push(format!("{what}: cpu{} lacks the task or handler series", chain["cpu"]));
             continue;
         };
-        let counts = |p: &Value| (u(&p["samples"]), u(&p["missed"]));
         if counts(task) != counts(chain) || u(&chain["missed"]) < u(&handler["missed"]) || u(&chain["samples"]) == 0 {
             problems.push(format!(
                 "{what}: cpu{}: chain {:?}, task {:?}, handler {:?} (samples, missed)",
