@@ -68,12 +68,13 @@ def wakeup(binary, via, tool, loops, cpu, shape="chain"):
     return ours, theirs
 
 
-def c_chain(program, shape, via, loops, cpu):
-    """bench/wake_chain.c in `shape` (chain: the probe's; pingpong: ptsematest's): (mean us, CPU us
-    per sample)."""
+def c_chain(program, shape, via, loops, cpu, kill=""):
+    """bench/wake_chain.c in `shape` (chain: the probe's; pingpong: ptsematest's), a signal sent
+    by a raw tgkill or (`kill="pthread"`) by pthread_kill: (mean us, CPU us per sample)."""
 
     def run():
-        out, c = run_timed([program, shape, via, str(cpu), str(loops)])
+        env = dict(os.environ, WAKE_CHAIN_KILL=kill)
+        out, c = run_timed([program, shape, via, str(cpu), str(loops)], env=env)
         return float(out.strip()), 1e6 * c / loops
 
     return run
@@ -240,6 +241,15 @@ def main():
         if chain:
             control = (c_chain(chain, "pingpong", "sem", a.loops, a.cpu), wakeup(a.binary, "sem", "ptsematest", a.loops, a.cpu)[1])
             rows.append(("C ping-pong (control)", "ptsematest", "mean wake-up us", control, "ptsematest"))
+            # The signal's ping-pong: sent as rtgauge sends it (tgkill) and as sigwaittest does
+            # (glibc's pthread_kill, which blocks every signal around its tgkill).
+            sigwait = wakeup(a.binary, "signal", "sigwaittest", a.loops, a.cpu)[1]
+            for kill, how in (("", "tgkill"), ("pthread", "pthread_kill")):
+                c = c_chain(chain, "pingpong", "signal", a.loops, a.cpu, kill)
+                rows.append((f"C ping-pong signal, {how} (control)", "sigwaittest", "mean wake-up us", (c, sigwait), "sigwaittest"))
+            ours = wakeup(a.binary, "signal", "sigwaittest", a.loops, a.cpu, "ping-pong")[0]
+            tgkill = c_chain(chain, "pingpong", "signal", a.loops, a.cpu)
+            rows.append(("wakeup shape=ping-pong via=signal", "C ping-pong signal, tgkill", "mean wake-up us", (ours, tgkill), "gcc"))
         return rows
 
     with Veth() as veth, common.dma_latency_held():

@@ -4,9 +4,10 @@
 //   wake_chain chain    sem|mq|signal CPU LOOPS   rtgauge's shape (the ARM9/ARM11 paper's chain): a
 //       handler at FIFO 99 woken every 1 ms by a periodic timerfd posts to a task at FIFO 98 on the
 //       same CPU; the task's wake-up - the handler's post.
-//   wake_chain pingpong sem           CPU LOOPS   ptsematest's shape: the receiver sleeps 1 ms, wakes
+//   wake_chain pingpong sem|signal    CPU LOOPS   ptsematest's shape: the receiver sleeps 1 ms, wakes
 //       the sender and blocks; the sender (woken by it, not by a timer) posts; both at FIFO 99; the
-//       receiver's wake-up - the sender's post.
+//       receiver's wake-up - the sender's post. A signal is sent with a raw tgkill, or with
+//       WAKE_CHAIN_KILL=pthread by glibc's pthread_kill, as sigwaittest sends it.
 //
 // The signal is SIGUSR1 (sigwaittest's), or with WAKE_CHAIN_SIGNAL=rt SIGRTMIN+2 (rtgauge's).
 // Prints the mean in microseconds. Memory locked, /dev/cpu_dma_latency held at 0 (as rtgauge does).
@@ -35,7 +36,11 @@ static sem_t sem_test, sem_sync;
 static mqd_t mq;
 static volatile pid_t task_tid;
 static volatile uint64_t posted;
+// The number of the latest event posted: a standard signal (SIGUSR1) is not queued, so two sent
+// while the task is held merge into one; the task takes the latest event, as rtgauge's does.
+static volatile uint64_t seq;
 static double sum_ns;
+static uint64_t taken_count;  // events the chain's task took (the ping-pong takes every one)
 static int wake_sig;
 
 static uint64_t now(void) {
@@ -84,6 +89,7 @@ static void *chain_handler(void *a) {
     for (int i = 0; i < loops; i++) {
         if (read(fd, &n, sizeof n) != sizeof n) exit(1);
         posted = now();
+        __atomic_store_n(&seq, (uint64_t)i + 1, __ATOMIC_RELEASE);
         post();
     }
     return NULL;
@@ -97,32 +103,65 @@ static void *chain_task(void *a) {
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     task_tid = gettid();
     rt(98);
-    for (int i = 0; i < loops; i++) {
+    for (uint64_t taken = 0; taken < (uint64_t)loops;) {
         take();
-        sum_ns += now() - posted;
+        uint64_t t = now(), s = __atomic_load_n(&seq, __ATOMIC_ACQUIRE);
+        if (s > taken) {  // (a wake-up for an event already taken is not a new one)
+            sum_ns += t - posted;
+            taken_count++;
+            taken = s;
+        }
     }
     return NULL;
 }
 
+// The ping-pong's two threads, for a signal: each takes the signal with sigwaitinfo, and is sent
+// one by a raw tgkill, or with WAKE_CHAIN_KILL=pthread by glibc's pthread_kill (sigwaittest's way,
+// which blocks every signal around its tgkill).
+static pthread_t sender_thread, receiver_thread;
+static volatile pid_t sender_tid, receiver_tid;
+static int use_pthread_kill;
+
+static void ping(int to_sender) {
+    if (via != SIG) {
+        sem_post(to_sender ? &sem_sync : &sem_test);
+    } else if (use_pthread_kill) {
+        pthread_kill(to_sender ? sender_thread : receiver_thread, wake_sig);
+    } else {
+        syscall(SYS_tgkill, getpid(), to_sender ? sender_tid : receiver_tid, wake_sig);
+    }
+}
+
+static void wait_ping(int as_sender) {
+    if (via != SIG) {
+        while (sem_wait(as_sender ? &sem_sync : &sem_test)) {}
+    } else {
+        take();
+    }
+}
+
 static void *pingpong_sender(void *a) {
     (void)a;
+    sender_tid = gettid();
     rt(99);
     for (int i = 0; i < loops; i++) {
-        while (sem_wait(&sem_sync)) {}
+        wait_ping(1);
         posted = now();
-        sem_post(&sem_test);
+        ping(0);
     }
     return NULL;
 }
 
 static void *pingpong_receiver(void *a) {
     (void)a;
+    receiver_tid = gettid();
     rt(99);
     struct timespec d = {0, 1000000};
+    while (!sender_tid) nanosleep(&d, NULL);
     for (int i = 0; i < loops; i++) {
         nanosleep(&d, NULL);
-        sem_post(&sem_sync);
-        while (sem_wait(&sem_test)) {}
+        ping(1);
+        wait_ping(0);
         sum_ns += now() - posted;
     }
     return NULL;
@@ -130,7 +169,7 @@ static void *pingpong_receiver(void *a) {
 
 int main(int argc, char **argv) {
     if (argc != 5 || (strcmp(argv[1], "chain") && strcmp(argv[1], "pingpong"))) {
-        fprintf(stderr, "usage: wake_chain chain|pingpong sem|mq|signal CPU LOOPS\n");
+        fprintf(stderr, "usage: wake_chain chain sem|mq|signal CPU LOOPS, or pingpong sem|signal CPU LOOPS\n");
         return 2;
     }
     int chain = !strcmp(argv[1], "chain");
@@ -139,10 +178,12 @@ int main(int argc, char **argv) {
     via = !strcmp(argv[2], "mq") ? MQ : !strcmp(argv[2], "signal") ? SIG : SEM;
     cpu = atoi(argv[3]);
     loops = atoi(argv[4]);
-    if (!chain && via != SEM) {
-        fprintf(stderr, "wake_chain: pingpong is made with sem only\n");
+    if (!chain && via == MQ) {
+        fprintf(stderr, "wake_chain: pingpong is made with sem or signal\n");
         return 2;
     }
+    const char *kill_how = getenv("WAKE_CHAIN_KILL");
+    use_pthread_kill = kill_how && !strcmp(kill_how, "pthread");
     int zero = 0, lat = open("/dev/cpu_dma_latency", O_WRONLY);
     if (lat >= 0 && write(lat, &zero, sizeof zero) != sizeof zero) perror("cpu_dma_latency");
     mlockall(MCL_CURRENT | MCL_FUTURE);
@@ -165,10 +206,12 @@ int main(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     pthread_t a, b;
     pthread_create(&b, NULL, chain ? chain_task : pingpong_receiver, NULL);
+    receiver_thread = b;
     usleep(2000);
     pthread_create(&a, NULL, chain ? chain_handler : pingpong_sender, NULL);
+    sender_thread = a;
     pthread_join(a, NULL);
     pthread_join(b, NULL);
-    printf("%.3f\n", sum_ns / loops / 1e3);
+    printf("%.3f\n", sum_ns / (chain ? (double)taken_count : loops) / 1e3);
     return 0;
 }
