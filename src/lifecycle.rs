@@ -426,6 +426,7 @@ fn resolve(plan: &RunPlan, system: &SystemInfo) -> Result<Resolved> {
         thread_sched(plan).check_deadline(probe.schedule().interval_ns).map_err(|e| anyhow!("--measure '{}': {e}", m.text))?;
         probes.push(ProbePlan { probe, cpus: probe_cpus });
     }
+    check_requirements(&plan.requirements, &probes)?;
     let mut all: Vec<usize> = probes.iter().flat_map(|p| p.cpus.iter().copied()).collect();
     all.sort_unstable();
     all.dedup();
@@ -434,6 +435,34 @@ fn resolve(plan: &RunPlan, system: &SystemInfo) -> Result<Resolved> {
     let total_ns = total_ns.max(plan.total_ns());
     let window_ns = timeline_window(plan.window_ns, &probes, total_ns)?;
     Ok(Resolved { probes, cpus: all, total_ns, load_specs, load_source, window_ns })
+}
+
+/// Refuses, before anything runs, a requirement that would judge no series of the run's probes:
+/// a probe it does not measure, a series the probe's shape does not report (a ping-pong has no
+/// `task`), `below`/`above` without a period loop, `rate` without a sweep.
+fn check_requirements(requirements: &[crate::scenario::require::Requirement], probes: &[ProbePlan]) -> Result<()> {
+    use crate::probe::{series_count, series_name};
+    let targets: Vec<verdict::Target> = probes
+        .iter()
+        .flat_map(|p| {
+            let probe = &*p.probe;
+            let swept = !probe.steps().is_empty();
+            (0..series_count(probe)).map(move |s| verdict::Target {
+                probe: probe.name(),
+                series: series_name(probe, s),
+                bounded: probe.bounds(s).is_some(),
+                not_latency: probe.measures(s).is_some(),
+                swept,
+                headline: s == 0,
+            })
+        })
+        .collect();
+    for r in requirements {
+        if let Some(why) = verdict::why_unjudged(r, &targets) {
+            bail!("--require '{}': {why}", r.text);
+        }
+    }
+    Ok(())
 }
 
 /// The timeline's window: as given, or 1 s (wider for runs over a day). A given window must hold

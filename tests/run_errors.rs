@@ -91,6 +91,14 @@ fn bad_values_are_one_line_errors_with_a_fix() {
         (&["--measure", "event:uio=/dev/uio-absent@0"], &["no UIO device /dev/uio-absent", "/sys/class/uio"]),
         (&["--measure", "event:uio=/dev/null@0"], &["/dev/null is not a UIO device", "uio=/dev/uio0"]),
         (&["--require", "event.nosuch.max<5us"], &["--require", "no series 'nosuch'", "interval"]),
+        // An option given twice (one of its values would go unused, unsaid).
+        (
+            &["--measure", "timer:interval=1ms,interval=2ms"],
+            &["--measure 'timer:interval=1ms,interval=2ms'", "'interval' is given twice"],
+        ),
+        (&["--measure", "wakeup:cross,via=mq,cross@0-1"], &["'cross' is given twice", "once"]),
+        (&["--load", "cpu:workers=1,workers=2"], &["--load 'cpu:workers=1,workers=2'", "'workers' is given twice"]),
+        (&["--load", "hackbench:policy=fifo:10,policy=other"], &["'policy' is given twice", "once"]),
     ];
     for (args, mentions) in cases {
         let mut all = vec!["run", "--duration", "1s"];
@@ -100,6 +108,60 @@ fn bad_values_are_one_line_errors_with_a_fix() {
         all.extend_from_slice(args);
         let out = rtgauge(&all).output().unwrap();
         assert_usage_error(&out, mentions);
+    }
+}
+
+/// A requirement the run's probes would not be judged by was measured for the whole run and
+/// then failed ("no probe of this run measures it", exit 1): a series the probe's shape does not
+/// report (a ping-pong has no `task`), a probe not measured, `below` without a period loop,
+/// `rate` without a sweep, an unqualified bound on a sweep. Now refused before measuring.
+#[test]
+fn a_requirement_nothing_in_the_run_measures_is_refused_before_measuring() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["--measure", "wakeup:shape=ping-pong", "--require", "wakeup.task.p99<1ms"],
+            &["--require 'wakeup.task.p99<1ms'", "reports the series pong, ping", "not 'task'"],
+        ),
+        (&["--measure", "wakeup", "--require", "wakeup.pong.max<1ms"], &["series chain, handler, task", "not 'pong'"]),
+        (&["--measure", "wakeup", "--require", "timer.max<1ms"], &["does not measure the timer probe", "--measure timer"]),
+        (&["--require", "period.below==0"], &["does not measure the period probe", "it measures timer"]),
+        (&["--require", "above==0"], &["period loop", "--measure period"]),
+        (&["--require", "rate>=1000"], &["wake-up sweep", "wakeup:rate=sweep"]),
+        (&["--measure", "wakeup", "--require", "wakeup.rate>=1000"], &["wakeup:rate=sweep"]),
+        (&["--measure", "wakeup:rate=sweep", "--require", "max<1ms"], &["names the probe", "e.g. 'wakeup.max<1000us'"]),
+        (&["--scenario", "am3356", "--measure", "timer"], &["--require 'period.below==0'", "--measure period"]),
+    ];
+    for (args, mentions) in cases {
+        // A minute each, had anything been measured.
+        let mut all = vec!["run", "--duration", "60s", "--load", "none"];
+        all.extend_from_slice(args);
+        let out = rtgauge(&all).output().unwrap();
+        assert_usage_error(&out, mentions);
+    }
+    // What the run measures is still judged where it applies: each series by name, an
+    // unqualified bound beside a sweep by the other probe, a sweep by its probe's name.
+    let cases: &[(&[&str], &str, &[&str])] = &[
+        (&["--measure", "wakeup:shape=ping-pong@0"], "wakeup.ping.max<10000000us", &["wakeup.ping/cpu0"]),
+        (&["--measure", "wakeup:rate=sweep,rates=1k/2k@0", "--measure", "timer@0"], "max<10000000us", &["timer/cpu0"]),
+        (
+            &["--measure", "wakeup:rate=sweep,rates=1k/2k@0"],
+            "wakeup.samples>0",
+            &["wakeup.chain/cpu0", "wakeup.handler/cpu0", "wakeup.task/cpu0"],
+        ),
+    ];
+    for (args, require, scopes) in cases {
+        let mut all = vec!["--duration", "2s", "--warmup", "0", "--load", "none", "--no-store", "--require", require];
+        all.extend_from_slice(args);
+        let (code, doc, out) = run_json(&all);
+        assert_ne!(code, 2, "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let judged: Vec<&str> = doc["verdict"]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["expr"] == *require)
+            .map(|c| c["scope"].as_str().unwrap())
+            .collect();
+        assert_eq!(judged, *scopes, "{args:?} {require}");
     }
 }
 

@@ -215,8 +215,14 @@ impl LoadSpec {
         };
         let mut nice = None;
         let mut policy = None;
+        let mut seen: Vec<&str> = Vec::new();
         for opt in opts.split(',').map(str::trim).filter(|o| !o.is_empty()) {
             let (k, v) = opt.split_once('=').map_or((opt, ""), |(k, v)| (k.trim(), v.trim()));
+            // An option given twice would leave one of its values unused, unsaid.
+            if seen.contains(&k) {
+                return Err(err(spec, format!("option '{k}' is given twice; give each option once")));
+            }
+            seen.push(k);
             if k == "policy" {
                 policy = Some(LoadPolicy::parse(v).ok_or_else(|| {
                     err(spec, format!("policy={v} is not other, batch, idle, fifo:N or rr:N (N 1-99), e.g. policy=fifo:50"))

@@ -139,6 +139,10 @@ pub fn parse(text: &str) -> Result<MeasureSpec, String> {
         let (k, v) = o.split_once('=').unwrap_or((o, ""));
         options.push((k.trim().to_string(), v.trim().to_string()));
     }
+    // An option given twice would leave one of its values unused, unsaid.
+    if let Some((k, _)) = options.iter().find(|(k, _)| options.iter().filter(|(o, _)| o == k).count() > 1) {
+        return Err(format!("--measure '{t}': option '{k}' is given twice; give each option once"));
+    }
     let spec = MeasureSpec { text: t.to_string(), name: entry.name, options, cpus };
     // Options are checked now, against a placeholder timing (a minute), so a typo fails before
     // anything runs; what depends on the run's length is checked when the run is resolved.

@@ -1,6 +1,8 @@
 //! The verdict: given a cycle time (with its budget, 25 % by default) and `--require`
 //! expressions, decides pass or fail per CPU and keeps the evidence of every check. Also
-//! derives the shortest cycle time the measured worst case supports. Pure: works on figures.
+//! derives the shortest cycle time the measured worst case supports; and, before a run, tells
+//! a requirement that would judge none of the planned series ([`why_unjudged`]) by the same
+//! rule the verdict uses ([`applies`]). Pure: works on figures and descriptions.
 
 use crate::result::{Check, ProbeResult, Status, Verdict};
 use crate::scenario::require::{Metric, Op, Requirement};
@@ -42,6 +44,102 @@ fn check(req: &Requirement, p: &ProbeResult) -> Check {
         observed_value,
         passed: observed_value.is_some_and(|v| req.op.holds(v, req.bound as f64)),
     }
+}
+
+/// One series of one probe as a requirement sees it, taken from a result or, before the run,
+/// from the plan ([`Target::of`]); [`applies`] tells whether a requirement judges it.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    pub probe: &'a str,
+    pub series: Option<&'a str>,
+    /// Its values have bounds (the period loop's cycles): `below` and `above` count there.
+    pub bounded: bool,
+    /// Its values are not latencies (a UIO source's intervals).
+    pub not_latency: bool,
+    /// Its figures span a rate sweep.
+    pub swept: bool,
+    /// Its probe's headline series (a sweep's sustained rate is its headline's).
+    pub headline: bool,
+}
+
+impl<'a> Target<'a> {
+    pub fn of(p: &'a ProbeResult) -> Target<'a> {
+        Target {
+            probe: &p.probe,
+            series: p.series.as_deref(),
+            bounded: p.bounds.is_some(),
+            not_latency: p.measures.is_some(),
+            swept: p.sweep.is_some(),
+            headline: p.is_headline(),
+        }
+    }
+}
+
+/// Whether requirement `r` judges `t`: it names `t`'s probe and series (or none), and `t`
+/// measures its metric. A bound on values that are not latencies (a UIO source's intervals)
+/// applies only where the requirement names their series; one on a sweep's figures (which span
+/// every rate) only where it names the probe.
+pub fn applies(r: &Requirement, t: &Target) -> bool {
+    let named = r.probe.as_deref().is_none_or(|n| n == t.probe) && r.series.as_deref().is_none_or(|s| Some(s) == t.series);
+    let measures = match r.metric {
+        Metric::Rate => t.swept && t.headline,
+        Metric::Below | Metric::Above => t.bounded,
+        _ if t.swept => r.probe.is_some(),
+        m if m.is_latency() => !t.not_latency || r.series.is_some(),
+        _ => true,
+    };
+    named && measures
+}
+
+/// Why requirement `r` would judge none of `targets` (every series of every probe a run is to
+/// measure), with what to do instead; `None` when it judges one. Asked before a run, so that a
+/// requirement nothing measures is refused before measuring, not failed after it.
+pub fn why_unjudged(r: &Requirement, targets: &[Target]) -> Option<String> {
+    if targets.iter().any(|t| applies(r, t)) {
+        return None;
+    }
+    // (a probe's series stand together)
+    let mut probes: Vec<&str> = targets.iter().map(|t| t.probe).collect();
+    probes.dedup();
+    let named: Vec<&Target> = targets.iter().filter(|t| r.probe.as_deref().is_none_or(|n| n == t.probe)).collect();
+    if let Some(n) = r.probe.as_deref().filter(|_| named.is_empty()) {
+        return Some(format!(
+            "this run does not measure the {n} probe (it measures {}); add --measure {n} or drop the requirement",
+            probes.join(", ")
+        ));
+    }
+    if let Some(s) = r.series.as_deref().filter(|s| !named.iter().any(|t| t.series == Some(s))) {
+        let n = r.probe.as_deref().unwrap_or("?");
+        let has: Vec<&str> = named.iter().filter_map(|t| t.series).collect();
+        let has = if has.is_empty() {
+            "one series, named by the probe alone".to_string()
+        } else {
+            format!("the series {}", has.join(", "))
+        };
+        return Some(format!("the {n} probe as configured here reports {has}, not '{s}'; name one of those, or none"));
+    }
+    Some(match r.metric {
+        Metric::Below | Metric::Above => {
+            "below and above count a period loop's cycles outside its bounds; add --measure period (e.g. \
+             period:interval=10ms) or drop the requirement"
+                .to_string()
+        }
+        Metric::Rate => {
+            "rate is the rate a wake-up sweep sustained; add --measure wakeup:rate=sweep or drop the requirement".to_string()
+        }
+        _ => {
+            // What it names are a UIO source's intervals or a sweep's figures: say how to name them.
+            let t = named.first().copied().or(targets.first())?;
+            let series = if t.not_latency { t.series.map(str::to_string) } else { r.series.clone() };
+            let named_req = Requirement { probe: Some(t.probe.to_string()), series, ..r.clone() };
+            let what = if t.swept {
+                "a rate sweep's figures span every rate and are judged only by a requirement that names the probe"
+            } else {
+                "the values here are intervals between events, not latencies, judged only by a requirement that names their series"
+            };
+            format!("{what}, e.g. '{named_req}'")
+        }
+    })
 }
 
 /// Facts about the run as a whole that a verdict depends on.
@@ -87,22 +185,10 @@ pub fn evaluate(
         }
     }
     // A requirement naming a probe applies to that probe's CPUs; an unqualified one to every
-    // probe's that measures its metric. One that applies to nothing fails: it was not checked.
-    // A bound on values that are not latencies (a UIO source's intervals) applies only where
-    // the requirement names their series; one on a sweep's figures (which span every rate)
-    // only where it names the probe.
+    // probe's that measures its metric ([`applies`]). One that applies to nothing fails: it was
+    // not checked (a run refuses such a requirement before it measures; this is the backstop).
     for r in requirements {
-        let measures = |m: Metric, p: &ProbeResult| match m {
-            Metric::Rate => p.sweep.is_some() && p.is_headline(),
-            Metric::Below | Metric::Above => p.bounds.is_some(),
-            _ if p.sweep.is_some() => r.probe.is_some(),
-            m if m.is_latency() => p.measures.is_none() || r.series.is_some(),
-            _ => true,
-        };
-        let named = |p: &ProbeResult| {
-            r.probe.as_ref().is_none_or(|n| *n == p.probe) && r.series.as_ref().is_none_or(|s| Some(s) == p.series.as_ref())
-        };
-        let targets: Vec<&ProbeResult> = per_cpu.iter().filter(|p| named(p) && measures(r.metric, p)).collect();
+        let targets: Vec<&ProbeResult> = per_cpu.iter().filter(|p| applies(r, &Target::of(p))).collect();
         if targets.is_empty() {
             checks.push(Check {
                 expr: r.to_string(),
@@ -324,5 +410,42 @@ mod tests {
         assert!(!v.passed && v.checks.last().unwrap().expr == "status==complete");
         let v = evaluate(&[probe(0, 40_000, 0)], &[all(40_000)], None, 0.25, &[], &facts(Status::Partial));
         assert!(v.passed && !v.criteria_given);
+    }
+
+    /// Before a run: a requirement is refused with what to write instead when no series of the
+    /// planned probes would be judged by it; the rule is the verdict's own ([`applies`]).
+    #[test]
+    fn a_requirement_no_planned_series_measures_says_what_to_write() {
+        let t = |probe, series, (bounded, not_latency, swept, headline)| Target {
+            probe,
+            series,
+            bounded,
+            not_latency,
+            swept,
+            headline,
+        };
+        let uio = [t("event", Some("interval"), (false, true, false, true))];
+        let ping_pong =
+            [t("wakeup", Some("pong"), (false, false, false, true)), t("wakeup", Some("ping"), (false, false, false, false))];
+        let why = |text: &str, targets: &[Target]| why_unjudged(&parse_requirement(text).unwrap(), targets);
+        // A UIO source's intervals are judged only where the requirement names their series.
+        assert!(why("max<2ms", &uio).unwrap().contains("e.g. 'event.interval.max<2000us'"));
+        assert!(why("event.max<2ms", &uio).unwrap().contains("e.g. 'event.interval.max<2000us'"));
+        assert_eq!(why("event.interval.max<2ms", &uio), None);
+        assert_eq!(why("missed==0", &uio), None);
+        // A series of another shape, a probe not measured.
+        assert!(why("wakeup.task.max<1ms", &ping_pong).unwrap().contains("reports the series pong, ping, not 'task'"));
+        assert!(why("timer.max<1ms", &ping_pong).unwrap().contains("it measures wakeup"));
+        assert_eq!(why("wakeup.ping.p99<1ms", &ping_pong), None);
+        assert!(why("event.max<1ms", &[t("event", None, (false, false, false, true))]).is_none());
+        assert!(why("event.interval.max<1ms", &[t("event", None, (false, false, false, true))])
+            .unwrap()
+            .contains("one series, named by the probe alone"));
+        // What the verdict judges after the run is what the check lets through before it.
+        let result = ProbeResult { probe: "wakeup".into(), series: Some("pong".into()), ..probe(0, 10_000, 0) };
+        let r = parse_requirement("wakeup.pong.max<1ms").unwrap();
+        assert!(applies(&r, &Target::of(&result)) && why_unjudged(&r, &ping_pong).is_none());
+        let v = evaluate(&[result], &[all(10_000)], None, 0.25, &[r], &facts(Status::Complete));
+        assert_eq!(v.checks[0].scope, "wakeup.pong/cpu0");
     }
 }
