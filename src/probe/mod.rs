@@ -193,6 +193,15 @@ impl TraceTrigger {
         }
     }
 
+    /// Whether a deferred worst case the collector has not fired yet is larger than `value_ns`:
+    /// then the trace `value_ns` stopped would only be replaced by the deferred one's, and the
+    /// instance that records through the deferred one should be stopped first (under a loaded
+    /// host, reading a trace takes seconds, and that instance's buffer wraps meanwhile).
+    pub fn deferred_exceeds(&self, value_ns: u64) -> bool {
+        // (being rewritten: a new one comes, told at the next look)
+        self.deferred.try_read().is_some_and(|([v, ..], n)| n != self.deferred_seen.load(Relaxed) && v > value_ns)
+    }
+
     /// The collector, after restarting an instance: the last deferred worst case, if any is
     /// new, stops the instance that recorded through it (now that another records). Returns
     /// whether it did.
@@ -973,6 +982,29 @@ mod tests {
         assert_eq!(t.untraced(), 1, "the 200 ns one, superseded");
         assert!(!t.fire_deferred(), "each deferred worst case once");
         assert!(t.recording[0].load(Relaxed), "one instance always records");
+    }
+
+    /// CI beside a load (x86 standard guest): the stall's worst case came while the trace of a
+    /// small one was read; deferred, it waited for that read — seconds under an emulator on a
+    /// loaded host — and the instance recording through it wrapped past its window (the stall
+    /// traced with 28 of its 300 ms). A larger deferred worst case makes the trace being read
+    /// moot: the collector gives that read up, and the deferral stops the other instance at once.
+    #[test]
+    fn a_larger_deferred_worst_case_supersedes_the_trace_being_read() {
+        let t = TraceTrigger::new([-1; TRACE_INSTANCES], 0);
+        for k in 0..TRACE_INSTANCES - 1 {
+            t.offer(10 + k as u64, 7, 0);
+        }
+        let read_value = t.value_ns[0].load(Relaxed);
+        assert!(!t.deferred_exceeds(read_value), "nothing deferred yet");
+        // A smaller one of another thread is deferred: the trace being read stays wanted.
+        t.offer(5, 8, 1);
+        assert!(!t.deferred_exceeds(read_value));
+        t.offer(300_000_000, 7, 2);
+        assert!(t.deferred_exceeds(read_value), "the stall's, larger, waits");
+        t.restarted(0);
+        assert!(t.fire_deferred());
+        assert!(!t.deferred_exceeds(read_value), "fired: nothing waits any more");
     }
 
     #[test]

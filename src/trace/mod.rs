@@ -43,8 +43,12 @@ impl CpuTrace {
         self.seen[i] = fired;
         let value = t.value_ns[i].load(Relaxed);
         let (at, tid, series) = (t.at_ns[i].load(Relaxed), t.tid[i].load(Relaxed) as i32, t.series[i].load(Relaxed));
+        // A larger worst case deferred meanwhile (it came while this trace waited or was read)
+        // makes this one moot: the instance is restarted unread, so the deferral can stop the
+        // instance that recorded through it now, before its buffer wraps past its window.
+        let superseded = || t.deferred_exceeds(value);
         if self.best.as_ref().is_none_or(|b| value > b.latency_ns) {
-            if let Ok(text) = self.instances[i].read(BUFFER_KB) {
+            if let Ok(Some(text)) = self.instances[i].read(BUFFER_KB, superseded).map(|t| t.filter(|_| !superseded())) {
                 let events = events::parse(&text);
                 let window = analysis::Window { start_ns: at.saturating_sub(value), end_ns: at, tid };
                 let thread = thread_name(&events, tid);

@@ -119,15 +119,26 @@ impl Instance {
     }
 
     /// The CPU's trace as text (the instance is stopped while it is read; a buffer's text is
-    /// a few times its size, so at most 64 times the buffer is read).
-    pub fn read(&self, buffer_kb: u64) -> Result<String, String> {
+    /// a few times its size, so at most 64 times the buffer is read), or `None` when `give_up`
+    /// says so between two pieces of it (a larger worst case waits to be traced).
+    pub fn read(&self, buffer_kb: u64, give_up: impl Fn() -> bool) -> Result<Option<String>, String> {
         use std::io::Read;
         let path = self.dir.join(format!("per_cpu/cpu{}/trace", self.cpu));
+        let unreadable = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+        let mut file = File::open(&path).map_err(unreadable)?.take(buffer_kb.saturating_mul(64 << 10));
         let mut bytes = Vec::new();
-        File::open(&path)
-            .and_then(|f| f.take(buffer_kb.saturating_mul(64 << 10)).read_to_end(&mut bytes))
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+        loop {
+            if give_up() {
+                return Ok(None);
+            }
+            match (&mut file).take(64 << 10).read_to_end(&mut bytes) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(unreadable(e)),
+            }
+        }
+        Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
     }
 
     /// Empties the CPU's buffer and records again.
