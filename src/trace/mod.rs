@@ -46,9 +46,8 @@ impl CpuTrace {
         // A larger worst case deferred meanwhile (it came while this trace waited or was read)
         // makes this one moot: the instance is restarted unread, so the deferral can stop the
         // instance that recorded through it now, before its buffer wraps past its window.
-        let superseded = || t.deferred_exceeds(value);
         if self.best.as_ref().is_none_or(|b| value > b.latency_ns) {
-            if let Ok(Some(text)) = self.instances[i].read(BUFFER_KB, superseded).map(|t| t.filter(|_| !superseded())) {
+            if let Ok(Some(text)) = self.instances[i].read(BUFFER_KB, || t.deferred_exceeds(value)) {
                 let events = events::parse(&text);
                 let window = analysis::Window { start_ns: at.saturating_sub(value), end_ns: at, tid };
                 let thread = thread_name(&events, tid);

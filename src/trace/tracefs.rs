@@ -120,7 +120,7 @@ impl Instance {
 
     /// The CPU's trace as text (the instance is stopped while it is read; a buffer's text is
     /// a few times its size, so at most 64 times the buffer is read), or `None` when `give_up`
-    /// says so between two pieces of it (a larger worst case waits to be traced).
+    /// says so before a piece of it or once it is read (a larger worst case waits to be traced).
     pub fn read(&self, buffer_kb: u64, give_up: impl Fn() -> bool) -> Result<Option<String>, String> {
         use std::io::Read;
         let path = self.dir.join(format!("per_cpu/cpu{}/trace", self.cpu));
@@ -131,14 +131,12 @@ impl Instance {
             if give_up() {
                 return Ok(None);
             }
-            match (&mut file).take(64 << 10).read_to_end(&mut bytes) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(unreadable(e)),
+            // (read_to_end retries an interrupted read itself)
+            if (&mut file).take(64 << 10).read_to_end(&mut bytes).map_err(unreadable)? == 0 {
+                break;
             }
         }
-        Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+        Ok((!give_up()).then(|| String::from_utf8_lossy(&bytes).into_owned()))
     }
 
     /// Empties the CPU's buffer and records again.
