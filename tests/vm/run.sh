@@ -5,6 +5,10 @@
 # `apt-get download` (no installation); their versions are discovered, not hard-coded.
 #
 #   tests/vm/run.sh [--arch x86|arm64|all] [--kernels rt,std] [--commands FILE] [--prove-failure]
+#   tests/vm/run.sh --fetch-only [--arch ...] [--kernels ...]
+#
+# --fetch-only downloads and unpacks the kernels and busybox the guests need, and stops (CI does it
+# in the background while it compiles).
 #
 # --prove-failure boots once with a command whose expected exit status is wrong, and once with a
 # time-out too short to finish, and succeeds only if both fail the check (the harness can fail).  Needs root (apt-get). Latency figures
@@ -17,6 +21,7 @@ ARCHES=x86
 KERNELS=rt,std
 COMMANDS=$VM/commands.txt
 PROVE_FAILURE=0
+FETCH_ONLY=0
 TIMEOUT=${RTGAUGE_VM_TIMEOUT:-300}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -24,6 +29,7 @@ while [ $# -gt 0 ]; do
     --kernels) KERNELS=$2; shift 2 ;;
     --commands) COMMANDS=$(realpath "$2"); shift 2 ;;
     --prove-failure) PROVE_FAILURE=1; shift ;;
+    --fetch-only) FETCH_ONLY=1; shift ;;
     *) echo "run.sh: unknown option '$1' (see the comment at the top of tests/vm/run.sh)" >&2; exit 2 ;;
   esac
 done
@@ -163,6 +169,14 @@ case ,$ARCHES, in *,arm64,*)
   host_pkgs qemu-system-aarch64 qemu-system-arm
   dpkg --print-foreign-architectures | grep -qx arm64 || { dpkg --add-architecture arm64; apt_ready=0; apt_update; } ;;
 esac
+
+if [ $FETCH_ONLY = 1 ]; then
+  for arch in ${ARCHES//,/ }; do
+    busybox_for "$arch" >/dev/null
+    for flavor in ${KERNELS//,/ }; do log "$arch-$flavor: $(kernel "$arch" "$flavor")"; done
+  done
+  exit 0
+fi
 
 cmds=$COMMANDS
 if [ $PROVE_FAILURE = 1 ]; then
