@@ -87,11 +87,16 @@ pub const TRACE_INSTANCES: usize = 2;
 /// first value over its threshold, then each new worst case over it (the threshold is 0 for
 /// "every new worst case"). Each CPU is traced into [`TRACE_INSTANCES`] instances that take
 /// turns: a firing stops the one that has recorded longest and hands the turn on. A firing that
-/// would leave no instance recording is deferred instead: its facts are kept, and the collector,
-/// once it has restarted an instance, stops the one that recorded through it ([`Self::fire_deferred`])
-/// — so a new worst case right after another one (a stall right after the small latencies of its
-/// own start, while the collector still reads their trace: seen in CI's guests) is traced whole,
-/// and one instance always records. Shared by every measurement thread on that CPU; made by the
+/// would leave no instance recording is deferred instead: its facts are kept, and once the
+/// collector has restarted an instance it arms the deferral ([`Self::arm_deferred`]); the CPU's
+/// next measured wake-up then stops the instance that recorded through the deferred worst case
+/// ([`Self::tick`]) — so a new worst case right after another one (a stall right after the small
+/// latencies of its own start, while the collector still reads their trace: seen in CI's guests)
+/// is traced whole, and one instance always records. The stop waits for a wake-up because only
+/// a wake-up shows that no larger latency is under way on the CPU: stopped by the collector in
+/// the middle of a stall, the instance that had recorded through the stall's start was lost to
+/// a smaller, older worst case (CI beside a load, x86 guest: the stall traced from 58 ms into
+/// it). Shared by every measurement thread on that CPU; made by the
 /// trace stage, which owns the `tracing_on` files, and read by the collector. Firing is one
 /// `write` of the RT thread, after its fact was handed over; otherwise an offer costs a few loads.
 #[derive(Debug)]
@@ -118,6 +123,8 @@ pub struct TraceTrigger {
     deferred: seqlock::SeqFacts<4>,
     deferred_seen: AtomicU64,
     pub deferred_traced: AtomicU64,
+    /// A deferral the next measured wake-up of the CPU carries out (set by the collector).
+    armed: AtomicBool,
 }
 
 impl TraceTrigger {
@@ -136,6 +143,7 @@ impl TraceTrigger {
             deferred: seqlock::SeqFacts::default(),
             deferred_seen: AtomicU64::new(0),
             deferred_traced: AtomicU64::new(0),
+            armed: AtomicBool::new(false),
         }
     }
 
@@ -185,10 +193,21 @@ impl TraceTrigger {
         }
         let facts = [value_ns, sys::monotonic_ns(), tid, series];
         match self.next_recording() {
-            Some((i, true)) if self.stop(i, facts) => {}
+            Some((i, true)) if self.stop(i, facts) => self.supersede_deferred(value_ns),
             // (Another thread of the CPU writing a deferral at this very moment: it keeps its own.)
             _ => {
                 self.deferred.try_publish(facts);
+            }
+        }
+    }
+
+    /// A deferred worst case no larger than `value_ns`, which just stopped an instance, is not
+    /// traced any more (it counts as untraced): the CPU's worst traced latency is what is kept.
+    #[cold]
+    fn supersede_deferred(&self, value_ns: u64) {
+        if let Some(([v, ..], n)) = self.deferred.try_read() {
+            if v <= value_ns {
+                self.deferred_seen.fetch_max(n, Relaxed);
             }
         }
     }
@@ -202,17 +221,43 @@ impl TraceTrigger {
         self.deferred.try_read().is_some_and(|([v, ..], n)| n != self.deferred_seen.load(Relaxed) && v > value_ns)
     }
 
-    /// The collector, after restarting an instance: the last deferred worst case, if any is
-    /// new, stops the instance that recorded through it (now that another records). Returns
-    /// whether it did.
+    /// The collector, after restarting an instance during the run: a new deferred worst case,
+    /// now that another instance records, is carried out by the CPU's next measured wake-up.
+    pub fn arm_deferred(&self) {
+        let unseen = self.deferred.try_read().is_some_and(|(_, n)| n > self.deferred_seen.load(Relaxed));
+        if unseen && matches!(self.next_recording(), Some((_, true))) {
+            self.armed.store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// A measurement thread of the CPU, after handing over a wake-up (and offering it): carries
+    /// out an armed deferral. One load unless one is armed.
+    #[inline(always)]
+    pub fn tick(&self) {
+        if self.armed.load(Relaxed) {
+            self.fire_armed();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn fire_armed(&self) {
+        if self.armed.swap(false, std::sync::atomic::Ordering::AcqRel) {
+            self.fire_deferred();
+        }
+    }
+
+    /// The last deferred worst case, if any is new, stops the instance that recorded through it
+    /// (if another records). Called by [`Self::tick`], and by the collector once the
+    /// measurement has ended. Returns whether it did.
     pub fn fire_deferred(&self) -> bool {
         // (being rewritten, or no other instance recording: kept for a later call)
         let Some((facts, n)) = self.deferred.try_read() else { return false };
-        if n == self.deferred_seen.load(Relaxed) {
+        if n <= self.deferred_seen.load(Relaxed) {
             return false;
         }
         let Some((i, true)) = self.next_recording() else { return false };
-        self.deferred_seen.store(n, Relaxed);
+        self.deferred_seen.fetch_max(n, Relaxed);
         let fired = self.stop(i, facts);
         if fired {
             self.deferred_traced.fetch_add(1, Relaxed);
@@ -531,6 +576,15 @@ impl Handoff {
         }
     }
 
+    /// `--trace`: a wake-up was handed over, so no latency is under way on this CPU; an armed
+    /// deferral may stop its instance now (see [`TraceTrigger`]).
+    #[inline(always)]
+    fn trace_tick(&self) {
+        if let Some((t, ..)) = &self.trace {
+            t.tick();
+        }
+    }
+
     /// Hands over period `period` served with `latency_ns`, and the `missed_after` periods after
     /// it whose deadlines passed unserved. Wait-free: a full ring loses the latency, never the
     /// accounting (see [`Sample::lost_before`]).
@@ -548,6 +602,7 @@ impl Handoff {
         self.done = period + missed_after;
         c.periods_done.store(self.done, Relaxed);
         self.note_warmup_end();
+        self.trace_tick();
     }
 }
 
@@ -1005,6 +1060,58 @@ mod tests {
         t.restarted(0);
         assert!(t.fire_deferred());
         assert!(!t.deferred_exceeds(read_value), "fired: nothing waits any more");
+    }
+
+    /// CI beside a load (x86 standard guest): the stall traced from 58 ms into it. A small
+    /// worst case of the stall's own start was deferred; the collector restarted the other
+    /// instance in the middle of the stall and at once stopped the one that had recorded through
+    /// the stall's start, for that small one. Now the deferral waits for the CPU's next wake-up:
+    /// the stall's own, larger worst case then stops that instance, and the small one is
+    /// superseded.
+    #[test]
+    fn a_deferral_waits_for_a_wake_up_so_a_stall_under_way_keeps_its_start() {
+        let t = TraceTrigger::new([-1; TRACE_INSTANCES], 0);
+        for k in 0..TRACE_INSTANCES - 1 {
+            t.offer(10 + k as u64, 7, 0);
+        }
+        let last = TRACE_INSTANCES - 1;
+        t.offer(20, 7, 0);
+        // The collector restarts the instance it read, during the stall; nothing stops yet.
+        t.restarted(0);
+        t.arm_deferred();
+        assert!(t.recording.iter().all(|r| r.load(Relaxed)), "no wake-up yet: every instance records");
+        assert_eq!(fired(&t).iter().sum::<u64>(), TRACE_INSTANCES as u64 - 1);
+        // The stall's wake-up: its own worst case first, then the tick.
+        t.offer(300_000_000, 7, 0);
+        t.tick();
+        assert_eq!(t.value_ns[last].load(Relaxed), 300_000_000, "the instance that recorded through the stall");
+        assert!(t.recording[0].load(Relaxed), "the restarted one records on");
+        assert_eq!(t.untraced(), 1, "the small one, superseded");
+        assert!(!t.fire_deferred(), "nothing left to fire");
+    }
+
+    /// Without a larger one, the next wake-up carries the armed deferral out.
+    #[test]
+    fn an_armed_deferral_stops_the_instance_at_the_next_wake_up() {
+        let t = TraceTrigger::new([-1; TRACE_INSTANCES], 0);
+        for k in 0..TRACE_INSTANCES - 1 {
+            t.offer(10 + k as u64, 7, 0);
+        }
+        let last = TRACE_INSTANCES - 1;
+        t.offer(20, 7, 1);
+        t.tick();
+        assert!(t.recording[last].load(Relaxed), "not armed: a tick stops nothing");
+        t.arm_deferred();
+        assert!(!t.armed.load(Relaxed), "nothing else records yet: not armed");
+        t.restarted(0);
+        t.arm_deferred();
+        t.tick();
+        assert_eq!(t.fired[last].load(Relaxed), 1);
+        assert_eq!((t.value_ns[last].load(Relaxed), t.series[last].load(Relaxed)), (20, 1));
+        assert_eq!(t.untraced(), 0);
+        t.tick();
+        assert_eq!(fired(&t).iter().sum::<u64>(), TRACE_INSTANCES as u64, "each deferral once");
+        assert!(t.recording[0].load(Relaxed), "one instance always records");
     }
 
     #[test]

@@ -130,9 +130,20 @@ impl Session {
     }
 
     /// Reads and explains every trace a latency stopped since the last call, and restarts it;
-    /// then a worst case deferred meanwhile stops the instance that recorded through it, and
-    /// that one is read too.
+    /// then a worst case deferred meanwhile is armed: the CPU's next measured wake-up stops the
+    /// instance that recorded through it, and a later call reads that one.
     pub fn poll(&mut self) {
+        for c in &mut self.cpus {
+            for i in 0..TRACE_INSTANCES {
+                c.read_if_stopped(i);
+            }
+            c.trigger.arm_deferred();
+        }
+    }
+
+    /// Once the measurement has ended: reads what is stopped, and fires what is still deferred
+    /// (no wake-up will come to carry it out), reading that too.
+    fn drain(&mut self) {
         for c in &mut self.cpus {
             loop {
                 for i in 0..TRACE_INSTANCES {
@@ -148,7 +159,7 @@ impl Session {
     /// Ends the trace (the instances removed) and reports each CPU's worst traced latency;
     /// `names` gives a series index's probe and series, `start_ns` is the run's start.
     pub fn finish(mut self, names: impl Fn(u64) -> (String, Option<String>), start_ns: u64) -> TraceReport {
-        self.poll();
+        self.drain();
         let mut captures = Vec::new();
         for c in std::mem::take(&mut self.cpus) {
             let fired = c.seen.iter().sum();
