@@ -990,6 +990,16 @@ mod tests {
         t.fired.iter().map(|f| f.load(Relaxed)).collect()
     }
 
+    /// A trigger whose instances but the last were stopped by small new worst cases (10 ns, 11 ns,
+    /// ... of thread 7's series 0), and wait to be read.
+    fn all_but_the_last_stopped() -> TraceTrigger {
+        let t = TraceTrigger::new([-1; TRACE_INSTANCES], 0);
+        for k in 0..TRACE_INSTANCES - 1 {
+            t.offer(10 + k as u64, 7, 0);
+        }
+        t
+    }
+
     /// CI (x86 guest): two small new worst cases right before a 300 ms stall stopped both
     /// instances; the collector restarted one in the middle of the stall, and the stall was
     /// traced from there on only. A firing now always leaves an instance recording.
@@ -1021,10 +1031,7 @@ mod tests {
     #[test]
     fn a_worst_case_while_the_other_trace_is_read_is_traced_once_it_is_restarted() {
         let n = TRACE_INSTANCES;
-        let t = TraceTrigger::new([-1; TRACE_INSTANCES], 0);
-        for k in 0..n - 1 {
-            t.offer(10 + k as u64, 7, 0);
-        }
+        let t = all_but_the_last_stopped();
         t.offer(200, 7, 1);
         t.offer(300_000_000, 7, 2);
         assert!(!t.fire_deferred(), "nothing else records yet");
@@ -1046,10 +1053,7 @@ mod tests {
     /// moot: the collector gives that read up, and the deferral stops the other instance at once.
     #[test]
     fn a_larger_deferred_worst_case_supersedes_the_trace_being_read() {
-        let t = TraceTrigger::new([-1; TRACE_INSTANCES], 0);
-        for k in 0..TRACE_INSTANCES - 1 {
-            t.offer(10 + k as u64, 7, 0);
-        }
+        let t = all_but_the_last_stopped();
         let read_value = t.value_ns[0].load(Relaxed);
         assert!(!t.deferred_exceeds(read_value), "nothing deferred yet");
         // A smaller one of another thread is deferred: the trace being read stays wanted.
@@ -1070,10 +1074,7 @@ mod tests {
     /// superseded.
     #[test]
     fn a_deferral_waits_for_a_wake_up_so_a_stall_under_way_keeps_its_start() {
-        let t = TraceTrigger::new([-1; TRACE_INSTANCES], 0);
-        for k in 0..TRACE_INSTANCES - 1 {
-            t.offer(10 + k as u64, 7, 0);
-        }
+        let t = all_but_the_last_stopped();
         let last = TRACE_INSTANCES - 1;
         t.offer(20, 7, 0);
         // The collector restarts the instance it read, during the stall; nothing stops yet.
@@ -1093,10 +1094,7 @@ mod tests {
     /// Without a larger one, the next wake-up carries the armed deferral out.
     #[test]
     fn an_armed_deferral_stops_the_instance_at_the_next_wake_up() {
-        let t = TraceTrigger::new([-1; TRACE_INSTANCES], 0);
-        for k in 0..TRACE_INSTANCES - 1 {
-            t.offer(10 + k as u64, 7, 0);
-        }
+        let t = all_but_the_last_stopped();
         let last = TRACE_INSTANCES - 1;
         t.offer(20, 7, 1);
         t.tick();
