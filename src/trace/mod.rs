@@ -32,6 +32,13 @@ struct CpuTrace {
 }
 
 impl CpuTrace {
+    /// Reads and restarts every instance a value stopped since it was last read.
+    fn read_stopped(&mut self) {
+        for i in 0..TRACE_INSTANCES {
+            self.read_if_stopped(i);
+        }
+    }
+
     /// If a value stopped instance `i` since it was last read: explains it (when it is this
     /// CPU's worst yet) and restarts the instance.
     fn read_if_stopped(&mut self, i: usize) {
@@ -134,9 +141,7 @@ impl Session {
     /// instance that recorded through it, and a later call reads that one.
     pub fn poll(&mut self) {
         for c in &mut self.cpus {
-            for i in 0..TRACE_INSTANCES {
-                c.read_if_stopped(i);
-            }
+            c.read_stopped();
             c.trigger.arm_deferred();
         }
     }
@@ -146,9 +151,7 @@ impl Session {
     fn drain(&mut self) {
         for c in &mut self.cpus {
             loop {
-                for i in 0..TRACE_INSTANCES {
-                    c.read_if_stopped(i);
-                }
+                c.read_stopped();
                 if !c.trigger.fire_deferred() {
                     break;
                 }
