@@ -27,6 +27,12 @@ pub fn main() -> ExitCode {
         }
         _ => None,
     };
+    // ... and its loads' cgroup, with whatever a load left running in it.
+    if matches!(cli.command, cli::Command::Run(_) | cli::Command::Check(_) | cli::Command::Load(_) | cli::Command::Restore) {
+        for line in load::contain::remove_stale() {
+            eprintln!("rtgauge: {line}");
+        }
+    }
     if let Some(r) = recovered.as_ref().filter(|_| !matches!(cli.command, cli::Command::Restore)) {
         for line in &r.done {
             eprintln!("rtgauge: restored: {line}");

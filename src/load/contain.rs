@@ -176,6 +176,36 @@ pub fn kill_and_remove(path: &Path, version: Version) -> Result<(), String> {
     }
 }
 
+/// Removes the cgroups of runs that died together with their guardian (`kill -9 $(pidof
+/// rtgauge)`, `killall -9 rtgauge`): every `rtgauge-PID` directory where this rtgauge would make
+/// its own, whose PID is no longer alive, is emptied (its processes killed) and removed — as a
+/// killed run's tuning journal is restored by the next rtgauge. A live PID's cgroup is left alone.
+/// Returns one line per cgroup removed, or that could not be.
+pub fn remove_stale() -> Vec<String> {
+    let mut lines = Vec::new();
+    let places = [(None, Version::V2), (Some("freezer"), Version::V1), (Some("pids"), Version::V1)];
+    for (controller, version) in places {
+        let Ok(parent) = own_dir(controller) else { continue };
+        let Ok(entries) = std::fs::read_dir(&parent) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("rtgauge-")).and_then(|p| p.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+                continue;
+            }
+            let path = entry.path();
+            let left = pids(&path).len();
+            lines.push(match kill_and_remove(&path, version) {
+                Ok(()) => format!("removed the cgroup of a killed run, {} ({left} processes in it ended)", path.display()),
+                Err(e) => format!("could not remove the cgroup of a killed run: {e}"),
+            });
+        }
+    }
+    lines
+}
+
 fn pids(path: &Path) -> Vec<i32> {
     std::fs::read_to_string(path.join("cgroup.procs"))
         .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
