@@ -27,10 +27,13 @@ pub fn main() -> ExitCode {
         }
         _ => None,
     };
-    // ... and its loads' cgroup, with whatever a load left running in it.
+    // ... and its loads' cgroup, with whatever a load left running in it. Only `restore` says so:
+    // a run that starts while another was just killed may meet that cgroup while its guardian is
+    // still removing it, and must not print a line about another run's ending.
     if matches!(cli.command, cli::Command::Run(_) | cli::Command::Check(_) | cli::Command::Load(_) | cli::Command::Restore) {
-        for line in load::contain::remove_stale() {
-            eprintln!("rtgauge: {line}");
+        let removed = load::contain::remove_stale();
+        if matches!(cli.command, cli::Command::Restore) {
+            removed.iter().for_each(|line| eprintln!("rtgauge: {line}"));
         }
     }
     if let Some(r) = recovered.as_ref().filter(|_| !matches!(cli.command, cli::Command::Restore)) {

@@ -289,7 +289,9 @@ fn a_run_killed_with_its_guardian_leaves_its_cgroup_to_the_next_rtgauge() {
     child.kill().unwrap();
     child.wait().unwrap();
 
-    let out = m.cmd(&["restore"]).output().unwrap();
+    // A journal of its own: another test's killed run is not this one's to restore.
+    let journal = tempfile::tempdir().unwrap();
+    let out = m.cmd(&["restore"]).env("RTGAUGE_JOURNAL", journal.path().join("tuning.journal")).output().unwrap();
 
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     m.assert_clean("rtgauge and its guardian killed, then rtgauge restore");
