@@ -237,12 +237,13 @@ fn setsid_and_double_fork_grandchildren_are_gone_after_a_normal_end() {
     }
 }
 
-#[test]
-fn setsid_and_double_fork_grandchildren_are_gone_after_sigkill() {
-    let m = Marker::new();
+/// Starts a 60 s run with the escaping loads and waits until both grandchildren run. Returns
+/// rtgauge, the marked processes then, and the cgroup of the setsid grandchild where it is one of
+/// rtgauge's.
+fn run_escapers(m: &Marker) -> (Child, Vec<String>, Option<std::path::PathBuf>) {
     let mut args = vec!["run", "-q", "-D", "60s", "--cpus", "0"];
     args.extend(ESCAPERS);
-    let mut child = m.cmd(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let child = m.cmd(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let t = Instant::now();
     while m.started().iter().filter(|p| runs(p, "sleep 30")).count() < 2 && t.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));
@@ -250,6 +251,13 @@ fn setsid_and_double_fork_grandchildren_are_gone_after_sigkill() {
     let procs = m.started();
     let grandchild = procs.iter().find(|p| runs(p, "sleep 300")).expect("the setsid grandchild runs");
     let cgroup = cgroup_of(grandchild.split(':').next().unwrap()).filter(|p| p.to_string_lossy().contains("rtgauge-"));
+    (child, procs, cgroup)
+}
+
+#[test]
+fn setsid_and_double_fork_grandchildren_are_gone_after_sigkill() {
+    let m = Marker::new();
+    let (mut child, _, cgroup) = run_escapers(&m);
     child.kill().unwrap();
     child.wait().unwrap();
     m.assert_clean("SIGKILL of rtgauge");
@@ -267,16 +275,8 @@ fn setsid_and_double_fork_grandchildren_are_gone_after_sigkill() {
 #[test]
 fn a_run_killed_with_its_guardian_leaves_its_cgroup_to_the_next_rtgauge() {
     let m = Marker::new();
-    let mut args = vec!["run", "-q", "-D", "60s", "--cpus", "0"];
-    args.extend(ESCAPERS);
-    let mut child = m.cmd(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    let t = Instant::now();
-    while m.started().iter().filter(|p| runs(p, "sleep 30")).count() < 2 && t.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let procs = m.started();
-    let grandchild = procs.iter().find(|p| runs(p, "sleep 300")).expect("the setsid grandchild runs");
-    let Some(cg) = cgroup_of(grandchild.split(':').next().unwrap()).filter(|p| p.to_string_lossy().contains("rtgauge-")) else {
+    let (mut child, procs, cgroup) = run_escapers(&m);
+    let Some(cg) = cgroup else {
         child.kill().unwrap();
         child.wait().unwrap();
         m.assert_clean("SIGKILL of rtgauge");
@@ -288,11 +288,9 @@ fn a_run_killed_with_its_guardian_leaves_its_cgroup_to_the_next_rtgauge() {
     Command::new("kill").args(["-s", "KILL", &guardian]).status().unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
-
     // A journal of its own: another test's killed run is not this one's to restore.
     let journal = tempfile::tempdir().unwrap();
     let out = m.cmd(&["restore"]).env("RTGAUGE_JOURNAL", journal.path().join("tuning.journal")).output().unwrap();
-
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     m.assert_clean("rtgauge and its guardian killed, then rtgauge restore");
     assert!(!cg.exists(), "the next rtgauge removed {}", cg.display());
