@@ -20,22 +20,21 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return clap_error(e),
     };
-    // A run killed with its guardian may have left settings changed: put them back first.
+    // A run killed with its guardian may have left settings changed, and its loads' cgroup with
+    // whatever a load left running in it: put them back and remove it first. Only `restore` says
+    // which cgroups it removed: a run that starts while another was just killed may meet that
+    // cgroup while its guardian is still removing it, and must not print a line about it.
     let recovered = match &cli.command {
         cli::Command::Run(_) | cli::Command::Check(_) | cli::Command::Load(_) | cli::Command::Restore => {
-            crate::tuning::journal::recover()
+            let recovered = crate::tuning::journal::recover();
+            let removed = load::contain::remove_stale();
+            if matches!(cli.command, cli::Command::Restore) {
+                removed.iter().for_each(|line| eprintln!("rtgauge: {line}"));
+            }
+            recovered
         }
         _ => None,
     };
-    // ... and its loads' cgroup, with whatever a load left running in it. Only `restore` says so:
-    // a run that starts while another was just killed may meet that cgroup while its guardian is
-    // still removing it, and must not print a line about another run's ending.
-    if matches!(cli.command, cli::Command::Run(_) | cli::Command::Check(_) | cli::Command::Load(_) | cli::Command::Restore) {
-        let removed = load::contain::remove_stale();
-        if matches!(cli.command, cli::Command::Restore) {
-            removed.iter().for_each(|line| eprintln!("rtgauge: {line}"));
-        }
-    }
     if let Some(r) = recovered.as_ref().filter(|_| !matches!(cli.command, cli::Command::Restore)) {
         for line in &r.done {
             eprintln!("rtgauge: restored: {line}");

@@ -178,7 +178,7 @@ pub fn kill_and_remove(path: &Path, version: Version) -> Result<(), String> {
 
 /// Removes the cgroups of runs that died together with their guardian (`kill -9 $(pidof
 /// rtgauge)`, `killall -9 rtgauge`): every `rtgauge-PID` directory where this rtgauge would make
-/// its own, whose PID is no longer alive, is emptied (its processes killed) and removed — as a
+/// its own, whose PID is no longer alive (its own PID is), is emptied (its processes killed) and removed — as a
 /// killed run's tuning journal is restored by the next rtgauge. A live PID's cgroup is left alone.
 /// Returns one line per cgroup removed, or that could not be.
 pub fn remove_stale() -> Vec<String> {
@@ -192,7 +192,7 @@ pub fn remove_stale() -> Vec<String> {
             let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("rtgauge-")).and_then(|p| p.parse::<u32>().ok()) else {
                 continue;
             };
-            if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+            if Path::new(&format!("/proc/{pid}")).exists() {
                 continue;
             }
             let path = entry.path();
