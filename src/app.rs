@@ -26,7 +26,14 @@ pub fn main() -> ExitCode {
     // cgroup while its guardian is still removing it, and must not print a line about it.
     let recovered = match &cli.command {
         cli::Command::Run(_) | cli::Command::Check(_) | cli::Command::Load(_) | cli::Command::Restore => {
-            let recovered = crate::tuning::journal::recover();
+            // A file at the journal's path that is not rtgauge's own stops the command, untouched.
+            let recovered = match crate::tuning::journal::recover() {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("rtgauge: error: {e}");
+                    return ExitCode::from(EXIT_ERROR);
+                }
+            };
             let removed = load::contain::remove_stale();
             if matches!(cli.command, cli::Command::Restore) {
                 removed.iter().for_each(|line| eprintln!("rtgauge: {line}"));
@@ -36,7 +43,7 @@ pub fn main() -> ExitCode {
         _ => None,
     };
     if let Some(r) = recovered.as_ref().filter(|_| !matches!(cli.command, cli::Command::Restore)) {
-        for line in &r.done {
+        for line in r.notes.iter().chain(&r.done) {
             eprintln!("rtgauge: restored: {line}");
         }
         for line in &r.failed {
@@ -141,7 +148,7 @@ fn check(a: &cli::CheckArgs) -> anyhow::Result<u8> {
 fn restore(recovered: Option<&crate::tuning::journal::Restored>) -> anyhow::Result<u8> {
     match recovered {
         Some(r) => {
-            for line in &r.done {
+            for line in r.notes.iter().chain(&r.done) {
                 println!("{line}");
             }
             for line in &r.failed {

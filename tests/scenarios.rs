@@ -120,3 +120,42 @@ fn bad_scenarios_name_file_line_and_key() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("rtgauge scenarios"));
 }
+
+/// A bare name is a built-in scenario, never a file of that name in the current directory (one
+/// any user could have left in /tmp); a file is read only when written as a path. A scenario
+/// file that would run commands is refused when another user owns it or others may write it.
+#[test]
+fn a_scenario_name_is_never_silently_a_file_and_a_file_others_may_write_runs_no_command() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let body = format!("name = \"planted\"\n[[loads]]\nspec = \"cmd-once:touch {}\"\n", marker.display());
+    let planted = dir.path().join("am3356");
+    std::fs::write(&planted, &body).unwrap();
+    let short = ["--loops", "5", "--warmup", "0", "--cpus", "0", "--load", "none"];
+    let mut args = vec!["run", "-q", "--json", "-", "--scenario", "am3356"];
+    args.extend(short);
+    let out = rtgauge(&args).current_dir(dir.path()).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(doc["config"]["scenario"]["name"], "am3356");
+    assert_eq!(doc["config"]["scenario"]["source"], "built-in");
+    // A name that is not built-in, beside a file of that name: refused, saying how to run the file.
+    std::fs::copy(&planted, dir.path().join("mine")).unwrap();
+    let out = rtgauge(&["run", "--scenario", "mine", "--loops", "5"]).current_dir(dir.path()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--scenario ./mine") && err.trim_end().lines().count() == 1, "{err}");
+    // Written as a path, but writable by every user, or another user's: no command runs.
+    for (mode, owner, why) in [(0o666, 0, "lets every user write it"), (0o644, 65534, "belongs to user 65534")] {
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(mode)).unwrap();
+        std::os::unix::fs::chown(&planted, Some(owner), None).unwrap();
+        let mut args = vec!["run", "-q", "--scenario", "./am3356"];
+        args.extend(&short[..6]);
+        let out = rtgauge(&args).current_dir(dir.path()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("runs commands") && err.contains(why), "{err}");
+    }
+    assert!(!marker.exists(), "the planted file's command never ran");
+}

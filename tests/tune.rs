@@ -353,24 +353,196 @@ fn without_privileges_tuning_is_refused_per_setting_and_the_run_goes_on() {
     assert!(doc["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("could not tune")));
 }
 
+const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
+
+/// A journal as rtgauge writes it: 0600, its header (of this boot or `boot_id`), then `undos`.
+fn write_journal(path: &std::path::Path, boot_id: &str, undos: &[Value]) {
+    use std::os::unix::fs::PermissionsExt;
+    let header = serde_json::json!({"pid": 1, "boot_id": boot_id, "started_at": "2026-11-23T00:00:00.000Z", "command_line": ["rtgauge", "run", "--tune"]});
+    let mut text = format!("{header}\n");
+    for u in undos {
+        text += &format!("{u}\n");
+    }
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
 /// A journal left by a run of this boot is restored; one from an earlier boot (a power cut) is
-/// only removed, with a word: the boot reset every setting. Shown on a file of the test's own.
+/// only removed, with a word: the boot reset every setting. Shown on RT throttling, a setting
+/// rtgauge tunes, changed by the test (in turn with the other tuning tests) and put back.
 #[test]
 fn a_left_journal_is_restored_unless_it_is_from_an_earlier_boot() {
+    let _t = turn();
     let d = tempfile::tempdir().unwrap();
-    let setting = d.path().join("setting");
     let j = d.path().join("tuning.journal");
     let boot = read("/proc/sys/kernel/random/boot_id");
+    let before = read(RT_RUNTIME);
+    let changed = if before == "950000" { "900000" } else { "950000" };
     for (boot_id, restored) in [(boot.as_str(), true), ("00000000-0000-0000-0000-000000000000", false)] {
-        std::fs::write(&setting, "changed").unwrap();
-        let header = serde_json::json!({"pid": 1, "boot_id": boot_id, "started_at": "2026-11-23T00:00:00.000Z", "command_line": ["rtgauge", "run", "--tune"]});
-        let undo = serde_json::json!({"undo": "write", "path": setting, "original": "as it was", "set": "changed"});
-        std::fs::write(&j, format!("{header}\n{undo}\n")).unwrap();
+        std::fs::write(RT_RUNTIME, changed).unwrap();
+        write_journal(&j, boot_id, &[serde_json::json!({"undo": "write", "path": RT_RUNTIME, "original": before, "set": changed})]);
         let out = rtgauge(&["restore"]).env("RTGAUGE_JOURNAL", &j).output().unwrap();
+        let now = read(RT_RUNTIME);
+        std::fs::write(RT_RUNTIME, &before).unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{text}");
-        assert_eq!(read(&setting.display().to_string()), if restored { "as it was" } else { "changed" }, "{text}");
-        assert!(text.contains(if restored { "put back" } else { "before a reboot" }), "{text}");
+        assert_eq!(now, if restored { before.as_str() } else { changed }, "{text}");
+        if restored {
+            assert!(text.contains("(1 put back, 0 failed)"), "one change is one put back: {text}");
+        } else {
+            assert!(text.contains("before a reboot") && text.contains("(0 put back, 0 failed)"), "{text}");
+        }
         assert!(!j.exists(), "the journal is gone either way");
     }
+}
+
+/// The victims of a crafted journal: files and a directory of the test's own, each a member of
+/// a class of what a journal must never make rtgauge do as root.
+struct Victims {
+    dir: tempfile::TempDir,
+}
+
+impl Victims {
+    fn new() -> Victims {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("victim"), "precious\n").unwrap();
+        std::fs::write(dir.path().join("secret"), "root:$6$hash:19000:0:99999:7:::\n").unwrap();
+        std::fs::create_dir(dir.path().join("keep")).unwrap();
+        std::fs::create_dir(dir.path().join("rtgauge-1234")).unwrap();
+        Victims { dir }
+    }
+    fn p(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+    fn untouched(&self) {
+        assert_eq!(read(&self.p("victim")), "precious");
+        assert!(read(&self.p("secret")).starts_with("root:"));
+        assert!(!std::path::Path::new(&self.p("stolen")).exists(), "nothing copied");
+        assert!(std::path::Path::new(&self.p("keep")).is_dir() && std::path::Path::new(&self.p("rtgauge-1234")).is_dir());
+    }
+}
+
+/// A crafted journal (a valid header, as root, this boot) asks for writes, copies, removals and
+/// an unmount outside what rtgauge tunes: each is refused and named, none is carried out, and
+/// the restore exits 2.
+#[test]
+fn a_crafted_journal_changes_nothing_outside_the_settings_rtgauge_tunes() {
+    let v = Victims::new();
+    let j = v.dir.path().join("crafted.journal");
+    let boot = read("/proc/sys/kernel/random/boot_id");
+    let undos = [
+        serde_json::json!({"undo": "write", "path": v.p("victim"), "original": "pwned", "set": "x"}),
+        // A setting's path with a way out of it, and a setting rtgauge does not tune.
+        serde_json::json!({"undo": "write", "path": format!("/proc/sys/kernel/../../..{}", v.p("victim")), "original": "1", "set": "x"}),
+        serde_json::json!({"undo": "write", "path": "/proc/sys/kernel/core_pattern", "original": "|/tmp/evil", "set": "x"}),
+        // A setting rtgauge tunes, with a value of another shape.
+        serde_json::json!({"undo": "write", "path": RT_RUNTIME, "original": "950000\n/bin/sh", "set": "-1"}),
+        serde_json::json!({"undo": "move-all", "from": [v.p("secret")], "to": v.p("stolen")}),
+        serde_json::json!({"undo": "remove-dir", "path": v.p("keep")}),
+        serde_json::json!({"undo": "remove-dir", "path": v.p("rtgauge-1234")}),
+        serde_json::json!({"undo": "unmount", "path": v.dir.path()}),
+    ];
+    write_journal(&j, &boot, &undos);
+    let out = rtgauge(&["restore"]).env("RTGAUGE_JOURNAL", &j).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    v.untouched();
+    assert_eq!(text.matches("refused:").count(), undos.len(), "each entry refused and named: {text}");
+    for named in [v.p("victim"), "core_pattern".into(), v.p("secret"), v.p("keep"), v.p("rtgauge-1234")] {
+        assert!(text.contains(&named), "{named} named: {text}");
+    }
+    assert!(!text.contains("$6$"), "nothing of a file is shown: {text}");
+}
+
+/// A file at the journal's path that is not a journal rtgauge may trust — text, an empty file
+/// it did not make, a FIFO, a directory, a symbolic link (even to a real journal), a journal
+/// others may write or another user owns — is refused with exit 2 by every command that reads
+/// the journal, and left exactly as it was.
+#[test]
+fn a_journal_path_that_is_not_rtgauges_journal_is_refused_and_left_as_it_was() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let d = tempfile::tempdir().unwrap();
+    let boot = read("/proc/sys/kernel/random/boot_id");
+    let real = d.path().join("real.journal");
+    write_journal(&real, &boot, &[]);
+    let mut cases: Vec<(&str, std::path::PathBuf)> = Vec::new();
+    let text = d.path().join("notes.txt");
+    std::fs::write(&text, "not a journal\n").unwrap();
+    cases.push(("a text file", text));
+    let empty = d.path().join("empty");
+    std::fs::write(&empty, "").unwrap();
+    cases.push(("an empty file it did not make", empty));
+    let fifo = d.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    cases.push(("a FIFO", fifo));
+    let dir = d.path().join("dir");
+    std::fs::create_dir(&dir).unwrap();
+    cases.push(("a directory", dir));
+    let link = d.path().join("link.journal");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    cases.push(("a symbolic link", link));
+    let open = d.path().join("open.journal");
+    write_journal(&open, &boot, &[]);
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).unwrap();
+    cases.push(("a journal every user may write", open));
+    let theirs = d.path().join("theirs.journal");
+    write_journal(&theirs, &boot, &[]);
+    std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
+    cases.push(("another user's journal", theirs));
+    let commands: [&[&str]; 4] = [
+        &["check"],
+        &["restore"],
+        &["run", "--loops", "5", "--load", "none", "--tune=rt-throttling"],
+        &["load", "cpu", "-D", "1s"],
+    ];
+    for (what, path) in &cases {
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        let content = std::fs::read(path).ok();
+        for args in commands {
+            let out = rtgauge(args).env("RTGAUGE_JOURNAL", path).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{what}, {args:?}: {err}");
+            assert!(err.contains("not one rtgauge may trust") && err.trim_end().lines().count() == 1, "{what}, {args:?}: {err}");
+            let now = std::fs::symlink_metadata(path).unwrap();
+            assert_eq!((now.ino(), now.mode(), now.uid(), now.len()), (meta.ino(), meta.mode(), meta.uid(), meta.len()), "{what}");
+            assert_eq!(std::fs::read(path).ok(), content, "{what}: left as it was");
+        }
+    }
+    assert!(real.exists(), "the link's target is untouched");
+}
+
+/// Under a umask of 000, the journal's directory rtgauge makes is 0700 and the journal 0600; the
+/// result it writes is 0644 (not 0666).
+#[test]
+fn under_umask_000_what_rtgauge_makes_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let _t = turn();
+    let d = tempfile::tempdir().unwrap();
+    let jdir = d.path().join("made/by/rtgauge");
+    let j = jdir.join("tuning.journal");
+    let result = d.path().join("result.json");
+    let mut argv = bin_argv();
+    argv.extend(
+        ["run", "-q", "--cpus", "0", "--load", "none", "--warmup", "0", "-D", "30s", "--tune=rt-throttling", "--json"]
+            .map(String::from),
+    );
+    argv.push(result.display().to_string());
+    let run = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("umask 000; exec \"$@\"")
+        .arg("sh")
+        .args(&argv)
+        .env("RTGAUGE_JOURNAL", &j)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until_measuring(run.id());
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let (dir_mode, journal_mode) = (mode(&jdir), mode(&j));
+    signal(&run, "INT");
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!((dir_mode, journal_mode), (0o700, 0o600));
+    assert_eq!(mode(&result), 0o644);
 }

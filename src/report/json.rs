@@ -18,7 +18,7 @@ use crate::scenario::JsonTarget;
 use anyhow::{anyhow, bail};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// An open destination for the result document.
@@ -58,6 +58,23 @@ fn resolve_links(path: &Path) -> anyhow::Result<PathBuf> {
     for _ in 0..MAX_LINKS {
         match std::fs::symlink_metadata(&cur) {
             Ok(m) if m.file_type().is_symlink() => {
+                // As the kernel's protected_symlinks would (rtgauge reads the link itself): a link
+                // another user could have planted is not followed.
+                let dir = std::fs::metadata(parent_dir(&cur)).map_err(|e| unwritable(path, e))?;
+                let uid = crate::sys::effective_uid();
+                let planted = (m.uid() != 0 && m.uid() != uid && m.uid() != dir.uid())
+                    || crate::sys::files::others_can_replace_in(&dir);
+                if planted {
+                    return Err(unwritable(
+                        path,
+                        format!(
+                            "{} is a symbolic link of user {} in a directory other users can write, which rtgauge does not follow \
+                             as root",
+                            crate::vocab::shown(&cur.display().to_string()),
+                            m.uid()
+                        ),
+                    ));
+                }
                 let target = std::fs::read_link(&cur).map_err(|e| unwritable(path, e))?;
                 cur = match cur.parent() {
                     Some(dir) if target.is_relative() => dir.join(target),
@@ -107,11 +124,15 @@ impl JsonSink {
         match std::fs::metadata(&path) {
             Ok(m) if m.is_dir() => Err(unwritable(given, "it is a directory")),
             Ok(m) if !m.is_file() => {
-                let file = OpenOptions::new().write(true).open(&path).map_err(|e| unwritable(given, e))?;
+                let file = OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                    .open(&path)
+                    .map_err(|e| unwritable(given, e))?;
                 Ok(JsonSink::Special { path, file })
             }
             Ok(m) => {
-                OpenOptions::new().append(true).open(&path).map_err(|e| unwritable(given, e))?;
+                OpenOptions::new().append(true).custom_flags(libc::O_NOFOLLOW).open(&path).map_err(|e| unwritable(given, e))?;
                 let dir_meta = std::fs::metadata(&dir).map_err(|e| unwritable(given, e))?;
                 takes_new_files(&dir).map_err(|e| unwritable(given, format!("its directory takes no new file ({e})")))?;
                 if replaceable(&dir_meta, &m) && can_keep_owner(&m) {
@@ -164,7 +185,7 @@ impl JsonSink {
             }
             JsonSink::Special { mut file, .. } => file.write_all(bytes),
             JsonSink::InPlace { path } => {
-                let file = OpenOptions::new().write(true).truncate(true).open(&path)?;
+                let file = OpenOptions::new().write(true).truncate(true).custom_flags(libc::O_NOFOLLOW).open(&path)?;
                 let mut w = BufWriter::with_capacity(BUFFER, file);
                 w.write_all(bytes)?;
                 w.into_inner().map_err(|e| e.into_error())?.sync_all()
@@ -200,7 +221,7 @@ fn write_replace(path: &Path, dir: &Path, keep: Option<(u32, u32, u32)>, bytes: 
     // Without O_TMPFILE the staged file has a name while it is written (as tempfile does).
     let file = match unnamed {
         Some(f) => f,
-        None => OpenOptions::new().write(true).create_new(true).open(&staged)?,
+        None => crate::sys::files::create_new(&staged, 0o600)?,
     };
     let mut w = BufWriter::with_capacity(BUFFER, file);
     w.write_all(bytes)?;
@@ -209,9 +230,9 @@ fn write_replace(path: &Path, dir: &Path, keep: Option<(u32, u32, u32)>, bytes: 
         file.set_permissions(std::fs::Permissions::from_mode(mode))?;
         std::os::unix::fs::fchown(&file, Some(uid), Some(gid))?;
     } else {
-        // A new file gets the usual mode of a new file (0666 less the umask), not the 0600 of
-        // the unnamed one.
-        file.set_permissions(std::fs::Permissions::from_mode(0o666 & !current_umask()))?;
+        // A new file gets the mode of a result (0644 less the umask: a umask of 000 makes it
+        // no wider), not the 0600 of the unnamed one.
+        file.set_permissions(std::fs::Permissions::from_mode(crate::sys::files::user_mode(0o644)))?;
     }
     file.sync_all()?;
     if guard.is_none() {
@@ -257,29 +278,21 @@ impl Drop for StagedName {
     }
 }
 
-/// The process's umask, read from /proc (reading it with umask(2) would change it).
-fn current_umask() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Umask:")).and_then(|v| u32::from_str_radix(v.trim(), 8).ok()))
-        .unwrap_or(0o022)
-}
-
-/// Saves the document where it can: the temporary directory, else the current one.
+/// Saves the document where it can: the temporary directory, else the current one, under a name
+/// no one can take in advance (made new, 0600, never through a link).
 fn rescue(bytes: &[u8]) -> std::io::Result<PathBuf> {
-    let name = format!("rtgauge-result-{}-{}.json", std::process::id(), crate::sys::monotonic_ns());
     let mut last = None;
     for dir in [std::env::temp_dir(), PathBuf::from(".")] {
-        let path = dir.join(&name);
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()))
-        {
-            Ok(()) => return Ok(path),
+        let made = tempfile::Builder::new()
+            .prefix(&format!("rtgauge-result-{}-", std::process::id()))
+            .suffix(".json")
+            .tempfile_in(&dir)
+            .and_then(|mut f| f.write_all(bytes).and_then(|_| f.as_file().sync_all()).map(|_| f))
+            .and_then(|f| f.keep().map_err(|e| e.error));
+        match made {
+            Ok((_, path)) => return Ok(path),
             Err(e) => last = Some(e),
         }
     }
-    Err(last.expect("two attempts"))
+    Err(last.unwrap_or_else(|| std::io::Error::other("no directory to save the result in")))
 }

@@ -32,7 +32,8 @@ impl PngOut {
         if dir.exists() && !dir.is_dir() {
             return Err(format!("--png {shown} is not a directory; give a directory (it is made if missing)"));
         }
-        std::fs::create_dir_all(dir).map_err(|e| format!("--png {shown}: cannot make the directory: {e}; give another"))?;
+        crate::sys::files::make_dir_all(dir, crate::sys::files::user_mode(0o755))
+            .map_err(|e| format!("--png {shown}: cannot make the directory: {e}; give another"))?;
         tempfile::tempfile_in(dir).map_err(|e| format!("--png {shown}: cannot write into it: {e}; give a writable directory"))?;
         Ok(PngOut { dir: dir.to_path_buf(), fonts })
     }

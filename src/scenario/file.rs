@@ -251,26 +251,64 @@ pub fn parse(text: &str, origin: &str, source: &str) -> Result<Scenario, PlanErr
     })
 }
 
-/// Finds a scenario by file path or built-in name.
+/// Whether `--scenario` names a file rather than a built-in scenario: only when written as a
+/// path (`./am3356`, `/abs/path`, `lab/x`) or as a TOML file (`x.toml`). A bare name is always a
+/// built-in one, so a file of that name that another user left in the current directory is
+/// never run in its place.
+pub fn names_a_file(name_or_path: &str) -> bool {
+    name_or_path.contains('/') || name_or_path.ends_with(".toml")
+}
+
+/// Finds a scenario by built-in name, or by file path (see [`names_a_file`]).
 pub fn load(name_or_path: &str) -> Result<Scenario, PlanError> {
-    let path = std::path::Path::new(name_or_path);
-    if path.exists() {
-        let text = super::userfile::read_text(path, super::userfile::SCENARIO_CAP).map_err(|e| {
+    if names_a_file(name_or_path) {
+        let path = std::path::Path::new(name_or_path);
+        let shown = crate::vocab::shown(name_or_path);
+        let cannot = |e: &dyn std::fmt::Display| {
             PlanError(format!(
-                "--scenario cannot read '{name_or_path}': {e}; give a TOML scenario file (at most {} bytes) or a built-in name \
+                "--scenario cannot read '{shown}': {e}; give a TOML scenario file (at most {} bytes) or a built-in name \
                  ('rtgauge scenarios' lists them)",
                 super::userfile::SCENARIO_CAP
             ))
-        })?;
-        return parse(&text, name_or_path, name_or_path);
+        };
+        let text = super::userfile::read_text(path, super::userfile::SCENARIO_CAP).map_err(|e| cannot(&e))?;
+        let scenario = parse(&text, name_or_path, name_or_path)?;
+        if runs_commands(&scenario.input) {
+            // A file that makes rtgauge run commands as root must be as trusted as rtgauge.
+            let meta = std::fs::metadata(path).map_err(|e| cannot(&e))?;
+            if let Err(why) = crate::sys::files::trusted(&meta) {
+                return Err(PlanError(format!(
+                    "--scenario '{shown}' runs commands (a cmd: load) but {why}: refused, as anyone who can write it could \
+                     run commands through rtgauge; make it yours and not writable by others (chown, chmod go-w)"
+                )));
+            }
+        }
+        return Ok(scenario);
     }
     match BUILT_IN.iter().find(|(n, _)| *n == name_or_path) {
         Some((n, text)) => parse(text, &format!("built-in:{n}"), "built-in"),
-        None => Err(PlanError(format!(
-            "--scenario '{name_or_path}' is neither a file nor a built-in scenario ({}); see 'rtgauge scenarios'",
-            BUILT_IN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-        ))),
+        None => {
+            let file_hint = if std::path::Path::new(name_or_path).exists() {
+                format!("; to run the file '{0}' of this directory, write it as a path: --scenario ./{0}", crate::vocab::shown(name_or_path))
+            } else {
+                String::new()
+            };
+            Err(PlanError(format!(
+                "--scenario '{}' is not a built-in scenario ({}){file_hint}; see 'rtgauge scenarios'",
+                crate::vocab::shown(name_or_path),
+                BUILT_IN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            )))
+        }
     }
+}
+
+/// Whether a scenario's loads run commands of its own (`cmd:`, `cmd-once:`).
+fn runs_commands(input: &RunInput) -> bool {
+    input
+        .load
+        .iter()
+        .flat_map(|v| crate::load::spec::split_list(v))
+        .any(|s| s.trim_start().starts_with("cmd:") || s.trim_start().starts_with("cmd-once:"))
 }
 
 impl RunInput {

@@ -1,5 +1,5 @@
-//! Reading a file a user names, bounded: at most a given number of bytes are read, whatever the
-//! file is (`/dev/zero`, a FIFO, a huge log), and it must be text. Every file rtgauge reads on a
+//! Reading a file a user names, bounded: only a regular file (a FIFO, a device or a directory is
+//! refused before anything is read), at most a given number of bytes, and it must be text. Every file rtgauge reads on a
 //! user's word goes through here.
 
 use std::io::Read;
@@ -27,10 +27,8 @@ pub fn read_text(path: &Path, cap: u64) -> Result<String, ReadError> {
 
 /// Reads at most `cap` bytes from `path` (a font, for instance); more is an error.
 pub fn read_bytes(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
-    let file = std::fs::File::open(path)?;
-    if file.metadata()?.is_dir() {
-        return Err(ReadError::Io(std::io::Error::from_raw_os_error(libc::EISDIR)));
-    }
+    // Only a regular file: a FIFO would block the open, a device never end.
+    let file = crate::sys::files::open_regular(path)?;
     let mut bytes = Vec::new();
     file.take(cap + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
@@ -44,8 +42,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_endless_file_is_refused_after_the_cap() {
-        assert!(matches!(read_text(Path::new("/dev/zero"), 4096), Err(ReadError::TooLarge(4096))));
+    fn a_device_is_refused_and_a_large_file_after_the_cap() {
+        let f0 = tempfile::NamedTempFile::new().unwrap();
+        assert!(matches!(read_text(Path::new("/dev/zero"), 4096), Err(ReadError::Io(_))));
+        std::fs::write(f0.path(), vec![b'x'; 5000]).unwrap();
+        assert!(matches!(read_text(f0.path(), 4096), Err(ReadError::TooLarge(4096))));
         assert!(matches!(read_text(Path::new("/"), 4096), Err(ReadError::Io(_))));
         let f = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(f.path(), [0xff, 0xfe]).unwrap();

@@ -9,6 +9,7 @@
 
 use std::io;
 
+pub mod files;
 mod wake;
 pub use crate::vocab::policy::Policy;
 pub use wake::{WakeChannel, WakeMethod};

@@ -11,7 +11,7 @@
 //! over. One run at a time may tune the system.
 
 use serde::{Deserialize, Serialize};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
@@ -41,16 +41,24 @@ struct Header {
     command_line: Vec<String>,
 }
 
-/// What a restore did, one line per change put back or not.
+/// What a restore did: one line per change put back (`done`) or not (`failed`), and what was
+/// found besides (`notes`: which run left the journal, a reboot that undid it).
 #[derive(Debug, Clone, Default)]
 pub struct Restored {
+    pub notes: Vec<String>,
     pub done: Vec<String>,
     pub failed: Vec<String>,
 }
 
 impl Restored {
     pub fn is_empty(&self) -> bool {
-        self.done.is_empty() && self.failed.is_empty()
+        self.notes.is_empty() && self.done.is_empty() && self.failed.is_empty()
+    }
+
+    fn merge(&mut self, other: Restored) {
+        self.notes.extend(other.notes);
+        self.done.extend(other.done);
+        self.failed.extend(other.failed);
     }
 }
 
@@ -59,6 +67,27 @@ pub struct Journal {
     file: File,
     path: PathBuf,
     entries: Vec<Undo>,
+}
+
+/// Why no journal was opened.
+#[derive(Debug)]
+pub enum OpenError {
+    /// A live rtgauge (`holder`) is tuning this system with the journal at `path`.
+    Busy { holder: String, path: PathBuf },
+    /// The file at the journal's path is not one rtgauge may trust or remove: it is left as it
+    /// was, and the command stops (exit 2).
+    Refused(String),
+    /// No journal could be kept at any location (a read-only file system, ...).
+    Unavailable(String),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Busy { holder, path } => write!(f, "{holder} is tuning this system now ({})", path.display()),
+            OpenError::Refused(e) | OpenError::Unavailable(e) => f.write_str(e),
+        }
+    }
 }
 
 /// Where the journal is kept: `RTGAUGE_JOURNAL`, else `/var/lib/rtgauge/tuning.journal` (it
@@ -74,56 +103,136 @@ fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
-/// Opens `path` (made if missing) and locks it; `Ok(None)` when a live rtgauge holds it.
-fn open_locked(path: &Path) -> Result<Option<File>, String> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+fn shown_path(path: &Path) -> String {
+    crate::vocab::shown(&path.display().to_string()).into_owned()
+}
+
+/// A refusal of the file at `path`, which is left exactly as it was.
+fn refused(path: &Path, why: impl std::fmt::Display) -> OpenError {
+    OpenError::Refused(format!(
+        "the tuning journal {} is not one rtgauge may trust: {why}; it was left as it is: remove or move it yourself, or \
+         point RTGAUGE_JOURNAL at a path of rtgauge's own (e.g. /run/rtgauge/tuning.journal)",
+        shown_path(path)
+    ))
+}
+
+/// Checks the directory the journal lives in: made (0700) when missing; one another user could
+/// replace the journal in is refused.
+fn check_dir(path: &Path) -> Result<(), OpenError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    crate::sys::files::make_dir_all(dir, 0o700)
+        .map_err(|e| OpenError::Unavailable(format!("cannot make {}: {e}", shown_path(dir))))?;
+    let meta = std::fs::metadata(dir).map_err(|e| OpenError::Unavailable(format!("cannot read {}: {e}", shown_path(dir))))?;
+    if crate::sys::files::others_can_replace_in(&meta) {
+        return Err(refused(path, format!("its directory {} lets other users replace it", shown_path(dir))));
     }
+    Ok(())
+}
+
+/// What an existing journal file holds, once it is known to be a journal rtgauge may trust.
+enum Contents {
+    /// Empty: a run killed between making it and writing its first line.
+    Empty,
+    Journal(Header, Vec<Undo>),
+}
+
+/// A journal holds a line per change: a few MiB at most even with every task of a big machine.
+const JOURNAL_CAP: u64 = 64 << 20;
+
+/// Reads an existing file at the journal's path and says whether it is a journal rtgauge may
+/// trust: a regular file (no link is followed), owned by root or the user running rtgauge,
+/// writable by nobody else, empty or starting with a journal's first line.
+fn recognise(path: &Path, file: &mut File) -> Result<Contents, OpenError> {
+    let meta = file.metadata().map_err(|e| refused(path, e))?;
+    crate::sys::files::trusted(&meta).map_err(|why| refused(path, why))?;
+    if meta.len() == 0 {
+        // Only as rtgauge makes a journal (0600): an empty file of any other mode is not one.
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o777 != 0o600 {
+            return Err(refused(path, "it is an empty file rtgauge did not make"));
+        }
+        return Ok(Contents::Empty);
+    }
+    if meta.len() > JOURNAL_CAP {
+        return Err(refused(path, format!("it holds {} bytes, more than a journal ever does", meta.len())));
+    }
+    let mut bytes = Vec::new();
+    file.rewind().map_err(|e| refused(path, e))?;
+    file.take(JOURNAL_CAP).read_to_end(&mut bytes).map_err(|e| refused(path, e))?;
+    let text = String::from_utf8(bytes).map_err(|_| refused(path, "it is not text"))?;
+    let mut lines = text.lines();
+    let header: Header =
+        lines.next().and_then(|l| serde_json::from_str(l).ok()).ok_or_else(|| refused(path, "its first line is not a journal's"))?;
+    // A torn last line (a run killed while appending) is skipped.
+    Ok(Contents::Journal(header, lines.filter_map(|l| serde_json::from_str(l).ok()).collect()))
+}
+
+/// Opens the journal at `path` (made, 0600, if missing) and locks it; `Ok(None)` when a live
+/// rtgauge holds it. A file there that is not a journal rtgauge may trust is refused untouched.
+fn open_locked(path: &Path) -> Result<Option<(File, Contents)>, OpenError> {
+    check_dir(path)?;
     for _ in 0..3 {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        if !crate::sys::try_lock_exclusive(&file).map_err(|e| format!("cannot lock {}: {e}", path.display()))? {
+        let mut file = match crate::sys::files::open_existing_rw(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match crate::sys::files::create_new(path, 0o600) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(OpenError::Unavailable(format!("cannot make {}: {e}", shown_path(path)))),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Err(refused(path, e)),
+            Err(e) => return Err(OpenError::Unavailable(format!("cannot open {}: {e}", shown_path(path)))),
+        };
+        let locked = crate::sys::try_lock_exclusive(&file)
+            .map_err(|e| OpenError::Unavailable(format!("cannot lock {}: {e}", shown_path(path))))?;
+        if !locked {
+            recognise(path, &mut file)?;
             return Ok(None);
         }
         // The holder before us may have removed the file after we opened it: lock the one that is there.
-        use std::os::unix::fs::MetadataExt;
-        let same = match (file.metadata(), std::fs::metadata(path)) {
-            (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
-            _ => false,
-        };
-        if same {
-            return Ok(Some(file));
+        if same_file(&file, path) {
+            let contents = recognise(path, &mut file)?;
+            return Ok(Some((file, contents)));
         }
     }
-    Err(format!("{} keeps being replaced", path.display()))
+    Err(OpenError::Unavailable(format!("{} keeps being replaced", shown_path(path))))
 }
 
-/// Reads a left-over journal: its header and its undo entries (a torn last line is skipped).
-fn read_journal(file: &mut File) -> (Option<Header>, Vec<Undo>) {
-    let mut text = String::new();
-    let _ = file.rewind();
-    // A journal holds a line per change: a few MiB at most even with every task of a big machine.
-    let _ = file.take(64 << 20).read_to_string(&mut text);
-    let mut lines = text.lines();
-    let header = lines.next().and_then(|l| serde_json::from_str(l).ok());
-    (header, lines.filter_map(|l| serde_json::from_str(l).ok()).collect())
+/// Whether `path` (not followed) is still the file `file` has open.
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+        _ => false,
+    }
+}
+
+/// Removes the journal at `path` if it is still the file `file` has open: rtgauge removes only
+/// the journal it recognised.
+fn remove_own(file: &File, path: &Path) {
+    if same_file(file, path) {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 impl Journal {
     /// Opens the journal for a run that will tune: restores first what a killed run left in it
-    /// (returned, to be told), and fails when another live rtgauge is tuning this system.
-    pub fn open(command_line: &[String]) -> Result<(Journal, Restored), String> {
+    /// (returned, to be told), and fails when another live rtgauge is tuning this system or
+    /// the file at the journal's path is not a journal rtgauge may trust.
+    pub fn open(command_line: &[String]) -> Result<(Journal, Restored), OpenError> {
         let mut errors = Vec::new();
         for path in locations() {
             match open_locked(&path) {
-                Ok(Some(mut file)) => {
-                    let restored = restore_left_over(&mut file);
-                    file.set_len(0).and_then(|_| file.rewind()).map_err(|e| format!("cannot reset {}: {e}", path.display()))?;
+                Ok(Some((mut file, contents))) => {
+                    let restored = match contents {
+                        Contents::Empty => Restored::default(),
+                        Contents::Journal(header, entries) => restore_left_over(&header, &entries),
+                    };
+                    file.set_len(0)
+                        .and_then(|_| file.rewind())
+                        .map_err(|e| OpenError::Unavailable(format!("cannot reset {}: {e}", shown_path(&path))))?;
                     let header = Header {
                         pid: std::process::id(),
                         boot_id: boot_id(),
@@ -132,23 +241,18 @@ impl Journal {
                     };
                     let mut j = Journal { file, path, entries: Vec::new() };
                     j.append(&(serde_json::to_string(&header).unwrap_or_default() + "\n"))
-                        .map_err(|e| format!("cannot write {}: {e}", j.path.display()))?;
+                        .map_err(|e| OpenError::Unavailable(format!("cannot write {}: {e}", shown_path(&j.path))))?;
                     return Ok((j, restored));
                 }
                 Ok(None) => {
-                    let holder = std::fs::read_to_string(&path)
-                        .ok()
-                        .and_then(|t| serde_json::from_str::<Header>(t.lines().next()?).ok())
-                        .map_or("another rtgauge".to_string(), |h| format!("rtgauge (pid {})", h.pid));
-                    return Err(format!(
-                        "{holder} is tuning this system now ({}): wait for it to end, or run without --tune",
-                        path.display()
-                    ));
+                    let holder = read_header(&path).map_or("another rtgauge".to_string(), |h| format!("rtgauge (pid {})", h.pid));
+                    return Err(OpenError::Busy { holder, path });
                 }
-                Err(e) => errors.push(e),
+                Err(OpenError::Unavailable(e)) => errors.push(e),
+                Err(e) => return Err(e),
             }
         }
-        Err(format!("no journal of original values can be kept ({})", errors.join("; ")))
+        Err(OpenError::Unavailable(format!("no journal of original values can be kept ({})", errors.join("; "))))
     }
 
     /// Where the journal is.
@@ -172,7 +276,7 @@ impl Journal {
             text += &serde_json::to_string(u).unwrap_or_default();
             text.push('\n');
         }
-        self.append(&text).map_err(|e| format!("cannot write the journal {}: {e}", self.path.display()))?;
+        self.append(&text).map_err(|e| format!("cannot write the journal {}: {e}", shown_path(&self.path)))?;
         self.entries.extend_from_slice(undos);
         Ok(())
     }
@@ -181,78 +285,90 @@ impl Journal {
     pub fn restore(mut self) -> Restored {
         let entries = std::mem::take(&mut self.entries);
         let restored = undo_all(&entries);
-        let _ = std::fs::remove_file(&self.path);
+        remove_own(&self.file, &self.path);
         restored
     }
 }
 
+/// The first line of the journal a live run holds (to name it), read without following a link.
+fn read_header(path: &Path) -> Option<Header> {
+    let mut file = crate::sys::files::open_existing_rw(path).ok()?;
+    match recognise(path, &mut file).ok()? {
+        Contents::Journal(h, _) => Some(h),
+        Contents::Empty => None,
+    }
+}
+
 /// Restores what a journal nobody holds still lists, unless the system rebooted since.
-fn restore_left_over(file: &mut File) -> Restored {
-    let (header, entries) = read_journal(file);
-    let Some(h) = header else { return Restored::default() };
+fn restore_left_over(h: &Header, entries: &[Undo]) -> Restored {
     if entries.is_empty() {
         return Restored::default();
     }
+    let run =
+        format!("run {} (pid {}, {})", crate::vocab::shown(&h.command_line.join(" ")), h.pid, crate::vocab::shown(&h.started_at));
     if h.boot_id != boot_id() {
         return Restored {
-            done: vec![format!(
-                "run {} (pid {}, {}) ended without restoring {} change(s), before a reboot that undid them: nothing left to restore",
-                h.command_line.join(" "),
-                h.pid,
-                h.started_at,
+            notes: vec![format!(
+                "{run} ended without restoring {} change(s), before a reboot that undid them: nothing left to restore",
                 entries.len()
             )],
-            failed: vec![],
+            ..Restored::default()
         };
     }
-    let mut r = undo_all(&entries);
-    r.done.insert(
-        0,
-        format!("run {} (pid {}, {}) ended without restoring; put back:", h.command_line.join(" "), h.pid, h.started_at),
-    );
+    let mut r = undo_all(entries);
+    r.notes.insert(0, format!("{run} ended without restoring"));
     r
 }
 
 /// At the start of an invocation (or `rtgauge restore`): restores what a journal left by a
-/// killed run holds, where this process may. `None` when there was nothing to do.
-pub fn recover() -> Option<Restored> {
+/// killed run holds, where this process may. `Ok(None)` when there was nothing to do; `Err`
+/// when the file at a journal's path is not a journal rtgauge may trust (left as it was).
+pub fn recover() -> Result<Option<Restored>, String> {
     let mut all = Restored::default();
     for path in locations() {
-        all.merge(recover_at(&path, std::time::Duration::ZERO));
+        all.merge(recover_at(&path, std::time::Duration::ZERO).map_err(|e| e.to_string())?);
     }
-    (!all.is_empty()).then_some(all)
+    Ok((!all.is_empty()).then_some(all))
 }
 
 /// Restores the journal at `path` once nobody holds it: the guardian waits up to `wait` for
-/// rtgauge's lock to go with it.
-pub fn recover_at(path: &Path, wait: std::time::Duration) -> Restored {
+/// rtgauge's lock to go with it. Only a journal rtgauge recognises as its own is restored and
+/// removed; anything else at that path is refused and left as it was.
+pub fn recover_at(path: &Path, wait: std::time::Duration) -> Result<Restored, OpenError> {
     let until = std::time::Instant::now() + wait;
     loop {
-        let Ok(mut file) = OpenOptions::new().read(true).write(true).open(path) else { return Restored::default() };
+        let mut file = match crate::sys::files::open_existing_rw(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Restored::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Err(refused(path, e)),
+            // Not this process's to open (an unprivileged user): nothing it may restore.
+            Err(_) => return Ok(Restored::default()),
+        };
         match crate::sys::try_lock_exclusive(&file) {
             Ok(true) => {
-                let r = restore_left_over(&mut file);
-                let _ = std::fs::remove_file(path);
-                return r;
+                let r = match recognise(path, &mut file)? {
+                    Contents::Empty => Restored::default(),
+                    Contents::Journal(h, entries) => restore_left_over(&h, &entries),
+                };
+                remove_own(&file, path);
+                return Ok(r);
             }
             Ok(false) if std::time::Instant::now() < until => std::thread::sleep(std::time::Duration::from_millis(20)),
-            _ => return Restored::default(),
+            Ok(false) => {
+                recognise(path, &mut file)?;
+                return Ok(Restored::default());
+            }
+            Err(_) => return Ok(Restored::default()),
         }
     }
 }
 
-impl Restored {
-    fn merge(&mut self, other: Restored) {
-        self.done.extend(other.done);
-        self.failed.extend(other.failed);
-    }
-}
-
-/// Undoes `entries`, the last first.
+/// Undoes `entries`, the last first. An entry that is not a setting rtgauge tunes is refused,
+/// named, and not carried out.
 fn undo_all(entries: &[Undo]) -> Restored {
     let mut r = Restored::default();
     for u in entries.iter().rev() {
-        match undo(u) {
+        match permitted(u).and_then(|()| undo(u)) {
             Ok(Some(line)) => r.done.push(line),
             Ok(None) => {}
             Err(e) => r.failed.push(e),
@@ -261,11 +377,171 @@ fn undo_all(entries: &[Undo]) -> Restored {
     r
 }
 
+const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
+const DEFAULT_IRQ_AFFINITY: &str = "/proc/irq/default_smp_affinity";
+/// Where rtgauge mounts tracefs when it is not mounted.
+pub const TRACEFS_MOUNT: &str = "/sys/kernel/tracing";
+
+/// Whether `path` is absolute and plain: no `.` or `..` component, no empty one, no newline.
+fn plain(path: &str) -> bool {
+    path.starts_with('/')
+        && path.len() > 1
+        && !path.ends_with('/')
+        && path[1..].split('/').all(|c| !c.is_empty() && c != "." && c != "..")
+        && !path.contains(['\n', '\0'])
+}
+
+/// The digits of `text`, if it is a non-empty run of them.
+fn number(text: &str) -> bool {
+    !text.is_empty() && text.len() <= 10 && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The mount points of file systems of type `fstype`, from /proc/self/mountinfo.
+fn mounts_of(fstype: &str) -> Vec<PathBuf> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (pre, post) = l.split_once(" - ")?;
+            let at = pre.split(' ').nth(4)?;
+            (post.split(' ').next() == Some(fstype)).then(|| PathBuf::from(at.replace("\\040", " ")))
+        })
+        .collect()
+}
+
+/// The cgroup hierarchies a shield is made in: the v1 cpuset mount and the cgroup2 mount.
+fn cgroup_mounts() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = mounts_of("cgroup2");
+    v.extend(mounts_of("cgroup"));
+    v
+}
+
+/// The trace file systems rtgauge may have made instances in.
+fn trace_roots() -> Vec<PathBuf> {
+    let mut v = mounts_of("tracefs");
+    v.push(PathBuf::from("/sys/kernel/debug/tracing"));
+    v
+}
+
+fn on(path: &str, kinds: &[crate::sys::files::KernelFs]) -> Result<(), String> {
+    match crate::sys::files::kernel_fs(Path::new(path)) {
+        Ok(Some(k)) if kinds.contains(&k) => Ok(()),
+        Ok(_) => Err(format!("refused: {} is not on the kernel file system rtgauge tunes it in", crate::vocab::shown(path))),
+        Err(e) => Err(format!("{}: {e}", crate::vocab::shown(path))),
+    }
+}
+
+/// A directory rtgauge makes for a run (`rtgauge-...`) directly inside one of `roots`.
+fn own_dir_in(path: &str, roots: &[PathBuf], parent_name: Option<&str>) -> bool {
+    let p = Path::new(path);
+    let Some(name) = p.file_name().and_then(|n| n.to_str()) else { return false };
+    let Some(parent) = p.parent() else { return false };
+    let parent = match parent_name {
+        Some(n) if parent.file_name().and_then(|x| x.to_str()) == Some(n) => parent.parent(),
+        Some(_) => None,
+        None => Some(parent),
+    };
+    name.starts_with("rtgauge-") && parent.is_some_and(|d| roots.iter().any(|r| r == d))
+}
+
+/// Whether a journal entry undoes a change rtgauge itself makes: a write back to one of the
+/// settings it tunes (RT throttling, an interrupt's affinity, the default interrupt affinity,
+/// a cpufreq governor, its cpuset's load balancing, the cgroup2 root's cpuset controller) with a
+/// value of that setting's shape; tasks moved out of its own cgroups into another cgroup; the
+/// removal of its own cgroup or trace instance directories; the unmount of the tracefs it
+/// mounts. Anything else is refused (`Err` names it) and not carried out.
+fn permitted(u: &Undo) -> Result<(), String> {
+    use crate::sys::files::KernelFs;
+    let refuse = |what: &str| Err(format!("refused: the journal asks to {what}, which is not a setting rtgauge tunes"));
+    let cgroups = [KernelFs::Cgroup, KernelFs::Cgroup2];
+    match u {
+        Undo::Write { path, original, .. } => {
+            let shown = crate::vocab::shown(path);
+            let what = format!("write '{}' to {shown}", crate::vocab::shown(original));
+            if !plain(path) || original.len() > 4096 {
+                return refuse(&what);
+            }
+            let cpu_list = || crate::vocab::cpus::parse_cpu_list(original).is_ok();
+            let (fits, fs): (bool, &[KernelFs]) = if path == RT_RUNTIME {
+                (original.parse::<i64>().is_ok_and(|v| v >= -1), &[KernelFs::Proc])
+            } else if path == DEFAULT_IRQ_AFFINITY {
+                (!original.is_empty() && original.bytes().all(|b| b.is_ascii_hexdigit() || b == b','), &[KernelFs::Proc])
+            } else if let Some(irq) = path.strip_prefix("/proc/irq/").and_then(|r| r.strip_suffix("/smp_affinity_list")) {
+                (number(irq) && cpu_list(), &[KernelFs::Proc])
+            } else if let Some(cpu) =
+                path.strip_prefix("/sys/devices/system/cpu/cpu").and_then(|r| r.strip_suffix("/cpufreq/scaling_governor"))
+            {
+                let word = !original.is_empty() && original.len() <= 32;
+                (number(cpu) && word && original.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), &[KernelFs::Sysfs])
+            } else {
+                let p = Path::new(path);
+                let in_root = p.parent().is_some_and(|d| cgroup_mounts().iter().any(|r| r == d));
+                match p.file_name().and_then(|n| n.to_str()) {
+                    Some("sched_load_balance" | "cpuset.sched_load_balance") if in_root => {
+                        (original == "0" || original == "1", &cgroups)
+                    }
+                    Some("cgroup.subtree_control") if in_root => (original == "-cpuset", &cgroups),
+                    _ => return refuse(&what),
+                }
+            };
+            if !fits {
+                return refuse(&what);
+            }
+            on(path, fs)
+        }
+        Undo::Affinity { pid, cpus, .. } => {
+            let online = crate::audit::online_cpus();
+            if *pid <= 0 || cpus.is_empty() || cpus.iter().any(|c| !online.contains(c)) {
+                return refuse(&format!("give task {pid} CPUs {}", crate::vocab::cpus::format_cpu_list(cpus)));
+            }
+            Ok(())
+        }
+        Undo::MoveAll { from, to } => {
+            let what = format!(
+                "move the tasks listed in {} to {}",
+                crate::vocab::shown(&from.join(", ")),
+                crate::vocab::shown(to)
+            );
+            let roots = cgroup_mounts();
+            let task_file = |p: &str| {
+                plain(p) && matches!(Path::new(p).file_name().and_then(|n| n.to_str()), Some("tasks" | "cgroup.procs"))
+            };
+            let own = |f: &String| task_file(f) && Path::new(f).parent().is_some_and(|d| own_dir_in(&d.to_string_lossy(), &roots, None));
+            let into_cgroup = task_file(to) && roots.iter().any(|r| Path::new(to).starts_with(r));
+            if from.is_empty() || !from.iter().all(own) || !into_cgroup {
+                return refuse(&what);
+            }
+            from.iter().try_for_each(|f| on(f, &cgroups))?;
+            on(to, &cgroups)
+        }
+        Undo::RemoveDir { path } => {
+            let what = format!("remove the directory {}", crate::vocab::shown(path));
+            if !plain(path) {
+                return refuse(&what);
+            }
+            if own_dir_in(path, &cgroup_mounts(), None) {
+                on(path, &cgroups)
+            } else if own_dir_in(path, &trace_roots(), Some("instances")) {
+                on(path, &[KernelFs::Tracefs])
+            } else {
+                refuse(&what)
+            }
+        }
+        Undo::Unmount { path } => {
+            if path != TRACEFS_MOUNT {
+                return refuse(&format!("unmount {}", crate::vocab::shown(path)));
+            }
+            Ok(())
+        }
+    }
+}
+
 fn read_trimmed(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
-/// Undoes one change; `Ok(None)` when there was nothing to undo (already as it was, or gone).
+/// Undoes one change (an entry [`permitted`] let through); `Ok(None)` when there was nothing to
+/// undo (already as it was, or gone).
 fn undo(u: &Undo) -> Result<Option<String>, String> {
     match u {
         Undo::Write { path, original, set } => {
@@ -275,7 +551,8 @@ fn undo(u: &Undo) -> Result<Option<String>, String> {
             if read_trimmed(path).as_deref() == Some(original.as_str()) {
                 return Ok(None);
             }
-            std::fs::write(path, original).map_err(|e| format!("{path}: cannot write back '{original}': {e}"))?;
+            crate::sys::files::write_setting(Path::new(path), original)
+                .map_err(|e| format!("{path}: cannot write back '{original}': {e}"))?;
             Ok(Some(format!("{path} = {original} (rtgauge had set {set})")))
         }
         Undo::Affinity { pid, starttime, cpus } => {
@@ -285,14 +562,15 @@ fn undo(u: &Undo) -> Result<Option<String>, String> {
                 return Ok(None);
             }
             crate::sys::set_task_affinity(*pid, cpus).map_err(|e| format!("task {pid}: cannot give back its CPUs: {e}"))?;
-            Ok(None)
+            Ok(Some(format!("task {pid} may run on CPUs {} again", crate::vocab::cpus::format_cpu_list(cpus))))
         }
         Undo::MoveAll { from, to } => {
             let mut moved = 0;
             for f in from {
-                let ids: Vec<String> = read_trimmed(f).unwrap_or_default().lines().map(str::to_string).collect();
+                // A cgroup's task list holds numbers only; anything else is not written on.
+                let ids: Vec<u32> = read_trimmed(f).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect();
                 for id in ids {
-                    if std::fs::write(to, &id).is_ok() {
+                    if crate::sys::files::write_setting(Path::new(to), &id.to_string()).is_ok() {
                         moved += 1;
                     }
                 }
@@ -314,8 +592,38 @@ fn undo(u: &Undo) -> Result<Option<String>, String> {
             }
         }
         Undo::Unmount { path } => {
+            // Only the tracefs rtgauge mounted, and only while it is mounted there.
+            if !mounts_of("tracefs").iter().any(|m| m == Path::new(path)) {
+                return Ok(None);
+            }
             crate::sys::unmount(path).map_err(|e| format!("{path}: cannot unmount it: {e}"))?;
             Ok(Some(format!("{path} unmounted")))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_outside_what_rtgauge_tunes_are_refused() {
+        let w = |path: &str, original: &str| Undo::Write { path: path.into(), original: original.into(), set: "x".into() };
+        for bad in [
+            w("/etc/passwd", "root::0:0::/root:/bin/sh"),
+            w("/proc/sys/kernel/../../../etc/shadow", "1"),
+            w("/proc/sys/kernel/sched_rt_runtime_us", "950000; rm -rf /"),
+            w("/proc/irq/12/smp_affinity_list", "all"),
+            w("/proc/sys/kernel/core_pattern", "|/tmp/x"),
+            w("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "../x"),
+            Undo::RemoveDir { path: "/home".into() },
+            Undo::RemoveDir { path: "/tmp/rtgauge-1".into() },
+            Undo::Unmount { path: "/home".into() },
+            Undo::MoveAll { from: vec!["/etc/shadow".into()], to: "/tmp/stolen".into() },
+        ] {
+            assert!(permitted(&bad).is_err_and(|e| e.starts_with("refused")), "{bad:?}");
+        }
+        assert!(plain("/proc/irq/3/smp_affinity_list"));
+        assert!(!plain("/proc/irq/./3") && !plain("/proc//irq") && !plain("relative"));
     }
 }

@@ -216,8 +216,19 @@ impl Tuning {
                 on_journal(j.path());
                 j
             }
-            Err(e) if e.contains("is tuning this system now") => return Err(e),
-            Err(e) => {
+            Err(journal::OpenError::Busy { holder, path }) => {
+                let asked = match (changes.is_empty(), trace) {
+                    (false, true) => "--tune and --trace",
+                    (false, false) => "--tune",
+                    (true, _) => "--trace",
+                };
+                return Err(format!(
+                    "{holder} is tuning this system now ({}): wait for it to end, or run without {asked}",
+                    path.display()
+                ));
+            }
+            Err(journal::OpenError::Refused(e)) => return Err(e),
+            Err(journal::OpenError::Unavailable(e)) => {
                 // Without a journal nothing may change: a SIGKILL would leave it changed.
                 t.journal_error = Some(format!("{e}: nothing was changed"));
                 for i in changes {
@@ -286,7 +297,10 @@ impl Tuning {
             .map(|r| format!("could not tune {}: {}", r.setting, r.error.as_deref().unwrap_or("?")))
             .collect();
         if let Some(r) = &self.recovered {
-            w.push(format!("a run killed earlier had left settings changed; restored them first: {}", r.done.join("; ")));
+            w.push(format!(
+                "a run killed earlier had left settings changed; restored them first: {}",
+                r.notes.iter().chain(&r.done).chain(&r.failed).cloned().collect::<Vec<_>>().join("; ")
+            ));
         }
         w
     }

@@ -18,7 +18,8 @@ pub(super) fn set_file(j: &mut Journal, path: &str, value: &str) -> Result<Strin
         return Ok(original);
     }
     j.record(&[Undo::Write { path: path.to_string(), original: original.clone(), set: value.to_string() }])?;
-    std::fs::write(path, value).map_err(|e| format!("cannot write {value} to {path}: {}", explain(&e)))?;
+    crate::sys::files::write_setting(std::path::Path::new(path), value)
+        .map_err(|e| format!("cannot write {value} to {path}: {}", explain(&e)))?;
     Ok(original)
 }
 
@@ -110,7 +111,7 @@ pub(super) fn irq_affinity(j: &mut Journal, measured: &[usize], housekeeping: &[
     }
     let (mut moved, mut managed, mut errors) = (Vec::new(), Vec::new(), Vec::new());
     for (n, _) in &on_measured {
-        match std::fs::write(format!("/proc/irq/{n}/smp_affinity_list"), &target) {
+        match crate::sys::files::write_setting(std::path::Path::new(&format!("/proc/irq/{n}/smp_affinity_list")), &target) {
             Ok(()) => moved.push(n.to_string()),
             // EIO: a kernel-managed interrupt, which stays where the kernel put it; EPERM: one
             // its interrupt controller will not move.

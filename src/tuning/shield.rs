@@ -41,7 +41,7 @@ fn read(path: &Path) -> Result<String, String> {
 }
 
 fn write(path: &Path, value: &str) -> Result<(), String> {
-    std::fs::write(path, value)
+    crate::sys::files::write_setting(path, value)
         .map_err(|e| format!("cannot write {value} to {}: {}", path.display(), super::settings::explain(&e)))
 }
 

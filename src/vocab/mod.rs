@@ -5,3 +5,6 @@ pub mod cpus;
 pub mod percentiles;
 pub mod policy;
 pub mod units;
+pub mod text;
+
+pub use text::shown;

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use serde_json::Value;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -79,7 +80,12 @@ pub fn load_time(native_ms: u64) -> String {
 /// own store, never in the user's: `RTGAUGE_DB` is set for the whole process before the first.
 pub fn bin_argv() -> Vec<String> {
     static STORE: std::sync::Once = std::sync::Once::new();
-    STORE.call_once(|| std::env::set_var("RTGAUGE_DB", test_store()));
+    STORE.call_once(|| {
+        std::env::set_var("RTGAUGE_DB", test_store());
+        // Every journal a test's run keeps is a file of the test binary's own (a test that
+        // needs another sets RTGAUGE_JOURNAL on its command).
+        std::env::set_var("RTGAUGE_JOURNAL", test_journal());
+    });
     let mut v: Vec<String> = runner().map(|r| r.split_whitespace().map(String::from).collect()).unwrap_or_default();
     v.push(bin().display().to_string());
     v
@@ -123,6 +129,13 @@ pub fn nobody_can_run() -> bool {
 /// The store of this test binary's runs.
 pub fn test_store() -> std::path::PathBuf {
     std::env::temp_dir().join(format!("rtgauge-tests-{}.db", std::process::id()))
+}
+
+/// The tuning journal of this test binary's runs (in a directory of its own, made 0700).
+pub fn test_journal() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("rtgauge-tests-{}.journal.d", std::process::id()));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    dir.join("tuning.journal")
 }
 
 /// Runs `rtgauge run ARGS --json -` and returns the exit status and the parsed document.

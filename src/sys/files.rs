@@ -1,0 +1,220 @@
+//! Files as a root tool must treat them (docs/security.md): every file rtgauge reads on someone's
+//! word is opened without blocking and believed only when it is a regular file; every file it
+//! trusts (its journal) is owned by root or the user running rtgauge and writable by nobody
+//! else; every file and directory it makes gets an explicit mode, whatever the umask; a file it
+//! creates or rewrites where another user could have planted a symbolic link is opened without
+//! following one.
+
+use std::fs::{File, Metadata, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+/// The file systems rtgauge writes settings into, by `statfs` magic number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelFs {
+    Proc,
+    Sysfs,
+    Cgroup,
+    Cgroup2,
+    Tracefs,
+    Debugfs,
+}
+
+impl KernelFs {
+    fn from_magic(magic: i64) -> Option<KernelFs> {
+        match magic {
+            0x9fa0 => Some(KernelFs::Proc),
+            0x6265_6572 => Some(KernelFs::Sysfs),
+            0x0027_e0eb => Some(KernelFs::Cgroup),
+            0x6367_7270 => Some(KernelFs::Cgroup2),
+            0x7472_6163 => Some(KernelFs::Tracefs),
+            0x6462_6720 => Some(KernelFs::Debugfs),
+            _ => None,
+        }
+    }
+}
+
+/// Which kernel file system `path` is on (`statfs`, following links as the kernel would to
+/// write it); `None` for any other file system.
+pub fn kernel_fs(path: &Path) -> io::Result<Option<KernelFs>> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: statfs is plain data; all-zero is a valid value.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid NUL-terminated path and a writable statfs buffer, both outliving the call.
+    super::check(unsafe { libc::statfs(c.as_ptr(), &mut st) })?;
+    #[allow(clippy::unnecessary_cast)] // f_type's width differs between C libraries
+    Ok(KernelFs::from_magic(st.f_type as i64))
+}
+
+/// What a file is, in words, for a refusal: "a FIFO", "a directory", ...
+pub fn kind(meta: &Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Why a file could not be used: the refusal, worded for an error line.
+fn refuse(what: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, what)
+}
+
+/// Opens `path` for reading, and only if it is a regular file: a FIFO, a socket or a device is
+/// refused without blocking (the open does not wait for a writer), a directory too. Symbolic
+/// links the user wrote on the command line are followed to the file they name.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(refuse(format!("it is {}, not a regular file", kind(&meta))));
+    }
+    Ok(file)
+}
+
+/// Whether a file or directory rtgauge is about to trust is owned by root or by the user running
+/// rtgauge, and writable by nobody else (`Err`: why not, worded for an error line).
+pub fn trusted(meta: &Metadata) -> Result<(), String> {
+    let uid = super::effective_uid();
+    if meta.uid() != 0 && meta.uid() != uid {
+        return Err(format!("it belongs to user {}, not to root or the user running rtgauge", meta.uid()));
+    }
+    let mode = meta.permissions().mode();
+    if mode & 0o022 != 0 {
+        return Err(format!("its mode {:04o} lets {} write it", mode & 0o7777, if mode & 0o002 != 0 { "every user" } else { "its group" }));
+    }
+    Ok(())
+}
+
+/// Whether another user could replace an entry of directory `meta` (it is writable by group or
+/// others and not sticky, or it belongs to another user who is not root).
+pub fn others_can_replace_in(meta: &Metadata) -> bool {
+    let mode = meta.permissions().mode();
+    let uid = super::effective_uid();
+    (meta.uid() != 0 && meta.uid() != uid) || (mode & 0o022 != 0 && mode & 0o1000 == 0)
+}
+
+/// Makes directory `path` and any missing parent with exactly `mode` (the umask does not widen
+/// or narrow it: a directory rtgauge made for its own files is what it means). An existing
+/// directory is left as it is; an existing symbolic link is refused, not followed.
+pub fn make_dir_all(path: &Path, mode: u32) -> io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(m) => return Err(refuse(format!("{} is {}, not a directory", path.display(), kind(&m)))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        make_dir_all(parent, 0o755)?;
+    }
+    match std::fs::DirBuilder::new().mode(mode).create(path) {
+        Ok(()) => std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates a new file at `path` with exactly `mode`: never one that exists, never through a
+/// symbolic link (`O_CREAT | O_EXCL`, which follows none), whatever the umask.
+pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    Ok(file)
+}
+
+/// Opens an existing file at `path` for reading and writing without following a symbolic link
+/// at its last component, and only if it is a regular file (nothing is created).
+pub fn open_existing_rw(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match (e.raw_os_error(), std::fs::symlink_metadata(path)) {
+            (Some(libc::ELOOP), _) => refuse("it is a symbolic link (rtgauge follows none where it writes as root)".into()),
+            (_, Ok(m)) if !m.is_file() => refuse(format!("it is {}, not a regular file", kind(&m))),
+            _ => e,
+        })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(refuse(format!("it is {}, not a regular file", kind(&meta))));
+    }
+    Ok(file)
+}
+
+/// Writes `value` to a kernel setting file that exists (`/proc`, `/sys`, a cgroup): nothing is
+/// created, no symbolic link at its last component is followed.
+pub fn write_setting(path: &Path, value: &str) -> io::Result<()> {
+    use std::io::Write;
+    let mut f = OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)?;
+    f.write_all(value.as_bytes())
+}
+
+/// The mode a file rtgauge makes for a user gets: `intended` less the umask's bits, so a
+/// stricter umask is honoured and a looser one (000) never makes it wider than meant.
+pub fn user_mode(intended: u32) -> u32 {
+    intended & !umask()
+}
+
+/// The process's umask, read from /proc (reading it with umask(2) would change it); the
+/// strictest common one when it cannot be read.
+pub fn umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Umask:")).and_then(|v| u32::from_str_radix(v.trim(), 8).ok()))
+        .unwrap_or(0o077)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("f");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let e = open_regular(&fifo).unwrap_err();
+        assert!(e.to_string().contains("a FIFO"), "{e}");
+        assert!(open_regular(dir.path()).unwrap_err().to_string().contains("directory"));
+    }
+
+    #[test]
+    fn a_new_file_has_its_mode_and_follows_no_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, "keep").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(create_new(&link, 0o600).is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+        assert!(open_existing_rw(&link).unwrap_err().to_string().contains("symbolic link"));
+        let f = create_new(&dir.path().join("new"), 0o640).unwrap();
+        assert_eq!(f.metadata().unwrap().permissions().mode() & 0o7777, 0o640);
+        let d = dir.path().join("a/b");
+        make_dir_all(&d, 0o700).unwrap();
+        assert_eq!(std::fs::metadata(&d).unwrap().permissions().mode() & 0o7777, 0o700);
+        assert!(make_dir_all(&link, 0o700).is_err());
+    }
+}
