@@ -1,6 +1,8 @@
 //! The program as the binary runs it: parse the command line, hand it to the lifecycle, map
-//! the outcome to an exit status (0 passed, 1 a criterion failed, 2 usage or runtime error).
+//! the outcome to an exit status (0 passed, 1 a criterion failed, 2 usage or runtime error;
+//! 141 when the reader of standard output went away, see `report::out`).
 
+use crate::report::out;
 use crate::{audit, cli, lifecycle, load, report, scenario, store};
 use clap::Parser;
 use std::process::ExitCode;
@@ -30,11 +32,13 @@ pub fn main() -> ExitCode {
             let recovered = match crate::tuning::journal::recover() {
                 Ok(r) => r,
                 Err(e) => {
-                    eprintln!("rtgauge: error: {e}");
+                    eprintln!("rtgauge: error: {}", report::shown(&e));
                     return ExitCode::from(EXIT_ERROR);
                 }
             };
-            let removed = load::contain::remove_stale();
+            let mut removed = load::contain::remove_stale();
+            // And the trace instances such a run left tracing (tracefs is one for the system).
+            removed.extend(crate::trace::remove_stale());
             if matches!(cli.command, cli::Command::Restore) {
                 removed.iter().for_each(|line| eprintln!("rtgauge: {line}"));
             }
@@ -74,8 +78,11 @@ pub fn main() -> ExitCode {
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
+        // The reader went away: stop without a word, as a Unix tool that SIGPIPE ends.
+        Err(e) if out::is_broken_pipe(&e) => ExitCode::from(out::EXIT_BROKEN_PIPE),
         Err(e) => {
-            eprintln!("rtgauge: error: {}", format!("{e:#}").replace('\n', " "));
+            // One line, with whatever a file or a store put in it shown escaped.
+            eprintln!("rtgauge: error: {}", report::shown(&format!("{e:#}").replace('\n', " ")));
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -126,19 +133,19 @@ fn check(a: &cli::CheckArgs) -> anyhow::Result<u8> {
             system,
             findings,
         };
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        out::json(&doc)?;
     } else {
         let p = &system.preemption;
-        println!(
-            "rtgauge {} check: kernel {} ({}), {}, {}; for CPU(s) {} at priority {priority}\n",
+        out::text(&format!(
+            "rtgauge {} check: kernel {} ({}), {}, {}; for CPU(s) {} at priority {priority}\n\n{}",
             env!("CARGO_PKG_VERSION"),
-            system.kernel_release,
-            p.model,
-            system.architecture,
-            system.cpu_model,
-            crate::vocab::cpus::format_cpu_list(&cpus)
-        );
-        print!("{}", report::audit::render(&findings));
+            report::shown(&system.kernel_release),
+            report::shown(&p.model),
+            report::shown(&system.architecture),
+            report::shown(&system.cpu_model),
+            crate::vocab::cpus::format_cpu_list(&cpus),
+            report::audit::render(&findings)
+        ))?;
     }
     Ok(u8::from(bad))
 }
@@ -148,13 +155,16 @@ fn check(a: &cli::CheckArgs) -> anyhow::Result<u8> {
 fn restore(recovered: Option<&crate::tuning::journal::Restored>) -> anyhow::Result<u8> {
     match recovered {
         Some(r) => {
+            let mut text = String::new();
             for line in r.notes.iter().chain(&r.done) {
-                println!("{line}");
+                text += &format!("{}\n", report::shown(line));
             }
             for line in &r.failed {
-                println!("could not restore: {line}");
+                text += &format!("could not restore: {}\n", report::shown(line));
             }
-            println!("Restored what a killed run had left changed ({} put back, {} failed).", r.done.len(), r.failed.len());
+            text +=
+                &format!("Restored what a killed run had left changed ({} put back, {} failed).\n", r.done.len(), r.failed.len());
+            out::text(&text)?;
             Ok(if r.failed.is_empty() { 0 } else { 2 })
         }
         None => {
@@ -164,9 +174,9 @@ fn restore(recovered: Option<&crate::tuning::journal::Restored>) -> anyhow::Resu
                 .map(|p| format!("{} is held by a running rtgauge, which restores it when it ends", p.display()))
                 .collect();
             if live.is_empty() {
-                println!("Nothing to restore: no run left settings changed.");
+                out::text("Nothing to restore: no run left settings changed.\n")?;
             } else {
-                println!("Nothing to restore now: {}.", live.join("; "));
+                out::text(&format!("Nothing to restore now: {}.\n", live.join("; ")))?;
             }
             Ok(0)
         }
@@ -177,14 +187,16 @@ fn restore(recovered: Option<&crate::tuning::journal::Restored>) -> anyhow::Resu
 fn scenarios(name: Option<&str>) -> anyhow::Result<u8> {
     match name {
         None => {
+            let mut list = String::new();
             for (n, text) in scenario::file::BUILT_IN {
                 let s = scenario::file::parse(text, n, "built-in")?;
-                println!("{n:<12} {}", s.description);
+                list += &format!("{n:<12} {}\n", s.description);
             }
-            println!("\nRun one with 'rtgauge run --scenario NAME'; print one with 'rtgauge scenarios NAME' to start a file of your own.");
+            list += "\nRun one with 'rtgauge run --scenario NAME'; print one with 'rtgauge scenarios NAME' to start a file of your own.\n";
+            out::text(&list)?;
         }
         Some(n) => match scenario::file::BUILT_IN.iter().find(|(b, _)| *b == n) {
-            Some((_, text)) => print!("{text}"),
+            Some((_, text)) => out::text(text)?,
             None => anyhow::bail!("no built-in scenario '{n}'; 'rtgauge scenarios' lists them"),
         },
     }
@@ -196,7 +208,7 @@ fn stall(a: cli::StallArgs) -> anyhow::Result<u8> {
         .map_err(anyhow::Error::msg)?;
     plan.name = a.name.clone();
     let report = load::stall::run(plan).map_err(anyhow::Error::msg)?;
-    println!("{}", serde_json::to_string(&report)?);
+    out::json_text(&format!("{}\n", serde_json::to_string(&report)?))?;
     Ok(0)
 }
 
@@ -205,8 +217,23 @@ fn clap_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = e.print();
-            ExitCode::from(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { EXIT_ERROR } else { 0 })
+            // Help and version asked for go to standard output, as every command's output does.
+            let printed = if e.use_stderr() {
+                let _ = e.print();
+                Ok(())
+            } else {
+                out::check_open().and_then(|()| Ok(e.print()?))
+            };
+            match printed {
+                Ok(()) => {
+                    ExitCode::from(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { EXIT_ERROR } else { 0 })
+                }
+                Err(out::OutputError::BrokenPipe) => ExitCode::from(out::EXIT_BROKEN_PIPE),
+                Err(o) => {
+                    eprintln!("rtgauge: error: {o}");
+                    ExitCode::from(EXIT_ERROR)
+                }
+            }
         }
         _ => {
             // The first paragraph, on one line: it names the argument (clap lists missing

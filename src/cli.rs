@@ -402,7 +402,8 @@ pub struct ReportArgs {
     pub runs: Vec<String>,
     #[command(flatten)]
     pub store: StoreArg,
-    /// Write one self-contained HTML file (inline SVG plots, no network access needed)
+    /// Write one self-contained HTML file (inline SVG plots, no network access needed; '-' for
+    /// standard output)
     #[arg(long, value_name = "FILE")]
     pub html: Option<std::path::PathBuf>,
     #[command(flatten)]
@@ -433,7 +434,7 @@ pub struct CompareArgs {
     /// Share of the cycle time the worst case may take [default: 25%]
     #[arg(long, value_name = "PERCENT")]
     pub budget: Option<String>,
-    /// Write the comparison as one self-contained HTML file
+    /// Write the comparison as one self-contained HTML file ('-' for standard output)
     #[arg(long, value_name = "FILE")]
     pub html: Option<std::path::PathBuf>,
     #[command(flatten)]

@@ -30,8 +30,12 @@ use std::time::{Duration, SystemTime};
 pub const EXIT_PASSED: u8 = 0;
 pub const EXIT_FAILED: u8 = 1;
 
-/// SIGINT/SIGTERM handling: the first signal asks the run to stop and keep its data, a second
-/// one exits at once.
+/// Signal handling: the first signal that would end the process (SIGINT, SIGTERM, SIGHUP from a
+/// closed terminal or a dropped ssh connection, SIGUSR1, ... every one of
+/// `sys::ending_signals`) asks the run to stop and keep its data, as SIGTERM does. A second
+/// SIGINT, SIGTERM or SIGQUIT (a user who means it) exits at once; other signals may come twice
+/// without anyone asking twice (a hung-up terminal's SIGHUP, then the shell's own to its jobs)
+/// and only stop the run.
 struct Interrupts {
     stop: Arc<AtomicBool>,
     signal: Arc<AtomicUsize>,
@@ -43,17 +47,20 @@ struct Interrupts {
 
 impl Interrupts {
     fn install() -> Result<Interrupts> {
-        use signal_hook::consts::{SIGINT, SIGTERM};
+        use signal_hook::consts::{SIGINT, SIGQUIT, SIGTERM};
         let stop = Arc::new(AtomicBool::new(false));
         let signal = Arc::new(AtomicUsize::new(0));
-        for sig in [SIGINT, SIGTERM] {
+        let signals = sys::ending_signals();
+        for &sig in &signals {
             // Registered first, so it sees the flag as it was before this signal: set means second.
-            signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())?;
+            if [SIGINT, SIGTERM, SIGQUIT].contains(&sig) {
+                signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())?;
+            }
             signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)?;
             signal_hook::flag::register(sig, stop.clone())?;
         }
         let (wake, notify) = std::os::unix::net::UnixStream::pair()?;
-        for sig in [SIGINT, SIGTERM] {
+        for &sig in &signals {
             signal_hook::low_level::pipe::register(sig, notify.try_clone()?)?;
         }
         Ok(Interrupts { stop, signal, wake, notify })
@@ -77,11 +84,33 @@ impl Interrupts {
     fn which(&self) -> Option<String> {
         match self.signal.load(Ordering::Relaxed) as i32 {
             0 => None,
-            signal_hook::consts::SIGINT => Some("SIGINT".into()),
-            signal_hook::consts::SIGTERM => Some("SIGTERM".into()),
-            n => Some(format!("signal {n}")),
+            n => Some(sys::signal_name(n)),
         }
     }
+}
+
+/// The least stack limit (`ulimit -s`) rtgauge runs under: its main thread (the coordinator,
+/// the report, the store's SQLite) runs in the process's stack, which cannot grow past the
+/// limit; below it a command would end in a stack overflow, saying nothing. (Found by running
+/// the commands that do not measure under smaller and smaller limits, with room to spare for
+/// those that do.)
+pub const MIN_STACK_KIB: u64 = 1024;
+
+/// What every command needs of the process before it starts: a stack limit it can run under
+/// (else a one-line error), and writes past the file size limit (`ulimit -f`) or to a closed
+/// pipe that fail (EFBIG, EPIPE) instead of killing the process, so their error is said and a
+/// result kept elsewhere.
+pub fn prepare_process() -> std::result::Result<(), String> {
+    if let Ok(Some(limit)) = sys::stack_limit() {
+        if limit < MIN_STACK_KIB * 1024 {
+            return Err(format!(
+                "the stack limit (ulimit -s) is {} KiB; rtgauge needs at least {MIN_STACK_KIB} KiB: raise it with \
+                 'ulimit -s 8192'",
+                limit / 1024
+            ));
+        }
+    }
+    sys::survive_write_limits().map_err(|e| format!("cannot set up the handling of SIGXFSZ: {e}"))
 }
 
 /// Ends the watchdog; says so when it had to move loads to SCHED_OTHER for the run to end.
@@ -220,9 +249,17 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
         eprintln!("rtgauge: warning: {w}");
     }
     sys::release_code_pages();
-    // The store is checked before anything runs, and written once the threads have stopped (a
-    // default store out of reach is a warning in the result).
-    let store = keep.open(&mut warnings).map_err(anyhow::Error::msg)?;
+    // The store is checked before anything runs (every page of it, room for the result), and
+    // written once the threads have stopped (a default store out of reach is a warning in the
+    // result); so is the room for the JSON document.
+    let result_bytes = result_size_estimate(&resolved);
+    if let Some(crate::scenario::JsonTarget::File(path)) = &plan.json {
+        // (A device or FIFO has no size to limit.)
+        if std::fs::metadata(path).map_or(true, |m| m.is_file()) {
+            check_file_size_limit("--json", path, result_bytes)?;
+        }
+    }
+    let store = keep.open(result_bytes, &mut warnings).map_err(anyhow::Error::msg)?;
     let mut held = apply_tuning(&plan, &mut system, &resolved.cpus, &command_line, &mut warnings)?;
     let mut trace = start_trace(&plan, &mut held, &resolved.cpus, &mut warnings);
     // The measurement threads are ready (pinned, at their priority) before any load starts.
@@ -290,35 +327,109 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
         warnings,
     });
     let json_on_stdout = sink.as_ref().is_some_and(JsonSink::is_stdout);
-    let code = report(&result, sink)?;
+    // The result is kept even when the JSON document could not be written (and the other way
+    // round): each failure is said, none loses the other.
+    let reported = report(&result, sink);
     sys::release_code_pages();
-    if let Some(line) = keep_result(&mut result, store, &keep).filter(|_| !plan.quiet) {
+    match keep_result(&mut result, store, &keep) {
         // Where the summary went.
-        if json_on_stdout {
-            eprintln!("{line}");
-        } else {
-            println!("{line}");
+        Kept::Stored(line) if !plan.quiet => say(json_on_stdout, &format!("{line}\n")),
+        Kept::Stored(_) | Kept::Nowhere => {}
+        // A store asked for by name that did not get the run: the run did not do what was asked.
+        Kept::Rescued(why) if keep.explicit => {
+            if let Err(e) = &reported {
+                say(true, &format!("rtgauge: error: {}\n", format!("{e:#}").replace('\n', " ")));
+            }
+            return Err(anyhow!("{why}"));
         }
+        Kept::Rescued(why) => say(true, &format!("rtgauge: warning: {why}\n")),
     }
-    Ok(code)
+    reported
 }
 
-/// Keeps the result in the store, if there is one, and says where (the line to print); a store
-/// that cannot be written costs only a warning (the summary and the JSON are out already).
-fn keep_result(result: &mut RunResult, store: Option<Store>, keep: &store::Request) -> Option<String> {
+/// Writes `text` to standard error (`to_stderr`) or output, a failure ignored: the terminal a
+/// run was started from may be gone by its end (SIGHUP: a closed terminal, a dropped ssh
+/// connection), and what follows (keeping the result) must still happen.
+fn say(to_stderr: bool, text: &str) {
+    if to_stderr {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+    } else {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    }
+}
+
+/// Where a run's result was kept.
+enum Kept {
+    /// In the store: the line that says so.
+    Stored(String),
+    /// Nowhere, as asked (`--no-store`) or as warned before measuring.
+    Nowhere,
+    /// The store failed at the end: why, and the rescue file the result went to instead.
+    Rescued(String),
+}
+
+/// Keeps the result in the store, if there is one. A store that cannot be written at the end
+/// (locked, full, its temporary directory full, damaged) does not lose the run: it is written
+/// to a rescue file (`store::rescue`), which the message names with the command that stores
+/// it later.
+fn keep_result(result: &mut RunResult, store: Option<Store>, keep: &store::Request) -> Kept {
     let Some(store) = store else {
         if let Some(why) = &keep.why_not {
-            eprintln!("rtgauge: warning: {why}");
+            say(true, &format!("rtgauge: warning: {why}\n"));
         }
-        return None;
+        return Kept::Nowhere;
     };
-    match store.save(result, keep.label.as_deref(), None) {
-        Ok(id) => Some(format!("Stored as run {id} in {} ('rtgauge show {id}').", store.path().display())),
-        Err(e) => {
-            eprintln!("rtgauge: warning: the run was measured but not stored: {e}");
-            None
+    let e = match store.save(result, keep.label.as_deref(), None) {
+        Ok(id) => return Kept::Stored(format!("Stored as run {id} in {} ('rtgauge show {id}').", store.path().display())),
+        Err(e) => e,
+    };
+    let db = store.path().to_path_buf();
+    drop(store);
+    Kept::Rescued(match store::rescue(result, Some(&db)) {
+        Ok(file) => {
+            let label = keep.label.as_deref().map_or(String::new(), |l| format!(" --label '{l}'"));
+            format!(
+                "the run was measured but not stored: {e}; it was saved to '{}' instead: \
+                 'rtgauge import {} --db {}{label}' stores it",
+                file.display(),
+                file.display(),
+                db.display()
+            )
+        }
+        Err(e2) => format!("the run was measured but not stored: {e}; {e2}"),
+    })
+}
+
+/// A generous estimate of the result document's size (JSON, as `--json` writes it), checked
+/// against the room to keep it before measuring: the system and audit sections, each series'
+/// figures per thread and combined, whole and in every phase, each thread's timeline.
+fn result_size_estimate(resolved: &Resolved) -> u64 {
+    let threads: u64 = resolved.probes.iter().map(|p| (probe::series_count(&*p.probe) * p.cpus.len()) as u64).sum();
+    let series = resolved.series().count() as u64;
+    let phases = phase_bounds(resolved).len() as u64 + 1;
+    let windows = resolved.total_ns.div_ceil(resolved.window_ns.max(1));
+    let figures = (threads + series).saturating_mul(phases + 1).saturating_mul(8 << 10);
+    let timelines = threads.saturating_mul(windows).saturating_mul(128);
+    (256u64 << 10).saturating_add(figures).saturating_add(timelines)
+}
+
+/// Refuses, before measuring, a file size limit (`ulimit -f`) below what `option`'s file may
+/// take: writing past it would fail at the end (EFBIG).
+fn check_file_size_limit(option: &str, path: &std::path::Path, bytes: u64) -> Result<()> {
+    if let Ok(Some(limit)) = sys::file_size_limit() {
+        if limit < bytes {
+            bail!(
+                "the file size limit (ulimit -f) is {} KiB; {option} {} may need up to {} KiB: raise it with \
+                 'ulimit -f unlimited'",
+                limit / 1024,
+                path.display(),
+                bytes.div_ceil(1024)
+            );
         }
     }
+    Ok(())
 }
 
 impl Resolved {
@@ -1075,13 +1186,7 @@ fn config(plan: &RunPlan, resolved: &Resolved, budget_percent: f64) -> Config {
 /// The summary goes to stdout unless stdout carries the JSON document; then the document.
 fn report(result: &RunResult, sink: Option<JsonSink>) -> Result<u8> {
     let text = summary::render(result);
-    if sink.as_ref().is_some_and(JsonSink::is_stdout) {
-        eprint!("{text}");
-    } else {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
-    }
+    say(sink.as_ref().is_some_and(JsonSink::is_stdout), &text);
     if let Some(sink) = sink {
         sink.write(result)?;
     }
@@ -1194,8 +1299,9 @@ fn report_loads(
 }
 
 /// `rtgauge udp-echo`: the other end of the UDP probe. Binds, takes its CPU and priority, says
-/// where it listens (stderr), echoes until a signal or `--duration`, and prints what it echoed
-/// (stdout, JSON).
+/// where it listens (stderr), echoes until a signal or `--duration` (looked at after every
+/// datagram: a flood does not hold it), and prints what it echoed and what it dropped — from
+/// its own address, another echo's replies, datagrams too short to be the probe's (stdout, JSON).
 pub fn udp_echo(args: &crate::cli::UdpEchoArgs) -> Result<u8> {
     let interrupts = Interrupts::install()?;
     let addr: std::net::SocketAddr =
@@ -1224,16 +1330,16 @@ pub fn udp_echo(args: &crate::cli::UdpEchoArgs) -> Result<u8> {
     }
     let _ = sys::lock_all_memory();
     eprintln!("rtgauge udp-echo: listening on {}", socket.local_addr()?);
-    let stop = interrupts.stop.clone();
-    if let Some(ns) = duration {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_nanos(ns));
-            stop.store(true, Ordering::Relaxed);
-        });
-    }
-    let echoed = probe::udp::echo(&socket, &stop)?;
-    println!("{}", serde_json::json!({ "listen": addr.to_string(), "echoed": echoed, "stopped_by": interrupts.which() }));
+    // The end is looked at by the echo itself: a thread to end it would share its CPU and
+    // priority, and wait behind it as long as datagrams come.
+    let until = duration.map(|ns| sys::monotonic_ns().saturating_add(ns));
+    let e = probe::udp::echo(&socket, &interrupts.stop, until)?;
+    let dropped = serde_json::json!({ "from_itself": e.from_itself, "replies": e.replies, "short": e.short });
+    let stopped_by = interrupts.which();
+    println!(
+        "{}",
+        serde_json::json!({ "listen": addr.to_string(), "echoed": e.echoed, "dropped": dropped, "stopped_by": stopped_by })
+    );
     Ok(0)
 }
 

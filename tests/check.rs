@@ -268,3 +268,91 @@ fn every_run_keeps_the_audit() {
     let typed = typed(doc);
     assert!(!typed.findings.is_empty());
 }
+
+/// This test's own cgroup directory in the hierarchy that has the cpu controller: v2 when its
+/// `cgroup.controllers` lists cpu, else v1's `cpu` hierarchy; with whether it is v2.
+fn own_cpu_cgroup() -> Option<(std::path::PathBuf, bool)> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mount = |v2: bool| {
+        mountinfo.lines().find_map(|l| {
+            let (pre, post) = l.split_once(" - ")?;
+            let (pre, post): (Vec<&str>, Vec<&str>) = (pre.split(' ').collect(), post.split(' ').collect());
+            let ok = if v2 {
+                post.first() == Some(&"cgroup2")
+            } else {
+                post.first() == Some(&"cgroup") && post.get(2).is_some_and(|o| o.split(',').any(|x| x == "cpu"))
+            };
+            ok.then(|| (std::path::PathBuf::from(pre[4]), pre[3].to_string()))
+        })
+    };
+    let own = |v2: bool| {
+        cgroups.lines().find_map(|l| {
+            let mut it = l.splitn(3, ':');
+            let (id, ctrls, path) = (it.next()?, it.next()?, it.next()?);
+            let ok = if v2 { id == "0" && ctrls.is_empty() } else { ctrls.split(',').any(|c| c == "cpu") };
+            ok.then(|| path.to_string())
+        })
+    };
+    for v2 in [true, false] {
+        let (Some((dir, root)), Some(path)) = (mount(v2), own(v2)) else { continue };
+        let dir = dir.join(path.strip_prefix(root.trim_end_matches('/')).unwrap_or(&path).trim_start_matches('/'));
+        if v2 && !read(&format!("{}/cgroup.subtree_control", dir.display())).is_some_and(|c| c.split(' ').any(|w| w == "cpu")) {
+            continue; // no cpu controller for a child of ours here
+        }
+        return Some((dir, v2));
+    }
+    None
+}
+
+/// A cgroup this test makes under its own, removed with it (once empty).
+struct Cgroup(std::path::PathBuf);
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.0).is_ok() || !self.0.exists() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// `check` run inside a cgroup with a CPU quota (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`)
+/// reports it, with the cgroup and the fix; it said nothing before, and the quota gave 1.5 s
+/// latencies under `--policy other`.
+#[test]
+fn check_reports_a_cpu_quota_on_its_own_cgroup() {
+    let Some((own, v2)) = own_cpu_cgroup() else {
+        eprintln!("SKIPPED: no cpu cgroup controller this test may use");
+        return;
+    };
+    let group = Cgroup(own.join(format!("rtgauge-test-quota-{}", std::process::id())));
+    if std::fs::create_dir(&group.0).is_err() {
+        eprintln!("SKIPPED: cannot make a cgroup under {} (needs root)", own.display());
+        return;
+    }
+    let (file, value, lift) = if v2 { ("cpu.max", "90000 100000", "max") } else { ("cpu.cfs_quota_us", "90000", "-1") };
+    if !v2 {
+        std::fs::write(group.0.join("cpu.cfs_period_us"), "100000").unwrap();
+    }
+    std::fs::write(group.0.join(file), value).unwrap();
+    let procs = group.0.join("cgroup.procs");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("echo $$ > '{}' && exec {} check --json", procs.display(), bin_shell()))
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    let f = finding(&doc, "cpu_bandwidth");
+    assert_eq!(f["severity"], "warn", "{f}");
+    let shown = group.0.display().to_string();
+    let limit = f["value"]["limits"].as_array().unwrap().iter().find(|l| l["cgroup"] == shown.as_str()).cloned();
+    let Some(limit) = limit else { panic!("the quota on {shown} is not reported: {f}") };
+    assert_eq!((u(&limit["quota_us"]), u(&limit["period_us"])), (90_000, 100_000), "{f}");
+    assert!(f["observed"].as_str().unwrap().contains(&shown), "{f}");
+    let fix = format!("echo {lift} > {}", group.0.join(file).display());
+    assert!(f["fix"].as_str().unwrap().contains(&fix), "the fix '{fix}': {f}");
+}

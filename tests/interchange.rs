@@ -6,7 +6,9 @@
 mod common;
 use common::*;
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import").join(name)
@@ -231,18 +233,26 @@ fn bad_imports_and_exports_are_one_line_errors_that_store_nothing() {
     let other = dir.path().join("other.json");
     std::fs::write(&other, "{\"name\": \"something else\"}").unwrap();
     let good = fixture("cyclictest-h100.json");
+    // A file past the cap (sparse: nothing is written) and a FIFO, which would block a reader.
+    let huge = dir.path().join("huge.json");
+    std::fs::File::create(&huge).unwrap().set_len(300 << 20).unwrap();
+    let fifo = dir.path().join("fifo.json");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let cases: Vec<(Vec<&str>, &[&str])> = vec![
         (vec!["import", "/nonexistent.json"], &["/nonexistent.json", "No such file"]),
-        (vec!["import", "/dev/zero"], &["/dev/zero", "larger than"]),
+        (vec!["import", huge.to_str().unwrap()], &["huge.json", "larger than"]),
+        (vec!["import", fifo.to_str().unwrap()], &["fifo.json", "not a regular file"]),
+        (vec!["import", dir.path().to_str().unwrap()], &["a directory"]),
         (vec!["import", notes.to_str().unwrap()], &["notes.txt", "not cyclictest histogram output"]),
         (vec!["import", half.to_str().unwrap()], &["half.json", "not valid JSON"]),
         (vec!["import", good.to_str().unwrap(), other.to_str().unwrap()], &["other.json", "not a result rtgauge can import"]),
         (vec!["export", "last", "--format", "xls"], &["--format xls", "csv, junit"]),
         (vec!["export", "last", "--format", "cyclictest-hist", "--rows", "0"], &["--rows 0", "e.g. --rows 400"]),
+        (vec!["export", "last", "--format", "cyclictest-hist", "--rows", "1000000000000"], &["--rows 1000000000000", "at most"]),
         (vec!["export", "last", "--format", "csv", "-o", "/nonexistent-dir/x.csv"], &["/nonexistent-dir/x.csv"]),
     ];
     for (args, says) in cases {
-        let out = rtgauge(&[&args[..], &["--db", &db]].concat()).output().unwrap();
+        let out = bounded(rtgauge(&[&args[..], &["--db", &db]].concat()), 60);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line: {err}");
@@ -282,4 +292,362 @@ fn rteval_xml_export_has_every_cpu_with_its_figures_and_buckets() {
     let system = xml.split("<system ").nth(1).unwrap();
     let total: u64 = cpus.iter().map(|p| u(&p["samples"])).sum();
     assert_eq!(values(system, "samples")[0], total.to_string());
+}
+
+/// Runs `cmd` (standard input closed, output collected) for at most `secs` seconds: a command
+/// that blocks (on a FIFO, say) is killed and fails the test.
+fn bounded(mut cmd: Command, secs: u64) -> Output {
+    let child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id().to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output().unwrap()));
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(out) => out,
+        Err(_) => {
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            panic!("{cmd:?} did not end within {secs} s");
+        }
+    }
+}
+
+/// How many runs `db` holds.
+fn stored(db: &str) -> usize {
+    let out = rtgauge(&["list", "--json", "--db", db]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice::<Value>(&out.stdout).unwrap().as_array().unwrap().len()
+}
+
+/// A fixture's JSON, changed by `edit`, written as `name` in `dir`.
+fn edited(dir: &Path, fixture_name: &str, name: &str, edit: impl FnOnce(&mut Value)) -> PathBuf {
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(fixture(fixture_name)).unwrap()).unwrap();
+    edit(&mut v);
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    path
+}
+
+/// A fixture's text with `from` replaced by `to`, written as `name` in `dir`.
+fn replaced(dir: &Path, fixture_name: &str, name: &str, from: &str, to: &str) -> PathBuf {
+    let text = std::fs::read_to_string(fixture(fixture_name)).unwrap();
+    assert!(text.contains(from), "{fixture_name} has no '{from}'");
+    let path = dir.join(name);
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    path
+}
+
+/// Imports `file` into `db`, which must fail with exit 2 and one line that names the file and
+/// says every one of `says` (and does not panic); returns the line.
+fn refused(db: &str, file: &Path, says: &[&str]) -> String {
+    let out = bounded(rtgauge(&["import", "--db", db, file.to_str().unwrap()]), 120);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{}: {err}", file.display());
+    assert_eq!(err.trim_end().lines().count(), 1, "{}: one line: {err}", file.display());
+    assert!(!err.contains("panicked"), "{err}");
+    let name = file.file_name().unwrap().to_str().unwrap();
+    assert!(err.contains(name) && says.iter().all(|s| err.contains(s)), "{name} should say {says:?}: {err}");
+    err
+}
+
+/// A measured-looking rtgauge result document: a fixture imported and exported as `json`.
+fn rtgauge_export(dir: &Path, db: &str) -> PathBuf {
+    import(db, &fixture("cyclictest-h100.json"));
+    let path = dir.join("export.json");
+    let out = rtgauge(&["export", "last", "--db", db, "--format", "json", "-o", path.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    path
+}
+
+/// An rtgauge document at `path`, changed by `edit`, written as `name` beside it.
+fn edited_export(path: &Path, name: &str, edit: impl FnOnce(&mut Value)) -> PathBuf {
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut v);
+    let out = path.with_file_name(name);
+    std::fs::write(&out, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    out
+}
+
+#[test]
+fn an_import_whose_min_exceeds_its_max_is_refused_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let d = dir.path();
+    let export = rtgauge_export(d, &db);
+    let before = stored(&db);
+    let files = [
+        edited(d, "cyclictest-h100.json", "ct.json", |v| v["thread"]["0"]["min"] = (u(&v["thread"]["0"]["max"]) + 5).into()),
+        edited(d, "jitterdebugger-results.json", "jd.json", |v| v["cpu"]["1"]["min"] = (u(&v["cpu"]["1"]["max"]) + 1).into()),
+        edited(d, "oslat.json", "os.json", |v| v["thread"]["0"]["max"] = 0.into()),
+        replaced(d, "cyclictest-hist.txt", "hist.txt", "# Min Latencies: 00015", "# Min Latencies: 09999"),
+        edited_export(&export, "rt.json", |v| v["probes"][0]["min_ns"] = (u(&v["probes"][0]["max_ns"]) + 1).into()),
+    ];
+    for f in &files {
+        refused(&db, f, &["minimum", "above its maximum"]);
+    }
+    assert_eq!(stored(&db), before, "nothing stored");
+}
+
+#[test]
+fn an_import_whose_histogram_total_is_not_its_count_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let d = dir.path();
+    let export = rtgauge_export(d, &db);
+    // jitterdebugger: a count of 0 beside a full histogram.
+    refused(
+        &db,
+        &edited(d, "jitterdebugger-results.json", "jd.json", |v| v["cpu"]["0"]["count"] = 0.into()),
+        &["cpu 0", "count is 0"],
+    );
+    refused(
+        &db,
+        &edited(d, "cyclictest-h100.json", "ct.json", |v| v["thread"]["1"]["cycles"] = 3.into()),
+        &["thread 1", "3 cycles"],
+    );
+    let total = replaced(d, "cyclictest-hist.txt", "hist.txt", "# Total: 000000989", "# Total: 000000988");
+    refused(&db, &total, &["thread 0", "Total: 988", "989"]);
+    let cols = replaced(d, "cyclictest-hist.txt", "cols.txt", "000020 000037\t000048", "000020 000037\t000048\t000005");
+    refused(&db, &cols, &["line", "3 counts", "have 2"]);
+    refused(
+        &db,
+        &edited_export(&export, "rt.json", |v| v["probes"][1]["samples"] = (u(&v["probes"][1]["samples"]) + 7).into()),
+        &["timer/cpu1", "histogram holds"],
+    );
+    let combined =
+        edited_export(&export, "rt-all.json", |v| v["combined"][0]["max_ns"] = (u(&v["combined"][0]["max_ns"]) + 1).into());
+    refused(&db, &combined, &["timer/all", "largest of its CPUs'"]);
+}
+
+#[test]
+fn an_import_with_counts_or_units_out_of_range_is_refused_without_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let d = dir.path();
+    let export = rtgauge_export(d, &db);
+    let huge: Value = serde_json::from_str("18446744073709551621").unwrap(); // 2^64 + 5 (a float to serde)
+    let cases: Vec<(PathBuf, &[&str])> = vec![
+        (edited(d, "cyclictest-h100.json", "ct-cycles.json", |v| v["thread"]["0"]["cycles"] = huge.clone()), &["cycles", "2^53"]),
+        (
+            edited(d, "cyclictest-h100.json", "ct-bucket.json", |v| v["thread"]["0"]["histogram"]["15"] = (1u64 << 63).into()),
+            &["bucket 15", "2^53"],
+        ),
+        (edited(d, "cyclictest-h100.json", "ct-neg.json", |v| v["thread"]["0"]["min"] = (-4).into()), &["min", "negative"]),
+        (
+            edited(d, "cyclictest-h100.json", "ct-hour.json", |v| v["thread"]["0"]["max"] = 4_000_000_000u64.into()),
+            &["max", "beyond an hour"],
+        ),
+        (
+            edited(d, "jitterdebugger-results.json", "jd-unit.json", |v| {
+                v["sysinfo"]["resolution_in_ns"] = 1_000_000_000_000_000_000u64.into()
+            }),
+            &["resolution_in_ns"],
+        ),
+        (
+            replaced(
+                d,
+                "jitterdebugger-results.json",
+                "jd-unit-f.json",
+                "\"resolution_in_ns\": 1000",
+                "\"resolution_in_ns\": 1e18",
+            ),
+            &["resolution_in_ns"],
+        ),
+        (edited(d, "oslat.json", "os-neg.json", |v| v["thread"]["1"]["histogram"]["1"] = (-5).into()), &["thread 1", "negative"]),
+        (replaced(d, "cyclictest-hist.txt", "hist-huge.txt", "000020 000037", "000020 18446744073709551615"), &["line", "2^53"]),
+        (
+            replaced(
+                d,
+                "cyclictest-hist.txt",
+                "hist-over.txt",
+                "# Histogram Overflows: 00011",
+                "# Histogram Overflows: 18446744073709551615",
+            ),
+            &["thread 0", "Overflows"],
+        ),
+        (edited_export(&export, "rt-samples.json", |v| v["probes"][0]["samples"] = u64::MAX.into()), &["timer/cpu0", "2^53"]),
+        (edited_export(&export, "rt-budget.json", |v| v["config"]["budget_percent"] = 0.0.into()), &["budget_percent"]),
+    ];
+    for (f, says) in &cases {
+        refused(&db, f, says);
+    }
+}
+
+#[test]
+fn an_rtgauge_export_edited_to_a_max_below_its_percentiles_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let export = rtgauge_export(dir.path(), &db);
+    // The maximum cut to just above the median: p90 and above now exceed it.
+    let cut = edited_export(&export, "cut.json", |v| {
+        let p = &mut v["probes"][0];
+        p["max_ns"] = (u(&p["p50_ns"]) + 1).into();
+    });
+    refused(&db, &cut, &["timer/cpu0", "p90", "outside its minimum and maximum"]);
+    let unordered = edited_export(&export, "unordered.json", |v| {
+        let p = &mut v["probes"][1];
+        p["p99_ns"] = (u(&p["p90_ns"]) - 1).into();
+    });
+    refused(&db, &unordered, &["timer/cpu1", "p99", "below its p90"]);
+    // The bucket list cut short of the total it claims.
+    let buckets = edited_export(&export, "buckets.json", |v| {
+        v["probes"][0]["histogram"]["buckets"].as_array_mut().unwrap().pop();
+    });
+    refused(&db, &buckets, &["timer/cpu0", "buckets hold"]);
+}
+
+#[test]
+fn an_imported_verdict_is_recomputed_not_copied() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let export = rtgauge_export(dir.path(), &db);
+    // "PASS" with criteria but no checks: the document gives no criteria, so none.
+    let pass = edited_export(&export, "pass.json", |v| {
+        v["verdict"] = serde_json::json!({"passed": true, "criteria_given": true, "cycle_time_ns": null,
+            "budget_percent": 25.0, "shortest_cycle_time_ns": null, "checks": []});
+    });
+    let doc = import(&db, &pass);
+    assert_eq!((&doc["verdict"]["criteria_given"], doc["verdict"]["checks"].as_array().unwrap().len()), (&Value::Bool(false), 0));
+    assert!(doc["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("verdict")), "{}", doc["warnings"]);
+    // The document's own requirement judged against its figures, whatever the verdict says.
+    let strict = edited_export(&export, "strict.json", |v| {
+        v["config"]["requirements"] = serde_json::json!(["max<1us"]);
+    });
+    let doc = import(&db, &strict);
+    assert_eq!(doc["verdict"]["passed"], false, "{}", doc["verdict"]);
+    assert!(doc["verdict"]["checks"].as_array().unwrap().iter().all(|c| c["expr"] == "max<1us" && c["passed"] == false));
+    let out = rtgauge(&["show", "last", "--db", &db]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("FAIL"), "{}", String::from_utf8_lossy(&out.stdout));
+    // A requirement this rtgauge cannot read is an error, not a pass.
+    let nonsense = edited_export(&export, "nonsense.json", |v| v["config"]["requirements"] = serde_json::json!(["whatever"]));
+    refused(&db, &nonsense, &["config.requirements[0]"]);
+}
+
+#[test]
+fn imported_provenance_is_the_file_rtgauge_read_and_its_hash() {
+    use sha2::{Digest, Sha256};
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let export = rtgauge_export(dir.path(), &db);
+    // The document claims another origin; it is imported through a symbolic link.
+    let claims = edited_export(&export, "claims.json", |v| {
+        v["imported"] = serde_json::json!({"tool": "cyclictest", "tool_version": "9.99", "format": "cyclictest-json",
+            "source": "/lab/golden/board-7.json", "sha256": "00", "command_line": "cyclictest"});
+    });
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&claims, &link).unwrap();
+    let doc = import(&db, &link);
+    let hash: String = Sha256::digest(std::fs::read(&claims).unwrap()).iter().map(|b| format!("{b:02x}")).collect();
+    let real = std::fs::canonicalize(&claims).unwrap();
+    assert_eq!(doc["imported"]["source"], real.to_str().unwrap(), "the file opened, not the link or the claim");
+    assert_eq!(doc["imported"]["sha256"], hash.as_str());
+    assert_eq!((doc["imported"]["tool"].as_str(), doc["imported"]["format"].as_str()), (Some("rtgauge"), Some("rtgauge-json")));
+    for name in ["cyclictest-hist.txt", "jitterdebugger-results.json"] {
+        let doc = import(&db, &fixture(name));
+        let hash: String = Sha256::digest(std::fs::read(fixture(name)).unwrap()).iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(doc["imported"]["sha256"], hash.as_str(), "{name}");
+    }
+}
+
+#[test]
+fn import_errors_never_echo_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let d = dir.path();
+    let secret = "hunter2-s3cr3t";
+    // A file only its owner reads, reached through a link, in the formats rtgauge tells apart.
+    let shadow = d.join("shadow");
+    std::fs::write(&shadow, format!("root:{secret}:19000:0:99999:7:::\n")).unwrap();
+    std::fs::set_permissions(&shadow, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let link = d.join("link.txt");
+    std::os::unix::fs::symlink(&shadow, &link).unwrap();
+    let files = [
+        link,
+        edited(d, "cyclictest-h100.json", "type.json", |v| v["thread"]["0"]["min"] = secret.into()),
+        edited(d, "cyclictest-h100.json", "key.json", |v| {
+            let t = v["thread"]["0"].clone();
+            v["thread"][secret] = t;
+        }),
+        edited(d, "jitterdebugger-results.json", "bucket.json", |v| v["cpu"]["0"]["histogram"][secret] = 1.into()),
+        replaced(d, "cyclictest-hist.txt", "row.txt", "000020 000037", &format!("000020 {secret}")),
+    ];
+    for f in &files {
+        let err = refused(&db, f, &[]);
+        assert!(!err.contains(secret) && !err.contains("19000"), "{err}");
+    }
+    let export = rtgauge_export(d, &db);
+    let status = edited_export(&export, "status.json", |v| v["status"] = secret.into());
+    let err = refused(&db, &status, &["line", "column"]);
+    assert!(!err.contains(secret), "{err}");
+}
+
+/// A cyclictest `--json` file of one thread with `buckets` histogram buckets of 1 ns
+/// (`--nsecs`), written as it goes.
+fn big_cyclictest_json(path: &Path, buckets: u64) {
+    use std::io::Write;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    write!(f, "{{\"cmdline:\": \"cyclictest -N\", \"thread\": {{\"0\": {{\"histogram\": {{").unwrap();
+    for i in 1..=buckets {
+        write!(f, "{}\"{i}\": 1", if i > 1 { "," } else { "" }).unwrap();
+    }
+    let avg = (buckets + 1) as f64 / 2.0;
+    write!(f, "}}, \"cycles\": {buckets}, \"min\": 1, \"max\": {buckets}, \"avg\": {avg}}}}}}}").unwrap();
+    f.flush().unwrap();
+}
+
+/// Importing streams: a 23 MB file goes in within 128 MB of address space (read whole and
+/// parsed as a JSON tree it took about ten times its size).
+#[test]
+fn import_memory_follows_what_is_kept_not_the_file_size() {
+    if runner().is_some() {
+        eprintln!("SKIPPED: an emulator's own address space does not fit the limit");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let file = dir.path().join("big.json");
+    big_cyclictest_json(&file, 2_000_000);
+    assert!(std::fs::metadata(&file).unwrap().len() > 20 << 20);
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(format!("ulimit -v 131072 && exec {} import --db '{db}' '{}'", bin_shell(), file.display()));
+    let out = bounded(cmd, 300);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(u(&show(&db, "last")["probes"][0]["samples"]), 2_000_000);
+}
+
+/// `export --format cyclictest-hist` is bounded (at most a million rows, more is an error) and
+/// written as it goes: a run whose maximum is most of an hour gives a million rows and the rest
+/// as overflows, and a reader that stops early ends it quietly.
+#[test]
+fn cyclictest_hist_export_is_bounded_and_written_as_it_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let long = edited(dir.path(), "cyclictest-h100.json", "long.json", |v| {
+        let t = &mut v["thread"]["0"];
+        t["max"] = 3_000_000_000u64.into();
+        let cycles = u(&t["cycles"]);
+        t["cycles"] = (cycles + 1).into();
+        t["histogram"]["3000000000"] = 1.into();
+    });
+    import(&db, &long);
+    for rows in ["1000001", "1000000000000"] {
+        let out = bounded(rtgauge(&["export", "last", "--db", &db, "--format", "cyclictest-hist", "--rows", rows]), 60);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(&format!("--rows {rows}")) && err.contains("at most 1000000") && out.stdout.is_empty(), "{err}");
+    }
+    let text = export(&db, "last", "cyclictest-hist", &[]);
+    assert_eq!(text.lines().filter(|l| !l.starts_with('#')).count(), 1_000_000, "at most a million rows");
+    assert!(trailer(&text, "Histogram Overflows")[0] >= 1, "the value beyond them an overflow");
+    // A reader that stops after 10 bytes: no panic, no message.
+    let mut child = rtgauge(&["export", "last", "--db", &db, "--format", "cyclictest-hist"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 10];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut head).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(&head, b"# Histogra");
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() || out.status.code().is_none(), "{:?}", out.status);
 }

@@ -287,3 +287,142 @@ fn bad_report_and_compare_input_is_a_one_line_error() {
     assert!(!png_dir.exists(), "checked before anything is made");
     assert_eq!(std::fs::read(&not_a_dir).unwrap(), b"x");
 }
+
+/// A command whose standard output is a pipe nobody reads any more (its reader closed before
+/// the command started): the write fails with EPIPE, never by chance.
+fn into_closed_pipe(args: &[&str]) -> std::process::Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    rtgauge(args).stdout(writer).stderr(std::process::Stdio::piped()).output().unwrap()
+}
+
+/// Two imported runs, `x` and `y`, in `db`.
+fn two_imported_runs(db: &str) {
+    for (f, label) in [("cyclictest-h100.json", "x"), ("cyclictest-hist.txt", "y")] {
+        ok(&["import", "--db", db, "--label", label, fixture(f).to_str().unwrap()]);
+    }
+}
+
+/// `rtgauge list | head -1`: every command that prints stops quietly when the reader of its
+/// output goes away — no panic, nothing on standard error, and 141 (128 + SIGPIPE, as a shell
+/// shows a Unix tool that SIGPIPE ended) — whatever it prints: a table, a summary, JSON, HTML,
+/// an export, help.
+#[test]
+fn a_reader_that_goes_away_stops_every_printing_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    two_imported_runs(&db);
+    for args in [
+        vec!["list"],
+        vec!["list", "--json"],
+        vec!["show", "x"],
+        vec!["show", "x", "--json"],
+        vec!["report", "x", "y"],
+        vec!["report", "x", "--html", "-"],
+        vec!["compare", "x", "y"],
+        vec!["compare", "x", "y", "--json"],
+        vec!["compare", "x", "y", "--html", "-"],
+        vec!["export", "x", "--format", "csv"],
+        vec!["export", "x", "--format", "json"],
+        vec!["export", "x", "--format", "junit"],
+    ] {
+        let out = into_closed_pipe(&[&args[..], &["--db", &db]].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+    for args in [vec!["scenarios"], vec!["scenarios", "worst-case"], vec!["--help"], vec!["--version"], vec!["list", "--help"]] {
+        let out = into_closed_pipe(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}
+
+/// `rtgauge list >&-`: output asked for where standard output is closed is an error (one line,
+/// exit 2), not a success that wrote nothing.
+#[test]
+fn output_asked_where_standard_output_is_closed_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    two_imported_runs(&db);
+    for args in [
+        vec!["list", "--db", &db],
+        vec!["list", "--json", "--db", &db],
+        vec!["show", "x", "--db", &db],
+        vec!["report", "x", "--db", &db],
+        vec!["report", "x", "--html", "-", "--db", &db],
+        vec!["compare", "x", "y", "--json", "--db", &db],
+        vec!["export", "x", "--format", "csv", "--db", &db],
+        vec!["scenarios"],
+        vec!["--version"],
+    ] {
+        let out =
+            std::process::Command::new("sh").args(["-c", "exec \"$@\" >&-", "sh"]).args(bin_argv()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("standard output is closed"), "{args:?}: {err}");
+    }
+}
+
+/// `report --html -` writes the page to standard output (as `--json -` does), not to a file
+/// named "-"; `--html DIR` names `--html` and a file in the directory, not `--json`.
+#[test]
+fn html_goes_to_standard_output_with_a_dash_and_a_directory_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    two_imported_runs(&db);
+    for args in [vec!["report", "x"], vec!["compare", "x", "y"]] {
+        let out = rtgauge(&[&args[..], &["--html", "-", "--db", &db]].concat()).current_dir(dir.path()).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stdout.starts_with(b"<!DOCTYPE html>"), "{args:?}");
+        assert!(!dir.path().join("-").exists(), "{args:?}: no file named '-'");
+        let out = rtgauge(&[&args[..], &["--html", dir.path().to_str().unwrap(), "--db", &db]].concat()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--html") && err.contains("directory") && !err.contains("--json"), "{args:?}: {err}");
+    }
+}
+
+/// A gate never passes for want of figures: a comparison against (or with) a run that measured
+/// nothing, with --fail-if-worse against a CPU that measured nothing, or between runs that share
+/// no series is an error (exit 2), never "no regression".
+#[test]
+fn a_comparison_with_nothing_to_compare_is_an_error_not_a_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    // cyclictest's histogram output with every count 0 (nothing measured), and with one thread
+    // that counted nothing.
+    let empty = dir.path().join("empty.txt");
+    std::fs::write(&empty, "# Histogram\n000000 000000\t000000\n000001 000000\t000000\n# Total: 000000000 000000000\n").unwrap();
+    let half = dir.path().join("half.txt");
+    std::fs::write(&half, "# Histogram\n000019 000000\t000000\n000020 000005\t000000\n# Total: 000000005 000000000\n").unwrap();
+    for (f, label) in [
+        (empty, "empty"),
+        (half, "half"),
+        (fixture("cyclictest-hist.txt"), "full"),
+        (fixture("cyclictest-h100.json"), "other"),
+        (fixture("oslat.json"), "noise"),
+    ] {
+        ok(&["import", "--db", &db, "--label", label, f.to_str().unwrap()]);
+    }
+    for args in [
+        vec!["--baseline", "empty", "full", "--fail-if-worse", "10%"],
+        vec!["--baseline", "full", "empty", "--fail-if-worse", "10%"],
+        vec!["empty", "full"],
+        vec!["--baseline", "half", "full", "--fail-if-worse", "10%"],
+        vec!["--baseline", "full", "half", "--fail-if-worse", "10%"],
+        vec!["--baseline", "noise", "full", "--fail-if-worse", "10%"],
+        vec!["full", "noise"],
+    ] {
+        let out = rtgauge(&[&["compare"][..], &args[..], &["--db", &db]].concat()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}{}", String::from_utf8_lossy(&out.stdout));
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("No regression"), "{args:?}");
+    }
+    // Runs that measured the same series still compare.
+    let out = rtgauge(&["compare", "--baseline", "other", "full", "--fail-if-worse", "1000000%", "--db", &db]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}

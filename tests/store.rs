@@ -117,10 +117,13 @@ fn a_corrupt_or_foreign_store_is_refused_and_left_unchanged() {
 }
 
 /// A store that cannot be written at the end of a run (another process holds its write lock past
-/// the store's 10 s wait) costs only a warning: the run's exit status and its JSON document are
-/// those of the measurement, and nothing half-written is left in the store.
+/// the store's 10 s wait) lost the run with a warning and exit 0, though `--db` asked for it: the
+/// result goes to a rescue file (the document `--json` writes, mode 0600) that stderr names,
+/// the exit status is 2, nothing half-written is left in the store, and `rtgauge import` of the
+/// rescue file stores the run later.
 #[test]
-fn a_store_unwritable_at_the_end_costs_only_a_warning() {
+fn a_store_locked_at_the_end_rescues_the_run_to_a_file_that_import_stores() {
+    use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let db = db_in(&dir);
     let run = rtgauge(&["run", "-q", "--json", "-", "-D", "1s", "--warmup", "0", "--load", "none", "--db", &db])
@@ -135,11 +138,26 @@ fn a_store_unwritable_at_the_end_costs_only_a_warning() {
     let out = run.wait_with_output().unwrap();
     lock.execute_batch("ROLLBACK").unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("warning: the run was measured but not stored"), "{err}");
+    assert_eq!(out.status.code(), Some(2), "asked for by --db, not stored: {err}");
+    assert!(err.contains("measured but not stored") && err.contains("locked"), "{err}");
     let doc: Value = serde_json::from_slice(&out.stdout).expect("the JSON document came out");
     assert!(doc["probes"].as_array().unwrap().iter().all(|p| u(&p["samples"]) + u(&p["missed"]) == 1000), "{doc}");
     assert!(list(&db, &[]).is_empty(), "nothing stored");
+    let rescued = err.split("saved to '").nth(1).and_then(|t| t.split('\'').next()).unwrap_or_else(|| panic!("named: {err}"));
+    let meta = std::fs::symlink_metadata(rescued).unwrap();
+    assert!(meta.is_file() && meta.permissions().mode() & 0o777 == 0o600, "{rescued}: {:o}", meta.permissions().mode());
+    let saved: Value = serde_json::from_slice(&std::fs::read(rescued).unwrap()).unwrap();
+    assert_eq!(saved, doc, "the rescue file holds the whole document, as --json wrote it");
+    let names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(!names.iter().any(|n| n.starts_with(".rtgauge-store-")), "{names:?}");
+    let imported = rtgauge(&["import", rescued, "--db", &db]).output().unwrap();
+    assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
+    let rows = list(&db, &[]);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let out = rtgauge(&["show", "last", "--json", "--db", &db]).output().unwrap();
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((&shown["started_at"], &shown["probes"]), (&doc["started_at"], &doc["probes"]), "the run as measured");
 }
 
 /// Documents are stored compressed (layout 2); a store of layout 1, whose documents are JSON
@@ -189,4 +207,172 @@ fn a_layout_1_store_with_text_documents_is_migrated_and_still_read() {
         .map(Result::unwrap)
         .collect();
     assert_eq!(kinds, ["text", "blob"], "the old document kept as it was, the new one compressed");
+}
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import").join(name)
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = rtgauge(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Whether `text` holds a character a terminal would act on or hide: a control character
+/// (C0 but the line breaks and tabs of the layout, DEL, C1) or a bidirectional override.
+fn raw_control(text: &str) -> Option<char> {
+    text.chars().find(|&c| (c.is_control() && c != '\n' && c != '\t') || ('\u{202a}'..='\u{202e}').contains(&c))
+}
+
+/// An imported host name and kernel string, and a label, carrying terminal controls (set the
+/// title, clear the screen, a carriage return and a line break that fake a row, C1's CSI, a
+/// right-to-left override): `list`, `show`, `report` and `compare` show them escaped (`\x1b`),
+/// one row per run, and JSON keeps them exactly.
+#[test]
+fn control_characters_from_an_imported_file_are_shown_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(fixture("jitterdebugger-results.json")).unwrap()).unwrap();
+    let host = "evil\u{1b}]0;pwned\u{7}\r\n9  2026-01-01 fake row\u{9b}2J\u{202e}";
+    doc["sysinfo"]["nodename"] = host.into();
+    doc["sysinfo"]["release"] = "6.1\u{1b}[2J\u{7f}".into();
+    let file = dir.path().join("results.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let label = "lab\u{1b}[31mel\u{7}";
+    ok(&["import", "--db", &db, "--label", label, file.to_str().unwrap()]);
+    ok(&["import", "--db", &db, "--label", "plain", fixture("jitterdebugger-results.json").to_str().unwrap()]);
+    let list_text = ok(&["list", "--db", &db]);
+    assert_eq!(list_text.lines().count(), 3, "a header and one row per run: {list_text}");
+    for text in [
+        list_text,
+        ok(&["show", label, "--db", &db]),
+        ok(&["show", "1", "--db", &db]),
+        ok(&["report", "1", "--db", &db]),
+        ok(&["compare", "1", "2", "--db", &db]),
+    ] {
+        assert_eq!(raw_control(&text), None, "{text}");
+        assert!(text.contains("\\x1b"), "the escape is shown: {text}");
+    }
+    let rows = list(&db, &[]);
+    assert_eq!(rows[0]["host"], host, "JSON keeps the value exactly");
+    assert_eq!(rows[0]["label"], label);
+    let json = ok(&["show", "1", "--json", "--db", &db]);
+    assert_eq!(raw_control(&json), None, "JSON writes them as escapes: {json}");
+}
+
+/// `list --since 1000000d` reaches before 1970 (and a larger age beyond any date): a one-line
+/// error, exit 2, never a panic.
+#[test]
+fn list_since_an_age_beyond_the_epoch_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    ok(&["import", "--db", &db, fixture("oslat.json").to_str().unwrap()]);
+    for since in ["1000000d", "100000000y", "99999999999999999999d", "18446744073709551615s"] {
+        let out = rtgauge(&["list", "--since", since, "--db", &db]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{since}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{since}: {err}");
+        assert!(!err.contains("panicked"), "{since}: {err}");
+    }
+    assert_eq!(list(&db, &["--since", "3650d"]).len(), 1);
+}
+
+/// A store another user may read but not write (0644 in a directory of theirs; 0444 in a 0555
+/// directory) serves every command that reads it, and is left as it was; a store that cannot
+/// be read says why (never "no runs stored").
+#[test]
+fn a_store_readable_but_not_writable_serves_every_reading_command() {
+    if !nobody_can_run() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    for (f, label) in [("cyclictest-h100.json", "x"), ("cyclictest-hist.txt", "y")] {
+        ok(&["import", "--db", &db, "--label", label, fixture(f).to_str().unwrap()]);
+    }
+    let mode = |p: &std::path::Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    let before = std::fs::read(&db).unwrap();
+    for (file_mode, dir_mode) in [(0o644, 0o755), (0o444, 0o555)] {
+        mode(std::path::Path::new(&db), file_mode);
+        mode(dir.path(), dir_mode);
+        for args in [
+            vec!["list"],
+            vec!["list", "--json"],
+            vec!["show", "x"],
+            vec!["show", "last", "--json"],
+            vec!["export", "x", "--format", "csv"],
+            vec!["report", "x"],
+            vec!["compare", "x", "y"],
+        ] {
+            let out = nobody(&[&args[..], &["--db", &db]].concat()).output().unwrap();
+            assert!(out.status.success(), "{args:?} on a {file_mode:o} store: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(!out.stdout.is_empty(), "{args:?}");
+        }
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["runs.db"], "nothing made beside it");
+    }
+    mode(dir.path(), 0o755);
+    assert_eq!(std::fs::read(&db).unwrap(), before, "left as it was");
+    // Unreadable: the file, or the directory holding the default store.
+    mode(std::path::Path::new(&db), 0o600);
+    let out = nobody(&["list", "--db", &db]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot read the store"), "{err}");
+    mode(std::path::Path::new(&db), 0o644);
+    mode(dir.path(), 0o700);
+    for out in [nobody(&["list"]).env("RTGAUGE_DB", &db).output().unwrap(), nobody(&["show", "x", "--db", &db]).output().unwrap()]
+    {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("cannot read the store") && err.contains("ermission denied"), "{err}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("no runs stored"));
+    }
+}
+
+/// A store damaged past its first page was found only when the run was saved, at its end: every
+/// page is read before measuring, and the store refused (exit 2, one line) and left as it was.
+#[test]
+fn a_store_corrupt_past_its_first_page_is_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let out = rtgauge(&["run", "-q", "--loops", "10", "--warmup", "0", "--load", "none", "--db", &db]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for companion in ["runs.db-wal", "runs.db-shm"] {
+        let _ = std::fs::remove_file(dir.path().join(companion));
+    }
+    let mut bytes = std::fs::read(&db).unwrap();
+    let page = match u16::from_be_bytes([bytes[16], bytes[17]]) {
+        1 => 65536,
+        n => n as usize,
+    };
+    assert!(bytes.len() > page, "a store of more than one page");
+    for (i, b) in bytes[page..].iter_mut().enumerate() {
+        *b = (i as u32).wrapping_mul(2_654_435_761).rotate_right(13) as u8;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    let t = std::time::Instant::now();
+    let out = rtgauge(&["run", "-D", "30s", "--load", "none", "--db", &db]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("corrupt") && err.contains("--db PATH") && err.trim_end().lines().count() == 1, "{err}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(20), "refused before measuring");
+    assert!(out.stdout.is_empty(), "nothing measured");
+    assert_eq!(std::fs::read(&db).unwrap(), bytes, "left byte for byte as it was");
+}
+
+/// The compressed document is spooled through the temporary directory; one that cannot take it
+/// (missing, full) lost the run: the store's own directory spools it instead.
+#[test]
+fn a_run_whose_temporary_directory_is_unusable_is_still_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let out = rtgauge(&["run", "-q", "--loops", "200", "--warmup", "0", "--load", "none", "--db", &db])
+        .env("TMPDIR", dir.path().join("no-such-dir"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(list(&db, &[]).len(), 1, "stored");
 }

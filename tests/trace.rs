@@ -2,8 +2,10 @@
 //! distinctive name pinned to a measured CPU for a known time — is named as the cause of that
 //! CPU's worst case, with its duration within 10 % of the stall's; tracefs is left as it was
 //! (every instance removed, a mount undone), also after SIGKILL; a threshold above every value
-//! traces nothing; without the privilege, the run goes on with a warning. The tests take turns
-//! (a stall holds a CPU, and one run traces at a time) and keep their journals apart.
+//! traces nothing; without the privilege, the run goes on with a warning; two traced runs that
+//! overlap each keep their instances (and the mount) until they end; the instances of a dead run
+//! are removed by `rtgauge restore`. The tests take turns (a stall holds a CPU, and one run
+//! traces at a time unless a test overlaps two on purpose) and keep their journals apart.
 
 mod common;
 use common::*;
@@ -162,6 +164,8 @@ fn a_killed_trace_leaves_no_instance() {
 
 #[test]
 fn bad_trace_thresholds_are_one_line_and_exit_2() {
+    // (Every rtgauge removes the instances of dead runs at its start: it takes its turn too.)
+    let _t = turn();
     for t in ["abc", "0", "-5ms", "5"] {
         let out = rtgauge(&["run", "--loops", "5", "--trace", t]).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "--trace {t}");
@@ -173,6 +177,7 @@ fn bad_trace_thresholds_are_one_line_and_exit_2() {
 /// Without the privilege to trace: a warning, and the run goes on.
 #[test]
 fn without_privileges_the_run_goes_on_without_a_trace() {
+    let _t = turn();
     if !nobody_can_run() {
         return;
     }
@@ -191,4 +196,115 @@ fn without_privileges_the_run_goes_on_without_a_trace() {
         .iter()
         .any(|w| w.as_str().unwrap().starts_with("no trace: ") && w.as_str().unwrap().contains("root"));
     assert!(warned, "{}", doc["warnings"]);
+}
+
+/// rtgauge's trace instances of process `pid`.
+fn instances_of(pid: u32) -> Vec<String> {
+    tracefs_state().1.into_iter().filter(|n| n.starts_with(&format!("rtgauge-{pid}-"))).collect()
+}
+
+/// Two traced runs that overlap (each with its own journal): the one that ends first takes
+/// neither the other's instances nor the tracefs mount the other uses with it (it detached the
+/// mount before, and the other run's instances stayed in the kernel, tracing); each removes its
+/// own, and tracefs is as it was once both ended. Instance names are not predictable.
+#[test]
+fn two_overlapping_traced_runs_each_keep_their_instances_until_they_end() {
+    let _t = turn();
+    if !supported() {
+        return;
+    }
+    let ((_da, ja), (_db, jb)) = (journal(), journal());
+    let before = tracefs_state();
+    let cpu = online_cpus().last().unwrap().to_string();
+    let long = rtgauge(&["run", "-q", "--cpus", &cpu, "-D", "6s", "--load", "none", "--trace", "--no-store"])
+        .env("RTGAUGE_JOURNAL", &ja)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until_measuring(long.id());
+    let mine = instances_of(long.id());
+    assert!(!mine.is_empty(), "instances while tracing: {:?}", tracefs_state());
+    for name in &mine {
+        let random = name.trim_start_matches(&format!("rtgauge-{}-", long.id()));
+        let (token, rest) = random.split_once('-').unwrap();
+        assert!(token.len() == 16 && token.bytes().all(|b| b.is_ascii_hexdigit()), "not unpredictable: {name}");
+        assert!(rest.starts_with(&format!("cpu{cpu}-")), "{name}");
+    }
+    let short =
+        rtgauge(&["run", "-q", "--cpus", "0", "--loops", "500", "--warmup", "0", "--load", "none", "--trace", "--no-store"])
+            .env("RTGAUGE_JOURNAL", &jb)
+            .output()
+            .unwrap();
+    assert_eq!(short.status.code(), Some(0), "{}", String::from_utf8_lossy(&short.stderr));
+    let (mounted, _) = tracefs_state();
+    assert!(mounted, "the mount the longer run uses is still there");
+    assert_eq!(instances_of(long.id()), mine, "the longer run's instances are untouched");
+    let out = long.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(tracefs_state(), before, "both ended: every instance removed, a mount undone");
+}
+
+/// A tracefs mount the test makes itself (removed with it), in a temporary directory.
+struct OwnTracefs {
+    dir: tempfile::TempDir,
+    made: Vec<std::path::PathBuf>,
+}
+
+impl OwnTracefs {
+    fn mount() -> Option<OwnTracefs> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tracefs", "rtgauge-test"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("SKIPPED: cannot mount tracefs here (needs root)");
+            return None;
+        }
+        Some(OwnTracefs { dir, made: Vec::new() })
+    }
+
+    /// Makes the instance `name` (a directory in `instances/`).
+    fn instance(&mut self, name: &str) -> std::path::PathBuf {
+        let path = self.dir.path().join("instances").join(name);
+        std::fs::create_dir(&path).unwrap();
+        self.made.push(path.clone());
+        path
+    }
+}
+
+impl Drop for OwnTracefs {
+    fn drop(&mut self) {
+        for p in &self.made {
+            let _ = std::fs::remove_dir(p);
+        }
+        let _ = std::process::Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+/// A run killed together with its guardian left its trace instance in the kernel, tracing, for
+/// ever: `rtgauge restore` (and any rtgauge that starts) removes the instances of runs whose
+/// process is gone, says so, and leaves a live process's alone.
+#[test]
+fn a_stale_trace_instance_of_a_dead_run_is_removed_by_restore() {
+    let _t = turn();
+    if !supported() {
+        return;
+    }
+    let Some(mut fs) = OwnTracefs::mount() else { return };
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let stale = fs.instance(&format!("rtgauge-{dead}-00000000deadbeef-cpu0-0"));
+    let live = fs.instance(&format!("rtgauge-{}-00000000cafef00d-cpu0-0", std::process::id()));
+    let (_d, j) = journal();
+    let out = rtgauge(&["restore"]).env("RTGAUGE_JOURNAL", &j).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!stale.exists(), "the dead run's instance is removed: {err}");
+    let name = stale.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(err.contains(&name) && err.contains(&format!("pid {dead}")), "restore names it: {err}");
+    assert!(live.exists(), "a live process's instance is left alone");
 }

@@ -1,7 +1,9 @@
 //! The UDP round-trip probe against `rtgauge udp-echo`, across two network namespaces joined by
 //! a veth pair that each test makes and removes itself: every period is one datagram, answered
 //! in time (a sample) or not (missed); stopping the echo mid-run shows as the periods after it
-//! missed; bad options and addresses are one-line errors.
+//! missed; bad options and addresses are one-line errors. On loopback: an echo answers neither
+//! itself nor another echo and ends on time; duplicated and forged replies are counted as such;
+//! a closed port is named as refused.
 
 mod common;
 use common::*;
@@ -86,6 +88,9 @@ fn every_datagram_is_accounted_for_across_two_namespaces() {
     assert_eq!(samples + missed, 500, "every period: a reply in time or missed");
     assert!(samples > 0 && sent >= samples && sent <= 500, "sent {sent}, answered {samples}");
     assert!(late <= sent - samples, "a late reply is one not answered in its period");
+    for c in ["duplicate", "forged", "refused"] {
+        assert_eq!(u(&p["counts"][c]), 0, "nothing {c} between two namespaces: {p}");
+    }
     assert!(doc["config"]["probes"][0]["settings"].as_array().unwrap().contains(&"size=200".into()));
     assert_eq!(doc["config"]["interval_ns"], 2_000_000, "rate=500 is a 2 ms period");
     check_probe_invariants(&p);
@@ -145,4 +150,165 @@ fn bad_udp_options_and_echo_addresses_are_one_line_errors() {
             assert!(err.contains(s), "{args:?}: '{s}' in {err}");
         }
     }
+}
+
+/// Sends `payload` to 127.0.0.1:`to` from port `from` of 127.0.0.1 (a raw socket, as root): a
+/// datagram whose source is another program's socket — the echo's own, or another echo's.
+/// `false` where raw sockets are refused (not root).
+fn send_as(from: u16, to: u16, payload: &[u8]) -> bool {
+    let mut packet = Vec::new();
+    packet.extend(from.to_be_bytes());
+    packet.extend(to.to_be_bytes());
+    packet.extend(((8 + payload.len()) as u16).to_be_bytes());
+    packet.extend([0, 0]); // no checksum (IPv4 allows it)
+    packet.extend(payload);
+    // SAFETY: a socket this function owns and closes; `addr` and `packet` outlive the calls.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_UDP);
+        if fd < 0 {
+            return false;
+        }
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let n = libc::sendto(
+            fd,
+            packet.as_ptr().cast(),
+            packet.len(),
+            0,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        );
+        libc::close(fd);
+        n == packet.len() as isize
+    }
+}
+
+/// Waits for `child` at most `within`; kills it and fails if it is still running then.
+fn ends_within(mut child: Child, within: std::time::Duration, what: &str) -> serde_json::Value {
+    let t = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > within {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} still ran after {within:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{what}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A datagram as the probe sends it: period `seq`, then its own bytes.
+fn probe_datagram(seq: u64) -> Vec<u8> {
+    [&seq.to_le_bytes()[..], &[0xa5; 24]].concat()
+}
+
+/// Two echoes on one CPU at FIFO 80, pointed at each other by a datagram from one to the other,
+/// and a datagram from an echo's own address: before, they answered each other (or itself) for
+/// ever, and neither `-D` (its timer thread waited behind the echo, at the same priority on the
+/// same CPU) nor the first SIGTERM ended them. Now a reply is never answered, an echo's own
+/// address never, and both end on time.
+#[test]
+fn an_echo_answers_neither_itself_nor_another_echo_and_ends_on_time() {
+    let cpu = online_cpus().last().unwrap().to_string();
+    let echo = |d: &str| start_echo(rtgauge(&["udp-echo", "--listen", "127.0.0.1:0", "--cpu", &cpu, "-D", d]));
+    let ((a, a_at), (b, b_at)) = (echo("3s"), echo("60s"));
+    let port = |at: &str| at.rsplit(':').next().unwrap().parse::<u16>().unwrap();
+    let (pa, pb) = (port(&a_at), port(&b_at));
+    let started = std::time::Instant::now();
+    // From B to A: A answers B once (a reply), B answers no reply.
+    if !send_as(pb, pa, &probe_datagram(1)) {
+        eprintln!("SKIPPED: no raw socket here (needs root)");
+        for mut c in [a, b] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        return;
+    }
+    // From A to A: never answered.
+    assert!(send_as(pa, pa, &probe_datagram(2)));
+    // Too short to be the probe's: dropped.
+    std::net::UdpSocket::bind("127.0.0.1:0").unwrap().send_to(b"hi", &a_at).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    signal(&b, "TERM");
+    let b = ends_within(b, std::time::Duration::from_secs(5), "the echo after one SIGTERM");
+    assert_eq!(b["stopped_by"], "SIGTERM");
+    let a = ends_within(a, std::time::Duration::from_secs(10), "the echo with -D 3s");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(a["stopped_by"].is_null(), "{a}");
+    assert_eq!(u(&a["echoed"]), 1, "A answered B's datagram once: {a}");
+    assert_eq!(u(&a["dropped"]["from_itself"]), 1, "{a}");
+    assert_eq!(u(&a["dropped"]["short"]), 1, "{a}");
+    assert_eq!(u(&b["echoed"]), 0, "B never answers A's reply: {b}");
+    assert_eq!(u(&b["dropped"]["replies"]), 1, "{b}");
+}
+
+/// A UDP probe against a port where nothing listens: the ICMP port unreachable is named, and
+/// the run is refused before measuring (it said "never answered" for every period before).
+#[test]
+fn a_udp_probe_against_a_closed_port_names_the_refusal() {
+    let closed = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let target = format!("udp:target={closed}@0");
+    let out = rtgauge(&["run", "--loops", "20", "--warmup", "0", "--load", "none", "--no-store", "--measure", &target])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(&format!("connection refused: no echo listening on {closed}")), "{err}");
+    assert!(err.contains("udp-echo --listen"), "the fix: {err}");
+}
+
+/// A peer that answers every datagram twice, and sends two forged replies besides (another
+/// period's number, other bytes): the second replies count as `duplicate`, the forged ones as
+/// `forged`, and neither as `late` (1999 sent made 3998 late before).
+#[test]
+fn duplicated_and_forged_replies_count_as_such_not_as_late() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    peer.set_read_timeout(Some(std::time::Duration::from_millis(50))).unwrap();
+    let at = peer.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let answering = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            let mut answered = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let Ok((n, from)) = peer.recv_from(&mut buf) else { continue };
+                if n < 8 {
+                    continue; // the probe's look for a closed port
+                }
+                let seq = u64::from_le_bytes(buf[..8].try_into().unwrap());
+                let mut reply = buf[..n].to_vec();
+                reply[..8].copy_from_slice(&(seq | 1 << 63).to_le_bytes());
+                let mut ahead = reply.clone();
+                ahead[..8].copy_from_slice(&((seq + 1000) | 1 << 63).to_le_bytes());
+                let mut other = reply.clone();
+                other[8..].iter_mut().for_each(|b| *b ^= 0xff);
+                for d in [&reply, &reply, &ahead, &other] {
+                    let _ = peer.send_to(d, from);
+                }
+                answered += 1;
+            }
+            answered
+        })
+    };
+    let measure = format!("udp:target={at},rate=500,size=64@0");
+    let (code, doc, out) = run_json(&["--loops", "300", "--warmup", "0", "--load", "none", "--measure", &measure]);
+    stop.store(true, Ordering::Relaxed);
+    let answered = answering.join().unwrap();
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let p = &doc["probes"][0];
+    let (samples, _, sent, late) = counts(p);
+    let (duplicate, forged) = (u(&p["counts"]["duplicate"]), u(&p["counts"]["forged"]));
+    assert!(samples > 0 && answered > 0, "{p}");
+    assert!(samples + late <= sent, "late counts first replies only: {samples} in time, {late} late, {sent} sent");
+    // Every period answered got its second copy (the last one's may come after the end).
+    assert!(duplicate + 1 >= samples + late && duplicate <= answered, "{duplicate} duplicates of {answered} answered: {p}");
+    assert!(forged + 2 >= 2 * (samples + late) && forged <= 2 * answered, "{forged} forged of {answered} answered: {p}");
+    assert_eq!(u(&p["counts"]["refused"]), 0, "{p}");
 }

@@ -5,13 +5,22 @@
 //! `# Histogram Overflows:` and the overflow trailer). Written, they are what OSADL's gnuplot
 //! scripts and other cyclictest tooling read.
 
-use super::{has_flag, option_value, Foreign, ForeignSeries};
+use super::counts::{count, latency, mean, Counts, Num, MAX_COUNT, MAX_LATENCY_NS};
+use super::foreign::{cpu_of, required, Doc, Reading};
+use super::{has_flag, option_value, Foreign, ForeignSeries, MAX_SERIES};
 use crate::result::{ProbeResult, RunResult};
 use serde_json::Value;
-use std::fmt::Write;
+use std::io::{BufRead, Write};
+
+/// The most rows `export --format cyclictest-hist` writes: a second in 1 µs rows. Values from
+/// there on are counted as overflows, as cyclictest counts those beyond its `-h`.
+pub const MAX_ROWS: u64 = 1_000_000;
+
+/// The longest line of histogram output read (1024 threads of 9-digit counts fit many times).
+const MAX_LINE: u64 = 1 << 20;
 
 /// The unit of cyclictest's figures: µs, or ns with `--nsecs`.
-fn unit_ns(command_line: &str) -> u64 {
+pub fn unit_ns(command_line: &str) -> u64 {
     if has_flag(command_line, "-N", "--nsecs") {
         1
     } else {
@@ -19,41 +28,46 @@ fn unit_ns(command_line: &str) -> u64 {
     }
 }
 
-/// A cyclictest `--json` document.
-pub fn from_json(v: &Value, mtime: &str) -> Result<Foreign, String> {
-    let command_line = v["cmdline:"].as_str().unwrap_or_default().to_string();
-    let unit = unit_ns(&command_line);
-    let threads = v["thread"].as_object().ok_or("no 'thread' object")?;
+/// A cyclictest `--json` document, its histograms read `how`.
+pub fn from_json(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, String> {
+    let command_line = doc.cmdline.clone().unwrap_or_default();
+    let unit = how.unit_ns.unwrap_or(1000);
     let mut series = Vec::new();
-    for (key, t) in threads {
-        let number = |k: &str| t[k].as_f64().ok_or_else(|| format!("thread {key} has no number '{k}'"));
-        let cycles = t["cycles"].as_u64().ok_or_else(|| format!("thread {key} has no cycle count"))?;
-        let histogram = match t.get("histogram").and_then(Value::as_object) {
-            None => None,
-            Some(h) => Some(
-                h.iter()
-                    .map(|(b, n)| {
-                        Ok((b.parse::<u64>().map_err(|_| format!("histogram bucket '{b}'"))? * unit, n.as_u64().unwrap_or(0)))
-                    })
-                    .collect::<Result<Vec<_>, String>>()?,
-            ),
-        };
-        let in_hist: u64 = histogram.iter().flatten().map(|b| b.1).sum();
+    for (number, t) in doc.threads.iter().flatten() {
+        let what = format!("thread {number}");
+        let cycles = count(t.cycles.ok_or_else(|| format!("{what} has no cycle count"))?, &format!("{what}: cycles"))?;
+        let histogram = t.histogram.as_ref().map(|h| h.counts.clone());
+        let in_hist = histogram.as_ref().map_or(0, Counts::total);
         // Without -h, rt-tests writes an empty histogram (or none).
         let histogram = histogram.filter(|_| in_hist > 0 || cycles == 0);
-        series.push(ForeignSeries {
-            cpu: t["cpu"].as_u64().or_else(|| key.parse().ok()).unwrap_or(0) as usize,
+        let s = ForeignSeries {
+            cpu: cpu_of(*number, t, &what)?,
             samples: cycles,
-            min_ns: Some(number("min")? as u64 * unit),
-            mean_ns: Some(number("avg")? * unit as f64),
-            max_ns: Some(number("max")? as u64 * unit),
-            overflows: if histogram.is_some() { cycles.saturating_sub(in_hist) } else { 0 },
+            min_ns: Some(latency(required(t.min, "min", &what)?, unit, &format!("{what}: min"))?),
+            mean_ns: Some(mean(required(t.avg, "avg", &what)?, unit, &format!("{what}: avg"))?),
+            max_ns: Some(latency(required(t.max, "max", &what)?, unit, &format!("{what}: max"))?),
+            overflows: match histogram {
+                Some(_) => cycles
+                    .checked_sub(in_hist)
+                    .ok_or_else(|| format!("{what}: its histogram holds {in_hist} samples but it counted {cycles} cycles"))?,
+                None => 0,
+            },
             histogram,
-        });
+        };
+        s.check(&what, unit)?;
+        series.push(s);
     }
     series.sort_by_key(|s| s.cpu);
-    let mut f = super::foreign::rt_tests(v, mtime, ("cyclictest", "cyclictest-json", "timer"), series);
-    f.interval_ns = option_value(&command_line, "-i", "--interval").and_then(|i| i.parse::<u64>().ok()).unwrap_or(1000) * 1000;
+    let mut f = super::foreign::rt_tests(doc, mtime, ("cyclictest", "cyclictest-json", "timer"), series);
+    f.interval_ns = match option_value(&command_line, "-i", "--interval") {
+        None => 1_000_000,
+        Some(i) => i
+            .parse::<u64>()
+            .ok()
+            .and_then(|i| i.checked_mul(1000))
+            .filter(|&ns| ns > 0 && ns <= MAX_LATENCY_NS)
+            .ok_or("its command line's -i is not an interval (1 µs to an hour)")?,
+    };
     f.priority = option_value(&command_line, "-p", "--priority").and_then(|p| p.parse().ok());
     f.mlockall = has_flag(&command_line, "-m", "--mlockall");
     f.notes = notes(&f, option_value(f.command_line.as_deref().unwrap_or_default(), "-h", "--histogram"));
@@ -63,68 +77,139 @@ pub fn from_json(v: &Value, mtime: &str) -> Result<Foreign, String> {
 /// What to know about cyclictest's figures once imported.
 fn notes(f: &Foreign, hist_limit: Option<&str>) -> Vec<String> {
     let mut notes = vec!["imported from cyclictest, which counts no missed periods: 'missed' is 0 by construction".to_string()];
-    let over: u64 = f.series.iter().map(|s| s.overflows).sum();
+    let over: u64 = f.series.iter().map(|s| s.overflows).fold(0, u64::saturating_add);
     if f.series.iter().any(|s| s.histogram.is_none()) {
         notes.push("the file has no histogram (cyclictest ran without -h): percentiles are unknown".into());
     } else if over > 0 {
+        // (a number: the limit is not quoted from the file)
+        let limit = hist_limit.and_then(|h| h.parse::<u64>().ok());
         notes.push(format!(
             "{over} samples lay beyond cyclictest's histogram{} and are absent from it: they are counted at each CPU's \
              maximum, so percentiles that reach them are upper bounds",
-            hist_limit.map_or(String::new(), |h| format!(" (-h {h}: {h} µs)"))
+            limit.map_or(String::new(), |h| format!(" (-h {h}: {h} µs)"))
         ));
     }
     notes
 }
 
-/// cyclictest's histogram output.
-pub fn parse_hist(text: &str, mtime: &str) -> Result<Foreign, String> {
-    let mut rows: Vec<(u64, Vec<u64>)> = Vec::new();
-    let mut trailer = std::collections::HashMap::new();
-    for line in text.lines().map(str::trim) {
+/// The trailer lines of histogram output rtgauge reads, in µs or counts.
+const TRAILER: [&str; 5] = ["Total", "Min Latencies", "Avg Latencies", "Max Latencies", "Histogram Overflows"];
+
+/// cyclictest's histogram output, read line by line: one row per µs (ascending), a count per
+/// thread, then the trailer. Nothing but the counts per thread is kept.
+pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, String> {
+    let not_hist = |n: u64| format!("line {n} is not cyclictest histogram output (nor another supported result)");
+    let mut counts: Vec<Counts> = Vec::new();
+    let mut last_row: Option<u64> = None;
+    let mut trailer: [Option<Vec<u64>>; 5] = Default::default();
+    let mut raw = Vec::new();
+    let mut n = 0u64;
+    loop {
+        raw.clear();
+        let got = std::io::Read::take(&mut *input, MAX_LINE).read_until(b'\n', &mut raw).map_err(|e| e.to_string())?;
+        if got == 0 {
+            break;
+        }
+        n += 1;
+        if got as u64 == MAX_LINE && raw.last() != Some(&b'\n') {
+            return Err(format!("line {n} is longer than {MAX_LINE} bytes: not cyclictest histogram output"));
+        }
+        let line =
+            std::str::from_utf8(&raw).map_err(|_| format!("line {n} is not text: not cyclictest histogram output"))?.trim();
         if let Some(rest) = line.strip_prefix('#') {
-            if let Some((key, values)) = rest.split_once(':') {
-                let values: Option<Vec<u64>> = values.split_whitespace().map(|v| v.parse().ok()).collect();
-                if let Some(values) = values.filter(|v| !v.is_empty()) {
-                    trailer.entry(key.trim().to_string()).or_insert(values);
-                }
+            let Some((key, values)) = rest.split_once(':') else { continue };
+            let Some(k) = TRAILER.iter().position(|t| *t == key.trim()) else { continue };
+            let values: Option<Vec<u64>> = values.split_whitespace().map(|v| v.parse().ok()).collect();
+            let values = values
+                .filter(|v| !v.is_empty() && v.len() <= MAX_SERIES)
+                .ok_or_else(|| format!("line {n}: '# {}:' is not followed by a number per thread", TRAILER[k]))?;
+            if trailer[k].is_some() {
+                return Err(format!("line {n}: a second '# {}:' line", TRAILER[k]));
             }
+            trailer[k] = Some(values);
+            continue;
+        }
+        if line.is_empty() || line.starts_with("T:") || line.starts_with("policy:") {
             continue;
         }
         let cells: Option<Vec<u64>> = line.split_whitespace().map(|c| c.parse().ok()).collect();
-        match cells {
-            Some(c) if c.len() >= 2 => rows.push((c[0], c[1..].to_vec())),
-            _ if line.is_empty() || line.starts_with("T:") || line.starts_with("policy:") => {}
-            _ => return Err(format!("not cyclictest histogram output (or another supported result): line '{}'", short(line))),
+        let cells = cells.filter(|c| c.len() >= 2).ok_or_else(|| not_hist(n))?;
+        let (us, row) = (cells[0], &cells[1..]);
+        if let Some(l) = last_row.filter(|&l| us <= l) {
+            return Err(format!("line {n}: row {us} µs after row {l} µs (rows ascend, one per µs)"));
+        }
+        if trailer.iter().any(Option::is_some) {
+            return Err(format!("line {n}: a histogram row after the trailer"));
+        }
+        last_row = Some(us);
+        if counts.is_empty() {
+            if row.len() > MAX_SERIES {
+                return Err(format!("line {n}: more than {MAX_SERIES} threads: more than rtgauge imports"));
+            }
+            counts = vec![Counts::default(); row.len()];
+        } else if row.len() != counts.len() {
+            return Err(format!("line {n} has {} counts where the rows before it have {}", row.len(), counts.len()));
+        }
+        let ns = latency(Num::U(us), 1000, &format!("line {n}: row {us} µs"))?;
+        for (t, &c) in row.iter().enumerate() {
+            counts[t].add(ns, c).map_err(|e| format!("line {n}, thread {t}: {e}"))?;
         }
     }
-    let threads = trailer
-        .get("Max Latencies")
-        .or(trailer.get("Min Latencies"))
-        .map(Vec::len)
-        .or(rows.first().map(|r| r.1.len()))
-        .ok_or("not cyclictest histogram output: no histogram rows and no '# Max Latencies:' line")?;
-    let column = |key: &str, t: usize| trailer.get(key).and_then(|v| v.get(t)).copied();
-    let mut series = Vec::new();
-    for t in 0..threads {
-        let histogram: Vec<(u64, u64)> =
-            rows.iter().filter_map(|(us, c)| c.get(t).filter(|&&n| n > 0).map(|&n| (us * 1000, n))).collect();
-        let in_hist: u64 = histogram.iter().map(|b| b.1).sum();
-        let total = column("Total", t).unwrap_or(in_hist);
-        if total != in_hist {
-            return Err(format!("thread {t}: '# Total: {total}' but its histogram rows hold {in_hist}"));
+    let [total, min, avg, max, over] = trailer;
+    let threads = if counts.is_empty() {
+        max.as_ref()
+            .or(min.as_ref())
+            .map(Vec::len)
+            .ok_or("not cyclictest histogram output: no histogram rows and no '# Max Latencies:' line")?
+    } else {
+        counts.len()
+    };
+    counts.resize_with(threads, Counts::default);
+    for (name, line) in TRAILER.iter().zip([&total, &min, &avg, &max, &over]) {
+        if let Some(v) = line.as_ref().filter(|v| v.len() != threads) {
+            return Err(format!("'# {name}:' has {} values for {threads} threads", v.len()));
         }
-        let overflows = column("Histogram Overflows", t).unwrap_or(0);
-        let samples = total + overflows;
-        let weighted: f64 = histogram.iter().map(|&(v, n)| v as f64 * n as f64).sum();
-        series.push(ForeignSeries {
+    }
+    let column = |line: &Option<Vec<u64>>, t: usize| line.as_ref().map(|v| v[t]);
+    let rows = last_row.map_or(0, |l| l.saturating_add(1));
+    let mut series = Vec::new();
+    for (t, histogram) in counts.into_iter().enumerate() {
+        let what = format!("thread {t}");
+        let in_hist = histogram.total();
+        let total = match column(&total, t) {
+            Some(total) => count(Num::U(total), &format!("{what}: Total"))?,
+            None => in_hist,
+        };
+        if total != in_hist {
+            return Err(format!("{what}: '# Total: {total}' but its histogram rows hold {in_hist}"));
+        }
+        let overflows = count(Num::U(column(&over, t).unwrap_or(0)), &format!("{what}: Histogram Overflows"))?;
+        let samples = total
+            .checked_add(overflows)
+            .filter(|&s| s <= MAX_COUNT)
+            .ok_or_else(|| format!("{what}: Total and Histogram Overflows together are beyond what a measurement counts"))?;
+        let us = |v: Option<u64>, name: &str| v.map(|v| latency(Num::U(v), 1000, &format!("{what}: {name}"))).transpose();
+        let range = histogram.range();
+        let s = ForeignSeries {
             cpu: t,
             samples,
-            min_ns: column("Min Latencies", t).map(|v| v * 1000).or(histogram.first().map(|b| b.0)),
-            mean_ns: column("Avg Latencies", t).map(|v| (v * 1000) as f64).or((in_hist > 0).then(|| weighted / in_hist as f64)),
-            max_ns: column("Max Latencies", t).map(|v| v * 1000).or(histogram.last().map(|b| b.0)),
+            min_ns: us(column(&min, t), "Min Latencies")?.or(range.map(|r| r.0)),
+            mean_ns: match column(&avg, t) {
+                Some(a) => Some(mean(Num::U(a), 1000, &format!("{what}: Avg Latencies"))?),
+                None => histogram.mean(),
+            },
+            max_ns: us(column(&max, t), "Max Latencies")?.or(range.map(|r| r.1)),
             histogram: Some(histogram),
             overflows,
-        });
+        };
+        s.check(&what, 1000)?;
+        if overflows > 0 && s.max_ns.is_some_and(|m| m < rows.saturating_mul(1000)) {
+            return Err(format!(
+                "{what}: {overflows} overflows (values of {rows} µs or more) but its maximum is {} µs",
+                s.max_ns.unwrap_or(0) / 1000
+            ));
+        }
+        series.push(s);
     }
     let mut f = Foreign {
         tool: "cyclictest",
@@ -139,17 +224,13 @@ pub fn parse_hist(text: &str, mtime: &str) -> Result<Foreign, String> {
         series,
         ..Default::default()
     };
-    f.notes = notes(&f, rows.last().map(|r| (r.0 + 1).to_string()).as_deref());
+    f.notes = notes(&f, last_row.map(|r| r.saturating_add(1).to_string()).as_deref());
     f.notes.push(
         "cyclictest's histogram output names no CPU, interval, kernel or time: thread N is shown as cpu N, the time is \
          the file's"
             .into(),
     );
     Ok(f)
-}
-
-fn short(line: &str) -> String {
-    line.chars().take(60).collect()
 }
 
 /// The entries of `probe` (its headline series) per CPU.
@@ -161,47 +242,63 @@ fn entries<'a>(r: &'a RunResult, probe: &str) -> Vec<&'a ProbeResult> {
 fn micro_buckets(p: &ProbeResult) -> std::collections::BTreeMap<u64, u64> {
     let mut m = std::collections::BTreeMap::new();
     for [lo, _, n] in p.histogram.buckets.triples() {
-        *m.entry(lo / 1000).or_insert(0) += n;
+        let c: &mut u64 = m.entry(lo / 1000).or_insert(0);
+        *c = c.saturating_add(n);
     }
     m
 }
 
 /// A run's `probe` as cyclictest's histogram output with `rows` rows (values of `rows` µs or more
-/// are overflows; `None`: enough rows for every value).
-pub fn write_hist(r: &RunResult, probe: &str, rows: Option<u64>) -> Result<String, String> {
+/// are overflows; `None`: enough rows for every value, at most [`MAX_ROWS`]), written to `out`
+/// row by row.
+pub fn write_hist(r: &RunResult, probe: &str, rows: Option<u64>, out: &mut dyn Write) -> Result<(), super::export::Failure> {
+    use super::export::Failure;
+    if let Some(n) = rows.filter(|&n| n > MAX_ROWS) {
+        return Err(Failure::Refused(format!(
+            "--rows {n}: at most {MAX_ROWS} rows (1 s in 1 µs rows); larger values are counted as overflows"
+        )));
+    }
     let ps = entries(r, probe);
     if ps.is_empty() {
-        return Err(format!("the run has no '{probe}' figures per CPU"));
+        return Err(Failure::Refused(format!("the run has no '{probe}' figures per CPU")));
     }
     let buckets: Vec<_> = ps.iter().map(|p| micro_buckets(p)).collect();
     let top = buckets.iter().filter_map(|b| b.keys().last()).max().copied().unwrap_or(0);
-    let rows = rows.unwrap_or(top + 1);
-    let mut s = String::from("# Histogram\n");
+    let rows = rows.unwrap_or(top.saturating_add(1).min(MAX_ROWS));
+    out.write_all(b"# Histogram\n")?;
+    let mut line = String::new();
     for us in 0..rows {
-        let cells: Vec<String> = buckets.iter().map(|b| format!("{:06}", b.get(&us).unwrap_or(&0))).collect();
-        let _ = writeln!(s, "{us:06} {}", cells.join("\t"));
+        line.clear();
+        line += &format!("{us:06} ");
+        for (i, b) in buckets.iter().enumerate() {
+            line += &format!("{}{:06}", if i > 0 { "\t" } else { "" }, b.get(&us).unwrap_or(&0));
+        }
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
     }
-    let line = |s: &mut String, name: &str, width: usize, f: &dyn Fn(usize) -> u64| {
-        let _ = write!(s, "# {name}:");
+    let sum = |it: &mut dyn Iterator<Item = u64>| it.fold(0u64, u64::saturating_add);
+    let in_range = |i: usize| sum(&mut buckets[i].range(..rows).map(|(_, n)| *n));
+    let over = |i: usize| sum(&mut buckets[i].range(rows..).map(|(_, n)| *n));
+    let mut trailer = |name: &str, width: usize, f: &dyn Fn(usize) -> u64| -> std::io::Result<()> {
+        let mut s = format!("# {name}:");
         for i in 0..ps.len() {
-            let _ = write!(s, " {:0width$}", f(i));
+            s += &format!(" {:0width$}", f(i));
         }
         s.push('\n');
+        out.write_all(s.as_bytes())
     };
-    let in_range = |i: usize| buckets[i].range(..rows).map(|(_, n)| n).sum::<u64>();
-    let over = |i: usize| buckets[i].range(rows..).map(|(_, n)| n).sum::<u64>();
-    line(&mut s, "Total", 9, &in_range);
-    line(&mut s, "Min Latencies", 5, &|i| ps[i].min_ns.unwrap_or(0) / 1000);
-    line(&mut s, "Avg Latencies", 5, &|i| ps[i].mean_ns.map_or(0, |m| (m / 1000.0) as u64));
-    line(&mut s, "Max Latencies", 5, &|i| ps[i].max_ns.unwrap_or(0) / 1000);
-    line(&mut s, "Histogram Overflows", 5, &over);
-    s.push_str("# Histogram Overflow at cycle number:\n");
+    trailer("Total", 9, &in_range)?;
+    trailer("Min Latencies", 5, &|i| ps[i].min_ns.unwrap_or(0) / 1000)?;
+    trailer("Avg Latencies", 5, &|i| ps[i].mean_ns.map_or(0, |m| (m / 1000.0) as u64))?;
+    trailer("Max Latencies", 5, &|i| ps[i].max_ns.unwrap_or(0) / 1000)?;
+    trailer("Histogram Overflows", 5, &over)?;
+    out.write_all(b"# Histogram Overflow at cycle number:\n")?;
     for (i, _) in ps.iter().enumerate() {
         // rtgauge keeps no cycle numbers of single samples: the count stands for them.
         let n = over(i);
-        let _ = writeln!(s, "# Thread {i}:{}", if n > 0 { format!(" # {n:05} others") } else { String::new() });
+        writeln!(out, "# Thread {i}:{}", if n > 0 { format!(" # {n:05} others") } else { String::new() })?;
     }
-    Ok(s)
+    Ok(())
 }
 
 /// A run's `probe` as a cyclictest `--json` document (rt-tests 2.x layout, µs).

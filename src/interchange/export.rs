@@ -5,24 +5,42 @@
 
 use crate::result::{ProbeResult, RunResult};
 use crate::vocab::percentiles::REPORTED;
-use std::fmt::Write;
+use std::fmt::Write as _;
+use std::io::Write;
 
 /// The formats `export` writes.
 pub const FORMATS: [&str; 6] = ["json", "csv", "junit", "cyclictest-json", "cyclictest-hist", "rteval-xml"];
 
-/// `r` in `format`; `probe` chooses the probe of the cyclictest formats (default: the first),
-/// `rows` the histogram's rows (`cyclictest-hist`).
-pub fn export(r: &RunResult, format: &str, probe: Option<&str>, rows: Option<u64>) -> Result<String, String> {
-    let probe = probe.or(r.probes.first().map(|p| p.probe.as_str())).unwrap_or("timer");
-    match format {
-        "json" => serde_json::to_string_pretty(r).map(|s| s + "\n").map_err(|e| e.to_string()),
-        "csv" => Ok(csv(r)),
-        "junit" => Ok(junit(r)),
-        "cyclictest-json" => super::cyclictest::write_json(r, probe),
-        "cyclictest-hist" => super::cyclictest::write_hist(r, probe, rows),
-        "rteval-xml" => Ok(super::rteval::write(r)),
-        other => Err(format!("--format {other}: not a format; give one of {}", FORMATS.join(", "))),
+/// Why an export did not complete: the run cannot be written so (nothing was written), or
+/// writing failed.
+#[derive(Debug)]
+pub enum Failure {
+    Refused(String),
+    Write(std::io::Error),
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Failure {
+        Failure::Write(e)
     }
+}
+
+/// `r` in `format`, written to `out` (the cyclictest histogram row by row: it can be long);
+/// `probe` chooses the probe of the cyclictest formats (default: the first), `rows` the
+/// histogram's rows (`cyclictest-hist`, at most [`super::cyclictest::MAX_ROWS`]).
+pub fn export(r: &RunResult, format: &str, probe: Option<&str>, rows: Option<u64>, out: &mut dyn Write) -> Result<(), Failure> {
+    let probe = probe.or(r.probes.first().map(|p| p.probe.as_str())).unwrap_or("timer");
+    let text = match format {
+        "json" => serde_json::to_string_pretty(r).map(|s| s + "\n").map_err(|e| Failure::Refused(e.to_string()))?,
+        "csv" => csv(r),
+        "junit" => junit(r),
+        "cyclictest-json" => super::cyclictest::write_json(r, probe).map_err(Failure::Refused)?,
+        "cyclictest-hist" => return super::cyclictest::write_hist(r, probe, rows, out),
+        "rteval-xml" => super::rteval::write(r),
+        other => return Err(Failure::Refused(format!("--format {other}: not a format; give one of {}", FORMATS.join(", ")))),
+    };
+    out.write_all(text.as_bytes())?;
+    Ok(())
 }
 
 /// One row per probe (and series) and CPU, then the combined rows (`cpu` = `all`); values in ns.

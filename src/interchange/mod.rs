@@ -1,26 +1,46 @@
 //! Results in other tools' formats, both ways. `rtgauge import` reads what cyclictest (`--json`
 //! and its histogram output), jitterdebugger (`results.json`) and oslat (`--json`) wrote, and
-//! rtgauge's own documents, into result documents for the store, marked as imported with their
-//! source file and tool version; `rtgauge export` writes a stored run as JSON, CSV, JUnit or in
-//! cyclictest's formats (`export`). A foreign file's figures are kept as its tool printed them:
-//! min, average, maximum and cycle count exactly, the histogram at the tool's resolution.
+//! rtgauge's own documents, into result documents for the store, marked as imported with the
+//! file rtgauge read and its SHA-256; `rtgauge export` writes a stored run as JSON, CSV, JUnit or
+//! in cyclictest's formats (`export`). A foreign file's figures are kept as its tool printed
+//! them: min, average, maximum and cycle count exactly, the histogram at the tool's resolution.
+//!
+//! Nothing read is believed unchecked: an imported result must be one its tool could have
+//! printed (every value in range, min ≤ mean and every percentile ≤ max, the histogram's total
+//! equal to the count, no arithmetic that wraps) or it is refused naming the first
+//! inconsistency; its verdict is rtgauge's, recomputed from its figures ([`own`]). Files are
+//! streamed ([`read`]): memory follows what is kept, not the file's size.
 
+pub mod counts;
 pub mod cyclictest;
 pub mod export;
 pub mod foreign;
+mod own;
+pub mod read;
 pub mod rteval;
 
 use crate::aggregate::{new_histogram, percentile, LatencyStats};
 use crate::result::{ProbeResult, RunResult, SCHEMA};
 use crate::vocab::percentiles::Values;
+use crate::vocab::units::us;
+use counts::Counts;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-/// The most an imported file may hold.
+/// The most an imported file may hold. It bounds only how long reading takes: files are
+/// streamed, and memory follows what is kept (the histograms, at most [`MAX_SERIES`] of them).
 pub const IMPORT_CAP: u64 = 256 << 20;
 
-/// Where an imported run came from (`RunResult::imported`).
+/// The most threads or CPUs an imported file may hold.
+pub const MAX_SERIES: usize = 4096;
+
+/// CPU numbers an imported file may name: below this (Linux's largest `NR_CPUS`).
+pub const MAX_CPU: usize = 8192;
+
+/// Where an imported run came from (`RunResult::imported`): what rtgauge saw, not what the file
+/// says of itself (except the tool's version and command line, which only the file knows).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Imported {
     /// `cyclictest`, `jitterdebugger`, `oslat` or `rtgauge`.
@@ -29,8 +49,12 @@ pub struct Imported {
     pub tool_version: Option<String>,
     /// `cyclictest-json`, `cyclictest-hist`, `jitterdebugger-json`, `oslat-json`, `rtgauge-json`.
     pub format: String,
-    /// The file, as given to `rtgauge import`.
+    /// The file rtgauge read: the path of the file it opened, links resolved.
     pub source: String,
+    /// The SHA-256 (hex) of the bytes rtgauge read and imported (absent in documents of older
+    /// versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
     /// The tool's command line, when the file holds it.
     pub command_line: Option<String>,
 }
@@ -44,10 +68,64 @@ pub struct ForeignSeries {
     pub min_ns: Option<u64>,
     pub mean_ns: Option<f64>,
     pub max_ns: Option<u64>,
-    /// `(value_ns, count)` as the tool binned them; `None`: the file has no histogram.
-    pub histogram: Option<Vec<(u64, u64)>>,
+    /// The counts as the tool binned them; `None`: the file has no histogram.
+    pub histogram: Option<Counts>,
     /// Samples beyond the histogram's range, absent from it.
     pub overflows: u64,
+}
+
+impl ForeignSeries {
+    /// Whether the figures are ones a tool could have printed, at its resolution `unit_ns`
+    /// (the tool truncates to it): min ≤ mean ≤ max, the histogram's values within min..max,
+    /// and its total with the overflows equal to the count. `Err` names the first that is not.
+    pub fn check(&self, what: &str, unit_ns: u64) -> Result<(), String> {
+        if let (Some(min), Some(max)) = (self.min_ns, self.max_ns) {
+            if min > max {
+                return Err(format!("{what}: its minimum ({} µs) is above its maximum ({} µs)", us(min), us(max)));
+            }
+        }
+        if let (Some(m), Some(min), Some(max)) = (self.mean_ns, self.min_ns, self.max_ns) {
+            let unit = unit_ns as f64;
+            if self.samples > 0 && (m + unit < min as f64 || m > max as f64 + unit) {
+                return Err(format!(
+                    "{what}: its average ({:.3} µs) is outside its minimum and maximum ({} to {} µs)",
+                    m / 1000.0,
+                    us(min),
+                    us(max)
+                ));
+            }
+        }
+        if let Some(h) = &self.histogram {
+            if h.total().checked_add(self.overflows) != Some(self.samples) {
+                return Err(format!(
+                    "{what}: its histogram holds {} samples and {} beyond it, but its count is {}",
+                    h.total(),
+                    self.overflows,
+                    self.samples
+                ));
+            }
+            if let Some((lo, hi)) = h.range() {
+                if let Some(min) = self.min_ns.filter(|&min| lo < min) {
+                    return Err(format!(
+                        "{what}: its histogram holds a value of {} µs, below its minimum ({} µs)",
+                        us(lo),
+                        us(min)
+                    ));
+                }
+                if let Some(max) = self.max_ns.filter(|&max| hi > max) {
+                    return Err(format!(
+                        "{what}: its histogram holds a value of {} µs, above its maximum ({} µs)",
+                        us(hi),
+                        us(max)
+                    ));
+                }
+            }
+        }
+        if self.samples > 0 && (self.min_ns.is_none() || self.max_ns.is_none()) {
+            return Err(format!("{what}: {} samples but no minimum or maximum", self.samples));
+        }
+        Ok(())
+    }
 }
 
 /// What another tool's file says.
@@ -77,54 +155,66 @@ pub struct Foreign {
     pub notes: Vec<String>,
 }
 
-/// Reads `path` (any supported format, told apart by its content) as a result document.
+/// Reads `path` (any supported format, told apart by its content) as a result document. The
+/// file is opened once; a JSON file is read twice from that open file (first skipping its
+/// histograms, to learn its format and unit, then whole); the hash is of the bytes imported.
 pub fn import(path: &Path) -> Result<RunResult, String> {
     let shown = path.display();
-    let text = crate::scenario::userfile::read_text(path, IMPORT_CAP).map_err(|e| format!("cannot import {shown}: {e}"))?;
-    let mtime = std::fs::metadata(path).and_then(|m| m.modified()).unwrap_or_else(|_| std::time::SystemTime::now());
+    let mut file = read::open(path, IMPORT_CAP).map_err(|e| format!("cannot import {shown}: {e}"))?;
+    let mtime = file.file.metadata().and_then(|m| m.modified()).unwrap_or_else(|_| std::time::SystemTime::now());
     let mtime = humantime::format_rfc3339_millis(mtime).to_string();
     let bad = |why: String| format!("{shown}: {why}");
-    let foreign = if text.trim_start().starts_with('{') {
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(format!("not valid JSON ({e})")))?;
-        if v["schema"].as_str().is_some_and(|s| s.starts_with("rtgauge.result.")) {
-            let source = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-            return own(v, &source.display().to_string()).map_err(bad);
+    let mut first = BufReader::new(file.reader(IMPORT_CAP).map_err(bad)?);
+    let json = first_byte(&mut first).map_err(bad)? == Some(b'{');
+    if !json {
+        let mut input = BufReader::new(file.reader(IMPORT_CAP).map_err(bad)?);
+        let foreign = cyclictest::parse_hist(&mut input, &mtime).map_err(bad)?;
+        let sha256 = input.into_inner().finish().map_err(bad)?;
+        return build(foreign, &file.path, sha256).map_err(bad);
+    }
+    let sniffed = foreign::Doc::sniff(first).map_err(|e| bad(read::json_error(&e)))?;
+    if sniffed.schema.as_deref().is_some_and(|s| s.starts_with("rtgauge.result.")) {
+        let schema = sniffed.schema.unwrap_or_default();
+        if schema != SCHEMA {
+            return Err(bad(format!(
+                "an rtgauge result of another layout; this rtgauge imports {SCHEMA} (re-export it with the rtgauge \
+                 that wrote it as cyclictest-json)"
+            )));
         }
-        foreign::from_json(&v, &mtime).map_err(bad)?
-    } else {
-        cyclictest::parse_hist(&text, &mtime).map_err(bad)?
-    };
-    let source = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    Ok(build(foreign, &source.display().to_string()))
+        let mut input = BufReader::new(file.reader(IMPORT_CAP).map_err(bad)?);
+        let mut de = serde_json::Deserializer::from_reader(&mut input);
+        let r = RunResult::deserialize(&mut de)
+            .and_then(|r| de.end().map(|()| r))
+            .map_err(|e| bad(format!("not a valid {SCHEMA} document: {}", read::json_error(&e))))?;
+        let sha256 = input.into_inner().finish().map_err(bad)?;
+        return own::import(r, &file.path, sha256).map_err(bad);
+    }
+    let how = sniffed.reading().map_err(bad)?;
+    let mut input = BufReader::new(file.reader(IMPORT_CAP).map_err(bad)?);
+    let doc = foreign::Doc::read(&mut input, how).map_err(|e| bad(read::json_error(&e)))?;
+    let sha256 = input.into_inner().finish().map_err(bad)?;
+    let foreign = foreign::from_doc(&doc, how, &mtime).map_err(bad)?;
+    build(foreign, &file.path, sha256).map_err(bad)
 }
 
-/// An rtgauge result document, as it was, marked as imported from `source`.
-fn own(v: serde_json::Value, source: &str) -> Result<RunResult, String> {
-    let schema = v["schema"].as_str().unwrap_or_default().to_string();
-    if schema != SCHEMA {
-        return Err(format!("an rtgauge result of layout {schema}; this rtgauge imports {SCHEMA} (re-export it with the rtgauge that wrote it as cyclictest-json)"));
+/// The first byte that is not white space (`None`: the file is empty or blank).
+fn first_byte(r: &mut dyn BufRead) -> Result<Option<u8>, String> {
+    loop {
+        let buf = r.fill_buf().map_err(|e| e.to_string())?;
+        let Some(&b) = buf.first() else { return Ok(None) };
+        if !b.is_ascii_whitespace() {
+            return Ok(Some(b));
+        }
+        r.consume(1);
     }
-    let mut r: RunResult = serde_json::from_value(v).map_err(|e| format!("not a valid {SCHEMA} document ({e})"))?;
-    if r.imported.is_none() {
-        let command_line = Some(r.command_line.join(" "));
-        let tool_version = Some(r.tool_version.clone());
-        r.imported = Some(Imported {
-            tool: "rtgauge".into(),
-            tool_version,
-            format: "rtgauge-json".into(),
-            source: source.into(),
-            command_line,
-        });
-    }
-    Ok(r)
 }
 
 /// The statistics of one foreign series: its figures as printed, percentiles from its histogram
 /// (samples beyond it counted at the maximum: percentiles above them are upper bounds).
 fn series_result(probe: &str, s: &ForeignSeries) -> ProbeResult {
     let mut hist = new_histogram();
-    for &(v, n) in s.histogram.iter().flatten() {
-        hist.saturating_record_n(v, n);
+    if let Some(h) = &s.histogram {
+        h.record_into(&mut hist);
     }
     if let (Some(max), true) = (s.max_ns, s.histogram.is_some()) {
         hist.saturating_record_n(max, s.overflows);
@@ -138,6 +228,7 @@ fn series_result(probe: &str, s: &ForeignSeries) -> ProbeResult {
         handoff_overflows: 0,
         min_ns: s.min_ns,
         mean_ns: s.mean_ns,
+        // (at most 2^53 samples of at most an hour: the product is finite; the cast saturates)
         sum_ns: s.mean_ns.map_or(0, |m| (m * s.samples as f64).round() as u64),
         percentiles: Values::from_fn(|p| mm.map(|(lo, hi)| percentile(&hist, p, lo, hi))),
         max_ns: s.max_ns,
@@ -148,26 +239,43 @@ fn series_result(probe: &str, s: &ForeignSeries) -> ProbeResult {
 }
 
 /// All series together: counts summed, extremes over all, the mean weighted by samples.
-fn combined_result(probe: &str, series: &[ForeignSeries]) -> ProbeResult {
-    let samples: u64 = series.iter().map(|s| s.samples).sum();
+fn combined_result(probe: &str, series: &[ForeignSeries]) -> Result<ProbeResult, String> {
+    let too_many = || "its threads together hold more than a measurement counts (at most 2^53)".to_string();
+    let mut samples = 0u64;
+    let mut overflows = 0u64;
+    for s in series {
+        samples = samples.checked_add(s.samples).filter(|&n| n <= counts::MAX_COUNT).ok_or_else(too_many)?;
+        overflows = overflows.checked_add(s.overflows).ok_or_else(too_many)?;
+    }
     let weighted: f64 = series.iter().filter_map(|s| s.mean_ns.map(|m| m * s.samples as f64)).sum();
+    let histogram = if series.iter().all(|s| s.histogram.is_some()) {
+        let mut all = Counts::default();
+        for h in series.iter().filter_map(|s| s.histogram.as_ref()) {
+            all.merge(h)?;
+        }
+        Some(all)
+    } else {
+        None
+    };
     let all = ForeignSeries {
         cpu: 0,
         samples,
         min_ns: series.iter().filter_map(|s| s.min_ns).min(),
         mean_ns: (samples > 0 && series.iter().all(|s| s.mean_ns.is_some())).then(|| weighted / samples as f64),
         max_ns: series.iter().filter_map(|s| s.max_ns).max(),
-        histogram: series
-            .iter()
-            .all(|s| s.histogram.is_some())
-            .then(|| series.iter().flat_map(|s| s.histogram.iter().flatten().copied()).collect()),
-        overflows: series.iter().map(|s| s.overflows).sum(),
+        histogram,
+        overflows,
     };
-    ProbeResult { cpu: None, ..series_result(probe, &all) }
+    Ok(ProbeResult { cpu: None, ..series_result(probe, &all) })
 }
 
-/// The result document of a foreign file.
-fn build(f: Foreign, source: &str) -> RunResult {
+/// The result document of a foreign file, read from `source` (its SHA-256 `sha256`). Its
+/// verdict is rtgauge's: no criteria (the file gives none rtgauge could judge by), failing a
+/// CPU that measured nothing.
+fn build(f: Foreign, source: &str, sha256: String) -> Result<RunResult, String> {
+    if f.series.is_empty() {
+        return Err("it holds no thread or CPU: nothing was measured".into());
+    }
     let cpus: Vec<usize> = f.series.iter().map(|s| s.cpu).collect();
     let periods = f.series.iter().map(|s| s.samples).max().unwrap_or(0);
     let (policy, priority) = match f.priority {
@@ -210,9 +318,10 @@ fn build(f: Foreign, source: &str) -> RunResult {
                     "shortest_cycle_time_ns": null, "checks": []},
         "warnings": f.notes,
     });
-    let mut r: RunResult = serde_json::from_value(skeleton).expect("the skeleton is a result document");
+    let mut r: RunResult =
+        serde_json::from_value(skeleton).map_err(|e| format!("cannot be made a result document ({})", read::json_error(&e)))?;
     r.probes = f.series.iter().map(|s| series_result(f.probe, s)).collect();
-    r.combined = vec![combined_result(f.probe, &f.series)];
+    r.combined = vec![combined_result(f.probe, &f.series)?];
     let facts = crate::verdict::RunFacts { status: r.status, failed_loads: Vec::new() };
     r.verdict = crate::verdict::evaluate(&r.probes, &r.combined, None, 0.25, &[], &facts);
     r.imported = Some(Imported {
@@ -220,9 +329,10 @@ fn build(f: Foreign, source: &str) -> RunResult {
         tool_version: f.tool_version,
         format: f.format.into(),
         source: source.into(),
+        sha256: Some(sha256),
         command_line: f.command_line,
     });
-    r
+    Ok(r)
 }
 
 /// The value of option `short` (`-p 80`, `-p80`) or `long` (`--priority=80`, `--priority 80`)

@@ -29,7 +29,8 @@ pub struct Stats {
 
 /// The statistics rteval derives from a 1 µs histogram (`None`: no samples).
 pub fn stats(buckets: &[(u64, u64)]) -> Option<Stats> {
-    let samples: u64 = buckets.iter().map(|b| b.1).sum();
+    // (saturating: a stored document's counts are not summed past 2^64, whatever it holds)
+    let samples: u64 = buckets.iter().map(|b| b.1).fold(0, u64::saturating_add);
     if samples == 0 {
         return None;
     }
@@ -40,7 +41,7 @@ pub fn stats(buckets: &[(u64, u64)]) -> Option<Stats> {
     let nth = |k: u64| {
         let mut seen = 0;
         buckets.iter().find(|b| {
-            seen += b.1;
+            seen = u64::saturating_add(seen, b.1);
             seen > k
         })
     };

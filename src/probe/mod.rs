@@ -75,8 +75,8 @@ impl ThreadCounters {
     pub const UNKNOWN: u64 = u64::MAX;
 }
 
-/// How many counts of its own a probe may keep (see [`Probe::counters`]).
-pub const MAX_COUNTS: usize = 2;
+/// How many counts of its own a probe may keep (see [`Probe::counters`]): the UDP probe's five.
+pub const MAX_COUNTS: usize = 5;
 
 /// How many trace instances each traced CPU has (`--trace`). Every event is written into each
 /// instance, so each one more costs the measured CPU event time on every wake-up: two are enough
@@ -274,7 +274,7 @@ impl Default for ThreadCounters {
             max_period: AtomicU64::new(0),
             handoff_overflows: AtomicU64::new(0),
             periods_done: AtomicU64::new(0),
-            counts: [AtomicU64::new(0), AtomicU64::new(0)],
+            counts: std::array::from_fn(|_| AtomicU64::new(0)),
             pending_missed: AtomicU64::new(0),
             page_faults: AtomicU64::new(ThreadCounters::UNKNOWN),
         }

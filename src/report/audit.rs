@@ -1,11 +1,14 @@
 //! The audit as text: `rtgauge check`'s table of findings with the fix for each one to act on,
 //! and the few lines a run's summary gives it.
 
+use super::shown;
 use crate::audit::findings::{tally, Finding, Severity};
 use std::fmt::Write;
 
 /// The whole audit: a row per finding, then what to do about each warning and bad one.
 pub fn render(findings: &[Finding]) -> String {
+    // Cells are shown escaped by the table; the lines below escape theirs (a stored run's
+    // findings are read from its file).
     let rows = findings.iter().map(|f| vec![f.severity.label().to_string(), f.id.clone(), f.observed.clone()]).collect();
     let mut s = super::summary::table(&["", "check", "observed"], 0..0, rows);
     let act: Vec<&Finding> = findings.iter().filter(|f| f.severity >= Severity::Warn).collect();
@@ -23,13 +26,13 @@ pub fn render(findings: &[Finding]) -> String {
 
 /// One finding to act on: what, why, the fix now and for good.
 fn details(f: &Finding) -> String {
-    let mut s = format!("\n{} {} — {}: {}\n", f.severity.label(), f.id, f.title, f.observed);
-    let _ = writeln!(s, "  why:  {}", f.why);
+    let mut s = format!("\n{} {} — {}: {}\n", f.severity.label(), shown(&f.id), shown(&f.title), shown(&f.observed));
+    let _ = writeln!(s, "  why:  {}", shown(&f.why));
     if let Some(fix) = &f.fix {
-        let _ = writeln!(s, "  now:  {fix}");
+        let _ = writeln!(s, "  now:  {}", shown(fix));
     }
     if let Some(p) = &f.persistent {
-        let _ = writeln!(s, "  keep: {p}");
+        let _ = writeln!(s, "  keep: {}", shown(p));
     }
     s
 }
@@ -43,7 +46,7 @@ pub fn summary_lines(findings: &[Finding]) -> String {
     let mut act: Vec<&Finding> = findings.iter().filter(|f| f.severity >= Severity::Warn).collect();
     act.sort_by_key(|f| std::cmp::Reverse(f.severity));
     for f in act {
-        let _ = writeln!(s, "  {:<4} {}: {}", f.severity.label(), f.id, f.observed);
+        let _ = writeln!(s, "  {:<4} {}: {}", f.severity.label(), shown(&f.id), shown(&f.observed));
     }
     s
 }

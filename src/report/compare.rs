@@ -4,6 +4,10 @@
 //! `rtgauge run` would give it); with `--fail-if-worse`, exit 1 when a run's figure over all
 //! CPUs of a series is worse than the baseline's by more than that share (for CI). Terminal,
 //! `--json` or `--html` (the histograms and percentile curves of the runs overlaid).
+//!
+//! A gate never passes for want of figures: a run that measured nothing, runs that share no
+//! series, and (with `--fail-if-worse`) a judged series or CPU without a measurement in either
+//! run are errors (exit 2), never "no regression".
 
 use super::html::{esc, figure, table, Named};
 use super::stored::{existing, html_sink, named_runs};
@@ -11,7 +15,7 @@ use crate::cli::CompareArgs;
 use crate::result::{ProbeResult, RunResult};
 use crate::vocab::percentiles::REPORTED;
 use crate::vocab::units::{parse_duration_ns, us};
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -156,7 +160,8 @@ pub fn compare(a: &CompareArgs) -> Result<u8> {
     if runs.len() < 2 {
         return Err(anyhow!("these name one run only ({}); compare needs two or more", runs[0].name()));
     }
-    let c = build(&runs, &o);
+    comparable(&runs, &o)?;
+    let c = build(&runs, &o)?;
     if let Some(out) = &png {
         let mut plots = Vec::new();
         for (label, kinds) in series_plots(&runs, &c).map_err(anyhow::Error::msg)? {
@@ -167,14 +172,13 @@ pub fn compare(a: &CompareArgs) -> Result<u8> {
         }
         super::stored::wrote_images(out.write(&plots).map_err(anyhow::Error::msg)?);
     }
-    if let Some(sink) = sink {
-        sink.write_bytes(html(&runs, &c).map_err(anyhow::Error::msg)?.as_bytes())
-            .map_err(|e| anyhow!("writing the comparison failed: {e}"))?;
-        eprintln!("Wrote the comparison of {} runs to {}.", runs.len(), a.html.as_ref().expect("a sink has a path").display());
+    if let (Some(sink), Some(path)) = (sink, &a.html) {
+        let page = html(&runs, &c).map_err(anyhow::Error::msg)?;
+        super::stored::write_page(sink, &page, &format!("the comparison of {} runs", runs.len()), path)?;
     } else if a.json {
-        println!("{}", serde_json::to_string_pretty(&c)?);
+        super::out::json(&c)?;
     } else {
-        print!("{}", text(&runs, &c));
+        super::out::text(&text(&runs, &c))?;
     }
     Ok(if c.regressions.is_empty() { 0 } else { 1 })
 }
@@ -225,7 +229,88 @@ fn figures_of(p: &ProbeResult) -> Vec<(&'static str, Option<f64>)> {
     figures(p)
 }
 
-fn build(runs: &[Named], o: &Options) -> Comparison {
+/// Whether entry `p` of run `r` holds no measurement: no sample and no missed period; for the
+/// noise probe, whose samples are the gaps over its threshold (none on a quiet CPU), no time
+/// measured.
+fn measured_nothing(r: &RunResult, p: &ProbeResult) -> bool {
+    if p.noise.is_some() {
+        r.measured_ns == 0
+    } else {
+        p.samples == 0 && p.missed == 0
+    }
+}
+
+/// Every series (probe and series label) of a run, each once.
+fn series_of(r: &RunResult) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for l in r.probes.iter().chain(&r.combined).map(ProbeResult::label) {
+        if !out.contains(&l) {
+            out.push(l);
+        }
+    }
+    out
+}
+
+/// Refuses a comparison with nothing to compare: a run that measured nothing, a run that shares
+/// no series with the baseline, and for `--fail-if-worse` an entry (a CPU, or all CPUs) of a
+/// series both runs hold that measured nothing, in either run — a gate against it would pass
+/// whatever was measured.
+fn comparable(runs: &[Named], o: &Options) -> Result<()> {
+    let name = |n: &Named| super::shown(&n.name()).into_owned();
+    let base = &runs[0];
+    for n in runs {
+        let r = &n.result;
+        if r.probes.iter().chain(&r.combined).all(|p| measured_nothing(r, p)) {
+            bail!(
+                "{} measured nothing (no sample, no missed period), so a comparison {} would mean nothing; compare runs \
+                 that measured",
+                name(n),
+                if n.id == base.id { "against it (the baseline)" } else { "with it" }
+            );
+        }
+    }
+    let base_series = series_of(&base.result);
+    for n in &runs[1..] {
+        let series = series_of(&n.result);
+        let shared: Vec<&String> = series.iter().filter(|s| base_series.contains(s)).collect();
+        if shared.is_empty() {
+            bail!(
+                "{} and the baseline {} share no series ({} against {}): nothing to compare; give runs that measured the same probes",
+                name(n),
+                name(base),
+                super::shown(&series.join(", ")),
+                super::shown(&base_series.join(", "))
+            );
+        }
+        if o.worse.is_none() {
+            continue;
+        }
+        for label in shared {
+            for m in [base, n] {
+                let r = &m.result;
+                if let Some(p) = r.probes.iter().chain(&r.combined).find(|p| p.label() == *label && measured_nothing(r, p)) {
+                    bail!(
+                        "--fail-if-worse: {} measured nothing on {}/{} (no sample, no missed period), so it cannot be judged; \
+                         compare runs that measured every CPU of the series",
+                        name(m),
+                        super::shown(label),
+                        p.scope()
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A figure `--fail-if-worse` judges: the entry's own, or for the noise probe on a CPU without
+/// a gap over its threshold, 0 (it measured, and nothing was over).
+fn judged(r: &RunResult, p: &ProbeResult, metric: &str) -> Option<f64> {
+    let v = figures(p).into_iter().find(|(k, _)| *k == metric).and_then(|(_, v)| v);
+    v.or_else(|| (p.noise.is_some() && !measured_nothing(r, p)).then_some(0.0))
+}
+
+fn build(runs: &[Named], o: &Options) -> Result<Comparison> {
     let base = &runs[0];
     let mut rows = Vec::new();
     for (series, scope) in keys(runs) {
@@ -235,15 +320,27 @@ fn build(runs: &[Named], o: &Options) -> Comparison {
     }
     let mut regressions = Vec::new();
     if let Some(pct) = o.worse {
-        for row in rows.iter().filter(|r| r.scope == "all") {
-            let Some(b) = row.runs.iter().find(|c| c.run == base.id) else { continue };
-            for c in row.runs.iter().filter(|c| c.run != base.id) {
+        let base_series = series_of(&base.result);
+        for row in rows.iter().filter(|r| r.scope == "all" && base_series.contains(&r.series)) {
+            for n in runs[1..].iter().filter(|n| series_of(&n.result).contains(&row.series)) {
+                // Both runs hold the series (`comparable` saw every entry measured): each judged
+                // figure must be there in both, or the gate would pass for want of one.
+                let (b, p) = (entry(&base.result, &row.series, "all"), entry(&n.result, &row.series, "all"));
                 for &m in &o.metrics {
-                    let (Some(&bv), Some(&v)) = (b.figures.get(m), c.figures.get(m)) else { continue };
+                    let values = (b.and_then(|b| judged(&base.result, b, m)), p.and_then(|p| judged(&n.result, p, m)));
+                    let (Some(bv), Some(v)) = values else {
+                        let who = if values.0.is_none() { format!("the baseline {}", base.name()) } else { n.name() };
+                        bail!(
+                            "--fail-if-worse: {} has no {m} of {} over all CPUs, so it cannot be judged; give runs that \
+                             measured it, or other --metrics",
+                            super::shown(&who),
+                            super::shown(&row.series)
+                        );
+                    };
                     if v > bv * (1.0 + pct / 100.0) {
                         let ratio = if bv > 0.0 { v / bv } else { f64::INFINITY };
                         regressions.push(Regression {
-                            run: c.run,
+                            run: n.id,
                             series: row.series.clone(),
                             metric: m,
                             baseline: bv,
@@ -280,7 +377,7 @@ fn build(runs: &[Named], o: &Options) -> Comparison {
             }
         })
         .collect();
-    Comparison {
+    Ok(Comparison {
         baseline: base.id,
         cycle_time_ns: o.cycle_time_ns,
         budget_percent: o.budget * 100.0,
@@ -289,7 +386,7 @@ fn build(runs: &[Named], o: &Options) -> Comparison {
         runs: runs_info,
         rows,
         regressions,
-    }
+    })
 }
 
 /// The verdict `rtgauge run --cycle-time` would have given the run.
@@ -355,7 +452,13 @@ fn run_lines(runs: &[Named], c: &Comparison) -> Vec<String> {
                     i.failed_checks.first().cloned().unwrap_or_default()
                 ),
             };
-            format!("{}{} [{}]{v}", n.name(), if i.baseline { " — baseline" } else { "" }, i.preemption)
+            format!(
+                "{}{} [{}]{}",
+                super::shown(&n.name()),
+                if i.baseline { " — baseline" } else { "" },
+                super::shown(&i.preemption),
+                super::shown(&v)
+            )
         })
         .collect()
 }
@@ -367,7 +470,7 @@ fn regression_lines(c: &Comparison) -> Vec<String> {
             format!(
                 "REGRESSION: run {} {} {} {} vs baseline {} (×{:.2}, more than {}% worse)",
                 r.run,
-                r.series,
+                super::shown(&r.series),
                 r.metric,
                 fmt_figure(r.metric, Some(&r.value)),
                 fmt_figure(r.metric, Some(&r.baseline)),

@@ -48,24 +48,37 @@ const MAX_LINKS: usize = 40;
 const CAP_CHOWN: u32 = 0;
 const CAP_FOWNER: u32 = 3;
 
-fn unwritable(path: &Path, why: impl std::fmt::Display) -> anyhow::Error {
-    anyhow!("--json cannot write '{}': {why}; choose a writable path, e.g. --json result.json", path.display())
+/// The option that named a destination and a file name it could take, for its errors
+/// (`--json`, `--html`, `-o`, `--png`).
+#[derive(Debug, Clone, Copy)]
+pub struct Asked {
+    pub option: &'static str,
+    pub example: &'static str,
+}
+
+/// `--json FILE`.
+pub const JSON: Asked = Asked { option: "--json", example: "result.json" };
+
+fn unwritable(asked: Asked, path: &Path, why: impl std::fmt::Display) -> anyhow::Error {
+    let Asked { option, example } = asked;
+    anyhow!("{option} cannot write '{}': {why}; choose a writable path, e.g. {option} {example}", path.display())
 }
 
 /// Follows symbolic links, dangling ones too, to the path the document must be written at.
-fn resolve_links(path: &Path) -> anyhow::Result<PathBuf> {
+fn resolve_links(asked: Asked, path: &Path) -> anyhow::Result<PathBuf> {
     let mut cur = path.to_path_buf();
     for _ in 0..MAX_LINKS {
         match std::fs::symlink_metadata(&cur) {
             Ok(m) if m.file_type().is_symlink() => {
                 // As the kernel's protected_symlinks would (rtgauge reads the link itself): a link
                 // another user could have planted is not followed.
-                let dir = std::fs::metadata(parent_dir(&cur)).map_err(|e| unwritable(path, e))?;
+                let dir = std::fs::metadata(parent_dir(&cur)).map_err(|e| unwritable(asked, path, e))?;
                 let uid = crate::sys::effective_uid();
                 let planted = (m.uid() != 0 && m.uid() != uid && m.uid() != dir.uid())
                     || crate::sys::files::others_can_replace_in(&dir);
                 if planted {
                     return Err(unwritable(
+                        asked,
                         path,
                         format!(
                             "{} is a symbolic link of user {} in a directory other users can write, which rtgauge does not follow \
@@ -75,7 +88,7 @@ fn resolve_links(path: &Path) -> anyhow::Result<PathBuf> {
                         ),
                     ));
                 }
-                let target = std::fs::read_link(&cur).map_err(|e| unwritable(path, e))?;
+                let target = std::fs::read_link(&cur).map_err(|e| unwritable(asked, path, e))?;
                 cur = match cur.parent() {
                     Some(dir) if target.is_relative() => dir.join(target),
                     _ => target,
@@ -84,7 +97,7 @@ fn resolve_links(path: &Path) -> anyhow::Result<PathBuf> {
             _ => return Ok(cur),
         }
     }
-    Err(unwritable(path, "too many levels of symbolic links"))
+    Err(unwritable(asked, path, "too many levels of symbolic links"))
 }
 
 fn parent_dir(path: &Path) -> PathBuf {
@@ -108,33 +121,45 @@ fn can_keep_owner(file: &std::fs::Metadata) -> bool {
 }
 
 impl JsonSink {
-    /// Checks the destination and prepares the write at the end.
+    /// Checks the destination of `--json` and prepares the write at the end.
     pub fn open(target: &JsonTarget) -> anyhow::Result<JsonSink> {
+        JsonSink::open_as(target, JSON)
+    }
+
+    /// Checks the destination `asked` names (its errors name that option) and prepares the
+    /// write at the end.
+    pub fn open_as(target: &JsonTarget, asked: Asked) -> anyhow::Result<JsonSink> {
+        let Asked { option, example } = asked;
+        let cannot = |path: &Path, why: &dyn std::fmt::Display| unwritable(asked, path, why);
         let given = match target {
             JsonTarget::Stdout if crate::sys::stdout_was_closed() => {
                 bail!(
-                    "--json -: standard output is closed (or not open for writing); give a file instead, e.g. --json result.json"
+                    "{option} -: standard output is closed (or not open for writing); give a file instead, e.g. {option} {example}"
                 )
             }
             JsonTarget::Stdout => return Ok(JsonSink::Stdout),
             JsonTarget::File(p) => p,
         };
-        let path = resolve_links(given)?;
+        let path = resolve_links(asked, given)?;
         let dir = parent_dir(&path);
         match std::fs::metadata(&path) {
-            Ok(m) if m.is_dir() => Err(unwritable(given, "it is a directory")),
+            Ok(m) if m.is_dir() => Err(anyhow!(
+                "{option} cannot write '{}': it is a directory; give a file, e.g. {option} {}",
+                given.display(),
+                given.join(example).display()
+            )),
             Ok(m) if !m.is_file() => {
                 let file = OpenOptions::new()
                     .write(true)
                     .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
                     .open(&path)
-                    .map_err(|e| unwritable(given, e))?;
+                    .map_err(|e| cannot(given, &e))?;
                 Ok(JsonSink::Special { path, file })
             }
             Ok(m) => {
-                OpenOptions::new().append(true).custom_flags(libc::O_NOFOLLOW).open(&path).map_err(|e| unwritable(given, e))?;
-                let dir_meta = std::fs::metadata(&dir).map_err(|e| unwritable(given, e))?;
-                takes_new_files(&dir).map_err(|e| unwritable(given, format!("its directory takes no new file ({e})")))?;
+                OpenOptions::new().append(true).custom_flags(libc::O_NOFOLLOW).open(&path).map_err(|e| cannot(given, &e))?;
+                let dir_meta = std::fs::metadata(&dir).map_err(|e| cannot(given, &e))?;
+                takes_new_files(&dir).map_err(|e| cannot(given, &format!("its directory takes no new file ({e})")))?;
                 if replaceable(&dir_meta, &m) && can_keep_owner(&m) {
                     Ok(JsonSink::Replace { path, dir, keep: Some((m.permissions().mode() & 0o7777, m.uid(), m.gid())) })
                 } else {
@@ -142,10 +167,10 @@ impl JsonSink {
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                takes_new_files(&dir).map_err(|e| unwritable(given, e))?;
+                takes_new_files(&dir).map_err(|e| cannot(given, &e))?;
                 Ok(JsonSink::Replace { path, dir, keep: None })
             }
-            Err(e) => Err(unwritable(given, e)),
+            Err(e) => Err(cannot(given, &e)),
         }
     }
 
@@ -156,8 +181,14 @@ impl JsonSink {
     /// Writes a serialisable document, pretty-printed with a final newline. If that fails,
     /// saves it to a fallback file and returns an error naming both.
     pub fn write<T: serde::Serialize>(self, doc: &T) -> anyhow::Result<()> {
-        let mut bytes = serde_json::to_vec_pretty(doc)?;
-        bytes.push(b'\n');
+        // JSON as a terminal may show it: the same document (see `report::shown_json`).
+        let mut text = serde_json::to_string_pretty(doc)?;
+        text.push('\n');
+        let escaped = match super::shown_json(&text) {
+            std::borrow::Cow::Owned(o) => Some(o),
+            std::borrow::Cow::Borrowed(_) => None,
+        };
+        let bytes = escaped.unwrap_or(text).into_bytes();
         let dest = match &self {
             JsonSink::Stdout => "standard output".to_string(),
             JsonSink::Replace { path, .. } | JsonSink::InPlace { path } | JsonSink::Special { path, .. } => {

@@ -176,14 +176,15 @@ fn nines_label(x: f64) -> String {
 /// An entry's percentile curve: (nines, µs) at each bucket's upper edge; the last sample lies
 /// at nines = log10(samples).
 fn percentile_points(p: &ProbeResult) -> Vec<(f64, f64)> {
-    let total: u64 = p.histogram.buckets.triples().map(|t| t[2]).sum();
+    // Saturating: a stored document's counts may be anything.
+    let total: u64 = p.histogram.buckets.triples().fold(0, |s, t| s.saturating_add(t[2]));
     let mut pts = Vec::new();
     let mut cum = 0u64;
     for [lo, hi, n] in p.histogram.buckets.triples() {
         if cum == 0 {
             pts.push((0.0, lo.max(1) as f64 / 1e3));
         }
-        cum += n;
+        cum = cum.saturating_add(n);
         let x = if cum >= total { (total as f64).log10() } else { nines(cum as f64 / total as f64) };
         pts.push((x, hi.max(1) as f64 / 1e3));
     }

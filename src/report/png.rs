@@ -46,8 +46,8 @@ impl PngOut {
             let png = render(svg, &options).map_err(|e| format!("drawing {stem}.png failed: {e}"))?;
             let path = self.dir.join(format!("{stem}.png"));
             // Written whole, as every file rtgauge writes (an existing one keeps its owner and mode).
-            let sink =
-                JsonSink::open(&JsonTarget::File(path.clone())).map_err(|e| format!("{e:#}").replace("--json", "--png"))?;
+            let asked = super::json::Asked { option: "--png", example: "plots" };
+            let sink = JsonSink::open_as(&JsonTarget::File(path.clone()), asked).map_err(|e| format!("{e:#}"))?;
             sink.write_bytes(&png).map_err(|e| format!("writing {} failed: {e}", path.display()))?;
             written.push(path);
         }

@@ -303,7 +303,7 @@ impl Placement {
         }
         format!(
             "{}: worst case {}{}{}; cycle times from {} ({}% rule)",
-            self.label,
+            super::shown(&self.label),
             Nanos(self.worst_ns),
             if parts.is_empty() { "" } else { ": " },
             parts.join(", "),

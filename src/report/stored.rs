@@ -3,15 +3,27 @@
 //! `rtgauge import` (other tools' files into the store) and `rtgauge export`; `rtgauge report`.
 
 use crate::cli::{DeleteArgs, ExportArgs, ImportArgs, ListArgs, ReportArgs, ShowArgs};
-use crate::report::json::JsonSink;
+use crate::report::json::{Asked, JsonSink};
+use crate::report::out;
 use crate::scenario::JsonTarget;
 use crate::store::{self, Filter, Store};
 use crate::vocab::units::us;
 use anyhow::{anyhow, Result};
 
-/// The store named by `--db` (or the default), which must exist.
+/// The store named by `--db` (or the default), which must exist, opened for reading only
+/// (`show`, `export`, `report`, `compare`: a read-only store or another user's serves).
 pub(super) fn existing(db: Option<&std::path::Path>) -> Result<Store> {
-    match store::open_existing(db).map_err(anyhow::Error::msg)? {
+    found(db, store::open_existing(db).map_err(anyhow::Error::msg)?)
+}
+
+/// The store named by `--db` (or the default), which must exist, opened for writing (`delete`).
+fn existing_for_writing(db: Option<&std::path::Path>) -> Result<Store> {
+    found(db, store::open_existing_for_writing(db).map_err(anyhow::Error::msg)?)
+}
+
+/// The store, or an error naming where none was found.
+fn found(db: Option<&std::path::Path>, store: Option<Store>) -> Result<Store> {
+    match store {
         Some(s) => Ok(s),
         None => Err(anyhow!(
             "no store at {}: 'rtgauge run' keeps its runs there; give another with --db PATH",
@@ -29,11 +41,12 @@ pub fn list(a: &ListArgs) -> Result<u8> {
         None => Vec::new(),
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        out::json(&rows)?;
         return Ok(0);
     }
     if rows.is_empty() {
-        println!("no runs stored{}", if a.host.is_some() || a.label.is_some() || a.since.is_some() { " that match" } else { "" });
+        let matching = if a.host.is_some() || a.label.is_some() || a.since.is_some() { " that match" } else { "" };
+        out::text(&format!("no runs stored{matching}\n"))?;
         return Ok(0);
     }
     let cells = rows
@@ -54,7 +67,7 @@ pub fn list(a: &ListArgs) -> Result<u8> {
         })
         .collect();
     let header = ["id", "date (UTC)", "label", "host", "kernel", "preemption", "scenario", "probes", "worst µs", "verdict"];
-    print!("{}", super::summary::table(&header, 8..9, cells));
+    out::text(&super::summary::table(&header, 8..9, cells))?;
     Ok(0)
 }
 
@@ -70,8 +83,19 @@ fn since_rfc3339(v: &str) -> Result<String> {
         return if (1..=12).contains(&m) && (1..=31).contains(&d) { Ok(format!("{v}T00:00:00.000Z")) } else { Err(bad()) };
     }
     if let Ok(age) = humantime::parse_duration(v) {
-        let t = std::time::SystemTime::now().checked_sub(age).ok_or_else(bad)?;
-        return Ok(humantime::format_rfc3339_millis(t).to_string());
+        // Counted from the epoch in checked arithmetic: an age reaching before 1970 (`1000000d`)
+        // or beyond any date is an error, not a panic.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|_| anyhow!("--since {v}: the system clock is set before 1970; set it, or give a date"))?;
+        let before_1970 =
+            || anyhow!("--since {v}: reaches back before 1970, before any run; give a shorter age or a date, e.g. 2026-11-01");
+        let t = now.checked_sub(age).ok_or_else(before_1970)?;
+        let t = i64::try_from(t.as_secs())
+            .ok()
+            .and_then(|s| chrono::DateTime::from_timestamp(s, t.subsec_nanos()))
+            .ok_or_else(bad)?;
+        return Ok(t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
     }
     // A time is parsed without the system clock's type (chrono counts in 64 bits): with an
     // offset (RFC 3339), or without one, read as UTC.
@@ -91,39 +115,43 @@ pub fn show(a: &ShowArgs) -> Result<u8> {
     let id = s.resolve(&a.run).map_err(anyhow::Error::msg)?;
     let r = s.load(id).map_err(anyhow::Error::msg)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        out::json(&r)?;
     } else {
-        print!("{}", super::summary::render(&r));
+        out::text(&super::summary::render(&r))?;
     }
     Ok(0)
 }
 
 /// `rtgauge delete RUN`.
 pub fn delete(a: &DeleteArgs) -> Result<u8> {
-    let s = existing(a.store.db.as_deref())?;
+    let s = existing_for_writing(a.store.db.as_deref())?;
     let id = s.resolve(&a.run).map_err(anyhow::Error::msg)?;
     s.delete(id).map_err(anyhow::Error::msg)?;
-    println!("deleted run {id} from {}", s.path().display());
+    out::text(&format!("deleted run {id} from {}\n", s.path().display()))?;
     Ok(0)
 }
 
-/// `rtgauge export RUN --format F`: the format and the destination are checked before the run
-/// is read; the file is written whole or not at all.
+/// `rtgauge export RUN --format F`: the format, the rows and the destination are checked before
+/// the run is read; a file is written whole or not at all; standard output is written as the
+/// export goes (a histogram of a million rows is never held whole), and a reader that stops
+/// reading (`| head`) ends it quietly.
 pub fn export(a: &ExportArgs) -> Result<u8> {
-    use crate::interchange::export::{export, FORMATS};
+    use crate::interchange::cyclictest::MAX_ROWS;
+    use crate::interchange::export::{export, Failure, FORMATS};
     if !FORMATS.contains(&a.format.as_str()) {
         return Err(anyhow!("--format {}: not a format; give one of {}", a.format, FORMATS.join(", ")));
     }
-    if a.rows == Some(0) {
-        return Err(anyhow!("--rows 0: give at least one row, e.g. --rows 400 (as cyclictest -h 400)"));
+    match a.rows {
+        Some(0) => return Err(anyhow!("--rows 0: give at least one row, e.g. --rows 400 (as cyclictest -h 400)")),
+        Some(n) if n > MAX_ROWS => {
+            return Err(anyhow!(
+                "--rows {n}: at most {MAX_ROWS} rows (1 s in 1 µs rows); larger values are counted as overflows, e.g. --rows 400"
+            ))
+        }
+        _ => {}
     }
-    let sink = match &a.output {
-        Some(out) => Some(
-            JsonSink::open(&JsonTarget::File(out.clone()))
-                .map_err(|e| anyhow!("{}", format!("{e:#}").replace("--json", "-o")))?,
-        ),
-        None => None,
-    };
+    let target = a.output.clone().map_or(JsonTarget::Stdout, JsonTarget::File);
+    let sink = JsonSink::open(&target).map_err(|e| anyhow!("{}", format!("{e:#}").replace("--json", "-o")))?;
     let s = existing(a.store.db.as_deref())?;
     let id = s.resolve(&a.run).map_err(anyhow::Error::msg)?;
     let r = s.load(id).map_err(anyhow::Error::msg)?;
@@ -131,11 +159,33 @@ pub fn export(a: &ExportArgs) -> Result<u8> {
         let has: Vec<&str> = r.config.probes.iter().map(|c| c.name.as_str()).collect();
         return Err(anyhow!("--probe {p}: run {id} has no such probe (it has {})", has.join(", ")));
     }
-    let text = export(&r, &a.format, a.probe.as_deref(), a.rows).map_err(|e| anyhow!("run {id}: {e}"))?;
-    match sink {
-        None => print!("{text}"),
-        Some(sink) => sink.write_bytes(text.as_bytes()).map_err(|e| anyhow!("writing {} failed: {e}", a.format))?,
+    let failed = |e: Failure, to: &str| match e {
+        Failure::Refused(why) => anyhow!("run {id}: {why}"),
+        Failure::Write(e) => anyhow!("writing {} to {to} failed: {e}", a.format),
+    };
+    if sink.is_stdout() {
+        out::check_open()?;
+        if a.format != "cyclictest-hist" {
+            // (bounded, as below) written with its control characters escaped.
+            let mut text = Vec::new();
+            export(&r, &a.format, a.probe.as_deref(), a.rows, &mut text).map_err(|e| failed(e, "memory"))?;
+            out::export(&a.format, &String::from_utf8_lossy(&text))?;
+            return Ok(0);
+        }
+        // Numbers and words of rtgauge's own only: streamed as it goes.
+        let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+        let written =
+            export(&r, &a.format, a.probe.as_deref(), a.rows, &mut w).and_then(|()| std::io::Write::flush(&mut w).map_err(Failure::Write));
+        return match written {
+            Ok(()) => Ok(0),
+            Err(Failure::Write(e)) => Err(anyhow::Error::from(out::OutputError::from(e))),
+            Err(e) => Err(failed(e, "standard output")),
+        };
     }
+    // (bounded: at most MAX_ROWS rows)
+    let mut text = Vec::new();
+    export(&r, &a.format, a.probe.as_deref(), a.rows, &mut text).map_err(|e| failed(e, "memory"))?;
+    sink.write_bytes(&text).map_err(|e| anyhow!("writing {} failed: {e}", a.format))?;
     Ok(0)
 }
 
@@ -156,12 +206,13 @@ pub fn import(a: &ImportArgs) -> Result<u8> {
             .as_ref()
             .map_or(String::new(), |i| format!("{} {}", i.tool, i.tool_version.as_deref().unwrap_or("(version not recorded)")));
         let worst = r.probes.iter().filter_map(|p| p.max_ns).max().map_or("-".into(), us);
-        println!(
-            "Imported {} ({what}, {} CPUs, worst case {worst} µs) as run {id} in {} ('rtgauge show {id}').",
-            file.display(),
+        out::text(&format!(
+            "Imported {} ({}, {} CPUs, worst case {worst} µs) as run {id} in {} ('rtgauge show {id}').\n",
+            super::shown(&file.display().to_string()),
+            super::shown(&what),
             r.probes.len(),
-            s.path().display()
-        );
+            super::shown(&s.path().display().to_string())
+        ))?;
     }
     Ok(0)
 }
@@ -180,14 +231,25 @@ pub(super) fn named_runs(s: &Store, runs: &[String]) -> Result<Vec<super::html::
     Ok(out)
 }
 
-/// Opens `--html FILE` before anything is read (a destination that cannot be written is an
-/// error before any work).
+/// Opens `--html FILE` (`-`: standard output) before anything is read (a destination that
+/// cannot be written is an error before any work).
 pub(super) fn html_sink(path: Option<&std::path::Path>) -> Result<Option<JsonSink>> {
-    path.map(|p| {
-        JsonSink::open(&JsonTarget::File(p.to_path_buf()))
-            .map_err(|e| anyhow!("{}", format!("{e:#}").replace("--json", "--html")))
-    })
-    .transpose()
+    let asked = Asked { option: "--html", example: "report.html" };
+    let target =
+        |p: &std::path::Path| if p == std::path::Path::new("-") { JsonTarget::Stdout } else { JsonTarget::File(p.into()) };
+    path.map(|p| JsonSink::open_as(&target(p), asked)).transpose()
+}
+
+/// Writes an HTML page where `--html` said: the file whole (and says so on standard error),
+/// or standard output.
+pub(super) fn write_page(sink: JsonSink, page: &str, what: &str, path: &std::path::Path) -> Result<()> {
+    if sink.is_stdout() {
+        out::bytes(page.as_bytes())?;
+        return Ok(());
+    }
+    sink.write_bytes(page.as_bytes()).map_err(|e| anyhow!("writing {what} to {} failed: {e}", path.display()))?;
+    eprintln!("Wrote {what} to {}.", path.display());
+    Ok(())
 }
 
 /// `rtgauge report RUN...`: the summary with text histograms, or `--html FILE` and/or
@@ -197,19 +259,18 @@ pub fn report(a: &ReportArgs) -> Result<u8> {
     let png = png_out(&a.png)?;
     let s = existing(a.store.db.as_deref())?;
     let runs = named_runs(&s, &a.runs)?;
-    if let Some(sink) = sink {
+    if let (Some(sink), Some(path)) = (sink, &a.html) {
         let page = super::html::render(&runs).map_err(anyhow::Error::msg)?;
-        sink.write_bytes(page.as_bytes()).map_err(|e| anyhow!("writing the report failed: {e}"))?;
-        eprintln!("Wrote the report of {} run(s) to {}.", runs.len(), a.html.as_ref().expect("a sink has a path").display());
+        write_page(sink, &page, &format!("the report of {} run(s)", runs.len()), path)?;
     }
     if let Some(out) = &png {
         wrote_images(out.write(&super::html::plots(&runs).map_err(anyhow::Error::msg)?).map_err(anyhow::Error::msg)?);
     }
     if a.html.is_none() && png.is_none() {
         for n in &runs {
-            println!("=== {}", n.name());
-            print!("{}", super::summary::render(&n.result));
-            print!("{}", super::summary::text_histograms(&n.result));
+            out::text(&format!("=== {}\n", super::shown(&n.name())))?;
+            out::text(&super::summary::render(&n.result))?;
+            out::text(&super::summary::text_histograms(&n.result))?;
         }
     }
     Ok(0)

@@ -2,6 +2,7 @@
 //! all CPUs (µs with sub-µs precision), the worst case, the shortest supported cycle time,
 //! the verdict with every failed check, and the warnings.
 
+use super::shown;
 use crate::result::{ProbeResult, RunResult, Status};
 use crate::vocab::cpus::format_cpu_list;
 use crate::vocab::percentiles::REPORTED;
@@ -14,12 +15,13 @@ fn opt_us(v: Option<u64>) -> String {
 }
 
 /// A plain table whose columns are as wide as their widest value (nothing merges however
-/// large a figure grows); the columns in `right` are right-aligned (the figures).
+/// large a figure grows); the columns in `right` are right-aligned (the figures). Every cell is
+/// shown escaped ([`super::shown`]): a label or a host name cannot break a row or add one.
 pub(crate) fn table(header: &[&str], right: std::ops::Range<usize>, rows: Vec<Vec<String>>) -> String {
     let mut t = Table::new();
     t.load_preset(NOTHING).set_content_arrangement(ContentArrangement::Disabled).set_header(header.to_vec());
     for r in rows {
-        t.add_row(r);
+        t.add_row(r.iter().map(|c| super::shown(c).into_owned()).collect::<Vec<String>>());
     }
     for (i, c) in t.column_iter_mut().enumerate() {
         c.set_padding((0, 1));
@@ -179,11 +181,13 @@ fn throttling_gaps(r: &RunResult, p: &ProbeResult) -> Option<String> {
     if runtime < 0 || runtime >= period {
         return None;
     }
-    let gap = (period - runtime) as u64 * 1000;
-    let (lo, hi) = (gap * 6 / 10, gap * 12 / 10);
-    let n: u64 = p.histogram.buckets.triples().filter(|&[a, b, _]| a >= lo && b <= hi).map(|[_, _, c]| c).sum();
+    // Saturating: a stored document's figures may be anything.
+    let gap = (period.saturating_sub(runtime) as u64).saturating_mul(1000);
+    let (lo, hi) = (gap / 10 * 6, gap / 10 * 12);
+    let n: u64 =
+        p.histogram.buckets.triples().filter(|&[a, b, _]| a >= lo && b <= hi).fold(0, |n, [_, _, c]| n.saturating_add(c));
     let seconds = r.measured_ns / 1_000_000_000;
-    (n >= 1 && n * 2 >= seconds).then(|| {
+    (n >= 1 && n.saturating_mul(2) >= seconds).then(|| {
         format!(
             "{n} gaps of {}..{}: the signature of RT throttling (sched_rt_runtime_us={runtime} of {period} lets \
              other tasks take {} every {} from a busy RT loop); for the measurement write -1 to \
@@ -191,29 +195,46 @@ fn throttling_gaps(r: &RunResult, p: &ProbeResult) -> Option<String> {
             Nanos(lo),
             Nanos(hi),
             Nanos(gap),
-            Nanos(period as u64 * 1000)
+            Nanos((period as u64).saturating_mul(1000))
         )
     })
 }
 
-/// The UDP round trips per CPU: datagrams sent, replies in time, late, never back.
-fn udp_report(probes: &[ProbeResult]) -> String {
-    use crate::probe::udp::{COUNTERS, NAME};
+/// The UDP round trips per CPU: datagrams sent, replies in time, late, never back; second and
+/// forged replies; and a target that refused them (ICMP port unreachable), named.
+fn udp_report(probes: &[ProbeResult], configs: &[crate::result::ProbeConfig]) -> String {
+    use crate::probe::udp::NAME;
     let mut s = String::new();
     for p in probes.iter().filter(|p| p.probe == NAME) {
-        let (sent, late) = (p.counts.get(COUNTERS[0]).copied().unwrap_or(0), p.counts.get(COUNTERS[1]).copied().unwrap_or(0));
+        let count = |name: &str| p.counts.get(name).copied().unwrap_or(0);
+        let (sent, late) = (count("sent"), count("late"));
         if s.is_empty() {
             s += "\nUDP round trips, per CPU:\n";
         }
-        let _ = writeln!(
+        let _ = write!(
             s,
             "  {}: {sent} datagrams sent, {} answered in their period ({} of them in the warm-up), {late} answered late, \
              {} never answered",
             p.scope(),
-            p.samples + p.warmup_samples,
+            p.samples.saturating_add(p.warmup_samples),
             p.warmup_samples,
-            sent.saturating_sub(p.samples + p.warmup_samples + late)
+            sent.saturating_sub(p.samples.saturating_add(p.warmup_samples).saturating_add(late))
         );
+        for (name, what) in [("duplicate", "replies to a period already answered"), ("forged", "datagrams that were no reply")] {
+            if count(name) > 0 {
+                let _ = write!(s, "; {} {what} (not counted as replies)", count(name));
+            }
+        }
+        if count("refused") > 0 {
+            let config = configs.iter().find(|c| c.name == NAME);
+            let target = config.and_then(|c| c.settings.iter().find_map(|t| t.strip_prefix("target="))).unwrap_or("the target");
+            let _ = write!(
+                s,
+                "; connection refused {} times: no echo listening on {target} (ICMP port unreachable)",
+                count("refused")
+            );
+        }
+        s.push('\n');
     }
     s
 }
@@ -240,7 +261,7 @@ External events, per CPU:
             "  {}: {events} events taken ({} in the warm-up), {} missed (skipped in the device's numbering); {what}",
             p.scope(),
             p.warmup_samples,
-            p.missed + p.warmup_missed
+            p.missed.saturating_add(p.warmup_missed)
         );
     }
     s
@@ -260,17 +281,17 @@ pub(super) fn how_obtained(r: &RunResult) -> String {
         let _ = writeln!(
             s,
             "imported from {} {} ({}, {}): {}",
-            i.tool,
-            i.tool_version.as_deref().unwrap_or("(version not recorded)"),
-            i.format,
-            i.source,
-            i.command_line.as_deref().unwrap_or("command line not recorded")
+            shown(&i.tool),
+            shown(i.tool_version.as_deref().unwrap_or("(version not recorded)")),
+            shown(&i.format),
+            shown(&i.source),
+            shown(i.command_line.as_deref().unwrap_or("command line not recorded"))
         );
     }
     let _ = writeln!(
         s,
         "rtgauge {}: {}, {}, {}{}",
-        r.tool_version,
+        shown(&r.tool_version),
         c.probes
             .iter()
             .map(|p| {
@@ -284,7 +305,7 @@ pub(super) fn how_obtained(r: &RunResult) -> String {
                 } else {
                     format!(", interval {}", Nanos(p.interval_ns))
                 };
-                format!("{} on CPUs {}{interval}{more}", p.name, format_cpu_list(&p.cpus))
+                format!("{} on CPUs {}{interval}{}", shown(&p.name), format_cpu_list(&p.cpus), shown(&more))
             })
             .collect::<Vec<_>>()
             .join("; "),
@@ -298,7 +319,7 @@ pub(super) fn how_obtained(r: &RunResult) -> String {
         r.tuning
             .iter()
             .filter(|t| t.applied && t.setting.starts_with("/dev/"))
-            .map(|t| format!(", {} {}", t.setting.trim_start_matches("/dev/"), t.value))
+            .map(|t| format!(", {} {}", shown(t.setting.trim_start_matches("/dev/")), shown(&t.value)))
             .collect::<String>(),
     );
     s += &tuned_lines(&r.tuning);
@@ -316,26 +337,26 @@ pub(super) fn how_obtained(r: &RunResult) -> String {
         }
     }
     let p = &sys.preemption;
-    let mode = p.dynamic_mode.as_ref().map_or(String::new(), |m| format!(", mode {m}"));
+    let mode = p.dynamic_mode.as_ref().map_or(String::new(), |m| format!(", mode {}", shown(m)));
     let _ = writeln!(
         s,
         "kernel {} ({}{}{}), {}, {}, clocksource {}",
-        sys.kernel_release,
-        p.model,
+        shown(&sys.kernel_release),
+        shown(&p.model),
         mode,
         if p.realtime { "" } else { ", not PREEMPT_RT" },
-        sys.architecture,
-        sys.cpu_model,
-        sys.clocksource.as_deref().unwrap_or("unknown"),
+        shown(&sys.architecture),
+        shown(&sys.cpu_model),
+        shown(sys.clocksource.as_deref().unwrap_or("unknown")),
     );
     let status = match (r.status, &r.interrupted_by) {
         (Status::Complete, _) => "complete".to_string(),
         (Status::Partial, Some(sig)) => {
-            format!("PARTIAL (stopped by {sig}; everything measured so far is kept)")
+            format!("PARTIAL (stopped by {}; everything measured so far is kept)", shown(sig))
         }
         (Status::Partial, None) => "PARTIAL".to_string(),
     };
-    let _ = writeln!(s, "run {status}, {} → {}\n", r.started_at, r.ended_at);
+    let _ = writeln!(s, "run {status}, {} → {}\n", shown(&r.started_at), shown(&r.ended_at));
     s
 }
 
@@ -347,16 +368,16 @@ fn tuned_lines(records: &[crate::tuning::TuningRecord]) -> String {
         let line = match (t.applied, t.restored) {
             (true, restored) => format!(
                 "tuned {}: {} (was: {}){}",
-                t.setting,
-                t.value,
-                t.original.as_deref().unwrap_or("?"),
+                shown(&t.setting),
+                shown(&t.value),
+                shown(t.original.as_deref().unwrap_or("?")),
                 match restored {
                     Some(true) => ", restored",
                     Some(false) => ", NOT restored (see the warnings)",
                     None => "",
                 }
             ),
-            (false, _) => format!("not tuned {}: {}", t.setting, t.error.as_deref().unwrap_or("?")),
+            (false, _) => format!("not tuned {}: {}", shown(&t.setting), shown(t.error.as_deref().unwrap_or("?"))),
         };
         let _ = writeln!(s, "{line}");
     }
@@ -373,7 +394,7 @@ pub fn render(r: &RunResult) -> String {
     let _ = writeln!(s, "{}", if cycles { "(latencies, cycle lengths and jitter in µs)" } else { "(latencies in µs)" });
     // The worst case is a latency's: a cycle length is judged by its bounds (below).
     if let Some(worst) = r.probes.iter().filter(|p| p.max_ns.is_some() && p.in_worst_case()).max_by_key(|p| p.max_ns) {
-        let warmup = c.warmup.periods * c.interval_ns;
+        let warmup = c.warmup.periods.saturating_mul(c.interval_ns);
         let at = worst.max_at_ns.map_or(String::new(), |t| {
             format!(
                 ", in the period ending {:.3} s after the start of the run ({})",
@@ -389,7 +410,7 @@ pub fn render(r: &RunResult) -> String {
                 }
             )
         });
-        let _ = writeln!(s, "\nWorst case: {} µs on {}/{}{at}.", opt_us(worst.max_ns), worst.label(), worst.scope());
+        let _ = writeln!(s, "\nWorst case: {} µs on {}/{}{at}.", opt_us(worst.max_ns), shown(&worst.label()), worst.scope());
     }
     for p in r.probes.iter().filter(|p| p.bounds.is_some()) {
         let jitter = r.probes.iter().find(|j| j.probe == p.probe && j.cpu == p.cpu && j.measures.as_deref() == Some("deviation"));
@@ -398,15 +419,15 @@ pub fn render(r: &RunResult) -> String {
     s += &chain_report(&r.probes);
     s += &sweep_report(&r.probes);
     s += &noise_report(r);
-    s += &udp_report(&r.probes);
+    s += &udp_report(&r.probes, &r.config.probes);
     s += &event_report(r);
     if let Some(line) = r.verdict.shortest_cycle_sentence() {
         let _ = writeln!(s, "{line}.");
     }
     s += &super::reference::render(r);
-    let _ = writeln!(s, "Verdict: {}", r.verdict.headline());
+    let _ = writeln!(s, "Verdict: {}", shown(&r.verdict.headline()));
     for ch in r.verdict.checks.iter().filter(|c| !c.passed) {
-        let _ = writeln!(s, "  failed: {:<18} {:<12} observed {}", ch.expr, ch.scope, ch.observed);
+        let _ = writeln!(s, "  failed: {:<18} {:<12} observed {}", shown(&ch.expr), shown(&ch.scope), shown(&ch.observed));
     }
     if !r.phases.is_empty() {
         let _ = writeln!(s, "\nPer phase (all CPUs; latencies in µs; times from the start of the run):");
@@ -416,15 +437,15 @@ pub fn render(r: &RunResult) -> String {
     s += &super::trace::render(r.trace.as_ref());
     s += &super::audit::summary_lines(&r.findings);
     if !r.loads.is_empty() {
-        let _ = writeln!(s, "\nLoads ({}):", r.config.load_source);
+        let _ = writeln!(s, "\nLoads ({}):", shown(&r.config.load_source));
         s += &render_loads(&r.loads);
     } else if let Some(i) = &r.imported {
-        let _ = writeln!(s, "\nLoads: not recorded ({} does not say what ran beside it)", i.tool);
+        let _ = writeln!(s, "\nLoads: not recorded ({} does not say what ran beside it)", shown(&i.tool));
     } else {
         let _ = writeln!(s, "\nLoads: none (an idle system, on purpose)");
     }
     for w in &r.warnings {
-        let _ = writeln!(s, "warning: {w}");
+        let _ = writeln!(s, "warning: {}", shown(w));
     }
     s
 }
@@ -530,11 +551,14 @@ fn steps_125(values: &[(u64, u64)]) -> Vec<(u64, u64, u64)> {
     let edge =
         |k: u32| -> u64 { [1u64, 2, 5][(k % 3) as usize].saturating_mul(10u64.saturating_pow(k / 3)).saturating_mul(1_000) };
     let step_of = |v: u64| (0..60u32).find(|&k| v < edge(k)).unwrap_or(60);
-    let (Some(first), Some(last)) = (values.first(), values.last()) else { return Vec::new() };
-    let (a, b) = (step_of(first.0), step_of(last.0));
+    // The smallest and largest steps of any value (a stored document's buckets may be in any order).
+    let (Some(a), Some(b)) = (values.iter().map(|v| step_of(v.0)).min(), values.iter().map(|v| step_of(v.0)).max()) else {
+        return Vec::new();
+    };
     let mut rows: Vec<(u64, u64, u64)> = (a..=b).map(|k| (if k == 0 { 0 } else { edge(k - 1) }, edge(k), 0)).collect();
     for &(v, n) in values {
-        rows[(step_of(v) - a) as usize].2 += n;
+        let row = &mut rows[(step_of(v) - a) as usize].2;
+        *row = row.saturating_add(n);
     }
     rows
 }
@@ -543,7 +567,7 @@ fn steps_125(values: &[(u64, u64)]) -> Vec<(u64, u64, u64)> {
 /// (where the run counted them): "memory locked, no page fault while measuring".
 fn memory_line(r: &RunResult) -> String {
     let locked = if r.system.mlockall_obtained { "memory locked" } else { "memory NOT locked" };
-    match r.probes.iter().filter_map(|p| p.page_faults).reduce(|a, b| a + b) {
+    match r.probes.iter().filter_map(|p| p.page_faults).reduce(u64::saturating_add) {
         Some(0) => format!("{locked}, no page fault while measuring"),
         Some(n) => format!("{locked}, {n} page faults while measuring"),
         None => locked.to_string(),

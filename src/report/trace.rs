@@ -1,6 +1,7 @@
 //! What `--trace` found, as text: per CPU, the worst traced latency and its explanation, with
 //! the interference in its window (the summary, `rtgauge show`, `rtgauge report`).
 
+use super::shown;
 use crate::result::trace::{TraceCapture, TraceReport};
 use crate::vocab::units::Nanos;
 use std::fmt::Write;
@@ -15,28 +16,28 @@ pub fn render(t: Option<&TraceReport>) -> String {
             .error
             .clone()
             .unwrap_or_else(|| "no value stopped a trace (none after the warm-up, or none over the threshold)".into());
-        let _ = writeln!(s, "  nothing traced: {why}");
+        let _ = writeln!(s, "  nothing traced: {}", shown(&why));
         return s;
     }
     for c in &t.captures {
         s += &capture(c);
     }
     if let Some(e) = &t.error {
-        let _ = writeln!(s, "  (part of the trace failed: {e})");
+        let _ = writeln!(s, "  (part of the trace failed: {})", shown(e));
     }
     s
 }
 
 fn capture(c: &TraceCapture) -> String {
-    let label = c.series.as_ref().map_or(c.probe.clone(), |x| format!("{}.{x}", c.probe));
+    let label = shown(&c.series.as_ref().map_or(c.probe.clone(), |x| format!("{}.{x}", c.probe))).into_owned();
     let mut s = format!(
         "  cpu{} {label} ({}): {} late, window {:.6}–{:.6} s from the start of the run\n    {}\n",
         c.cpu,
-        c.thread,
+        shown(&c.thread),
         Nanos(c.latency_ns),
         c.window_start_ns as f64 / 1e9,
         c.window_end_ns as f64 / 1e9,
-        c.explanation
+        shown(&c.explanation)
     );
     let step = |label: &str, t: Option<u64>| t.map(|t| format!("{label} +{}", Nanos(t)));
     let steps: Vec<String> = [step("timer expired", c.timer_expired_ns), step("woken", c.woken_ns), step("ran", c.running_ns)]
@@ -50,8 +51,8 @@ fn capture(c: &TraceCapture) -> String {
         let _ = writeln!(
             s,
             "    {:<7} {:<32} {:>4} × {:>12}  (longest {:>10})  {:>5.1} %",
-            i.kind,
-            i.name,
+            shown(&i.kind),
+            shown(&i.name),
             i.count,
             Nanos(i.total_ns).to_string(),
             Nanos(i.max_ns).to_string(),

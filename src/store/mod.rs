@@ -6,7 +6,10 @@
 //! The file is rtgauge's own: SQLite's `application_id` says so, `user_version` is the layout's
 //! version, and migrations move an older layout forward in one transaction. A file that is not
 //! a SQLite database, is corrupt, belongs to another program or to a newer rtgauge, or stays
-//! locked is refused with an error — never overwritten, created over or "repaired".
+//! locked is refused with an error — never overwritten, created over or "repaired". Commands
+//! that only read (`list`, `show`, `export`, `report`, `compare`) open it read-only, as they
+//! are: a read-only store, or another user's, serves them, and an older layout is read
+//! without being migrated.
 //!
 //! Documents are kept as zlib-compressed JSON (layout 2 on; serialised straight into the
 //! compressor, spooled to an unnamed temporary file and copied into the row's blob in pieces, so
@@ -18,6 +21,7 @@
 mod columns;
 
 use crate::result::RunResult;
+use crate::sys;
 use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use std::path::{Path, PathBuf};
@@ -158,12 +162,16 @@ impl Request {
         }
     }
 
-    /// Opens the store before measuring: `Ok(None)` when nothing is to be kept, or when the
+    /// Opens the store before measuring, checked as fully as it can be (every page read, room
+    /// for a result of up to `result_bytes`): `Ok(None)` when nothing is to be kept, or when the
     /// default store cannot be reached (`warnings` says why); a file that is not a store rtgauge
-    /// may write is an error.
-    pub fn open(&self, warnings: &mut Vec<String>) -> Result<Option<Store>, String> {
+    /// may write, is damaged, or has no room is an error.
+    pub fn open(&self, result_bytes: u64, warnings: &mut Vec<String>) -> Result<Option<Store>, String> {
         let Some(path) = &self.path else { return Ok(None) };
-        match Store::open(path) {
+        let checked = check_file_size_limit(path, result_bytes)
+            .and_then(|()| Store::open(path))
+            .and_then(|s| s.check_whole().and_then(|()| s.check_room(result_bytes)).map(|()| s));
+        match checked {
             Ok(s) => Ok(Some(s)),
             Err(OpenError::Unreachable(m)) if !self.explicit => {
                 warnings.push(format!("the run will not be stored: {m}"));
@@ -174,15 +182,57 @@ impl Request {
     }
 }
 
-/// The store a command reads (`list`, `show`, `delete`): `--db`, else the default; it must exist.
+/// Room the store needs beyond the result itself: pages a save touches besides the document's
+/// (the row, three indexes, the timelines' table and index, the header), at the largest page.
+const WAL_MARGIN: u64 = 16 * 65536;
+
+/// Refuses, before anything is created or measured, a file size limit (`ulimit -f`) under which
+/// the store cannot take a result of up to `bytes`: a write past it fails (EFBIG), and the
+/// result would be saved only to a rescue file.
+fn check_file_size_limit(path: &Path, bytes: u64) -> Result<(), OpenError> {
+    let Ok(Some(limit)) = sys::file_size_limit() else { return Ok(()) };
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    let need = size.saturating_add(bytes).saturating_add(WAL_MARGIN);
+    if limit >= need {
+        return Ok(());
+    }
+    Err(OpenError::Refused(format!(
+        "the file size limit (ulimit -f) is {} KiB; the store {} needs files of up to {} KiB to keep this run: \
+         raise it with 'ulimit -f unlimited', or give --no-store",
+        limit / 1024,
+        path.display(),
+        need.div_ceil(1024)
+    )))
+}
+
+/// The directory a file is in (`.` for a bare name).
+fn dir_of(path: &Path) -> &Path {
+    path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
+/// The store a command reads (`list`, `show`, `export`, `report`, `compare`): `--db`, else
+/// the default, opened read-only; `Ok(None)` when there is no such file (one that cannot be
+/// reached is an error naming why).
 pub fn open_existing(db: Option<&Path>) -> Result<Option<Store>, String> {
+    existing_path(db)?.map(|p| Store::open_read(&p).map_err(|e| e.to_string())).transpose()
+}
+
+/// The store a command changes (`delete`): as [`open_existing`], opened for writing.
+pub fn open_existing_for_writing(db: Option<&Path>) -> Result<Option<Store>, String> {
+    existing_path(db)?.map(|p| Store::open(&p).map_err(|e| e.to_string())).transpose()
+}
+
+/// The store's path if there is a file there: `--db`, else the default.
+fn existing_path(db: Option<&Path>) -> Result<Option<PathBuf>, String> {
     let Some(path) = db.map(Path::to_path_buf).or_else(default_path) else {
         return Err("no store: neither RTGAUGE_DB, XDG_DATA_HOME nor HOME is set; give --db PATH".into());
     };
-    if !path.exists() {
-        return Ok(None);
+    // Not `exists()`, which reads a directory rtgauge may not search as "no file".
+    match std::fs::symlink_metadata(&path) {
+        Ok(_) => Ok(Some(path)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read the store {}: {e}; give another with --db PATH", path.display())),
     }
-    Store::open(&path).map(Some).map_err(|e| e.to_string())
 }
 
 /// Where the store is unless `--db` says: `$RTGAUGE_DB`, else `$XDG_DATA_HOME/rtgauge/runs.db`,
@@ -220,12 +270,56 @@ impl Store {
         Ok(store)
     }
 
-    /// Checks the file's identity and version, then migrates it (in one transaction).
-    fn check_and_migrate(&self) -> Result<(), OpenError> {
+    /// Opens the existing store at `path` for reading only, as it is: its identity and layout
+    /// are checked, nothing is migrated or written, and a file rtgauge may read but not write
+    /// serves. SQLite's connection is read-write where the file allows (so that, as with a
+    /// writer, the last one to close tidies away the log files beside the store), read-only
+    /// where it does not, and reads the store as a file that does not change where not even
+    /// the log's index can be made and no writer holds it.
+    pub fn open_read(path: &Path) -> Result<Store, OpenError> {
+        let shown = path.display();
+        let unreadable = |e: &dyn std::fmt::Display| {
+            OpenError::Unreachable(format!("cannot read the store {shown}: {e}; give another with --db PATH"))
+        };
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => check_header(path)?,
+            Ok(_) => {
+                return Err(OpenError::Refused(format!("the store {shown} is not a file; give a database file with --db PATH")))
+            }
+            Err(e) => return Err(unreadable(&e)),
+        }
+        let open = |uri: &str| {
+            // Without SQLITE_OPEN_CREATE: a store that vanished meanwhile is not made again.
+            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+            let conn = Connection::open_with_flags(uri, flags).map_err(|e| unreadable(&e))?;
+            conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| unreadable(&e))?;
+            let store = Store { conn, path: path.to_path_buf() };
+            store.identity(|e| match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::PermissionDenied) => {
+                    unreadable(&e)
+                }
+                _ => refused(path, e),
+            })?;
+            Ok::<_, OpenError>(store)
+        };
+        let uri = file_uri(path);
+        match open(&uri) {
+            // A store in write-ahead-log mode is read through a shared-memory file beside it,
+            // which a reader that may not write the directory cannot make: when no writer holds
+            // the store (no log beside it), it is read as a file that does not change.
+            Err(OpenError::Unreachable(_)) if !wal_of(path).exists() => open(&format!("{uri}?immutable=1")),
+            opened => opened,
+        }
+    }
+
+    /// Checks the file's identity (an rtgauge store, or an empty database) and that its layout
+    /// is one this rtgauge knows; returns the layout's version.
+    /// `fail` says what a SQLite error means to the caller (a reader's, a writer's).
+    fn identity(&self, fail: impl Fn(rusqlite::Error) -> OpenError) -> Result<i64, OpenError> {
         let c = &self.conn;
-        let id: i32 = c.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(|e| self.refuse(e))?;
-        let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| self.refuse(e))?;
-        let tables: i64 = c.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(|e| self.refuse(e))?;
+        let id: i32 = c.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(&fail)?;
+        let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(&fail)?;
+        let tables: i64 = c.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(&fail)?;
         let shown = self.path.display();
         if id != APPLICATION_ID && (id != 0 || tables > 0 || version != 0) {
             return Err(OpenError::Refused(format!(
@@ -240,6 +334,14 @@ impl Store {
                  use that version, or another file with --db PATH"
             )));
         }
+        Ok(version)
+    }
+
+    /// Checks the file's identity and version, then migrates it (in one transaction).
+    fn check_and_migrate(&self) -> Result<(), OpenError> {
+        let c = &self.conn;
+        let version = self.identity(|e| self.refuse(e))?;
+        let known = MIGRATIONS.len() as i64;
         c.pragma_update(None, "journal_mode", "WAL").map_err(|e| self.refuse(e))?;
         // A run's save at its end only appends to the write-ahead log (a day on 64 CPUs is tens of
         // MB of timelines): the log is folded into the database here, before measuring, and a
@@ -262,6 +364,42 @@ impl Store {
         }
         tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(|e| self.refuse(e))?;
         tx.commit().map_err(|e| self.refuse(e))
+    }
+
+    /// Reads every page of the store and checks its structure (`PRAGMA quick_check`): a file
+    /// damaged past its first page is refused now, before measuring, not when the run is saved.
+    pub fn check_whole(&self) -> Result<(), OpenError> {
+        let mut q = self.conn.prepare("PRAGMA quick_check(1)").map_err(|e| self.refuse(e))?;
+        let first: String = q.query_row([], |r| r.get(0)).map_err(|e| self.refuse(e))?;
+        if first == "ok" {
+            return Ok(());
+        }
+        Err(OpenError::Refused(format!(
+            "the store {} is corrupt ({}); it is left as it is: move it away or give another file with --db PATH",
+            self.path.display(),
+            first.chars().take(120).map(|c| if c.is_control() { ' ' } else { c }).collect::<String>()
+        )))
+    }
+
+    /// Checks, before measuring, that a result of up to `bytes` can be written into the store's
+    /// file system: the write-ahead log grows by the compressed document, its timelines and the
+    /// pages they touch; a rescue file, should the store fail at the end, takes the document
+    /// again; and where the temporary directory has no room to spool the document, the store's
+    /// directory spools it (see `save`).
+    pub fn check_room(&self, bytes: u64) -> Result<(), OpenError> {
+        const MIB: u64 = 1 << 20;
+        let spool_here = sys::free_space(&std::env::temp_dir()).is_ok_and(|free| free < bytes);
+        let need = bytes.saturating_mul(if spool_here { 3 } else { 2 }).saturating_add(WAL_MARGIN);
+        match sys::free_space(dir_of(&self.path)) {
+            Ok(free) if free < need => Err(OpenError::Refused(format!(
+                "the file system of the store {} has {} MiB free; this run needs up to {} MiB to keep its result: \
+                 free some space, or give another file with --db PATH (or --no-store)",
+                self.path.display(),
+                free / MIB,
+                need.div_ceil(MIB)
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// An error while checking the file: locked, corrupt or unreadable.
@@ -297,11 +435,7 @@ impl Store {
         imported_from: Option<&str>,
     ) -> Result<i64, String> {
         let encoding = |e: std::io::Error| format!("encoding the run for the store: {e}");
-        let mut document = match tempfile::tempfile() {
-            Ok(f) => Spool::File(f),
-            Err(_) => Spool::Memory(std::io::Cursor::new(Vec::new())),
-        };
-        let size = compress_into(r, &mut document).map_err(encoding)?;
+        let (mut document, size) = spool(r, &self.path).map_err(encoding)?;
         let row = row_of(r);
         let sql = |e| sql_error(&self.path, e);
         let tx = self.conn.unchecked_transaction().map_err(sql)?;
@@ -421,6 +555,15 @@ impl Store {
             }
             _ => return Err(unreadable(&"its document is neither JSON nor compressed JSON")),
         };
+        // A store of layout 1 or 2 that was only read (not migrated) keeps every timeline inside
+        // its documents.
+        let layout_3: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'timelines'", [], |r| r.get(0))
+            .map_err(|e| sql_error(&self.path, e))?;
+        if layout_3 == 0 {
+            return Ok(r);
+        }
         let mut timelines =
             self.conn.prepare_cached("SELECT entry, data FROM timelines WHERE run = ?1").map_err(|e| sql_error(&self.path, e))?;
         let mut rows = timelines.query([id]).map_err(|e| sql_error(&self.path, e))?;
@@ -492,6 +635,60 @@ impl std::io::Read for Spool {
     }
 }
 
+/// `r` compressed into the first spool that takes it whole: an unnamed temporary file in the
+/// temporary directory, else (that directory full or unusable) one in the store's directory,
+/// else memory. Returns it with the compressed size.
+fn spool(r: &RunResult, store: &Path) -> std::io::Result<(Spool, u64)> {
+    let beside = || {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new().read(true).write(true).mode(0o600).custom_flags(libc::O_TMPFILE).open(dir_of(store))
+    };
+    let files: [&dyn Fn() -> std::io::Result<std::fs::File>; 2] = [&tempfile::tempfile, &beside];
+    for file in files {
+        if let Ok(f) = file() {
+            let mut s = Spool::File(f);
+            if let Ok(size) = compress_into(r, &mut s) {
+                return Ok((s, size));
+            }
+        }
+    }
+    let mut s = Spool::Memory(std::io::Cursor::new(Vec::new()));
+    let size = compress_into(r, &mut s)?;
+    Ok((s, size))
+}
+
+/// Saves a result that could not be kept in the store to a rescue file: the whole document as
+/// `--json` writes it, in a new file of mode 0600 named `rtgauge-rescued-*.json` with an
+/// unpredictable tail, created exclusively (a name or link planted there is never followed or
+/// written through); in the store's directory, else the current directory, else the temporary
+/// one. A file that cannot be written whole is removed. `rtgauge import FILE` stores it later.
+/// Returns where it is.
+pub fn rescue(r: &RunResult, store: Option<&Path>) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut dirs: Vec<PathBuf> = store.map(|p| dir_of(p).to_path_buf()).into_iter().collect();
+    dirs.extend([PathBuf::from("."), std::env::temp_dir()]);
+    let mut failed = Vec::new();
+    for dir in dirs {
+        let written = tempfile::Builder::new()
+            .prefix("rtgauge-rescued-")
+            .suffix(".json")
+            .permissions(std::fs::Permissions::from_mode(0o600))
+            .tempfile_in(&dir)
+            .and_then(|mut f| {
+                let mut w = std::io::BufWriter::with_capacity(64 * 1024, f.as_file_mut());
+                serde_json::to_writer_pretty(&mut w, r)?;
+                std::io::Write::write_all(&mut w, b"\n")?;
+                w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+                f.keep().map_err(|e| e.error)
+            });
+        match written {
+            Ok((_, path)) => return Ok(std::fs::canonicalize(&path).unwrap_or(path)),
+            Err(e) => failed.push(format!("{}: {e}", dir.display())),
+        }
+    }
+    Err(format!("no rescue file could be written ({})", failed.join("; ")))
+}
+
 /// A result as the store keeps it: JSON serialised straight into a zlib compressor writing to
 /// `out`; returns the compressed size.
 fn compress_into(r: &RunResult, out: &mut impl std::io::Write) -> std::io::Result<u64> {
@@ -522,6 +719,28 @@ impl<W: std::io::Write> std::io::Write for Counted<W> {
     }
 }
 
+/// The `file:` URI of `path` for SQLite: every byte but letters, digits and `/._-~` written
+/// as `%XX` (`?` and `#` would start a query and a fragment), an absolute path with an empty
+/// authority (`file:///abs`).
+fn file_uri(path: &Path) -> String {
+    let mut uri = String::from(if path.is_absolute() { "file://" } else { "file:" });
+    for &b in path.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || b"/._-~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri += &format!("%{b:02X}");
+        }
+    }
+    uri
+}
+
+/// The write-ahead log beside a store.
+fn wal_of(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push("-wal");
+    PathBuf::from(p)
+}
+
 /// Refuses a file that exists but does not begin as a SQLite database does (an empty file
 /// included: a store is never half-made, see [`create`]).
 fn check_header(path: &Path) -> Result<(), OpenError> {
@@ -548,9 +767,15 @@ fn create(path: &Path) -> Result<(), OpenError> {
     let unreachable = |what: &str, e: &dyn std::fmt::Display| {
         OpenError::Unreachable(format!("cannot {what} the store {shown}: {e}; give another with --db PATH or --no-store"))
     };
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| unreachable("make the directory of", &e))?;
+    let dir = dir_of(path);
+    // (Its mode whatever the umask: readable by all, written by its owner.)
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o755)
+        .create(dir)
+        .map_err(|e| unreachable("make the directory of", &e))?;
     let tmp = tempfile::Builder::new().prefix(".rtgauge-store-").tempfile_in(dir).map_err(|e| unreachable("create", &e))?;
+    // Dropped before `tmp` on every way out, success or failure (a full disk, a file size
+    // limit): no `.rtgauge-store-*` file is left beside the store.
+    let _companions = Companions(tmp.path().to_path_buf());
     {
         let conn = Connection::open(tmp.path()).map_err(|e| unreachable("create", &e))?;
         // Large pages: a long run's timelines are tens of MB of blobs, written page by page.
@@ -564,6 +789,20 @@ fn create(path: &Path) -> Result<(), OpenError> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(unreachable("create", &e)),
+    }
+}
+
+/// SQLite's companion files of a store being made (`-wal`, `-shm`, `-journal`), removed when
+/// dropped (its connection closed first).
+struct Companions(PathBuf);
+
+impl Drop for Companions {
+    fn drop(&mut self) {
+        for suffix in ["-wal", "-shm", "-journal"] {
+            let mut p = self.0.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
     }
 }
 

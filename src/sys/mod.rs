@@ -222,25 +222,59 @@ pub fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
     check(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) })
 }
 
-/// Blocks the asynchronous process signals (SIGINT, SIGTERM, ...) in the calling thread so
-/// that they are delivered to the non-RT coordinating thread, never to a measurement thread.
+/// Every asynchronous signal whose default action ends the process and that a user or the system
+/// sends to end it: hang-up (a closed terminal, a dropped ssh connection), interrupt, quit,
+/// terminate, the user signals, the timers' (SIGALRM, SIGVTALRM, SIGPROF), the CPU time limit
+/// (SIGXCPU), SIGIO, SIGPWR and every real-time signal. Left out: SIGKILL and SIGSTOP (no
+/// process can catch them) and the faults (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP,
+/// SIGSYS), which a handler cannot recover from; SIGPIPE and SIGXFSZ, which
+/// [`survive_write_limits`] turns into write errors.
+pub fn ending_signals() -> Vec<i32> {
+    let mut v = vec![
+        libc::SIGHUP,
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGTERM,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGVTALRM,
+        libc::SIGPROF,
+        libc::SIGXCPU,
+        libc::SIGIO,
+        libc::SIGPWR,
+    ];
+    v.extend(libc::SIGRTMIN()..=libc::SIGRTMAX());
+    v
+}
+
+/// A signal's name: `SIGHUP`, `SIGRTMIN+3`.
+pub fn signal_name(signal: i32) -> String {
+    if (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&signal) {
+        return format!("SIGRTMIN+{}", signal - libc::SIGRTMIN());
+    }
+    signal_hook::low_level::signal_name(signal).map_or_else(|| format!("signal {signal}"), str::to_string)
+}
+
+/// Makes a write beyond the file size limit (`ulimit -f`) fail with EFBIG instead of killing
+/// the process with SIGXFSZ, as a write to a closed pipe fails with EPIPE (the Rust runtime
+/// ignores SIGPIPE before `main`). SIGXFSZ gets a handler that does nothing rather than being
+/// ignored: a handler, unlike an ignored signal, is not inherited by the programs rtgauge
+/// starts (the loads get the default back at `exec`).
+pub fn survive_write_limits() -> io::Result<()> {
+    signal_hook::flag::register(libc::SIGXFSZ, std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)))?;
+    Ok(())
+}
+
+/// Blocks the asynchronous process signals (every one of [`ending_signals`], SIGCHLD, SIGWINCH,
+/// SIGPIPE, SIGXFSZ) in the calling thread so that they are delivered to the non-RT
+/// coordinating thread, never to a measurement thread.
 pub fn block_process_signals() -> io::Result<()> {
     // SAFETY: `set` is a valid sigset_t initialised by sigemptyset before use.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for sig in [
-            libc::SIGINT,
-            libc::SIGTERM,
-            libc::SIGHUP,
-            libc::SIGQUIT,
-            libc::SIGCHLD,
-            libc::SIGALRM,
-            libc::SIGUSR1,
-            libc::SIGUSR2,
-            libc::SIGWINCH,
-            libc::SIGPIPE,
-        ] {
+        for sig in ending_signals().into_iter().chain([libc::SIGCHLD, libc::SIGWINCH, libc::SIGPIPE, libc::SIGXFSZ]) {
             libc::sigaddset(&mut set, sig);
         }
         let ret = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
@@ -250,6 +284,32 @@ pub fn block_process_signals() -> io::Result<()> {
             Err(io::Error::from_raw_os_error(ret))
         }
     }
+}
+
+/// The soft limit of the main thread's stack (RLIMIT_STACK, `ulimit -s`) in bytes (`None` =
+/// unlimited).
+pub fn stack_limit() -> io::Result<Option<u64>> {
+    rlimit(libc::RLIMIT_STACK)
+}
+
+/// The soft limit of the size of a file this process writes (RLIMIT_FSIZE, `ulimit -f`) in
+/// bytes (`None` = unlimited).
+pub fn file_size_limit() -> io::Result<Option<u64>> {
+    rlimit(libc::RLIMIT_FSIZE)
+}
+
+/// Bytes this process may still write to the file system holding `path` (`statvfs`): the
+/// blocks free to unprivileged users, or every free block for root (who may use the reserve).
+pub fn free_space(path: &std::path::Path) -> io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: statvfs is plain data; `c` is a NUL-terminated path that outlives the call.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    check(unsafe { libc::statvfs(c.as_ptr(), &mut st) })?;
+    let blocks = if effective_uid() == 0 { st.f_bfree } else { st.f_bavail };
+    // fsblkcnt_t and f_frsize are 32 bits wide on some 32-bit targets.
+    #[allow(clippy::unnecessary_cast)]
+    Ok((blocks as u64).saturating_mul(st.f_frsize as u64))
 }
 
 /// The effective user id of the process.
@@ -1172,12 +1232,34 @@ pub fn try_lock_exclusive(file: &std::fs::File) -> io::Result<bool> {
     }
 }
 
-/// Mounts a kernel file system of type `fstype` (`tracefs`, ...) at `dir` (`mount(2)`, no flags).
-pub fn mount_kernel_fs(fstype: &str, dir: &str) -> io::Result<()> {
+/// Mounts a kernel file system of type `fstype` (`tracefs`, ...) at `dir` (`mount(2)`, no flags),
+/// with `source` as its source name (what /proc/mounts shows in its first column: rtgauge names
+/// its own mounts so that another rtgauge can tell them from the system's).
+pub fn mount_kernel_fs(source: &str, fstype: &str, dir: &str) -> io::Result<()> {
     let c = |s: &str| std::ffi::CString::new(s).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL));
-    let (src, target, kind) = (c("nodev")?, c(dir)?, c(fstype)?);
+    let (src, target, kind) = (c(source)?, c(dir)?, c(fstype)?);
     // SAFETY: three valid NUL-terminated strings that outlive the call; no data argument.
     check(unsafe { libc::mount(src.as_ptr(), target.as_ptr(), kind.as_ptr(), 0, std::ptr::null()) })
+}
+
+/// Eight unpredictable bytes from the kernel's random pool (`getrandom(2)`), for names in shared
+/// namespaces (message queues, trace instances) that another user must not be able to take first.
+pub fn random_u64() -> io::Result<u64> {
+    let mut bytes = [0u8; 8];
+    let mut got = 0;
+    while got < bytes.len() {
+        // SAFETY: the pointer and length describe the unfilled rest of `bytes`.
+        let n = unsafe { libc::getrandom(bytes[got..].as_mut_ptr().cast(), bytes.len() - got, 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        got += n as usize;
+    }
+    Ok(u64::from_le_bytes(bytes))
 }
 
 /// Unmounts the file system at `dir` (`umount2`, lazily: a reader still inside keeps it until done).

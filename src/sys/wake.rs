@@ -81,30 +81,45 @@ fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
 }
 
 /// Opens an unnamed POSIX message queue of 8-byte messages: (the handler's non-blocking
-/// descriptor, the task's blocking one). Its name is unlinked at once.
+/// descriptor, the task's blocking one). Its name (`/rtgauge-PID-RANDOM`: message queue names are
+/// one namespace for every user, so a predictable one could be taken first) is made with
+/// `O_EXCL` — a queue of that name that exists is never used — and unlinked at once.
 fn open_queue() -> io::Result<(libc::mqd_t, libc::mqd_t)> {
-    static QUEUES: AtomicU32 = AtomicU32::new(0);
-    let name = format!("/rtgauge-{}-{}\0", std::process::id(), QUEUES.fetch_add(1, Ordering::Relaxed));
-    // SAFETY: `name` is NUL-terminated and outlives the calls; `attr` is a valid mq_attr.
-    unsafe {
-        let mut attr: libc::mq_attr = std::mem::zeroed();
-        attr.mq_maxmsg = 8;
-        attr.mq_msgsize = 8;
-        let path = name.as_ptr().cast();
-        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC;
-        let task = libc::mq_open(path, flags, 0o600 as libc::mode_t, &attr as *const libc::mq_attr);
-        if task < 0 {
-            return Err(io::Error::last_os_error());
+    // Another queue of the same random name is all but impossible; a few tries say it was not chance.
+    for _ in 0..3 {
+        let name = format!("/rtgauge-{}-{:016x}\0", std::process::id(), super::random_u64()?);
+        // SAFETY: `name` is NUL-terminated and outlives the calls; `attr` is a valid mq_attr.
+        unsafe {
+            let mut attr: libc::mq_attr = std::mem::zeroed();
+            attr.mq_maxmsg = 8;
+            attr.mq_msgsize = 8;
+            let path = name.as_ptr().cast();
+            let flags = libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC;
+            let task = libc::mq_open(path, flags, 0o600 as libc::mode_t, &attr as *const libc::mq_attr);
+            if task < 0 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EEXIST) {
+                    continue;
+                }
+                return Err(e);
+            }
+            // The queue is ours (made with O_EXCL, mode 0600, in the sticky /dev/mqueue): the
+            // second descriptor opens the same one.
+            let handler = libc::mq_open(path, libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC);
+            let err = io::Error::last_os_error();
+            libc::mq_unlink(path);
+            if handler < 0 {
+                libc::mq_close(task);
+                return Err(err);
+            }
+            return Ok((handler, task));
         }
-        let handler = libc::mq_open(path, libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC);
-        let err = io::Error::last_os_error();
-        libc::mq_unlink(path);
-        if handler < 0 {
-            libc::mq_close(task);
-            return Err(err);
-        }
-        Ok((handler, task))
     }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "three message queues named /rtgauge-PID-RANDOM existed already: another user is taking rtgauge's names \
+         (look in /dev/mqueue)",
+    ))
 }
 
 fn futex(word: &AtomicU32, op: libc::c_int, val: u32) -> libc::c_long {

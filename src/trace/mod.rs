@@ -5,11 +5,16 @@
 //! after the warm-up), it stops its CPU's trace with one write; the collector reads that trace,
 //! explains the latency from it (`analysis`: rtla's auto-analysis, for any probe), keeps the
 //! explanation of each CPU's worst traced latency, and restarts the trace. Instances and a
-//! mount of tracefs go into the tuning journal first, so they never outlive the run.
+//! mount of tracefs go into the tuning journal, so they never outlive the run; instances have
+//! unpredictable names, a mount is shared by every run that uses it and unmounted by the last,
+//! and the instances of a run killed with its guardian are removed by the next rtgauge
+//! ([`remove_stale`]).
 
 pub mod analysis;
 pub mod events;
 mod tracefs;
+
+pub use tracefs::{is_own_instance, remove_stale};
 
 use crate::probe::{TraceTrigger, TRACE_INSTANCES};
 use crate::result::trace::{Culprit, TraceCapture, TraceReport};
@@ -97,19 +102,28 @@ impl Session {
     pub fn start(j: &mut Journal, cpus: &[usize], threshold_ns: Option<u64>) -> Session {
         let mut s =
             Session { cpus: vec![], threshold_ns, tracefs: None, mounted: false, events: vec![], tracers: vec![], error: None };
-        let fs = match tracefs::find_or_mount(j) {
-            Ok(fs) => fs,
+        let found = crate::sys::random_u64()
+            .map_err(|e| format!("cannot read random bytes for the trace instances' names: {e}"))
+            .and_then(|token| Ok((token, tracefs::find_or_mount(j)?)));
+        let (token, mut fs) = match found {
+            Ok(found) => found,
             Err(e) => {
                 s.error = Some(e);
                 return s;
             }
         };
-        s.tracefs = Some(fs.root.display().to_string());
-        s.mounted = fs.mounted;
-        s.tracers = latency_tracers(&fs.root);
         let mut errors = Vec::new();
         for &cpu in cpus {
-            match make_instances(j, &fs, cpu) {
+            let mut made = make_instances(j, &fs, cpu, token);
+            if made.is_err() && s.cpus.is_empty() && !fs.root.join("instances").is_dir() {
+                // Another run unmounted tracefs between our finding it and making our first
+                // instance (it saw none of ours): find it, or mount it, again.
+                if let Ok(again) = tracefs::find_or_mount(j) {
+                    fs = again;
+                    made = make_instances(j, &fs, cpu, token);
+                }
+            }
+            match made {
                 Ok(instances) => {
                     use std::os::fd::AsRawFd;
                     s.events = instances[0].events.clone();
@@ -120,6 +134,9 @@ impl Session {
                 Err(e) => errors.push(format!("CPU {cpu}: {e}")),
             }
         }
+        s.tracefs = Some(fs.root.display().to_string());
+        s.mounted = fs.mounted;
+        s.tracers = latency_tracers(&fs.root);
         if !errors.is_empty() {
             s.error = Some(errors.join("; "));
         }
@@ -186,11 +203,11 @@ impl Session {
     }
 }
 
-/// CPU `cpu`'s trace instances, all or none.
-fn make_instances(j: &mut Journal, fs: &tracefs::Tracefs, cpu: usize) -> Result<Vec<tracefs::Instance>, String> {
+/// CPU `cpu`'s trace instances, all or none (`token`: the run's random part of their names).
+fn make_instances(j: &mut Journal, fs: &tracefs::Tracefs, cpu: usize, token: u64) -> Result<Vec<tracefs::Instance>, String> {
     let mut made = Vec::with_capacity(TRACE_INSTANCES);
     for k in 0..TRACE_INSTANCES {
-        match tracefs::Instance::make(j, fs, cpu, k, BUFFER_KB) {
+        match tracefs::Instance::make(j, fs, cpu, k, token, BUFFER_KB) {
             Ok(i) => made.push(i),
             Err(e) => {
                 made.into_iter().for_each(tracefs::Instance::remove);

@@ -2,7 +2,15 @@
 //! per measured CPU (its own buffer, events and `tracing_on`, so a stop on one CPU leaves the
 //! others recording), read back and restarted. Instances leave the system's own trace settings
 //! alone; removing one undoes everything set in it. Every mount and instance goes into the
-//! journal first.
+//! journal.
+//!
+//! Names: an instance is `rtgauge-PID-RANDOM-cpuN-K` (the run's process id, then 16 random hex
+//! digits: no other program can make it first; one that exists is never used). A mount rtgauge
+//! makes has the source `rtgauge` (the first column of /proc/mounts), so every rtgauge tells it
+//! from the system's. Mounts are shared: a run that finds rtgauge's mount takes its part in it
+//! (journaled as the mount is), and whoever ends last unmounts it — a mount is unmounted only
+//! when no trace instance is left in it (the journal's unmount, see `tuning::journal`). Instances of runs whose process is
+//! gone are removed by the next rtgauge and `rtgauge restore` ([`remove_stale`]).
 
 use crate::tuning::journal::{Journal, Undo};
 use std::fs::{File, OpenOptions};
@@ -31,7 +39,17 @@ pub const EVENTS: &[&str] = &[
     "irq_vectors/irq_work_exit",
 ];
 
-/// Where tracefs is, and whether rtgauge mounted it.
+/// The source rtgauge mounts tracefs with (what /proc/mounts shows in its first column).
+pub const MOUNT_SOURCE: &str = crate::tuning::journal::TRACEFS_SOURCE;
+/// Where rtgauge mounts tracefs when it finds none.
+const MOUNT_AT: &str = crate::tuning::journal::TRACEFS_MOUNT;
+/// tracefs under debugfs, on older systems.
+const UNDER_DEBUGFS: &str = "/sys/kernel/debug/tracing";
+/// The start of every instance rtgauge makes.
+const PREFIX: &str = "rtgauge-";
+
+/// Where tracefs is, and whether rtgauge mounted it (this run, or another rtgauge whose mount
+/// this run shares).
 pub struct Tracefs {
     pub root: PathBuf,
     pub mounted: bool,
@@ -41,18 +59,34 @@ fn write(path: &Path, value: &str) -> Result<(), String> {
     std::fs::write(path, value).map_err(|e| format!("cannot write {value} to {}: {e}", path.display()))
 }
 
-/// Finds tracefs (mounted, or under debugfs), or mounts it at /sys/kernel/tracing.
+/// /proc/mounts escapes blanks and backslashes as octal (`\040`).
+fn unescape(s: &str) -> String {
+    s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+}
+
+/// Every tracefs mount, in mount order: (source, mount point).
+fn mounts() -> Vec<(String, PathBuf)> {
+    let text = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&"tracefs")).then(|| (unescape(f[0]), PathBuf::from(unescape(f[1]))))
+        })
+        .collect()
+}
+
+/// Finds tracefs (mounted, or under debugfs), or mounts it at /sys/kernel/tracing. A mount
+/// another rtgauge made is shared: this run journals it too, and the last one to end unmounts it.
 pub fn find_or_mount(j: &mut Journal) -> Result<Tracefs, String> {
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    let at = mounts.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.get(2) == Some(&"tracefs")).then(|| PathBuf::from(f[1]))
-    });
-    if let Some(root) = at.filter(|r| r.join("instances").exists()) {
-        return Ok(Tracefs { root, mounted: false });
+    if let Some((source, root)) = mounts().into_iter().find(|(_, r)| r.join("instances").is_dir()) {
+        let shared = source == MOUNT_SOURCE;
+        if shared {
+            j.record(&[Undo::Unmount { path: root.display().to_string() }])?;
+        }
+        return Ok(Tracefs { root, mounted: shared });
     }
-    let debug = Path::new("/sys/kernel/debug/tracing");
-    if debug.join("instances").exists() {
+    let debug = Path::new(UNDER_DEBUGFS);
+    if debug.join("instances").is_dir() {
         return Ok(Tracefs { root: debug.to_path_buf(), mounted: false });
     }
     let supported =
@@ -60,13 +94,72 @@ pub fn find_or_mount(j: &mut Journal) -> Result<Tracefs, String> {
     if !supported {
         return Err("this kernel has no tracefs (CONFIG_TRACING): no trace can explain the worst case".into());
     }
-    let root = PathBuf::from("/sys/kernel/tracing");
+    let root = PathBuf::from(MOUNT_AT);
     j.record(&[Undo::Unmount { path: root.display().to_string() }])?;
-    crate::sys::mount_kernel_fs("tracefs", "/sys/kernel/tracing").map_err(|e| {
+    crate::sys::mount_kernel_fs(MOUNT_SOURCE, "tracefs", MOUNT_AT).map_err(|e| {
         let fix = if e.kind() == std::io::ErrorKind::PermissionDenied { ": run as root" } else { "" };
-        format!("cannot mount tracefs at /sys/kernel/tracing: {e}{fix}")
+        format!("cannot mount tracefs at {MOUNT_AT}: {e}{fix}")
     })?;
     Ok(Tracefs { root, mounted: true })
+}
+
+/// The process id in the name of an instance rtgauge made (`rtgauge-PID-...`).
+fn owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(PREFIX)?;
+    let (pid, tail) = rest.split_once('-')?;
+    (!tail.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())).then(|| pid.parse().ok()).flatten()
+}
+
+/// Whether process `pid` lives.
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Whether `path` is a trace instance rtgauge makes: `instances/rtgauge-PID-...` directly in a
+/// tracefs mount (for what a journal may ask to be removed).
+pub fn is_own_instance(path: &Path) -> bool {
+    let (Some(name), Some(dir)) = (path.file_name().and_then(|n| n.to_str()), path.parent()) else { return false };
+    owner(name).is_some()
+        && dir.file_name().is_some_and(|d| d == "instances")
+        && dir.parent().is_some_and(|root| root == Path::new(UNDER_DEBUGFS) || mounts().iter().any(|(_, r)| r == root))
+}
+
+/// The trace roots to look in: every tracefs mount, and tracefs under debugfs.
+fn roots() -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = mounts().into_iter().map(|(_, r)| r).collect();
+    roots.push(PathBuf::from(UNDER_DEBUGFS));
+    roots.dedup();
+    roots
+}
+
+/// Stops and removes the instance at `dir`.
+fn remove_dir(dir: &Path) -> std::io::Result<()> {
+    let _ = std::fs::write(dir.join("tracing_on"), "0");
+    std::fs::remove_dir(dir)
+}
+
+/// Removes the trace instances of runs whose process is gone (killed with their guardian: their
+/// instances would trace on for ever), in every tracefs mount. One line per instance removed or
+/// not.
+pub fn remove_stale() -> Vec<String> {
+    let mut lines = Vec::new();
+    for root in roots() {
+        let Ok(entries) = std::fs::read_dir(root.join("instances")) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(owner) else { continue };
+            if alive(pid) {
+                continue;
+            }
+            let path = entry.path();
+            lines.push(match remove_dir(&path) {
+                Ok(()) => format!("removed the trace instance of a killed run (pid {pid}), {}", path.display()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue, // its guardian was quicker
+                Err(e) => format!("could not remove the trace instance of a killed run, {}: {e}", path.display()),
+            });
+        }
+    }
+    lines
 }
 
 /// One CPU's trace instance.
@@ -87,11 +180,25 @@ fn cpu_mask(cpu: usize) -> String {
 impl Instance {
     /// Makes CPU `cpu`'s instance: its events, the `mono` clock (CLOCK_MONOTONIC, as the
     /// measurement's), a buffer of `buffer_kb` for that CPU and the least for the others.
-    /// `k` tells the CPU's instances apart.
-    pub fn make(j: &mut Journal, fs: &Tracefs, cpu: usize, k: usize, buffer_kb: u64) -> Result<Instance, String> {
-        let dir = fs.root.join("instances").join(format!("rtgauge-{}-cpu{cpu}-{k}", std::process::id()));
-        j.record(&[Undo::RemoveDir { path: dir.display().to_string() }])?;
-        std::fs::create_dir(&dir).map_err(|e| format!("cannot make the trace instance {}: {e}", dir.display()))?;
+    /// `k` tells the CPU's instances apart, `token` (random) makes the run's names its own.
+    /// An instance of that name that exists is not used (it is another program's): an error.
+    pub fn make(j: &mut Journal, fs: &Tracefs, cpu: usize, k: usize, token: u64, buffer_kb: u64) -> Result<Instance, String> {
+        let name = format!("{PREFIX}{}-{token:016x}-cpu{cpu}-{k}", std::process::id());
+        let dir = fs.root.join("instances").join(&name);
+        std::fs::create_dir(&dir).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => format!(
+                "the trace instance {} exists already: another program made it under rtgauge's name (it is left \
+                 alone); remove it with rmdir, or run again",
+                dir.display()
+            ),
+            _ => format!("cannot make the trace instance {}: {e}", dir.display()),
+        })?;
+        // Journaled once made (what it names is then ours): a run killed in between leaves an
+        // instance of a dead process, which the next rtgauge removes.
+        if let Err(e) = j.record(&[Undo::RemoveDir { path: dir.display().to_string() }]) {
+            let _ = std::fs::remove_dir(&dir);
+            return Err(e);
+        }
         let set = || -> Result<Instance, String> {
             write(&dir.join("tracing_on"), "0")?;
             write(&dir.join("buffer_size_kb"), "4")?;
@@ -155,6 +262,16 @@ impl Instance {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_instance_names_its_owner() {
+        assert_eq!(super::owner("rtgauge-123-00ff00ff00ff00ff-cpu0-1"), Some(123));
+        assert_eq!(super::owner("rtgauge-123-cpu0-1"), Some(123), "as rtgauge named them before");
+        assert_eq!(super::owner("rtgauge-x-cpu0"), None);
+        assert_eq!(super::owner("rtgauge-123"), None);
+        assert_eq!(super::owner("mine-123-cpu0"), None);
+        assert!(!super::is_own_instance(std::path::Path::new("/etc/rtgauge-1-x")));
+    }
+
     #[test]
     fn cpu_masks_in_32_bit_groups() {
         assert_eq!(super::cpu_mask(1), "00000002");

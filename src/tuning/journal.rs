@@ -591,9 +591,30 @@ fn undo(u: &Undo) -> Result<Option<String>, String> {
                 }
             }
         }
-        Undo::Unmount { path } => {
-            // Only the tracefs rtgauge mounted, and only while it is mounted there.
-            if !mounts_of("tracefs").iter().any(|m| m == Path::new(path)) {
+        Undo::Unmount { path } => release_tracefs(path),
+    }
+}
+
+/// The source rtgauge mounts tracefs with (the first column of /proc/mounts): a mount of
+/// rtgauge's own, which another traced run may share.
+pub const TRACEFS_SOURCE: &str = "rtgauge";
+
+/// Unmounts the tracefs at `path` if rtgauge mounted it and no trace instance is left in it: a
+/// run that shares the mount keeps it until the last one ends.
+fn release_tracefs(path: &str) -> Result<Option<String>, String> {
+    let text = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let source = text.lines().rev().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(2) == Some(&"tracefs") && f.get(1) == Some(&path)).then(|| f[0].to_string())
+    });
+    match source {
+        None => Ok(None),
+        Some(s) if s != TRACEFS_SOURCE => {
+            Err(format!("{path}: a tracefs mount rtgauge did not make (its source is '{}'): left mounted", crate::vocab::shown(&s)))
+        }
+        Some(_) => {
+            let left = std::fs::read_dir(Path::new(path).join("instances")).map(|d| d.flatten().count()).unwrap_or(0);
+            if left > 0 {
                 return Ok(None);
             }
             crate::sys::unmount(path).map_err(|e| format!("{path}: cannot unmount it: {e}"))?;

@@ -60,6 +60,7 @@ const CHECKS: &[fn(&Ctx) -> Finding] = &[
     kernel::threadirqs,
     sched::rt_throttling,
     sched::rt_group,
+    sched::cpu_bandwidth,
     sched::rlimit_rtprio,
     sched::rlimit_memlock,
     memory::swap,

@@ -59,6 +59,89 @@ pub(super) fn rt_group(c: &Ctx) -> Finding {
         )
 }
 
+/// A CFS bandwidth limit on one cgroup: its directory, quota and period (µs).
+struct Quota {
+    dir: std::path::PathBuf,
+    quota_us: u64,
+    period_us: u64,
+    /// The file that sets it, and what written into it lifts it.
+    file: &'static str,
+    lift: &'static str,
+}
+
+/// The CFS bandwidth limits on this process's cgroup and each of its ancestors up to the
+/// hierarchy's root (v2 `cpu.max`, else v1 `cpu.cfs_quota_us`), with this process's own cgroup.
+fn cpu_quotas() -> (Option<std::path::PathBuf>, Vec<Quota>) {
+    use crate::audit::cgroups::{find_mount, own_dir};
+    let read = |p: &std::path::Path| read_trim(p.display().to_string());
+    for controller in [None, Some("cpu")] {
+        let (Ok(own), Some(mount)) = (own_dir(controller), find_mount(controller)) else { continue };
+        // A v2 hierarchy without the cpu controller (a hybrid system) limits nothing: v1 does.
+        let v2_cpu = read(&mount.dir.join("cgroup.controllers")).is_some_and(|c| c.split_whitespace().any(|w| w == "cpu"));
+        if controller.is_none() && !v2_cpu {
+            continue;
+        }
+        let mut quotas = Vec::new();
+        let mut dir = own.clone();
+        while dir.starts_with(&mount.dir) {
+            let limit = match controller {
+                None => read(&dir.join("cpu.max")).and_then(|t| {
+                    let (q, p) = t.split_once(' ')?;
+                    Some((q.parse::<u64>().ok()?, p.trim().parse().ok()?, "cpu.max", "max"))
+                }),
+                Some(_) => read(&dir.join("cpu.cfs_quota_us")).and_then(|q| {
+                    let q = q.parse::<i64>().ok().filter(|q| *q > 0)?;
+                    let p = read(&dir.join("cpu.cfs_period_us")).and_then(|p| p.parse().ok()).unwrap_or(100_000);
+                    Some((q as u64, p, "cpu.cfs_quota_us", "-1"))
+                }),
+            };
+            if let Some((quota_us, period_us, file, lift)) = limit {
+                quotas.push(Quota { dir: dir.clone(), quota_us, period_us, file, lift });
+            }
+            if dir == mount.dir || !dir.pop() {
+                break;
+            }
+        }
+        return (Some(own), quotas);
+    }
+    (None, Vec::new())
+}
+
+pub(super) fn cpu_bandwidth(_c: &Ctx) -> Finding {
+    let (own, quotas) = cpu_quotas();
+    let shown = |q: &Quota| format!("{} has {} µs of CPU time every {} µs", q.dir.display(), q.quota_us, q.period_us);
+    let (severity, observed) = match (&own, quotas.as_slice()) {
+        (None, _) => (Severity::Info, "unknown: this process's cgroup is not visible here".to_string()),
+        (Some(o), []) => (Severity::Ok, format!("no CPU quota on this process's cgroup {} or above it", o.display())),
+        (Some(_), q) => (
+            Severity::Warn,
+            format!(
+                "{}: every SCHED_OTHER thread of rtgauge (and of the application) stops when the quota is used up, until \
+                 the period ends",
+                words(&q.iter().map(shown).collect::<Vec<_>>())
+            ),
+        ),
+    };
+    let fix = quotas.iter().map(|q| format!("echo {} > {}", q.lift, q.dir.join(q.file).display())).collect::<Vec<_>>();
+    let limits: Vec<_> = quotas
+        .iter()
+        .map(|q| json!({"cgroup": q.dir.display().to_string(), "quota_us": q.quota_us, "period_us": q.period_us}))
+        .collect();
+    Finding::new("cpu_bandwidth", "CPU quota of this process's cgroup", severity, observed)
+        .value(json!({"cgroup": own.map(|o| o.display().to_string()), "limits": limits}))
+        .why(
+            "A CFS bandwidth limit (cgroup v2 cpu.max, v1 cpu.cfs_quota_us) on the cgroup a program runs in, or on any \
+             cgroup above it, stops all its SCHED_OTHER threads for the rest of the period once the group has used its \
+             quota: a measurement at --policy other, rtgauge's collector and the loads stall for up to a whole period \
+             (seen: 1.5 s latencies). SCHED_FIFO threads are not throttled by it.",
+        )
+        .fix(
+            fix.join("; "),
+            "remove the CPU quota of the unit or slice that starts it (systemd: CPUQuota=, e.g. systemctl set-property \
+             SLICE CPUQuota=), or the container's CPU limit",
+        )
+}
+
 pub(super) fn rlimit_rtprio(c: &Ctx) -> Finding {
     let s = c.system;
     let privileged = s.effective_uid == 0 || s.cap_sys_nice;

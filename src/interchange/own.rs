@@ -1,0 +1,223 @@
+//! An rtgauge result document coming back (`rtgauge import` of an export, or of a run kept in
+//! a rescue file), checked as any other file: every entry's figures consistent (min ≤ every
+//! percentile ≤ max, percentiles in order, the mean between the extremes, the histogram's
+//! buckets ascending and their total equal to the samples less those lost in the hand-off,
+//! every CPU's entries adding up to the combined one), the histogram's encoded copy rebuilt
+//! from its bucket list (never decoded from the file: a crafted one can claim gigabytes), and
+//! the verdict recomputed from the document's own criteria (cycle time, budget, requirements)
+//! and figures, as `rtgauge run` decides it: what an RT engineer reads as PASS is rtgauge's
+//! judgement of the figures shown beside it, never a word the file says. A verdict that differs
+//! from the file's is replaced and said so in the warnings.
+
+use super::counts::MAX_COUNT;
+use super::Imported;
+use crate::aggregate::{HIST_HIGHEST_NS, HIST_LOWEST_NS, HIST_SIGFIG};
+use crate::result::histogram::{HistogramData, ENCODING};
+use crate::result::{ProbeResult, RunResult};
+use crate::vocab::units::us;
+
+/// `r`, read from `source` (SHA-256 `sha256`), checked and marked as imported.
+pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResult, String> {
+    for p in r.probes.iter().chain(&r.combined) {
+        check_entry(p, "")?;
+    }
+    for (i, phase) in r.phases.iter().enumerate() {
+        for p in phase.probes.iter().chain(&phase.combined) {
+            check_entry(p, &format!("phase {i}: "))?;
+        }
+        check_combined(&phase.probes, &phase.combined, &format!("phase {i}: "))?;
+    }
+    check_combined(&r.probes, &r.combined, "")?;
+    for p in r.probes.iter_mut().chain(r.combined.iter_mut()).chain(r.phases.iter_mut().flat_map(|ph| {
+        let (a, b) = (&mut ph.probes, &mut ph.combined);
+        a.iter_mut().chain(b.iter_mut())
+    })) {
+        p.histogram = rebuilt(&p.histogram).map_err(|e| format!("{}: {e}", name(p)))?;
+    }
+    recompute_verdict(&mut r)?;
+    // What the file says it was imported from before is a claim: it is kept as a warning.
+    if let Some(before) = r.imported.take() {
+        r.warnings.push(format!(
+            "the file says it holds a run imported from {} ({}); what rtgauge read is an rtgauge result document",
+            before.tool.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').take(40).collect::<String>(),
+            before.format.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').take(40).collect::<String>()
+        ));
+    }
+    r.imported = Some(Imported {
+        tool: "rtgauge".into(),
+        tool_version: Some(r.tool_version.clone()),
+        format: "rtgauge-json".into(),
+        source: source.into(),
+        sha256: Some(sha256),
+        command_line: Some(r.command_line.join(" ")),
+    });
+    Ok(r)
+}
+
+/// An entry as an error names it: `timer/cpu0`, `timer/all`.
+fn name(p: &ProbeResult) -> String {
+    format!("{}/{}", p.label(), p.scope())
+}
+
+/// Whether one entry's figures are ones rtgauge could have written.
+fn check_entry(p: &ProbeResult, at: &str) -> Result<(), String> {
+    let what = format!("{at}{}", name(p));
+    let h = &p.histogram;
+    if h.encoding != ENCODING {
+        return Err(format!("{what}: a histogram encoded otherwise than {ENCODING}"));
+    }
+    if h.lowest_ns != HIST_LOWEST_NS || h.significant_digits != HIST_SIGFIG || !(2..=HIST_HIGHEST_NS).contains(&h.highest_ns) {
+        return Err(format!(
+            "{what}: a histogram of another range or precision than rtgauge's ({HIST_LOWEST_NS} ns to 1 h, {HIST_SIGFIG} digits)"
+        ));
+    }
+    let mut total = 0u64;
+    let mut last: Option<u64> = None;
+    let mut range: Option<(u64, u64)> = None;
+    for [lo, hi, n] in h.buckets.triples() {
+        if last.is_some_and(|l| lo <= l) {
+            return Err(format!("{what}: its histogram's buckets are not in ascending order"));
+        }
+        if lo > h.highest_ns {
+            return Err(format!("{what}: its histogram holds a value beyond its own range"));
+        }
+        last = Some(lo);
+        total = total
+            .checked_add(n)
+            .filter(|&t| t <= MAX_COUNT)
+            .ok_or_else(|| format!("{what}: its histogram holds more than a measurement counts"))?;
+        if n > 0 {
+            // (the highest value of the first bucket, the lowest of the last)
+            range = Some(range.map_or((hi, lo), |(first_hi, _)| (first_hi, lo)));
+        }
+    }
+    if total != h.total_count {
+        return Err(format!("{what}: its histogram's buckets hold {total} samples but it says {}", h.total_count));
+    }
+    if p.samples > MAX_COUNT {
+        return Err(format!("{what}: {} samples, beyond what a measurement counts (at most 2^53)", p.samples));
+    }
+    if let (Some(min), Some(max)) = (p.min_ns, p.max_ns) {
+        if min > max {
+            return Err(format!("{what}: its minimum ({} µs) is above its maximum ({} µs)", us(min), us(max)));
+        }
+    }
+    if p.samples > 0 && p.histogram.total_count > 0 && (p.min_ns.is_none() || p.max_ns.is_none()) {
+        return Err(format!("{what}: {} samples but no minimum or maximum", p.samples));
+    }
+    let mut previous: Option<(f64, u64)> = None;
+    for (q, v) in p.percentiles.iter() {
+        let (q, Some(v)) = (q.q, v) else { continue };
+        if total == 0 {
+            return Err(format!("{what}: a p{q} without a histogram to take it from"));
+        }
+        if p.min_ns.is_some_and(|min| v < min) || p.max_ns.is_some_and(|max| v > max) {
+            return Err(format!(
+                "{what}: its p{q} ({} µs) is outside its minimum and maximum ({} to {} µs)",
+                us(v),
+                p.min_ns.map_or("-".into(), us),
+                p.max_ns.map_or("-".into(), us)
+            ));
+        }
+        if let Some((pq, pv)) = previous.filter(|&(_, pv)| v < pv) {
+            return Err(format!("{what}: its p{q} ({} µs) is below its p{pq} ({} µs)", us(v), us(pv)));
+        }
+        previous = Some((q, v));
+    }
+    if let (Some(m), Some(min), Some(max)) = (p.mean_ns, p.min_ns, p.max_ns) {
+        // (the mean is written to 0.1 ns)
+        if !m.is_finite() || m + 0.1 < min as f64 || m > max as f64 + 0.1 {
+            return Err(format!("{what}: its mean is outside its minimum and maximum ({} to {} µs)", us(min), us(max)));
+        }
+    }
+    if total > 0 {
+        // Every sample that reached the collector is in the histogram; those lost in the
+        // hand-off are counted apart (an imported file's samples beyond its tool's histogram
+        // are in it, at the maximum).
+        if total.checked_add(p.handoff_overflows) != Some(p.samples) {
+            return Err(format!(
+                "{what}: its histogram holds {total} samples and {} were lost in the hand-off, but it counts {}",
+                p.handoff_overflows, p.samples
+            ));
+        }
+        // The extremes are exact (lost samples included); the histogram's values lie between.
+        let (first_hi, last_lo) = range.unwrap_or((0, 0));
+        if let Some(min) = p.min_ns.filter(|&min| min > first_hi) {
+            return Err(format!("{what}: its histogram holds values below its minimum ({} µs)", us(min)));
+        }
+        if let Some(max) = p.max_ns.filter(|&max| max < last_lo) {
+            return Err(format!("{what}: its histogram holds values of {} µs, above its maximum ({} µs)", us(last_lo), us(max)));
+        }
+    }
+    Ok(())
+}
+
+/// Every CPU's entries of a probe (and series) must add up to its combined entry.
+fn check_combined(per_cpu: &[ProbeResult], combined: &[ProbeResult], at: &str) -> Result<(), String> {
+    for c in combined {
+        let parts: Vec<&ProbeResult> =
+            per_cpu.iter().filter(|p| p.probe == c.probe && p.series == c.series && p.cpu.is_some()).collect();
+        if parts.is_empty() {
+            continue;
+        }
+        let what = format!("{at}{}", name(c));
+        let samples = parts.iter().try_fold(0u64, |s, p| s.checked_add(p.samples));
+        if samples != Some(c.samples) {
+            return Err(format!(
+                "{what}: {} samples, but its CPUs' add up to {}",
+                c.samples,
+                samples.map_or("more than 2^64".into(), |s| s.to_string())
+            ));
+        }
+        let max = parts.iter().filter_map(|p| p.max_ns).max();
+        if max != c.max_ns {
+            return Err(format!("{what}: its maximum is not the largest of its CPUs'"));
+        }
+        let min = parts.iter().filter_map(|p| p.min_ns).min();
+        if min != c.min_ns {
+            return Err(format!("{what}: its minimum is not the smallest of its CPUs'"));
+        }
+    }
+    Ok(())
+}
+
+/// The histogram rebuilt from its bucket list (checked by [`check_entry`]) and encoded anew.
+fn rebuilt(h: &HistogramData) -> Result<HistogramData, String> {
+    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(h.lowest_ns, h.highest_ns, h.significant_digits)
+        .map_err(|_| "a histogram of bounds rtgauge does not write".to_string())?;
+    for [lo, _, n] in h.buckets.triples() {
+        hist.record_n(lo, n).map_err(|_| "its histogram holds a value beyond its own range".to_string())?;
+    }
+    Ok(HistogramData::encode(&hist))
+}
+
+/// The verdict, as `rtgauge run` decides it from the document's criteria and figures.
+fn recompute_verdict(r: &mut RunResult) -> Result<(), String> {
+    let budget = r.config.budget_percent;
+    if !(budget > 0.0 && budget <= 100.0) {
+        return Err("config.budget_percent is not a percentage between 0 and 100".into());
+    }
+    let requirements = r
+        .config
+        .requirements
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            crate::scenario::require::parse_requirement(t)
+                .map_err(|_| format!("config.requirements[{i}] is not a requirement this rtgauge reads"))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let facts = crate::verdict::RunFacts {
+        status: r.status,
+        failed_loads: r.loads.iter().filter(|l| l.failed).map(|l| l.spec.clone()).collect(),
+    };
+    let v = crate::verdict::evaluate(&r.probes, &r.combined, r.config.cycle_time_ns, budget / 100.0, &requirements, &facts);
+    if (v.passed, v.criteria_given, v.checks.len()) != (r.verdict.passed, r.verdict.criteria_given, r.verdict.checks.len()) {
+        r.warnings.push(format!(
+            "the file's verdict is not the one its figures and criteria give: rtgauge's is kept ({})",
+            v.headline()
+        ));
+    }
+    r.verdict = v;
+    Ok(())
+}

@@ -1,0 +1,129 @@
+//! Reading a file to import, as rtgauge can vouch for it: opened once, without blocking (a FIFO
+//! or a device is refused before anything is read), only a regular file of at most
+//! [`super::IMPORT_CAP`] bytes; streamed (never held whole), with the SHA-256 of exactly the
+//! bytes parsed and the path the open file really has. Errors say where (line and column) and
+//! what was wrong, never what the file holds: a file rtgauge (root) can read may be one its
+//! user cannot.
+
+use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::io::{Read, Seek};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// A file opened for import.
+pub struct Opened {
+    pub file: File,
+    /// The path of the file opened (its links resolved), as the kernel has it.
+    pub path: String,
+}
+
+/// Opens `path` for import: a regular file (a FIFO would block, a device never ends) of at most
+/// `cap` bytes.
+pub fn open(path: &Path, cap: u64) -> Result<Opened, String> {
+    // O_NONBLOCK: opening a FIFO does not wait for a writer (reading a regular file ignores it).
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() { "a directory" } else { "not a regular file (a FIFO, socket or device)" };
+        return Err(format!("it is {what}; give the result file itself"));
+    }
+    if meta.len() > cap {
+        return Err(format!("it is larger than {cap} bytes, more than any result file holds"));
+    }
+    use std::os::fd::AsRawFd;
+    let path = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .or_else(|_| std::fs::canonicalize(path))
+        .unwrap_or_else(|_| path.to_path_buf());
+    Ok(Opened { file, path: path.display().to_string() })
+}
+
+impl Opened {
+    /// A reader of the file from its start (at most `cap` bytes: a file that grew beyond them
+    /// while read is refused).
+    pub fn reader(&mut self, cap: u64) -> Result<Hashing<&File>, String> {
+        self.file.rewind().map_err(|e| e.to_string())?;
+        Ok(Hashing { inner: &self.file, hasher: Sha256::new(), read: 0, cap })
+    }
+}
+
+/// A reader that hashes what passes through it and refuses more than `cap` bytes.
+pub struct Hashing<R> {
+    inner: R,
+    hasher: Sha256,
+    read: u64,
+    cap: u64,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read = self.read.saturating_add(n as u64);
+        if self.read > self.cap {
+            return Err(std::io::Error::other(format!("it grew larger than {} bytes while it was read", self.cap)));
+        }
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+impl<R: Read> Hashing<R> {
+    /// The SHA-256 (hex) of every byte read, after reading whatever is left: the hash is of the
+    /// whole file as read, not of a part.
+    pub fn finish(mut self) -> Result<String, String> {
+        let mut rest = [0u8; 8192];
+        while self.read(&mut rest).map_err(|e| e.to_string())? > 0 {}
+        Ok(self.hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    }
+}
+
+/// A JSON error as one sentence with its place in the file, never quoting the file: serde's
+/// messages repeat the offending value (`invalid type: string "…"`), which may be a line of a
+/// file only root can read.
+pub fn json_error(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let at = format!("at line {} column {}", e.line(), e.column());
+    let text = e.to_string();
+    let message = text.strip_suffix(&format!(" {at}")).unwrap_or(&text);
+    // What serde itself says it expected (its own words, from rtgauge's types).
+    let expected = message.rfind(", expected ").map_or(String::new(), |i| format!(" ({})", &message[i + 2..]));
+    match e.classify() {
+        Category::Io => message.to_string(),
+        Category::Eof => format!("not valid JSON: it ends early ({at})"),
+        Category::Syntax => format!("not valid JSON: {message} ({at})"),
+        Category::Data if message.starts_with("invalid type") || message.starts_with("invalid value") => {
+            format!("a value of the wrong type or out of range {at}{expected}")
+        }
+        Category::Data if message.starts_with("unknown variant") || message.starts_with("unknown field") => {
+            format!("a name this rtgauge does not know {at}{expected}")
+        }
+        // rtgauge's own messages, and serde's that name only rtgauge's fields (`missing field`).
+        Category::Data => format!("{message}, {at}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_errors_never_quote_the_file() {
+        let secret = "root:$6$abcdef:19000:0:99999:7:::";
+        let doc = format!("{{\"n\": \"{secret}\"}}");
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct T {
+            n: u64,
+        }
+        let e = serde_json::from_str::<T>(&doc).unwrap_err();
+        assert!(e.to_string().contains(secret), "serde quotes it: {e}");
+        let said = json_error(&e);
+        assert!(!said.contains("root") && said.contains("line 1 column"), "{said}");
+        let e = serde_json::from_str::<serde_json::Value>(&format!("{secret}\n")).unwrap_err();
+        assert!(!json_error(&e).contains("root"), "{}", json_error(&e));
+    }
+}
