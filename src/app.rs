@@ -32,7 +32,7 @@ pub fn main() -> ExitCode {
             let recovered = match crate::tuning::journal::recover() {
                 Ok(r) => r,
                 Err(e) => {
-                    eprintln!("rtgauge: error: {}", report::shown(&e));
+                    crate::report::out::err_line(&format!("rtgauge: error: {}", report::shown(&e)));
                     return ExitCode::from(EXIT_ERROR);
                 }
             };
@@ -40,7 +40,7 @@ pub fn main() -> ExitCode {
             // And the trace instances such a run left tracing (tracefs is one for the system).
             removed.extend(crate::trace::remove_stale());
             if matches!(cli.command, cli::Command::Restore) {
-                removed.iter().for_each(|line| eprintln!("rtgauge: {line}"));
+                removed.iter().for_each(|line| crate::report::out::err_line(&format!("rtgauge: {line}")));
             }
             recovered
         }
@@ -48,10 +48,10 @@ pub fn main() -> ExitCode {
     };
     if let Some(r) = recovered.as_ref().filter(|_| !matches!(cli.command, cli::Command::Restore)) {
         for line in r.notes.iter().chain(&r.done) {
-            eprintln!("rtgauge: restored: {line}");
+            crate::report::out::err_line(&format!("rtgauge: restored: {line}"));
         }
         for line in &r.failed {
-            eprintln!("rtgauge: warning: could not restore: {line}");
+            crate::report::out::err_line(&format!("rtgauge: warning: could not restore: {line}"));
         }
     }
     let outcome = match cli.command {
@@ -82,7 +82,7 @@ pub fn main() -> ExitCode {
         Err(e) if out::is_broken_pipe(&e) => ExitCode::from(out::EXIT_BROKEN_PIPE),
         Err(e) => {
             // One line, with whatever a file or a store put in it shown escaped.
-            eprintln!("rtgauge: error: {}", report::shown(&format!("{e:#}").replace('\n', " ")));
+            crate::report::out::err_line(&format!("rtgauge: error: {}", report::shown(&format!("{e:#}").replace('\n', " "))));
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -230,7 +230,7 @@ fn clap_error(e: clap::Error) -> ExitCode {
                 }
                 Err(out::OutputError::BrokenPipe) => ExitCode::from(out::EXIT_BROKEN_PIPE),
                 Err(o) => {
-                    eprintln!("rtgauge: error: {o}");
+                    crate::report::out::err_line(&format!("rtgauge: error: {o}"));
                     ExitCode::from(EXIT_ERROR)
                 }
             }
@@ -248,7 +248,7 @@ fn clap_error(e: clap::Error) -> ExitCode {
             };
             let help =
                 std::env::args().nth(1).filter(known).map_or("rtgauge --help".to_string(), |c| format!("rtgauge {c} --help"));
-            eprintln!("rtgauge: error: {} (see '{help}')", first.trim_start_matches("error: "));
+            crate::report::out::err_line(&format!("rtgauge: error: {} (see '{help}')", first.trim_start_matches("error: ")));
             ExitCode::from(EXIT_ERROR)
         }
     }

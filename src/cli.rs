@@ -216,8 +216,9 @@ impl From<PolicyArg> for Policy {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Run a scenario: a TOML file, or a built-in one (see 'rtgauge scenarios'); flags given
-    /// here override its values, --require adds to its requirements
+    /// Run a scenario: a built-in one by name (see 'rtgauge scenarios'), or a TOML file written
+    /// as a path (./x, /abs/x, x.toml; a bare name is never a file); flags given here override
+    /// its values, --require adds to its requirements
     #[arg(short, long, value_name = "FILE|NAME", allow_hyphen_values = true)]
     pub scenario: Option<String>,
     /// What to measure, repeatable: a probe with options and CPUs, NAME[:key=value,...][@CPUS],
@@ -389,8 +390,8 @@ pub struct ExportArgs {
     /// The probe the cyclictest formats hold [default: the run's first]
     #[arg(long, value_name = "NAME")]
     pub probe: Option<String>,
-    /// cyclictest-hist: rows of 1 µs, as cyclictest's -h (larger values are overflows)
-    /// [default: enough for every value]
+    /// cyclictest-hist: rows of 1 µs, as cyclictest's -h (larger values are overflows), at most
+    /// 1000000 [default: enough for every value, at most 1000000]
     #[arg(long, value_name = "N")]
     pub rows: Option<u64>,
 }

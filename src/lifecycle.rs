@@ -243,10 +243,14 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
         &crate::audit::checks::Scope { cpus: resolved.cpus.clone(), priority: plan.priority },
     );
     let sink = plan.json.as_ref().map(JsonSink::open).transpose()?;
+    if sink.is_none() {
+        // The summary is the output asked for: standard output closed (`>&-`) would lose it.
+        crate::report::out::check_open().map_err(|e| anyhow!("{e}, or give --json FILE"))?;
+    }
     let mut warnings = load_priority_warnings(&plan, &resolved.probes, &resolved.load_specs, &system);
     warnings.extend(busy_loop_warnings(&resolved.probes));
     for w in &warnings {
-        eprintln!("rtgauge: warning: {w}");
+        crate::report::out::err_line(&format!("rtgauge: warning: {w}"));
     }
     sys::release_code_pages();
     // The store is checked before anything runs (every page of it, room for the result), and
@@ -684,10 +688,10 @@ fn series_names(resolved: &Resolved, probes: &RunningProbes, i: u64) -> (String,
 /// Says, on a terminal, that the default load mix is in use.
 fn announce_default_load(plan: &RunPlan, resolved: &Resolved) {
     if resolved.load_source == "default" && !plan.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        eprintln!(
+        crate::report::out::err_line(&format!(
             "rtgauge: measuring under the default worst-case load ({}); --load none measures an idle system",
             resolved.load_specs.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(", ")
-        );
+        ));
     }
 }
 
@@ -1235,6 +1239,9 @@ fn plan_loads(args: &crate::cli::LoadArgs) -> Result<LoadPlan> {
 pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Result<u8> {
     let plan = plan_loads(args)?;
     let sink = args.json.as_ref().map(|j| JsonSink::open(&crate::scenario::JsonTarget::parse(j))).transpose()?;
+    if sink.is_none() {
+        crate::report::out::check_open().map_err(|e| anyhow!("{e}, or give --json FILE"))?;
+    }
     let interrupts = Interrupts::install()?;
     let mut warnings = Vec::new();
     let (mut loads, mut watchdog) =
@@ -1254,7 +1261,7 @@ pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Resu
     let records = loads.records();
     finish_watchdog(watchdog, &mut warnings);
     for w in &warnings {
-        eprintln!("rtgauge: warning: {w}");
+        crate::report::out::err_line(&format!("rtgauge: warning: {w}"));
     }
     report_loads(&plan, &records, sink, command_line, interrupts.which(), loads.containment())
 }
@@ -1279,11 +1286,7 @@ fn report_loads(
         }
     }
     text += &crate::report::summary::render_loads(records);
-    if sink.as_ref().is_some_and(JsonSink::is_stdout) {
-        eprint!("{text}");
-    } else {
-        print!("{text}");
-    }
+    say(sink.as_ref().is_some_and(JsonSink::is_stdout), &text);
     if let Some(sink) = sink {
         sink.write(&crate::result::LoadResult {
             schema: crate::result::LOAD_SCHEMA.to_string(),
@@ -1329,17 +1332,17 @@ pub fn udp_echo(args: &crate::cli::UdpEchoArgs) -> Result<u8> {
             .map_err(|e| anyhow!("cannot run at SCHED_FIFO {}: {e}; run as root or give --priority 0", args.priority))?;
     }
     let _ = sys::lock_all_memory();
-    eprintln!("rtgauge udp-echo: listening on {}", socket.local_addr()?);
+    crate::report::out::err_line(&format!("rtgauge udp-echo: listening on {}", socket.local_addr()?));
     // The end is looked at by the echo itself: a thread to end it would share its CPU and
     // priority, and wait behind it as long as datagrams come.
     let until = duration.map(|ns| sys::monotonic_ns().saturating_add(ns));
     let e = probe::udp::echo(&socket, &interrupts.stop, until)?;
     let dropped = serde_json::json!({ "from_itself": e.from_itself, "replies": e.replies, "short": e.short });
     let stopped_by = interrupts.which();
-    println!(
-        "{}",
+    crate::report::out::text(&format!(
+        "{}\n",
         serde_json::json!({ "listen": addr.to_string(), "echoed": e.echoed, "dropped": dropped, "stopped_by": stopped_by })
-    );
+    ))?;
     Ok(0)
 }
 

@@ -428,12 +428,40 @@ fn what_a_result_keeps_of_endings_is_bounded() {
     assert_eq!(l["failed"], false, "a command that succeeds is not failing: {l}");
 }
 
+/// A file argument that is not a regular file (a FIFO would block the open for ever, a device
+/// never end) is refused before it is opened for reading, for every option that reads a file;
+/// a regular one larger than the cap is refused after the cap.
 #[test]
-fn an_endless_scenario_file_is_refused() {
-    let out = rtgauge(&["run", "--scenario", "/dev/zero"]).output().unwrap();
+fn a_fifo_or_an_endless_file_given_for_any_file_argument_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let f = fifo.to_str().unwrap();
+    let store = dir.path().join("s.db");
+    let s = store.to_str().unwrap();
+    let out_dir = dir.path().join("png");
+    let png = out_dir.to_str().unwrap();
+    for args in
+        [vec!["run", "--scenario", f], vec!["import", "--db", s, f], vec!["report", "--db", s, "last", "--png", png, "--font", f]]
+    {
+        let (_, out) = wait_bounded(
+            rtgauge(&args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap(),
+            Duration::from_secs(20),
+            "a FIFO argument",
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+    // The scenario's FIFO, refused by name.
+    let out = rtgauge(&["run", "--scenario", f]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a FIFO, not a regular file"));
+    let big = dir.path().join("big.toml");
+    std::fs::write(&big, vec![b'#'; (1 << 20) + 10]).unwrap();
+    let out = rtgauge(&["run", "--scenario", big.to_str().unwrap()]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("larger than") && err.contains("/dev/zero"), "{err}");
+    assert!(err.contains("larger than"), "{err}");
 }
 
 #[test]
@@ -523,6 +551,27 @@ fn an_unreplaceable_destination_is_refused_before_measuring() {
     assert!(err.contains("--json") && err.contains(file.to_str().unwrap()), "{err}");
     assert!(t.elapsed() < Duration::from_secs(30), "refused before measuring");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "old");
+}
+
+/// A symbolic link another user planted in a directory every user may write (`/tmp`) is not
+/// followed by rtgauge running as root: the destination is refused before measuring, and the
+/// file the link names (root's) is left as it was.
+#[test]
+fn a_link_another_user_planted_in_a_shared_directory_is_not_written_through() {
+    let (dir, roots) = sticky_dir_with_roots_file(0o600);
+    let link = dir.path().join("result.json");
+    std::os::unix::fs::symlink(&roots, &link).unwrap();
+    let lchown = std::process::Command::new("chown").args(["-h", "nobody"]).arg(&link).status().unwrap();
+    assert!(lchown.success());
+    let t = Instant::now();
+    let out = rtgauge(&["run", "-q", "--loops", "1000000", "--cpus", "0", "--load", "none", "--json", link.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("symbolic link") && err.trim_end().lines().count() == 1, "{err}");
+    assert!(t.elapsed() < Duration::from_secs(30), "refused before measuring");
+    assert_eq!(std::fs::read_to_string(&roots).unwrap(), "old");
 }
 
 /// Another user's file in a sticky directory cannot be renamed over, only written: it is written

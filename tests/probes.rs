@@ -504,3 +504,37 @@ fn a_stall_shows_in_the_rate_sweep_step_it_falls_in() {
         assert!(st.missed + 2 >= swallowed, "step {}/s: {} missed, {swallowed} deadlines in the stall", st.rate_per_s, st.missed);
     }
 }
+
+/// Names in namespaces every user shares cannot be taken in advance: a POSIX message queue
+/// planted under the name rtgauge used to give its wake-up chain (`/rtgauge-PID-0`) neither
+/// stops the run nor is used by it (trace instances: tests/trace.rs). The queue is planted
+/// through a message-queue file system the test mounts itself.
+#[test]
+fn a_message_queue_planted_under_rtgauges_old_name_is_neither_used_nor_in_the_way() {
+    use std::io::Write;
+    let fs = tempfile::tempdir().unwrap();
+    let mounted = std::process::Command::new("mount").args(["-t", "mqueue", "none"]).arg(fs.path()).status().unwrap();
+    assert!(mounted.success(), "the test mounts a message-queue file system");
+    // The shell gets the pid rtgauge will have (it execs it) and waits until the queue is planted.
+    let mut sh = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "read go && exec {} run -q --loops 50 --warmup 0 --load none --no-store --cpus 0 --measure wakeup:via=mq@0",
+            bin_shell()
+        ))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let planted = fs.path().join(format!("rtgauge-{}-0", sh.id()));
+    let made = std::fs::OpenOptions::new().write(true).create_new(true).open(&planted);
+    writeln!(sh.stdin.take().unwrap(), "go").unwrap();
+    let out = sh.wait_with_output().unwrap();
+    let still_there = planted.exists();
+    let _ = std::fs::remove_file(&planted);
+    let _ = std::process::Command::new("umount").arg(fs.path()).status();
+    made.expect("the queue is planted");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(still_there, "the planted queue is not rtgauge's to remove");
+}

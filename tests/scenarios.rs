@@ -136,8 +136,8 @@ fn a_scenario_name_is_never_silently_a_file_and_a_file_others_may_write_runs_no_
     let mut args = vec!["run", "-q", "--json", "-", "--scenario", "am3356"];
     args.extend(short);
     let out = rtgauge(&args).current_dir(dir.path()).output().unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(doc["config"]["scenario"]["name"], "am3356");
     assert_eq!(doc["config"]["scenario"]["source"], "built-in");
     // A name that is not built-in, beside a file of that name: refused, saying how to run the file.

@@ -381,7 +381,11 @@ fn a_left_journal_is_restored_unless_it_is_from_an_earlier_boot() {
     let changed = if before == "-1" { "950000" } else { "-1" };
     for (boot_id, restored) in [(boot.as_str(), true), ("00000000-0000-0000-0000-000000000000", false)] {
         std::fs::write(RT_RUNTIME, changed).unwrap();
-        write_journal(&j, boot_id, &[serde_json::json!({"undo": "write", "path": RT_RUNTIME, "original": before, "set": changed})]);
+        write_journal(
+            &j,
+            boot_id,
+            &[serde_json::json!({"undo": "write", "path": RT_RUNTIME, "original": before, "set": changed})],
+        );
         let out = rtgauge(&["restore"]).env("RTGAUGE_JOURNAL", &j).output().unwrap();
         let now = read(RT_RUNTIME);
         std::fs::write(RT_RUNTIME, &before).unwrap();
@@ -507,7 +511,11 @@ fn a_journal_path_that_is_not_rtgauges_journal_is_refused_and_left_as_it_was() {
             assert_eq!(out.status.code(), Some(2), "{what}, {args:?}: {err}");
             assert!(err.contains("not one rtgauge may trust") && err.trim_end().lines().count() == 1, "{what}, {args:?}: {err}");
             let now = std::fs::symlink_metadata(path).unwrap();
-            assert_eq!((now.ino(), now.mode(), now.uid(), now.len()), (meta.ino(), meta.mode(), meta.uid(), meta.len()), "{what}");
+            assert_eq!(
+                (now.ino(), now.mode(), now.uid(), now.len()),
+                (meta.ino(), meta.mode(), meta.uid(), meta.len()),
+                "{what}"
+            );
             assert_eq!(read_file(path), content, "{what}: left as it was");
         }
     }

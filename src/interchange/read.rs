@@ -8,7 +8,6 @@
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{Read, Seek};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// A file opened for import.
@@ -21,17 +20,9 @@ pub struct Opened {
 /// Opens `path` for import: a regular file (a FIFO would block, a device never ends) of at most
 /// `cap` bytes.
 pub fn open(path: &Path, cap: u64) -> Result<Opened, String> {
-    // O_NONBLOCK: opening a FIFO does not wait for a writer (reading a regular file ignores it).
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| e.to_string())?;
+    // A regular file only, refused without blocking otherwise (a FIFO would wait for a writer).
+    let file = crate::sys::files::open_regular(path).map_err(|e| format!("{e}; give the result file itself"))?;
     let meta = file.metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        let what = if meta.is_dir() { "a directory" } else { "not a regular file (a FIFO, socket or device)" };
-        return Err(format!("it is {what}; give the result file itself"));
-    }
     if meta.len() > cap {
         return Err(format!("it is larger than {cap} bytes, more than any result file holds"));
     }

@@ -21,7 +21,7 @@ pub fn esc(s: &str) -> String {
             '"' => o.push_str("&quot;"),
             '\'' => o.push_str("&#39;"),
             // Control and invisible reordering characters as text (`\x1b`), as on a terminal.
-            c if super::hidden(c) => super::escape_char(&mut o, c),
+            c if crate::vocab::text::hidden(c) => crate::vocab::text::escape_char(&mut o, c),
             c => o.push(c),
         }
     }

@@ -74,8 +74,8 @@ fn resolve_links(asked: Asked, path: &Path) -> anyhow::Result<PathBuf> {
                 // another user could have planted is not followed.
                 let dir = std::fs::metadata(parent_dir(&cur)).map_err(|e| unwritable(asked, path, e))?;
                 let uid = crate::sys::effective_uid();
-                let planted = (m.uid() != 0 && m.uid() != uid && m.uid() != dir.uid())
-                    || crate::sys::files::others_can_replace_in(&dir);
+                let planted =
+                    (m.uid() != 0 && m.uid() != uid && m.uid() != dir.uid()) || crate::sys::files::others_can_replace_in(&dir);
                 if planted {
                     return Err(unwritable(
                         asked,

@@ -89,3 +89,11 @@ pub fn json<T: serde::Serialize + ?Sized>(doc: &T) -> anyhow::Result<()> {
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| matches!(c.downcast_ref::<OutputError>(), Some(OutputError::BrokenPipe)))
 }
+
+/// Writes one line to standard error (an error, a warning, a note), its control characters
+/// escaped; a standard error that cannot be written (the terminal closed: SIGHUP, a dropped ssh
+/// connection) loses the line, never what follows it (keeping a run's result).
+pub fn err_line(line: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(super::shown_text(line).as_bytes()).and_then(|()| err.write_all(b"\n")).and_then(|()| err.flush());
+}

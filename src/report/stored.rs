@@ -174,8 +174,8 @@ pub fn export(a: &ExportArgs) -> Result<u8> {
         }
         // Numbers and words of rtgauge's own only: streamed as it goes.
         let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-        let written =
-            export(&r, &a.format, a.probe.as_deref(), a.rows, &mut w).and_then(|()| std::io::Write::flush(&mut w).map_err(Failure::Write));
+        let written = export(&r, &a.format, a.probe.as_deref(), a.rows, &mut w)
+            .and_then(|()| std::io::Write::flush(&mut w).map_err(Failure::Write));
         return match written {
             Ok(()) => Ok(0),
             Err(Failure::Write(e)) => Err(anyhow::Error::from(out::OutputError::from(e))),
@@ -248,7 +248,7 @@ pub(super) fn write_page(sink: JsonSink, page: &str, what: &str, path: &std::pat
         return Ok(());
     }
     sink.write_bytes(page.as_bytes()).map_err(|e| anyhow!("writing {what} to {} failed: {e}", path.display()))?;
-    eprintln!("Wrote {what} to {}.", path.display());
+    crate::report::out::err_line(&format!("Wrote {what} to {}.", path.display()));
     Ok(())
 }
 
@@ -286,9 +286,9 @@ pub(super) fn wrote_images(files: Vec<std::path::PathBuf>) {
     let dir = files.first().and_then(|f| f.parent()).map(|d| d.display().to_string()).unwrap_or_default();
     let names: Vec<String> = files.iter().filter_map(|f| f.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
     if names.is_empty() {
-        eprintln!("No plot to draw: nothing was measured in these runs.");
+        crate::report::out::err_line("No plot to draw: nothing was measured in these runs.");
     } else {
-        eprintln!("Wrote {} image(s) to {dir}: {}.", names.len(), names.join(", "));
+        crate::report::out::err_line(&format!("Wrote {} image(s) to {dir}: {}.", names.len(), names.join(", ")));
     }
 }
 

@@ -289,7 +289,10 @@ pub fn load(name_or_path: &str) -> Result<Scenario, PlanError> {
         Some((n, text)) => parse(text, &format!("built-in:{n}"), "built-in"),
         None => {
             let file_hint = if std::path::Path::new(name_or_path).exists() {
-                format!("; to run the file '{0}' of this directory, write it as a path: --scenario ./{0}", crate::vocab::shown(name_or_path))
+                format!(
+                    "; to run the file '{0}' of this directory, write it as a path: --scenario ./{0}",
+                    crate::vocab::shown(name_or_path)
+                )
             } else {
                 String::new()
             };

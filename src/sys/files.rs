@@ -96,7 +96,11 @@ pub fn trusted(meta: &Metadata) -> Result<(), String> {
     }
     let mode = meta.permissions().mode();
     if mode & 0o022 != 0 {
-        return Err(format!("its mode {:04o} lets {} write it", mode & 0o7777, if mode & 0o002 != 0 { "every user" } else { "its group" }));
+        return Err(format!(
+            "its mode {:04o} lets {} write it",
+            mode & 0o7777,
+            if mode & 0o002 != 0 { "every user" } else { "its group" }
+        ));
     }
     Ok(())
 }

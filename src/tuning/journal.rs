@@ -164,8 +164,10 @@ fn recognise(path: &Path, file: &mut File) -> Result<Contents, OpenError> {
     file.take(JOURNAL_CAP).read_to_end(&mut bytes).map_err(|e| refused(path, e))?;
     let text = String::from_utf8(bytes).map_err(|_| refused(path, "it is not text"))?;
     let mut lines = text.lines();
-    let header: Header =
-        lines.next().and_then(|l| serde_json::from_str(l).ok()).ok_or_else(|| refused(path, "its first line is not a journal's"))?;
+    let header: Header = lines
+        .next()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .ok_or_else(|| refused(path, "its first line is not a journal's"))?;
     // A torn last line (a run killed while appending) is skipped.
     Ok(Contents::Journal(header, lines.filter_map(|l| serde_json::from_str(l).ok()).collect()))
 }
@@ -497,16 +499,14 @@ fn permitted(u: &Undo) -> Result<(), String> {
             Ok(())
         }
         Undo::MoveAll { from, to } => {
-            let what = format!(
-                "move the tasks listed in {} to {}",
-                crate::vocab::shown(&from.join(", ")),
-                crate::vocab::shown(to)
-            );
+            let what =
+                format!("move the tasks listed in {} to {}", crate::vocab::shown(&from.join(", ")), crate::vocab::shown(to));
             let roots = cgroup_mounts();
-            let task_file = |p: &str| {
-                plain(p) && matches!(Path::new(p).file_name().and_then(|n| n.to_str()), Some("tasks" | "cgroup.procs"))
+            let task_file =
+                |p: &str| plain(p) && matches!(Path::new(p).file_name().and_then(|n| n.to_str()), Some("tasks" | "cgroup.procs"));
+            let own = |f: &String| {
+                task_file(f) && Path::new(f).parent().is_some_and(|d| own_dir_in(&d.to_string_lossy(), &roots, None))
             };
-            let own = |f: &String| task_file(f) && Path::new(f).parent().is_some_and(|d| own_dir_in(&d.to_string_lossy(), &roots, None));
             let into_cgroup = task_file(to) && roots.iter().any(|r| Path::new(to).starts_with(r));
             if from.is_empty() || !from.iter().all(own) || !into_cgroup {
                 return refuse(&what);
@@ -609,9 +609,10 @@ fn release_tracefs(path: &str) -> Result<Option<String>, String> {
     });
     match source {
         None => Ok(None),
-        Some(s) if s != TRACEFS_SOURCE => {
-            Err(format!("{path}: a tracefs mount rtgauge did not make (its source is '{}'): left mounted", crate::vocab::shown(&s)))
-        }
+        Some(s) if s != TRACEFS_SOURCE => Err(format!(
+            "{path}: a tracefs mount rtgauge did not make (its source is '{}'): left mounted",
+            crate::vocab::shown(&s)
+        )),
         Some(_) => {
             let left = std::fs::read_dir(Path::new(path).join("instances")).map(|d| d.flatten().count()).unwrap_or(0);
             if left > 0 {

@@ -4,7 +4,7 @@
 pub mod cpus;
 pub mod percentiles;
 pub mod policy;
-pub mod units;
 pub mod text;
+pub mod units;
 
 pub use text::shown;
