@@ -39,8 +39,11 @@ fn not_a_terminal_prints_only_the_summary() {
 #[test]
 fn live_view_on_a_terminal() {
     // `script` gives the program a pseudo-terminal.
+    // (script's own copy of the session goes to a file of the test's own)
+    let dir = tempfile::tempdir().unwrap();
+    let typescript = dir.path().join("typescript");
     let cmd = format!("{} run --duration 2s --warmup 0 --cpus 0", bin_shell());
-    let Ok(out) = std::process::Command::new("script").args(["-qec", &cmd, "/dev/null"]).output() else {
+    let Ok(out) = std::process::Command::new("script").args(["-qec", &cmd]).arg(&typescript).output() else {
         eprintln!("SKIPPED: 'script' (util-linux) is not installed");
         return;
     };
@@ -51,20 +54,44 @@ fn live_view_on_a_terminal() {
     assert!(text.contains("timer all"), "summary follows");
 
     let cmd = format!("{} run --quiet --duration 1s --warmup 0 --cpus 0", bin_shell());
-    let out = std::process::Command::new("script").args(["-qec", &cmd, "/dev/null"]).output().unwrap();
+    let out = std::process::Command::new("script").args(["-qec", &cmd]).arg(&typescript).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("s left"), "--quiet hides the live view");
 }
 
+/// A special file named as the destination (a FIFO of the test's own here; `/dev/stdout`, a
+/// serial line) is written through, never replaced by a regular file.
 #[test]
-fn json_to_a_device_writes_through_it_and_never_replaces_it() {
+fn json_to_a_special_file_writes_through_it_and_never_replaces_it() {
     use std::os::unix::fs::FileTypeExt;
-    let out = rtgauge(&["run", "-q", "--load", "none", "--loops", "20", "--warmup", "0", "--cpus", "0", "--json", "/dev/null"])
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    // A reader on the other end, there before rtgauge opens it: the test holds the FIFO open for
+    // reading and writing (which never waits) while its reader opens it and reads to the end,
+    // which comes once rtgauge and the test have both closed it.
+    let held = std::fs::OpenOptions::new().read(true).write(true).open(&fifo).unwrap();
+    let (opened, ready) = std::sync::mpsc::channel();
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut f = std::fs::File::open(&fifo).unwrap();
+            opened.send(()).unwrap();
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut f, &mut bytes).unwrap();
+            bytes
+        })
+    };
+    ready.recv().unwrap();
+    let out = rtgauge(&["run", "-q", "--load", "none", "--loops", "20", "--warmup", "0", "--cpus", "0", "--json"])
+        .arg(&fifo)
         .output()
         .unwrap();
+    drop(held);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let meta = std::fs::symlink_metadata("/dev/null").unwrap();
-    assert!(meta.file_type().is_char_device(), "/dev/null must stay a character device");
+    let doc: serde_json::Value = serde_json::from_slice(&reader.join().unwrap()).unwrap();
+    assert_eq!(doc["status"], "complete");
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO stays a FIFO");
 }
 
 #[test]

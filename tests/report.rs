@@ -259,6 +259,8 @@ fn bad_report_and_compare_input_is_a_one_line_error() {
     let not_a_font = dir.path().join("font.ttf");
     std::fs::write(&not_a_font, "not a font").unwrap();
     let png_dir = dir.path().join("png-out");
+    let fifo = dir.path().join("fifo.ttf");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     for args in [
         vec!["compare", "x"],
         vec!["compare", "x", "x"],
@@ -273,7 +275,7 @@ fn bad_report_and_compare_input_is_a_one_line_error() {
         vec!["report", "x", "--html", missing_dir.to_str().unwrap()],
         vec!["report", "x", "--png", not_a_dir.to_str().unwrap()],
         vec!["report", "x", "--png", png_dir.to_str().unwrap(), "--font", not_a_font.to_str().unwrap()],
-        vec!["report", "x", "--png", png_dir.to_str().unwrap(), "--font", "/dev/zero"],
+        vec!["report", "x", "--png", png_dir.to_str().unwrap(), "--font", fifo.to_str().unwrap()],
         vec!["report", "x", "--png", png_dir.to_str().unwrap(), "--font", "/no/such/font.ttf"],
         vec!["report", "x", "--font", not_a_font.to_str().unwrap()],
         vec!["compare", "x", "last", "--png", png_dir.to_str().unwrap(), "--font", not_a_font.to_str().unwrap()],

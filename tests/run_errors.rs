@@ -19,6 +19,13 @@ fn assert_usage_error(out: &Output, mentions: &[&str]) {
 
 #[test]
 fn bad_values_are_one_line_errors_with_a_fix() {
+    // A device path that is no GPIO chip and no UIO device: a file of the test's own.
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("not-a-device");
+    std::fs::write(&plain, "").unwrap();
+    let plain = plain.to_str().unwrap();
+    let (gpio, uio) = (format!("event:gpio={plain}:3@0"), format!("event:uio={plain}@0"));
+    let (not_chip, not_uio) = (format!("{plain} is not a GPIO chip"), format!("{plain} is not a UIO device"));
     let cases: &[(&[&str], &[&str])] = &[
         (&["--interval", "0"], &["--interval", "greater than zero", "e.g."]),
         (&["--interval", "-1ms"], &["--interval", "negative", "e.g."]),
@@ -87,9 +94,9 @@ fn bad_values_are_one_line_errors_with_a_fix() {
         (&["--measure", "event:gpio=/dev/gpiochip0:1", "--cpus", "0-1"], &["one device has one reader", "@1"]),
         // The device is checked before anything runs: absent, or not what it should be.
         (&["--measure", "event:gpio=/dev/gpiochip-absent:3@0"], &["no GPIO chip /dev/gpiochip-absent", "gpiodetect"]),
-        (&["--measure", "event:gpio=/dev/null:3@0"], &["/dev/null is not a GPIO chip", "/dev/gpiochipN"]),
+        (&["--measure", &gpio], &[&not_chip, "/dev/gpiochipN"]),
         (&["--measure", "event:uio=/dev/uio-absent@0"], &["no UIO device /dev/uio-absent", "/sys/class/uio"]),
-        (&["--measure", "event:uio=/dev/null@0"], &["/dev/null is not a UIO device", "uio=/dev/uio0"]),
+        (&["--measure", &uio], &[&not_uio, "uio=/dev/uio0"]),
         (&["--require", "event.nosuch.max<5us"], &["--require", "no series 'nosuch'", "interval"]),
         // An option given twice (one of its values would go unused, unsaid).
         (

@@ -149,11 +149,7 @@ impl JsonSink {
                 given.join(example).display()
             )),
             Ok(m) if !m.is_file() => {
-                let file = OpenOptions::new()
-                    .write(true)
-                    .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-                    .open(&path)
-                    .map_err(|e| cannot(given, &e))?;
+                let file = crate::sys::files::open_special_for_writing(&path).map_err(|e| cannot(given, &e))?;
                 Ok(JsonSink::Special { path, file })
             }
             Ok(m) => {
@@ -246,7 +242,9 @@ fn write_replace(path: &Path, dir: &Path, keep: Option<(u32, u32, u32)>, bytes: 
         Err(e) if unnamed_unsupported(&e) => None,
         Err(e) => return Err(e),
     };
-    let staged = dir.join(format!(".rtgauge-result.{}.partial", std::process::id()));
+    // A name no one can take in advance (it is made with O_EXCL and no link followed anyway).
+    let token = crate::sys::random_u64().unwrap_or_else(|_| crate::sys::monotonic_ns());
+    let staged = dir.join(format!(".rtgauge-result.{}.{token:016x}.partial", std::process::id()));
     // A name that could outlive a SIGKILL is watched by a guardian from before it exists.
     let mut guard = if unnamed.is_none() { StagedName::watch(&staged) } else { None };
     // Without O_TMPFILE the staged file has a name while it is written (as tempfile does).

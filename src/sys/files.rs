@@ -167,6 +167,34 @@ pub fn open_existing_rw(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// Opens a special file a user named as a destination (a device, a FIFO) for writing: without
+/// following a link at its last component and without waiting (a FIFO with no reader is an
+/// error now, not a wait for ever), then made blocking again for the writes.
+pub fn open_special_for_writing(path: &Path) -> io::Result<File> {
+    use std::os::fd::AsRawFd;
+    let file = OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ENXIO) {
+                refuse("it is a FIFO no program reads: start its reader first".into())
+            } else {
+                e
+            }
+        })?;
+    // SAFETY: F_GETFL/F_SETFL on a descriptor `file` owns; no pointers.
+    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    if flags == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(file)
+}
+
 /// Writes `value` to a kernel setting file that exists (`/proc`, `/sys`, a cgroup): nothing is
 /// created, no symbolic link at its last component is followed.
 pub fn write_setting(path: &Path, value: &str) -> io::Result<()> {
