@@ -333,20 +333,24 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     let json_on_stdout = sink.as_ref().is_some_and(JsonSink::is_stdout);
     // The result is kept even when the JSON document could not be written (and the other way
     // round): each failure is said, none loses the other.
-    let reported = report(&result, sink);
+    let reported = report(&result, sink, store.is_some());
     sys::release_code_pages();
     match keep_result(&mut result, store, &keep) {
         // Where the summary went.
-        Kept::Stored(line) if !plan.quiet => say(json_on_stdout, &format!("{line}\n")),
+        Kept::Stored(line) if !plan.quiet => {
+            let _ = say(json_on_stdout, &format!("{line}\n"));
+        }
         Kept::Stored(_) | Kept::Nowhere => {}
         // A store asked for by name that did not get the run: the run did not do what was asked.
         Kept::Rescued(why) if keep.explicit => {
             if let Err(e) = &reported {
-                say(true, &format!("rtgauge: error: {}\n", format!("{e:#}").replace('\n', " ")));
+                let _ = say(true, &format!("rtgauge: error: {}\n", format!("{e:#}").replace('\n', " ")));
             }
             return Err(anyhow!("{why}"));
         }
-        Kept::Rescued(why) => say(true, &format!("rtgauge: warning: {why}\n")),
+        Kept::Rescued(why) => {
+            let _ = say(true, &format!("rtgauge: warning: {why}\n"));
+        }
     }
     reported
 }
@@ -354,13 +358,13 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
 /// Writes `text` to standard error (`to_stderr`) or output, a failure ignored: the terminal a
 /// run was started from may be gone by its end (SIGHUP: a closed terminal, a dropped ssh
 /// connection), and what follows (keeping the result) must still happen.
-fn say(to_stderr: bool, text: &str) {
+fn say(to_stderr: bool, text: &str) -> std::io::Result<()> {
     if to_stderr {
         let mut err = std::io::stderr().lock();
-        let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+        err.write_all(text.as_bytes()).and_then(|()| err.flush())
     } else {
         let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+        out.write_all(text.as_bytes()).and_then(|()| out.flush())
     }
 }
 
@@ -381,7 +385,7 @@ enum Kept {
 fn keep_result(result: &mut RunResult, store: Option<Store>, keep: &store::Request) -> Kept {
     let Some(store) = store else {
         if let Some(why) = &keep.why_not {
-            say(true, &format!("rtgauge: warning: {why}\n"));
+            let _ = say(true, &format!("rtgauge: warning: {why}\n"));
         }
         return Kept::Nowhere;
     };
@@ -1188,11 +1192,18 @@ fn config(plan: &RunPlan, resolved: &Resolved, budget_percent: f64) -> Config {
 }
 
 /// The summary goes to stdout unless stdout carries the JSON document; then the document.
-fn report(result: &RunResult, sink: Option<JsonSink>) -> Result<u8> {
+/// A summary that could not be written to standard output (a full disk, the reader gone) is an
+/// error once the document is written: the command ends with it after the result is kept.
+/// `stored`: the run goes to a store too (a JSON reader that went away then costs no rescue file).
+fn report(result: &RunResult, sink: Option<JsonSink>, stored: bool) -> Result<u8> {
     let text = summary::render(result);
-    say(sink.as_ref().is_some_and(JsonSink::is_stdout), &text);
+    let on_stderr = sink.as_ref().is_some_and(JsonSink::is_stdout);
+    let said = say(on_stderr, &text);
     if let Some(sink) = sink {
-        sink.write(result)?;
+        sink.write_kept(result, stored)?;
+    }
+    if !on_stderr {
+        said.map_err(crate::report::out::OutputError::from)?;
     }
     Ok(if result.verdict.passed { EXIT_PASSED } else { EXIT_FAILED })
 }
@@ -1286,7 +1297,8 @@ fn report_loads(
         }
     }
     text += &crate::report::summary::render_loads(records);
-    say(sink.as_ref().is_some_and(JsonSink::is_stdout), &text);
+    let on_stderr = sink.as_ref().is_some_and(JsonSink::is_stdout);
+    let said = say(on_stderr, &text);
     if let Some(sink) = sink {
         sink.write(&crate::result::LoadResult {
             schema: crate::result::LOAD_SCHEMA.to_string(),
@@ -1297,6 +1309,9 @@ fn report_loads(
             loads: records.to_vec(),
             containment,
         })?;
+    }
+    if !on_stderr {
+        said.map_err(crate::report::out::OutputError::from)?;
     }
     Ok(if records.iter().any(|r| r.failed) { EXIT_FAILED } else { EXIT_PASSED })
 }
@@ -1337,7 +1352,9 @@ pub fn udp_echo(args: &crate::cli::UdpEchoArgs) -> Result<u8> {
     // priority, and wait behind it as long as datagrams come.
     let until = duration.map(|ns| sys::monotonic_ns().saturating_add(ns));
     let e = probe::udp::echo(&socket, &interrupts.stop, until)?;
-    let dropped = serde_json::json!({ "from_itself": e.from_itself, "replies": e.replies, "short": e.short });
+    let dropped = serde_json::json!({
+        "from_itself": e.from_itself, "replies": e.replies, "short": e.short, "from_service": e.from_service
+    });
     let stopped_by = interrupts.which();
     crate::report::out::text(&format!(
         "{}\n",

@@ -572,6 +572,21 @@ fn a_link_another_user_planted_in_a_shared_directory_is_not_written_through() {
     assert!(err.contains("symbolic link") && err.trim_end().lines().count() == 1, "{err}");
     assert!(t.elapsed() < Duration::from_secs(30), "refused before measuring");
     assert_eq!(std::fs::read_to_string(&roots).unwrap(), "old");
+    // A link in the middle of the path (a directory of root's, reached from the shared one).
+    let private = tempfile::tempdir().unwrap();
+    let inside = private.path().join("result.json");
+    std::fs::write(&inside, "root's").unwrap();
+    let through = dir.path().join("results");
+    std::os::unix::fs::symlink(private.path(), &through).unwrap();
+    assert!(std::process::Command::new("chown").args(["-h", "nobody"]).arg(&through).status().unwrap().success());
+    let out = rtgauge(&["run", "-q", "--loops", "1000000", "--cpus", "0", "--load", "none", "--json"])
+        .arg(through.join("result.json"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert_eq!(std::fs::read_to_string(&inside).unwrap(), "root's");
 }
 
 /// Another user's file in a sticky directory cannot be renamed over, only written: it is written

@@ -170,6 +170,8 @@ fn sighup_sigusr1_and_every_other_ending_signal_keep_the_partial_result_in_the_j
         ("USR2", "SIGUSR2"),
         ("QUIT", "SIGQUIT"),
         ("XCPU", "SIGXCPU"),
+        ("TRAP", "SIGTRAP"),
+        ("SYS", "SIGSYS"),
         (&rtmin3[..], "SIGRTMIN+3"),
     ] {
         let dir = tempfile::tempdir().unwrap();

@@ -474,9 +474,15 @@ fn a_journal_path_that_is_not_rtgauges_journal_is_refused_and_left_as_it_was() {
     let text = d.path().join("notes.txt");
     std::fs::write(&text, "not a journal\n").unwrap();
     cases.push(("a text file", text));
+    // Empty and 0600, as rtgauge makes its journal (a lock file, say): still not one.
     let empty = d.path().join("empty");
     std::fs::write(&empty, "").unwrap();
+    std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o600)).unwrap();
     cases.push(("an empty file it did not make", empty));
+    // A device node of the test's own (the null device's numbers): not even opened.
+    let node = d.path().join("node");
+    assert!(std::process::Command::new("mknod").arg(&node).args(["c", "1", "3"]).status().unwrap().success());
+    cases.push(("a device", node));
     let fifo = d.path().join("fifo");
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     cases.push(("a FIFO", fifo));

@@ -229,6 +229,9 @@ fn an_echo_answers_neither_itself_nor_another_echo_and_ends_on_time() {
     }
     // From A to A: never answered.
     assert!(send_as(pa, pa, &probe_datagram(2)));
+    // From a well-known port (a reflecting chargen service, or a datagram forged as one): never
+    // answered either, whatever it holds.
+    assert!(send_as(19, pa, &probe_datagram(3)));
     // Too short to be the probe's: dropped.
     std::net::UdpSocket::bind("127.0.0.1:0").unwrap().send_to(b"hi", &a_at).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
@@ -240,6 +243,7 @@ fn an_echo_answers_neither_itself_nor_another_echo_and_ends_on_time() {
     assert!(a["stopped_by"].is_null(), "{a}");
     assert_eq!(u(&a["echoed"]), 1, "A answered B's datagram once: {a}");
     assert_eq!(u(&a["dropped"]["from_itself"]), 1, "{a}");
+    assert_eq!(u(&a["dropped"]["from_service"]), 1, "{a}");
     assert_eq!(u(&a["dropped"]["short"]), 1, "{a}");
     assert_eq!(u(&b["echoed"]), 0, "B never answers A's reply: {b}");
     assert_eq!(u(&b["dropped"]["replies"]), 1, "{b}");

@@ -172,7 +172,7 @@ pub fn import(path: &Path) -> Result<RunResult, String> {
         let sha256 = input.into_inner().finish().map_err(bad)?;
         return build(foreign, &file.path, sha256).map_err(bad);
     }
-    let sniffed = foreign::Doc::sniff(first).map_err(|e| bad(read::json_error(&e)))?;
+    let sniffed = foreign::Doc::sniff(read::JsonCaps::new(first)).map_err(|e| bad(read::json_error(&e)))?;
     if sniffed.schema.as_deref().is_some_and(|s| s.starts_with("rtgauge.result.")) {
         let schema = sniffed.schema.unwrap_or_default();
         if schema != SCHEMA {
@@ -181,18 +181,18 @@ pub fn import(path: &Path) -> Result<RunResult, String> {
                  that wrote it as cyclictest-json)"
             )));
         }
-        let mut input = BufReader::new(file.reader(IMPORT_CAP).map_err(bad)?);
+        let mut input = BufReader::new(read::JsonCaps::new(file.reader(IMPORT_CAP).map_err(bad)?));
         let mut de = serde_json::Deserializer::from_reader(&mut input);
         let r = RunResult::deserialize(&mut de)
             .and_then(|r| de.end().map(|()| r))
             .map_err(|e| bad(format!("not a valid {SCHEMA} document: {}", read::json_error(&e))))?;
-        let sha256 = input.into_inner().finish().map_err(bad)?;
+        let sha256 = input.into_inner().into_inner().finish().map_err(bad)?;
         return own::import(r, &file.path, sha256).map_err(bad);
     }
     let how = sniffed.reading().map_err(bad)?;
-    let mut input = BufReader::new(file.reader(IMPORT_CAP).map_err(bad)?);
+    let mut input = BufReader::new(read::JsonCaps::new(file.reader(IMPORT_CAP).map_err(bad)?));
     let doc = foreign::Doc::read(&mut input, how).map_err(|e| bad(read::json_error(&e)))?;
-    let sha256 = input.into_inner().finish().map_err(bad)?;
+    let sha256 = input.into_inner().into_inner().finish().map_err(bad)?;
     let foreign = foreign::from_doc(&doc, how, &mtime).map_err(bad)?;
     build(foreign, &file.path, sha256).map_err(bad)
 }

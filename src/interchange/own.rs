@@ -16,8 +16,68 @@ use crate::result::histogram::{HistogramData, ENCODING};
 use crate::result::{ProbeResult, RunResult};
 use crate::vocab::units::us;
 
+/// The longest time a document may state: a run is at most 366 days (see the run's limits),
+/// and an offset or a time within it no more.
+const MAX_SPAN_NS: u64 = 366 * 86_400 * 1_000_000_000;
+/// The largest monotonic clock reading (a century of uptime).
+const MAX_CLOCK_NS: u64 = 100 * 366 * 86_400 * 1_000_000_000;
+
+fn at_most(what: &str, v: u64, max: u64) -> Result<(), String> {
+    if v > max {
+        return Err(format!("{what} is {v}, beyond anything a run measures (at most {max})"));
+    }
+    Ok(())
+}
+
+/// Every count and time of the document in the range a run can give it.
+fn check_ranges(r: &RunResult) -> Result<(), String> {
+    at_most("monotonic_start_ns", r.monotonic_start_ns, MAX_CLOCK_NS)?;
+    at_most("measured_ns", r.measured_ns, MAX_SPAN_NS)?;
+    let c = &r.config;
+    if c.interval_ns == 0 {
+        return Err("config.interval_ns is 0".into());
+    }
+    at_most("config.interval_ns", c.interval_ns, MAX_SPAN_NS)?;
+    for (what, v) in [
+        ("config.cycle_time_ns", c.cycle_time_ns),
+        ("config.duration_ns", c.duration_ns),
+        ("config.window_ns", c.window_ns),
+        ("config.dl_runtime_ns", c.dl_runtime_ns),
+        ("config.dl_deadline_ns", c.dl_deadline_ns),
+    ] {
+        if let Some(v) = v {
+            at_most(what, v, MAX_SPAN_NS)?;
+        }
+    }
+    at_most("config.loops", c.loops.unwrap_or(0), MAX_COUNT)?;
+    for (i, pc) in c.probes.iter().enumerate() {
+        at_most(&format!("config.probes[{i}].interval_ns"), pc.interval_ns, MAX_SPAN_NS)?;
+        at_most(&format!("config.probes[{i}].periods"), pc.periods, MAX_COUNT)?;
+        at_most(&format!("config.probes[{i}].warmup_periods"), pc.warmup_periods, MAX_COUNT)?;
+    }
+    let entries = r.probes.iter().chain(&r.combined).chain(r.phases.iter().flat_map(|ph| ph.probes.iter().chain(&ph.combined)));
+    for p in entries {
+        let what = |field: &str| format!("{}: {field}", name(p));
+        for (field, v) in [
+            ("missed", p.missed),
+            ("warmup_samples", p.warmup_samples),
+            ("warmup_missed", p.warmup_missed),
+            ("handoff_overflows", p.handoff_overflows),
+            ("page_faults", p.page_faults.unwrap_or(0)),
+        ] {
+            at_most(&what(field), v, MAX_COUNT)?;
+        }
+        for (k, v) in &p.counts {
+            at_most(&what(&format!("counts.{}", crate::vocab::shown(k))), *v, MAX_COUNT)?;
+        }
+        at_most(&what("max_at_ns"), p.max_at_ns.unwrap_or(0), MAX_SPAN_NS)?;
+    }
+    Ok(())
+}
+
 /// `r`, read from `source` (SHA-256 `sha256`), checked and marked as imported.
 pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResult, String> {
+    check_ranges(&r)?;
     for p in r.probes.iter().chain(&r.combined) {
         check_entry(p, "")?;
     }
@@ -124,6 +184,11 @@ fn check_entry(p: &ProbeResult, at: &str) -> Result<(), String> {
         }
         previous = Some((q, v));
     }
+    if total > 0 {
+        if let (Some(min), Some(max)) = (p.min_ns, p.max_ns) {
+            check_against_histogram(p, &what, min, max)?;
+        }
+    }
     if let (Some(m), Some(min), Some(max)) = (p.mean_ns, p.min_ns, p.max_ns) {
         // (the mean is written to 0.1 ns)
         if !m.is_finite() || m + 0.1 < min as f64 || m > max as f64 + 0.1 {
@@ -147,6 +212,26 @@ fn check_entry(p: &ProbeResult, at: &str) -> Result<(), String> {
         }
         if let Some(max) = p.max_ns.filter(|&max| max < last_lo) {
             return Err(format!("{what}: its histogram holds values of {} µs, above its maximum ({} µs)", us(last_lo), us(max)));
+        }
+    }
+    Ok(())
+}
+
+/// The percentiles are the histogram's (as rtgauge takes them: `aggregate::percentile`, the
+/// bucket's value clamped to the exact extremes): a percentile edited apart from the histogram
+/// beside it is refused, so a verdict recomputed from the figures is the histogram's too.
+fn check_against_histogram(p: &ProbeResult, what: &str, min: u64, max: u64) -> Result<(), String> {
+    let h = &p.histogram;
+    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(h.lowest_ns, h.highest_ns, h.significant_digits)
+        .map_err(|_| format!("{what}: a histogram of bounds rtgauge does not write"))?;
+    for [lo, _, count] in h.buckets.triples() {
+        hist.record_n(lo, count).map_err(|_| format!("{what}: its histogram holds a value beyond its own range"))?;
+    }
+    for (q, v) in p.percentiles.iter() {
+        let (q, Some(v)) = (q.q, v) else { continue };
+        let taken = crate::aggregate::percentile(&hist, q, min, max);
+        if v != taken {
+            return Err(format!("{what}: its p{q} ({} µs) is not its histogram's ({} µs)", us(v), us(taken)));
         }
     }
     Ok(())

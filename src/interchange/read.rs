@@ -118,3 +118,81 @@ mod tests {
         assert!(!json_error(&e).contains("root"), "{}", json_error(&e));
     }
 }
+
+/// The longest string a JSON file to import may hold (a host name, a warning, an encoded
+/// histogram: kilobytes in any file a tool wrote).
+pub const MAX_STRING: u64 = 4 << 20;
+/// The most string bytes, all strings together (object keys included), a JSON file may hold: the
+/// numbers of a long run are numbers, not strings, so a file far beyond this is no tool's.
+pub const MAX_STRINGS: u64 = 64 << 20;
+
+/// A JSON text passed through, refused as soon as one string grows beyond [`MAX_STRING`] bytes
+/// or all of them beyond [`MAX_STRINGS`]: what the parser keeps of a file's strings stays
+/// bounded, however large the file (a 150 MB host name took 750 MB).
+pub struct JsonCaps<R> {
+    inner: R,
+    in_string: bool,
+    escaped: bool,
+    this: u64,
+    all: u64,
+}
+
+impl<R> JsonCaps<R> {
+    pub fn new(inner: R) -> JsonCaps<R> {
+        JsonCaps { inner, in_string: false, escaped: false, this: 0, all: 0 }
+    }
+
+    pub fn into_inner(self) -> R {
+        self.inner
+    }
+}
+
+impl<R: Read> Read for JsonCaps<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for &b in &buf[..n] {
+            if !self.in_string {
+                if b == b'"' {
+                    self.in_string = true;
+                    self.this = 0;
+                }
+                continue;
+            }
+            if self.escaped {
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.in_string = false;
+                continue;
+            }
+            self.this += 1;
+            self.all += 1;
+            if self.this > MAX_STRING {
+                return Err(std::io::Error::other(format!("it holds a string of more than {MAX_STRING} bytes, which no tool writes")));
+            }
+            if self.all > MAX_STRINGS {
+                return Err(std::io::Error::other(format!(
+                    "its strings hold more than {MAX_STRINGS} bytes together, which no tool writes"
+                )));
+            }
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod caps_tests {
+    use super::*;
+
+    #[test]
+    fn a_string_beyond_the_cap_is_refused_while_read() {
+        let long = format!("{{\"a\": \"{}\"}}", "x".repeat(MAX_STRING as usize + 1));
+        let mut out = Vec::new();
+        assert!(JsonCaps::new(long.as_bytes()).read_to_end(&mut out).is_err());
+        let fine = "{\"a\\\"b\": \"c\\\\\", \"n\": [1, 2]}";
+        let mut out = Vec::new();
+        JsonCaps::new(fine.as_bytes()).read_to_end(&mut out).unwrap();
+        assert_eq!(out, fine.as_bytes());
+    }
+}

@@ -297,6 +297,10 @@ pub struct Echoed {
     /// Datagrams shorter than a sequence number (the probe's check for a closed port, or not
     /// the probe's).
     pub short: u64,
+    /// Datagrams from a well-known port (below 1024): a service such as echo or chargen answers
+    /// whatever it gets, without the REPLY bit, so answering it would feed a storm; the probe
+    /// always sends from an ephemeral port.
+    pub from_service: u64,
 }
 
 /// `rtgauge udp-echo`: sends every datagram of the probe's back to where it came from, marked
@@ -323,6 +327,8 @@ pub fn echo(socket: &UdpSocket, stop: &AtomicBool, until_ns: Option<u64>) -> std
                 e.short += 1;
             } else if buf[7] & 0x80 != 0 {
                 e.replies += 1;
+            } else if from.port() < 1024 {
+                e.from_service += 1;
             } else if is_own(own, from) {
                 e.from_itself += 1;
             } else {

@@ -25,14 +25,21 @@ use std::path::{Path, PathBuf};
 pub enum JsonSink {
     Stdout,
     /// A regular file, new or replaced; `keep`: the mode, owner and group of the file replaced.
+    /// `path` and `dir` reach the destination's directory through the descriptor `held`, opened
+    /// when the destination was checked (`/proc/self/fd/N`): another user who renames or swaps
+    /// a directory of the path meanwhile changes nothing; `shown` is the path as given.
     Replace {
         path: PathBuf,
         dir: PathBuf,
         keep: Option<(u32, u32, u32)>,
+        shown: PathBuf,
+        held: File,
     },
     /// An existing file rtgauge may write but not replace: truncated and written in place.
     InPlace {
         path: PathBuf,
+        shown: PathBuf,
+        held: File,
     },
     /// A device, FIFO or other special file, opened now and written at the end.
     Special {
@@ -140,9 +147,16 @@ impl JsonSink {
             JsonTarget::Stdout => return Ok(JsonSink::Stdout),
             JsonTarget::File(p) => p,
         };
-        let path = resolve_links(asked, given)?;
-        let dir = parent_dir(&path);
-        match std::fs::metadata(&path) {
+        let resolved = resolve_links(asked, given)?;
+        let Some(name) = resolved.file_name() else {
+            return Err(cannot(given, &"it names no file"));
+        };
+        // The directory, walked without following a link another user planted, held open.
+        let held = crate::sys::files::open_dir_checked(&parent_dir(&resolved)).map_err(|e| cannot(given, &e))?;
+        let dir = PathBuf::from(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&held)));
+        let path = dir.join(name);
+        let shown = resolved.clone();
+        match std::fs::symlink_metadata(&path) {
             Ok(m) if m.is_dir() => Err(anyhow!(
                 "{option} cannot write '{}': it is a directory; give a file, e.g. {option} {}",
                 given.display(),
@@ -150,21 +164,22 @@ impl JsonSink {
             )),
             Ok(m) if !m.is_file() => {
                 let file = crate::sys::files::open_special_for_writing(&path).map_err(|e| cannot(given, &e))?;
-                Ok(JsonSink::Special { path, file })
+                Ok(JsonSink::Special { path: shown, file })
             }
             Ok(m) => {
                 OpenOptions::new().append(true).custom_flags(libc::O_NOFOLLOW).open(&path).map_err(|e| cannot(given, &e))?;
                 let dir_meta = std::fs::metadata(&dir).map_err(|e| cannot(given, &e))?;
                 takes_new_files(&dir).map_err(|e| cannot(given, &format!("its directory takes no new file ({e})")))?;
                 if replaceable(&dir_meta, &m) && can_keep_owner(&m) {
-                    Ok(JsonSink::Replace { path, dir, keep: Some((m.permissions().mode() & 0o7777, m.uid(), m.gid())) })
+                    let keep = Some((m.permissions().mode() & 0o7777, m.uid(), m.gid()));
+                    Ok(JsonSink::Replace { path, dir, keep, shown, held })
                 } else {
-                    Ok(JsonSink::InPlace { path })
+                    Ok(JsonSink::InPlace { path, shown, held })
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 takes_new_files(&dir).map_err(|e| cannot(given, &e))?;
-                Ok(JsonSink::Replace { path, dir, keep: None })
+                Ok(JsonSink::Replace { path, dir, keep: None, shown, held })
             }
             Err(e) => Err(cannot(given, &e)),
         }
@@ -177,6 +192,13 @@ impl JsonSink {
     /// Writes a serialisable document, pretty-printed with a final newline. If that fails,
     /// saves it to a fallback file and returns an error naming both.
     pub fn write<T: serde::Serialize>(self, doc: &T) -> anyhow::Result<()> {
+        self.write_kept(doc, false)
+    }
+
+    /// As [`JsonSink::write`]; `kept_elsewhere`: the document is kept besides (a run's store),
+    /// so a reader of standard output that went away (`| head`) ends the command quietly (exit
+    /// 141, see `report::out`) with no rescue file; without a copy elsewhere it is rescued.
+    pub fn write_kept<T: serde::Serialize>(self, doc: &T, kept_elsewhere: bool) -> anyhow::Result<()> {
         // JSON as a terminal may show it: the same document (see `report::shown_json`).
         let mut text = serde_json::to_string_pretty(doc)?;
         text.push('\n');
@@ -187,12 +209,15 @@ impl JsonSink {
         let bytes = escaped.unwrap_or(text).into_bytes();
         let dest = match &self {
             JsonSink::Stdout => "standard output".to_string(),
-            JsonSink::Replace { path, .. } | JsonSink::InPlace { path } | JsonSink::Special { path, .. } => {
-                format!("'{}'", path.display())
+            JsonSink::Replace { shown, .. } | JsonSink::InPlace { shown, .. } | JsonSink::Special { path: shown, .. } => {
+                format!("'{}'", shown.display())
             }
         };
         match self.write_bytes(&bytes) {
             Ok(()) => Ok(()),
+            Err(e) if kept_elsewhere && e.kind() == std::io::ErrorKind::BrokenPipe => {
+                Err(super::out::OutputError::BrokenPipe.into())
+            }
             Err(e) => match rescue(&bytes) {
                 Ok(saved) => {
                     bail!("writing the result to {dest} failed: {e}; it was saved to '{}' instead", saved.display())
@@ -211,13 +236,15 @@ impl JsonSink {
                 out.flush()
             }
             JsonSink::Special { mut file, .. } => file.write_all(bytes),
-            JsonSink::InPlace { path } => {
+            JsonSink::InPlace { path, held: _held, .. } => {
                 let file = OpenOptions::new().write(true).truncate(true).custom_flags(libc::O_NOFOLLOW).open(&path)?;
                 let mut w = BufWriter::with_capacity(BUFFER, file);
                 w.write_all(bytes)?;
                 w.into_inner().map_err(|e| e.into_error())?.sync_all()
             }
-            JsonSink::Replace { path, dir, keep } => write_replace(&path, &dir, keep, bytes),
+            JsonSink::Replace { path, dir, keep, shown, held: _held } => {
+                write_replace(&path, &dir, &parent_dir(&shown), keep, bytes)
+            }
         }
     }
 }
@@ -236,7 +263,9 @@ fn unnamed_unsupported(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::EISDIR))
 }
 
-fn write_replace(path: &Path, dir: &Path, keep: Option<(u32, u32, u32)>, bytes: &[u8]) -> std::io::Result<()> {
+/// `dir`: the destination's directory as held open (`/proc/self/fd/N`); `shown_dir`: its path,
+/// for the guardian, another process.
+fn write_replace(path: &Path, dir: &Path, shown_dir: &Path, keep: Option<(u32, u32, u32)>, bytes: &[u8]) -> std::io::Result<()> {
     let unnamed = match crate::sys::open_unnamed_in(dir) {
         Ok(f) => Some(f),
         Err(e) if unnamed_unsupported(&e) => None,
@@ -246,7 +275,8 @@ fn write_replace(path: &Path, dir: &Path, keep: Option<(u32, u32, u32)>, bytes: 
     let token = crate::sys::random_u64().unwrap_or_else(|_| crate::sys::monotonic_ns());
     let staged = dir.join(format!(".rtgauge-result.{}.{token:016x}.partial", std::process::id()));
     // A name that could outlive a SIGKILL is watched by a guardian from before it exists.
-    let mut guard = if unnamed.is_none() { StagedName::watch(&staged) } else { None };
+    let staged_name = staged.file_name().map(|n| shown_dir.join(n)).unwrap_or_default();
+    let mut guard = if unnamed.is_none() { StagedName::watch(&staged_name) } else { None };
     // Without O_TMPFILE the staged file has a name while it is written (as tempfile does).
     let file = match unnamed {
         Some(f) => f,
@@ -273,7 +303,7 @@ fn write_replace(path: &Path, dir: &Path, keep: Option<(u32, u32, u32)>, bytes: 
                 Err(e) => return Err(e),
             }
         }
-        guard = StagedName::watch(&staged);
+        guard = StagedName::watch(&staged_name);
         crate::sys::link_into(&file, &staged)?;
     }
     let renamed = std::fs::rename(&staged, path).inspect_err(|_| {

@@ -49,7 +49,8 @@ fn svg(draw: impl FnOnce(&Area) -> Result<(), String>) -> Result<String, String>
 /// Every plot's frame: its title, margins and the room of its axis labels.
 fn frame<'a, 'b>(root: &'a Area<'b>, title: &str) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
     let mut b = ChartBuilder::on(root);
-    b.caption(title, ("sans-serif", 18)).margin(12).margin_right(LEGEND_WIDTH).x_label_area_size(40).y_label_area_size(70);
+    // (text from outside — a probe's or a run's name — with its control characters escaped)
+    b.caption(crate::vocab::shown(title), ("sans-serif", 18)).margin(12).margin_right(LEGEND_WIDTH).x_label_area_size(40).y_label_area_size(70);
     b
 }
 
@@ -72,7 +73,7 @@ fn legend(root: &Area, entries: &[(String, ShapeStyle)]) -> Result<(), String> {
             break;
         }
         root.draw(&PathElement::new(vec![(x, y), (x + 18, y)], *style)).map_err(err)?;
-        root.draw(&Text::new(label.clone(), (x + 24, y - 7), font.clone())).map_err(err)?;
+        root.draw(&Text::new(crate::vocab::shown(label).into_owned(), (x + 24, y - 7), font.clone())).map_err(err)?;
     }
     Ok(())
 }
@@ -304,7 +305,7 @@ fn shade_phases<'a, DB: DrawingBackend + 'a>(
         chart
             .draw_series(std::iter::once(Rectangle::new([(a, bottom), (b, hi)], fill.filled())))
             .map_err(|e| err(format!("{e:?}")))?;
-        let text = p.loads.join(", ");
+        let text = crate::vocab::shown(&p.loads.join(", ")).into_owned();
         let text = if text.chars().count() > 40 { format!("{}…", text.chars().take(39).collect::<String>()) } else { text };
         chart
             .draw_series(std::iter::once(Text::new(

@@ -271,11 +271,11 @@ pub fn load(name_or_path: &str) -> Result<Scenario, PlanError> {
                 super::userfile::SCENARIO_CAP
             ))
         };
-        let text = super::userfile::read_text(path, super::userfile::SCENARIO_CAP).map_err(|e| cannot(&e))?;
+        let (text, meta) = super::userfile::read_text_of(path, super::userfile::SCENARIO_CAP).map_err(|e| cannot(&e))?;
         let scenario = parse(&text, name_or_path, name_or_path)?;
         if runs_commands(&scenario.input) {
-            // A file that makes rtgauge run commands as root must be as trusted as rtgauge.
-            let meta = std::fs::metadata(path).map_err(|e| cannot(&e))?;
+            // A file that makes rtgauge run commands as root must be as trusted as rtgauge: the
+            // file read, judged by its own descriptor's owner and mode.
             if let Err(why) = crate::sys::files::trusted(&meta) {
                 return Err(PlanError(format!(
                     "--scenario '{shown}' runs commands (a cmd: load) but {why}: refused, as anyone who can write it could \

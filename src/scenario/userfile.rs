@@ -22,19 +22,31 @@ pub enum ReadError {
 /// Reads at most `cap` bytes of text from `path`; more is an error (nothing beyond `cap + 1`
 /// bytes is ever read).
 pub fn read_text(path: &Path, cap: u64) -> Result<String, ReadError> {
-    String::from_utf8(read_bytes(path, cap)?).map_err(|_| ReadError::NotText)
+    read_text_of(path, cap).map(|(text, _)| text)
+}
+
+/// As [`read_text`], with the metadata of the very file read (its owner and mode, from the
+/// descriptor the text came through: a second look by name could find another file there).
+pub fn read_text_of(path: &Path, cap: u64) -> Result<(String, std::fs::Metadata), ReadError> {
+    let (bytes, meta) = read_bytes_of(path, cap)?;
+    Ok((String::from_utf8(bytes).map_err(|_| ReadError::NotText)?, meta))
 }
 
 /// Reads at most `cap` bytes from `path` (a font, for instance); more is an error.
 pub fn read_bytes(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+    read_bytes_of(path, cap).map(|(bytes, _)| bytes)
+}
+
+fn read_bytes_of(path: &Path, cap: u64) -> Result<(Vec<u8>, std::fs::Metadata), ReadError> {
     // Only a regular file: a FIFO would block the open, a device never end.
     let file = crate::sys::files::open_regular(path)?;
+    let meta = file.metadata()?;
     let mut bytes = Vec::new();
     file.take(cap + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
         return Err(ReadError::TooLarge(cap));
     }
-    Ok(bytes)
+    Ok((bytes, meta))
 }
 
 #[cfg(test)]

@@ -75,16 +75,30 @@ fn refuse(what: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, what)
 }
 
-/// Opens `path` for reading, and only if it is a regular file: a FIFO, a socket or a device is
-/// refused without blocking (the open does not wait for a writer), a directory too. Symbolic
-/// links the user wrote on the command line are followed to the file they name.
+/// A descriptor that names a file without opening it (`O_PATH`): nothing a device does on
+/// open (a serial line's DTR, a watchdog arming) happens, and a FIFO does not wait.
+fn path_only(path: &Path, follow: bool) -> io::Result<File> {
+    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
+    OpenOptions::new().read(true).custom_flags(libc::O_PATH | nofollow | libc::O_CLOEXEC).open(path)
+}
+
+/// The path through which `file`'s own inode is opened again (`/proc/self/fd/N`): whatever is
+/// at the name it was found by now, the same file.
+fn again(file: &File) -> std::path::PathBuf {
+    use std::os::fd::AsRawFd;
+    std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
+}
+
+/// Opens `path` for reading, and only if it is a regular file: a FIFO, a socket, a device or a
+/// directory is refused before it is opened at all (it is only named, `O_PATH`, and looked at).
+/// Symbolic links the user wrote on the command line are followed to the file they name.
 pub fn open_regular(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path)?;
-    let meta = file.metadata()?;
+    let named = path_only(path, true)?;
+    let meta = named.metadata()?;
     if !meta.is_file() {
         return Err(refuse(format!("it is {}, not a regular file", kind(&meta))));
     }
-    Ok(file)
+    OpenOptions::new().read(true).custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC).open(again(&named))
 }
 
 /// Whether a file or directory rtgauge is about to trust is owned by root or by the user running
@@ -150,21 +164,81 @@ pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
 /// Opens an existing file at `path` for reading and writing without following a symbolic link
 /// at its last component, and only if it is a regular file (nothing is created).
 pub fn open_existing_rw(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| match (e.raw_os_error(), std::fs::symlink_metadata(path)) {
-            (Some(libc::ELOOP), _) => refuse("it is a symbolic link (rtgauge follows none where it writes as root)".into()),
-            (_, Ok(m)) if !m.is_file() => refuse(format!("it is {}, not a regular file", kind(&m))),
-            _ => e,
-        })?;
-    let meta = file.metadata()?;
+    let named = path_only(path, false)?;
+    let meta = named.metadata()?;
+    if meta.file_type().is_symlink() {
+        return Err(refuse("it is a symbolic link (rtgauge follows none where it writes as root)".into()));
+    }
     if !meta.is_file() {
         return Err(refuse(format!("it is {}, not a regular file", kind(&meta))));
     }
-    Ok(file)
+    OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC).open(again(&named))
+}
+
+/// The most symbolic links followed on one path (the kernel's limit).
+const MAX_LINKS: usize = 40;
+
+/// Whether a symbolic link (`link`) in directory `dir` is one another user could have planted:
+/// it belongs to neither root, the user running rtgauge nor the directory's owner, or the
+/// directory lets others replace it. rtgauge, as root, follows no such link where it writes (as
+/// the kernel's `protected_symlinks` would, which a link read by rtgauge itself bypasses).
+pub fn planted(link: &Metadata, dir: &Metadata) -> bool {
+    let uid = super::effective_uid();
+    (link.uid() != 0 && link.uid() != uid && link.uid() != dir.uid()) || others_can_replace_in(dir)
+}
+
+/// Opens directory `dir` (to write in it by `/proc/self/fd/N/NAME` later: what another user
+/// renames or swaps meanwhile no longer matters), walking it component by component without
+/// following a symbolic link another user could have planted ([`planted`]); other links are
+/// followed. The descriptor names the directory only (`O_PATH`).
+pub fn open_dir_checked(dir: &Path) -> io::Result<File> {
+    use std::path::Component;
+    let mut todo: std::collections::VecDeque<std::ffi::OsString> = std::collections::VecDeque::new();
+    let start = |absolute: bool| path_only(Path::new(if absolute { "/" } else { "." }), true);
+    let mut cur = start(dir.is_absolute())?;
+    let push_front = |todo: &mut std::collections::VecDeque<std::ffi::OsString>, p: &Path| {
+        for c in p.components().rev() {
+            match c {
+                Component::Normal(n) => todo.push_front(n.to_os_string()),
+                Component::ParentDir => todo.push_front("..".into()),
+                Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            }
+        }
+    };
+    push_front(&mut todo, dir);
+    let mut links = 0;
+    while let Some(name) = todo.pop_front() {
+        let at = again(&cur).join(&name);
+        let meta = std::fs::symlink_metadata(&at)?;
+        if meta.file_type().is_symlink() {
+            links += 1;
+            if links > MAX_LINKS {
+                return Err(io::Error::from_raw_os_error(libc::ELOOP));
+            }
+            if planted(&meta, &cur.metadata()?) {
+                return Err(refuse(format!(
+                    "{} is a symbolic link of user {} in a directory other users can write, which rtgauge does not \
+                     follow as root",
+                    crate::vocab::shown(&name.to_string_lossy()),
+                    meta.uid()
+                )));
+            }
+            let target = std::fs::read_link(&at)?;
+            if target.is_absolute() {
+                cur = start(true)?;
+            }
+            push_front(&mut todo, &target);
+            continue;
+        }
+        if !meta.is_dir() {
+            return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
+        }
+        cur = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&at)?;
+    }
+    Ok(cur)
 }
 
 /// Opens a special file a user named as a destination (a device, a FIFO) for writing: without

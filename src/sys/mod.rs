@@ -243,6 +243,12 @@ pub fn ending_signals() -> Vec<i32> {
         libc::SIGXCPU,
         libc::SIGIO,
         libc::SIGPWR,
+        // Sent by another process (a debugger's, a seccomp filter's, a supervisor's), these end
+        // a process too: a run they end keeps its result as SIGTERM's does.
+        libc::SIGTRAP,
+        libc::SIGSYS,
+        libc::SIGSTKFLT,
+        libc::SIGABRT,
     ];
     v.extend(libc::SIGRTMIN()..=libc::SIGRTMAX());
     v

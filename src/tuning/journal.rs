@@ -125,6 +125,14 @@ fn check_dir(path: &Path) -> Result<(), OpenError> {
     };
     crate::sys::files::make_dir_all(dir, 0o700)
         .map_err(|e| OpenError::Unavailable(format!("cannot make {}: {e}", shown_path(dir))))?;
+    // No link another user could have planted on the way to it.
+    if let Err(e) = crate::sys::files::open_dir_checked(dir) {
+        return Err(if e.kind() == std::io::ErrorKind::InvalidInput {
+            refused(path, e)
+        } else {
+            OpenError::Unavailable(format!("cannot open {}: {e}", shown_path(dir)))
+        });
+    }
     let meta = std::fs::metadata(dir).map_err(|e| OpenError::Unavailable(format!("cannot read {}: {e}", shown_path(dir))))?;
     if crate::sys::files::others_can_replace_in(&meta) {
         return Err(refused(path, format!("its directory {} lets other users replace it", shown_path(dir))));
@@ -134,7 +142,7 @@ fn check_dir(path: &Path) -> Result<(), OpenError> {
 
 /// What an existing journal file holds, once it is known to be a journal rtgauge may trust.
 enum Contents {
-    /// Empty: a run killed between making it and writing its first line.
+    /// Empty: made just now by this process.
     Empty,
     Journal(Header, Vec<Undo>),
 }
@@ -149,12 +157,9 @@ fn recognise(path: &Path, file: &mut File) -> Result<Contents, OpenError> {
     let meta = file.metadata().map_err(|e| refused(path, e))?;
     crate::sys::files::trusted(&meta).map_err(|why| refused(path, why))?;
     if meta.len() == 0 {
-        // Only as rtgauge makes a journal (0600): an empty file of any other mode is not one.
-        use std::os::unix::fs::PermissionsExt;
-        if meta.permissions().mode() & 0o777 != 0o600 {
-            return Err(refused(path, "it is an empty file rtgauge did not make"));
-        }
-        return Ok(Contents::Empty);
+        // rtgauge writes a journal's first line as it makes it: an empty file is not one it can
+        // tell from any other (a lock file, say), whoever made it.
+        return Err(refused(path, "it is empty, not a journal rtgauge wrote (if a run was killed as it made it, remove the file)"));
     }
     if meta.len() > JOURNAL_CAP {
         return Err(refused(path, format!("it holds {} bytes, more than a journal ever does", meta.len())));
@@ -177,10 +182,14 @@ fn recognise(path: &Path, file: &mut File) -> Result<Contents, OpenError> {
 fn open_locked(path: &Path) -> Result<Option<(File, Contents)>, OpenError> {
     check_dir(path)?;
     for _ in 0..3 {
+        let mut created = false;
         let mut file = match crate::sys::files::open_existing_rw(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match crate::sys::files::create_new(path, 0o600) {
-                Ok(f) => f,
+                Ok(f) => {
+                    created = true;
+                    f
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(OpenError::Unavailable(format!("cannot make {}: {e}", shown_path(path)))),
             },
@@ -190,12 +199,16 @@ fn open_locked(path: &Path) -> Result<Option<(File, Contents)>, OpenError> {
         let locked = crate::sys::try_lock_exclusive(&file)
             .map_err(|e| OpenError::Unavailable(format!("cannot lock {}: {e}", shown_path(path))))?;
         if !locked {
-            recognise(path, &mut file)?;
+            // (A live run's journal is empty only for the moment between making it and writing it.)
+            if file.metadata().is_ok_and(|m| m.len() > 0) {
+                recognise(path, &mut file)?;
+            }
             return Ok(None);
         }
         // The holder before us may have removed the file after we opened it: lock the one that is there.
         if same_file(&file, path) {
-            let contents = recognise(path, &mut file)?;
+            // Made just now by this process (and locked before anyone could write to it): empty.
+            let contents = if created { Contents::Empty } else { recognise(path, &mut file)? };
             return Ok(Some((file, contents)));
         }
     }
@@ -357,7 +370,9 @@ pub fn recover_at(path: &Path, wait: std::time::Duration) -> Result<Restored, Op
             }
             Ok(false) if std::time::Instant::now() < until => std::thread::sleep(std::time::Duration::from_millis(20)),
             Ok(false) => {
-                recognise(path, &mut file)?;
+                if file.metadata().is_ok_and(|m| m.len() > 0) {
+                    recognise(path, &mut file)?;
+                }
                 return Ok(Restored::default());
             }
             Err(_) => return Ok(Restored::default()),
@@ -428,6 +443,8 @@ fn trace_roots() -> Vec<PathBuf> {
 fn on(path: &str, kinds: &[crate::sys::files::KernelFs]) -> Result<(), String> {
     match crate::sys::files::kernel_fs(Path::new(path)) {
         Ok(Some(k)) if kinds.contains(&k) => Ok(()),
+        // Gone (a trace instance or cgroup already removed): nothing to undo, as `undo` finds.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Ok(_) => Err(format!("refused: {} is not on the kernel file system rtgauge tunes it in", crate::vocab::shown(path))),
         Err(e) => Err(format!("{}: {e}", crate::vocab::shown(path))),
     }
