@@ -751,10 +751,11 @@ fn sigkill_between_naming_the_result_and_its_rename_leaves_no_stray_file() {
     let dir = tempfile::tempdir().unwrap();
     let dest = dir.path().join("r.json");
     std::fs::write(&dest, "{\"old\": true}\n").unwrap();
+    let log_dir = tempfile::tempdir().unwrap();
     // strace holds every rename for 5 s before the kernel sees it: the staged name exists then.
     let mut strace = Command::new("strace")
         .args(["-f", "-qq", "-o"])
-        .arg(dir.path().join("strace.log"))
+        .arg(log_dir.path().join("strace.log"))
         .args(["-e", "trace=rename,renameat,renameat2"])
         .args(["-e", "inject=rename,renameat,renameat2:delay_enter=5000000"])
         .args(bin_argv())

@@ -494,6 +494,46 @@ fn an_rtgauge_export_edited_to_a_max_below_its_percentiles_is_refused() {
     refused(&db, &buckets, &["timer/cpu0", "buckets hold"]);
 }
 
+/// Percentiles edited apart from the histogram beside them (a failing p50 lowered to pass) are
+/// refused: the verdict recomputed on import would otherwise judge forged figures. Counts and
+/// times beyond anything a run gives are refused too, each naming its field.
+#[test]
+fn an_rtgauge_export_whose_figures_are_not_its_histograms_or_out_of_range_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let export = rtgauge_export(dir.path(), &db);
+    let lowered = edited_export(&export, "lowered.json", |v| {
+        for key in ["probes", "combined"] {
+            for p in v[key].as_array_mut().unwrap() {
+                p["p50_ns"] = p["min_ns"].clone();
+            }
+        }
+    });
+    refused(&db, &lowered, &["p50", "is not its histogram's"]);
+    for (field, say) in [("missed", "missed"), ("max_at_ns", "max_at_ns"), ("warmup_samples", "warmup_samples")] {
+        let huge = edited_export(&export, &format!("huge-{field}.json"), |v| {
+            v["probes"][0][field] = u64::MAX.into();
+        });
+        refused(&db, &huge, &[say, "beyond anything a run measures"]);
+    }
+    let start = edited_export(&export, "start.json", |v| v["measured_ns"] = u64::MAX.into());
+    refused(&db, &start, &["measured_ns"]);
+    assert_eq!(stored(&db), 1, "only the fixture the export came from");
+}
+
+/// A string far beyond what any tool writes (a 5 MiB host name) is refused while it is read:
+/// what the parser holds stays bounded.
+#[test]
+fn an_import_with_an_endless_string_is_refused_as_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let file = edited(dir.path(), "cyclictest-h100.json", "long-host.json", |v| {
+        v["sysinfo"]["nodename"] = "a".repeat(5 << 20).into();
+    });
+    refused(&db, &file, &["a string of more than"]);
+    assert_eq!(stored(&db), 0);
+}
+
 #[test]
 fn an_imported_verdict_is_recomputed_not_copied() {
     let dir = tempfile::tempdir().unwrap();

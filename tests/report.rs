@@ -428,3 +428,51 @@ fn a_comparison_with_nothing_to_compare_is_an_error_not_a_pass() {
     let out = rtgauge(&["compare", "--baseline", "other", "full", "--fail-if-worse", "1000000%", "--db", &db]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A summary that cannot be written — standard output a file on a full file system (a small
+/// tmpfs the test mounts and fills) — is an error once the run is kept: it was lost with exit 0.
+#[test]
+fn a_run_whose_summary_cannot_be_written_exits_2_with_its_result_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("full");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(&mnt).status();
+    assert!(mounted.unwrap().success(), "the test mounts a small tmpfs");
+    let mut fill = std::fs::File::create(mnt.join("fill")).unwrap();
+    while std::io::Write::write_all(&mut fill, &[0u8; 4096]).is_ok() {}
+    drop(fill);
+    let db = db_in(&dir);
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec {} run -q --loops 50 --warmup 0 --load none --cpus 0 --db {db} > {}",
+            bin_shell(),
+            mnt.join("summary.txt").display()
+        ))
+        .output()
+        .unwrap();
+    let _ = std::process::Command::new("umount").arg(&mnt).status();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("writing to standard output failed") && err.trim_end().lines().count() == 1, "{err}");
+    let shown = ok(&["show", "last", "--db", &db, "--json"]);
+    let doc: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(doc["status"], "complete", "the run was kept in the store");
+}
+
+/// Text from outside in an imported run (a probe's name with an escape sequence) reaches no
+/// page raw: the plots' titles and legends escape it as the rest of the report does.
+#[test]
+fn control_characters_reach_no_plot_of_the_html_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let path = dir.path().join("evil.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(fixture("cyclictest-h100.json")).unwrap()).unwrap();
+    v["sysinfo"]["nodename"] = "host\u{1b}]0;PWN\u{7}".into();
+    std::fs::write(&path, v.to_string()).unwrap();
+    ok(&["import", "--db", &db, "--label", "ev\u{1b}[2Jil", path.to_str().unwrap()]);
+    let html = dir.path().join("r.html");
+    ok(&["report", "last", "--db", &db, "--html", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(!page.contains('\u{1b}') && !page.contains('\u{7}'), "no raw control character in the page");
+}

@@ -78,6 +78,8 @@ fn check_ranges(r: &RunResult) -> Result<(), String> {
 /// `r`, read from `source` (SHA-256 `sha256`), checked and marked as imported.
 pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResult, String> {
     check_ranges(&r)?;
+    // Each entry on its own, then how they add up, then each entry's percentiles against its
+    // histogram (the first inconsistency named is the plainest).
     for p in r.probes.iter().chain(&r.combined) {
         check_entry(p, "")?;
     }
@@ -88,6 +90,17 @@ pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResul
         check_combined(&phase.probes, &phase.combined, &format!("phase {i}: "))?;
     }
     check_combined(&r.probes, &r.combined, "")?;
+    let all = r.probes.iter().chain(&r.combined).map(|p| (p, String::new())).chain(
+        r.phases
+            .iter()
+            .enumerate()
+            .flat_map(|(i, ph)| ph.probes.iter().chain(&ph.combined).map(move |p| (p, format!("phase {i}: ")))),
+    );
+    for (p, at) in all {
+        if let (true, Some(min), Some(max)) = (p.histogram.total_count > 0, p.min_ns, p.max_ns) {
+            check_against_histogram(p, &format!("{at}{}", name(p)), min, max)?;
+        }
+    }
     for p in r.probes.iter_mut().chain(r.combined.iter_mut()).chain(r.phases.iter_mut().flat_map(|ph| {
         let (a, b) = (&mut ph.probes, &mut ph.combined);
         a.iter_mut().chain(b.iter_mut())
@@ -183,11 +196,6 @@ fn check_entry(p: &ProbeResult, at: &str) -> Result<(), String> {
             return Err(format!("{what}: its p{q} ({} µs) is below its p{pq} ({} µs)", us(v), us(pv)));
         }
         previous = Some((q, v));
-    }
-    if total > 0 {
-        if let (Some(min), Some(max)) = (p.min_ns, p.max_ns) {
-            check_against_histogram(p, &what, min, max)?;
-        }
     }
     if let (Some(m), Some(min), Some(max)) = (p.mean_ns, p.min_ns, p.max_ns) {
         // (the mean is written to 0.1 ns)

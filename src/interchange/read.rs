@@ -169,7 +169,9 @@ impl<R: Read> Read for JsonCaps<R> {
             self.this += 1;
             self.all += 1;
             if self.this > MAX_STRING {
-                return Err(std::io::Error::other(format!("it holds a string of more than {MAX_STRING} bytes, which no tool writes")));
+                return Err(std::io::Error::other(format!(
+                    "it holds a string of more than {MAX_STRING} bytes, which no tool writes"
+                )));
             }
             if self.all > MAX_STRINGS {
                 return Err(std::io::Error::other(format!(

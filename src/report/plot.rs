@@ -50,7 +50,11 @@ fn svg(draw: impl FnOnce(&Area) -> Result<(), String>) -> Result<String, String>
 fn frame<'a, 'b>(root: &'a Area<'b>, title: &str) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
     let mut b = ChartBuilder::on(root);
     // (text from outside — a probe's or a run's name — with its control characters escaped)
-    b.caption(crate::vocab::shown(title), ("sans-serif", 18)).margin(12).margin_right(LEGEND_WIDTH).x_label_area_size(40).y_label_area_size(70);
+    b.caption(crate::vocab::shown(title), ("sans-serif", 18))
+        .margin(12)
+        .margin_right(LEGEND_WIDTH)
+        .x_label_area_size(40)
+        .y_label_area_size(70);
     b
 }
 

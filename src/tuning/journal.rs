@@ -159,7 +159,10 @@ fn recognise(path: &Path, file: &mut File) -> Result<Contents, OpenError> {
     if meta.len() == 0 {
         // rtgauge writes a journal's first line as it makes it: an empty file is not one it can
         // tell from any other (a lock file, say), whoever made it.
-        return Err(refused(path, "it is empty, not a journal rtgauge wrote (if a run was killed as it made it, remove the file)"));
+        return Err(refused(
+            path,
+            "it is empty, not a journal rtgauge wrote (if a run was killed as it made it, remove the file)",
+        ));
     }
     if meta.len() > JOURNAL_CAP {
         return Err(refused(path, format!("it holds {} bytes, more than a journal ever does", meta.len())));
