@@ -6,7 +6,30 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 const ABOUT: &str = "Is this board, kernel and configuration real-time enough for my cycle time?";
 
-const EXAMPLES: &str = "\
+/// The sources rtgauge names, a line each (`report::reference::SOURCES` holds their full
+/// references; a test keeps the two lists the same). A macro, so that help texts can include it.
+macro_rules! sources_help {
+    () => {
+        "\
+Sources named in summaries, reports and scenarios (full references: docs/sources.md, and the end
+of 'rtgauge report --html'):
+  ARM9/ARM11 paper: a paper measuring PREEMPT_RT 2.6 on ARM9, ARM11 and Cortex boards
+  Cortex-A8 study: Hedera Innovations, PREEMPT_RT vs preemptible on an i.MX515, white paper
+  AM3356 loop: Falsig, a 10 ms driver loop on an AM3356 card with PREEMPT_RT, blog post 2015
+  Cortex-A53 slides: Thomas (AMSC), PREEMPT_RT 4.18 on Zynq Cortex-A53 and A9, ELC Europe
+  Freescale/OCERA paper: Beal, 'Linux as a Real-Time Operating System', Freescale 2005
+  OCERA: an EU project; its latency-under-load timeline is in the Freescale/OCERA paper
+  FirmTimers: OGI's kernel latency test suite, which the OCERA measurements used
+  kernel rtla docs: the Linux kernel's rtla-timerlat documentation (an x86 PREEMPT_RT example)
+  rt-tests README: the README of rt-tests, cyclictest's suite (a non-RT x86 example)"
+    };
+}
+
+/// The sources' lines of `--help`.
+pub const SOURCES_HELP: &str = sources_help!();
+
+const EXAMPLES: &str = concat!(
+    "\
 Examples:
   rtgauge run                                  timer latency on every CPU, SCHED_FIFO 80, 1 ms, 60 s
   rtgauge run --cycle-time 1ms                 pass if every CPU's worst case is within 25 % of 1 ms
@@ -14,9 +37,15 @@ Examples:
                                                the ARM9/ARM11 paper's cyclictest set-up, for a day, as JSON
   rtgauge run --cpus 2-3 --require 'p99.9<=50us' --require missed==0
 
-Exit status: 0 passed (or no criteria), 1 a criterion failed, 2 usage or runtime error.";
+",
+    sources_help!(),
+    "
 
-const RUN_EXAMPLES: &str = "\
+Exit status: 0 passed (or no criteria), 1 a criterion failed, 2 usage or runtime error."
+);
+
+const RUN_EXAMPLES: &str = concat!(
+    "\
 Examples:
   rtgauge run
       Timer latency on every online CPU: one thread per CPU at SCHED_FIFO 80, mlockall,
@@ -36,9 +65,14 @@ Examples:
       Timer latency on CPU 0 and, in the same run, a handler→task wake-up chain over a POSIX
       message queue on CPUs 1-2, each task on the other CPU; judge the task's own latency.
 
+",
+    sources_help!(),
+    "
+
 Exit status: 0 passed (or no criteria), 1 a criterion failed, 2 usage or runtime error.
 Ctrl-C or SIGTERM stops early and keeps everything measured (status \"partial\");
-a second Ctrl-C exits at once.";
+a second Ctrl-C exits at once."
+);
 
 #[derive(Debug, Parser)]
 #[command(name = "rtgauge", version, about = ABOUT, after_help = EXAMPLES, propagate_version = true)]
@@ -95,10 +129,11 @@ pub enum Command {
     Export(ExportArgs),
     /// Show stored runs: the summary with text histograms, or one self-contained HTML file
     /// with plots (--html)
-    #[command(
-        after_help = "Examples:\n  rtgauge report last\n  rtgauge report last --html report.html      histograms, percentiles, latency against time, verdict\n  \
-        rtgauge report rt-kernel stock-kernel --html both.html"
-    )]
+    #[command(after_help = concat!(
+        "Examples:\n  rtgauge report last\n  rtgauge report last --html report.html      histograms, percentiles, latency against time, verdict\n  \
+        rtgauge report rt-kernel stock-kernel --html both.html\n\n",
+        sources_help!()
+    ))]
     Report(ReportArgs),
     /// Compare stored runs side by side: percentiles with ratios, overlaid histograms, verdicts
     #[command(after_help = "Examples:\n  rtgauge compare stock-kernel rt-kernel --cycle-time 1ms\n  \
@@ -223,7 +258,7 @@ pub struct RunArgs {
     pub scenario: Option<String>,
     /// What to measure, repeatable: a probe with options and CPUs, NAME[:key=value,...][@CPUS],
     /// e.g. 'timer:interval=500us@0-1'. Probes: timer (wake-up latency; interval=,
-    /// wait=nanosleep-abs|nanosleep-rel|timerfd|posix-timer|select|poll), period (a cyclic
+    /// wait=nanosleep-abs|nanosleep-rel|timerfd|posix-timer|select|poll|itimer; itimer measures one CPU), period (a cyclic
     /// loop's cycle lengths; interval=10ms, below=, above=, warmup=CYCLES), wakeup (a handler at
     /// FIFO 99 woken by a timer wakes a task at FIFO 98: series chain, handler, task; interval= or
     /// rate=, via=eventfd|futex|pipe|mq|signal|sem|pi-mutex, cross (the task on the next CPU),
@@ -269,8 +304,10 @@ pub struct RunArgs {
     /// Do not lock memory with mlockall (page faults then add latency)
     #[arg(long)]
     pub no_mlock: bool,
-    /// Cycle time of your control loop: passes when every CPU's worst case fits the budget
-    /// and no period was missed
+    /// Cycle time of your control loop: passes when every CPU's worst case fits the budget. A
+    /// period missed at a probe's interval shorter than TIME is a latency (at least that
+    /// interval) judged against the budget; only at an interval of TIME or longer is it a missed
+    /// cycle, and then none may be missed
     #[arg(long, allow_hyphen_values = true, value_name = "TIME")]
     pub cycle_time: Option<String>,
     /// Share of the cycle time the worst case may use [default: 25%]
@@ -282,7 +319,7 @@ pub struct RunArgs {
     /// Write the result document as JSON to FILE ('-' for standard output)
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
     pub json: Option<String>,
-    /// No live view; print only the summary
+    /// No live view; print only the summary and the line naming the stored run (its id)
     #[arg(short, long)]
     pub quiet: bool,
     /// The timeline's window: per window, each probe and CPU keeps its count, missed, maximum
@@ -291,7 +328,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub window: Option<String>,
     /// Load to measure under, repeatable or comma-separated: hackbench, cpu, vm, io, fork, proc,
-    /// net, timers, 'cmd:ARGV', with options (vm:workers=8,bytes=20M) and a phase (@30s..90s);
+    /// net, timers, 'cmd:ARGV' (restarted when it ends) or 'cmd-once:ARGV', with options
+    /// (vm:workers=8,bytes=20M) and a phase (@30s..90s);
     /// 'none' for an idle system [default: the worst-case mix]
     #[arg(long = "load", value_name = "SPEC", allow_hyphen_values = true)]
     pub load: Vec<String>,
@@ -429,7 +467,8 @@ pub struct CompareArgs {
     /// The figures --fail-if-worse judges: max, p99, p99.9, mean, missed, ... [default: p99,max]
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub metrics: Vec<String>,
-    /// The verdict of each run for this cycle time (worst case within --budget of it, nothing missed)
+    /// The verdict of each run for this cycle time (worst case within --budget of it; a period
+    /// missed at an interval shorter than it counts as a latency, at it or longer as a missed cycle)
     #[arg(long, value_name = "TIME")]
     pub cycle_time: Option<String>,
     /// Share of the cycle time the worst case may take [default: 25%]

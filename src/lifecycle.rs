@@ -249,6 +249,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     }
     let mut warnings = load_priority_warnings(&plan, &resolved.probes, &resolved.load_specs, &system);
     warnings.extend(busy_loop_warnings(&resolved.probes));
+    let mut warnings = once(warnings);
     for w in &warnings {
         crate::report::out::err_line(&format!("rtgauge: warning: {w}"));
     }
@@ -314,6 +315,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     let status = if complete { Status::Complete } else { Status::Partial };
     warnings.extend(measurement_warnings(&collector, &resolved.probes, system.mlockall_obtained));
     warnings.extend(load_failure_warnings(&load_records));
+    let measured_ns = measured_ns(&probes, &collector, end_ns);
     let mut result = assemble(Assembly {
         plan: &plan,
         resolved: &resolved,
@@ -321,6 +323,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
         status,
         interrupted_by,
         times: (started_at, ended_at, probes.start_ns, end_ns),
+        measured_ns,
         command_line,
         system,
         findings,
@@ -328,7 +331,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
         trace,
         loads: load_records,
         containment: loads.containment(),
-        warnings,
+        warnings: once(warnings),
     });
     let json_on_stdout = sink.as_ref().is_some_and(JsonSink::is_stdout);
     // The result is kept even when the JSON document could not be written (and the other way
@@ -337,10 +340,11 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     sys::release_code_pages();
     match keep_result(&mut result, store, &keep) {
         // Where the summary went.
-        Kept::Stored(line) if !plan.quiet => {
+        // Also under --quiet: the run's id is what a script needs to show, export or compare it.
+        Kept::Stored(line) => {
             let _ = say(json_on_stdout, &format!("{line}\n"));
         }
-        Kept::Stored(_) | Kept::Nowhere => {}
+        Kept::Nowhere => {}
         // A store asked for by name that did not get the run: the run did not do what was asked.
         Kept::Rescued(why) if keep.explicit => {
             if let Err(e) = &reported {
@@ -699,6 +703,14 @@ fn announce_default_load(plan: &RunPlan, resolved: &Resolved) {
     }
 }
 
+/// Each warning once, in the order first given: the same finding reached twice (a load given
+/// twice, one failing in two phases, a setting refused for each of several reasons alike) is
+/// said, and kept in the result, once.
+fn once(warnings: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    warnings.into_iter().filter(|w| seen.insert(w.clone())).collect()
+}
+
 fn load_failure_warnings(records: &[crate::load::manager::LoadRecord]) -> Vec<String> {
     records
         .iter()
@@ -962,6 +974,24 @@ fn measure(
     end_ns
 }
 
+/// How long was measured after the warm-up, as the threads did it: the longest any thread
+/// measured after its own warm-up (a probe's `warmup=` included), up to where it stopped (a rate
+/// sweep stops after its first failed rate; a thread held off its CPU measured to `end_ns`).
+fn measured_ns(probes: &RunningProbes, collector: &Collector, end_ns: u64) -> u64 {
+    (0..probes.keys.len())
+        .map(|i| {
+            let s = collector.accounts[i].schedule;
+            let stop = if probes.finished(i) {
+                probes.counters[i].periods_done.load(Ordering::Relaxed).saturating_mul(s.interval_ns).min(end_ns)
+            } else {
+                end_ns
+            };
+            stop.saturating_sub(s.warmup_periods.saturating_mul(s.interval_ns))
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// Where a stopped run ends: where the threads that were running stopped (the last deadline
 /// one of them accounted for); only if none was running, where the coordinator noticed the stop.
 fn stopped_end_ns(probes: &RunningProbes, collector: &Collector, noticed_ns: u64) -> u64 {
@@ -1007,11 +1037,11 @@ fn measurement_warnings(collector: &Collector, probes: &[ProbePlan], memory_lock
     for a in &collector.accounts {
         if a.unserved > 0 {
             w.push(format!(
-                "the {} thread of cpu{} did not run for its last {} periods ({}): something of higher \
+                "the {} thread of cpu{} did not run for its last {} ({}): something of higher \
                  priority held the CPU; they count as missed",
                 series_label(probes, a.key),
                 a.key.cpu,
-                a.unserved,
+                crate::vocab::Count(a.unserved, "period"),
                 crate::vocab::units::Nanos(a.unserved.saturating_mul(a.schedule.interval_ns))
             ));
         }
@@ -1019,8 +1049,9 @@ fn measurement_warnings(collector: &Collector, probes: &[ProbePlan], memory_lock
     let lost: u64 = collector.accounts.iter().map(|a| a.run.lost).sum();
     if lost > 0 {
         w.push(format!(
-            "{lost} samples could not be handed to the collector in time (it was starved); they count in samples, \
-             min and max but are missing from the histograms and percentiles"
+            "{} could not be handed to the collector in time (it was starved); they count in samples, \
+             min and max but are missing from the histograms and percentiles",
+            crate::vocab::Count(lost, "sample")
         ));
     }
     w
@@ -1035,6 +1066,8 @@ struct Assembly<'a> {
     interrupted_by: Option<String>,
     /// (started, ended, CLOCK_MONOTONIC start of period 0, end of the measurement from it)
     times: (SystemTime, SystemTime, u64, u64),
+    /// How long was measured after the warm-up ([`measured_ns`]).
+    measured_ns: u64,
     command_line: Vec<String>,
     system: SystemInfo,
     findings: Vec<crate::audit::findings::Finding>,
@@ -1079,6 +1112,11 @@ fn assemble(a: Assembly) -> RunResult {
     let facts = verdict::RunFacts {
         status: a.status,
         failed_loads: a.loads.iter().filter(|l| l.failed).map(|l| l.spec.clone()).collect(),
+        intervals: resolved
+            .probes
+            .iter()
+            .map(|p| (p.probe.name().to_string(), p.cpus.clone(), p.probe.schedule().interval_ns))
+            .collect(),
     };
     let verdict = verdict::evaluate(&per_thread, &combined, plan.cycle_time_ns, plan.budget, &plan.requirements, &facts);
     RunResult {
@@ -1088,7 +1126,7 @@ fn assemble(a: Assembly) -> RunResult {
         started_at: rfc3339(started_at),
         ended_at: rfc3339(ended_at),
         monotonic_start_ns: start_ns,
-        measured_ns: end_ns.saturating_sub(plan.warmup_periods() * plan.interval_ns),
+        measured_ns: a.measured_ns,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         command_line: a.command_line,
         imported: None,
@@ -1271,7 +1309,7 @@ pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Resu
     });
     let records = loads.records();
     finish_watchdog(watchdog, &mut warnings);
-    for w in &warnings {
+    for w in &once(warnings) {
         crate::report::out::err_line(&format!("rtgauge: warning: {w}"));
     }
     report_loads(&plan, &records, sink, command_line, interrupts.which(), loads.containment())

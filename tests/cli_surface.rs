@@ -124,3 +124,91 @@ fn json_through_a_symlink_keeps_the_link() {
     let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names.len(), 2, "no stray file: {names:?}");
 }
+
+/// `run --help` names every choice the parser accepts: each wait method of the timer (itimer
+/// was missing), each wake mechanism of the wake-up chain, each probe and each load.
+#[test]
+fn run_help_names_every_wait_method_wake_mechanism_probe_and_load() {
+    let out = rtgauge(&["run", "--help"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let words: Vec<&str> = text.split(|c: char| c.is_whitespace() || "|=,;:()'[]".contains(c)).collect();
+    let named = |w: &str| words.contains(&w);
+    for (name, _) in rtgauge::probe::timer::WAIT_METHODS {
+        assert!(named(name), "wait={name} in run --help");
+    }
+    for (name, _) in rtgauge::probe::wakeup::VIA {
+        assert!(named(name), "via={name} in run --help");
+    }
+    for name in rtgauge::probe::registry::names() {
+        assert!(named(name), "probe {name} in run --help");
+    }
+    for name in rtgauge::load::spec::NAMES {
+        assert!(named(name), "load {name} in run --help");
+    }
+}
+
+/// Every source a summary, report or scenario names is said in a line of `--help` (the
+/// top-level help, `run`'s and `report`'s), and `docs/sources.md` gives its full reference.
+#[test]
+fn help_says_what_each_named_source_is() {
+    let docs = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/sources.md")).unwrap();
+    for args in [&["--help"][..], &["run", "--help"], &["report", "--help"]] {
+        let out = rtgauge(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("docs/sources.md"), "{args:?}");
+        for s in rtgauge::report::reference::SOURCES {
+            assert!(
+                text.lines().any(|l| l.trim_start().starts_with(&format!("{}: ", s.short))),
+                "{args:?}: a line for {}",
+                s.short
+            );
+            assert!(docs.contains(&format!("## {}", s.short)) && docs.contains(s.title), "docs/sources.md: {}", s.short);
+        }
+    }
+}
+
+/// Each JSON Schema's title names the version its `$id` names.
+#[test]
+fn every_schema_document_titles_the_version_its_id_names() {
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&docs).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let (Some(id), Some(title)) = (schema["$id"].as_str(), schema["title"].as_str()) else { continue };
+        let version =
+            id.rsplit_once(".v").map(|(_, v)| v).unwrap_or_else(|| panic!("{}: $id {id} names no version", path.display()));
+        assert!(title.contains(&format!("version {version} ")), "{}: $id {id}, title '{title}'", path.display());
+        seen += 1;
+    }
+    assert!(seen >= 1);
+}
+
+/// A binary the kernel cannot execute (a cross-built rtgauge under qemu-user without
+/// binfmt_misc: its loads' guardian is rtgauge started again) says what is missing and how to
+/// run it, in one line, before measuring.
+#[test]
+fn a_binary_the_kernel_cannot_execute_says_what_is_missing_and_how_to_run_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    // An executable file of no format the kernel knows (another architecture's ELF is the same
+    // ENOEXEC): named as the emulator rtgauge starts itself through.
+    let foreign = dir.path().join("foreign-binary");
+    std::fs::write(&foreign, b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x02\0\xff\xff").unwrap();
+    std::fs::set_permissions(&foreign, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let db = dir.path().join("s.db");
+    let out = rtgauge(&["run", "--loops", "100", "--load", "cpu", "--db", db.to_str().unwrap()])
+        .env("RTGAUGE_RUNNER", &foreign)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let line = err.lines().find(|l| l.contains("cannot start the load guardian")).unwrap_or_else(|| panic!("{err}"));
+    for words in ["cannot execute", "qemu-user", "binfmt_misc", "--load none", "RTGAUGE_RUNNER"] {
+        assert!(line.contains(words), "{words}: {line}");
+    }
+    assert!(out.stdout.is_empty(), "nothing measured");
+}

@@ -691,3 +691,55 @@ fn cyclictest_hist_export_is_bounded_and_written_as_it_goes() {
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(141), "a broken pipe ends it as SIGPIPE would a Unix tool: {:?}", out.status);
 }
+
+/// Every header field of an import is what the file says, and "unknown" where it says nothing:
+/// cyclictest's threads each at their own interval (`-d`, 500 µs by default without `-h`); its
+/// histogram output, jitterdebugger's and a cyclictest file without its command line state no
+/// policy, memory locking or interval; in the summary, the HTML report, the JSON and rteval's XML.
+#[test]
+fn an_import_states_each_threads_interval_and_unknown_where_the_file_says_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let summary = |run: &str| {
+        let out = rtgauge(&["show", run, "--db", &db]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // -i 1000 -t 2 without -h: thread 1 ran at 1.5 ms.
+    let doc = import(&db, &fixture("cyclictest-no-h.json"));
+    let intervals: Vec<(Value, u64)> =
+        doc["config"]["probes"].as_array().unwrap().iter().map(|p| (p["cpus"].clone(), u(&p["interval_ns"]))).collect();
+    assert_eq!(intervals, [(serde_json::json!([0]), 1_000_000), (serde_json::json!([1]), 1_500_000)]);
+    let longest = per_cpu(&doc).iter().zip([1_000_000, 1_500_000]).map(|(p, i)| u(&p["samples"]) * i).max().unwrap();
+    assert_eq!(u(&doc["measured_ns"]), longest, "the longest thread's cycles × its interval");
+    assert!(doc["imported"].get("unknown").is_none(), "its command line states them all: {}", doc["imported"]);
+    assert!(summary("last").contains("timer on CPUs 0, interval 1 ms; timer on CPUs 1, interval 1.5 ms, SCHED_FIFO 80"));
+    // With -h, every thread at -i.
+    let doc = import(&db, &fixture("cyclictest-h100.json"));
+    assert_eq!(doc["config"]["probes"].as_array().unwrap().len(), 1);
+    let no_command_line = edited(dir.path(), "cyclictest-no-h.json", "no-cmdline.json", |v| {
+        v.as_object_mut().unwrap().remove("cmdline:");
+    });
+    for file in [fixture("cyclictest-hist.txt"), fixture("jitterdebugger-results.json"), no_command_line] {
+        let doc = import(&db, &file);
+        let unknown = doc["imported"]["unknown"].as_array().unwrap_or_else(|| panic!("{}", doc["imported"]));
+        for field in ["config.policy", "config.mlockall", "config.interval_ns"] {
+            assert!(unknown.iter().any(|u| u == field), "{file:?}: {unknown:?}");
+        }
+        let text = summary("last");
+        let header = text.lines().find(|l| l.starts_with("rtgauge ")).unwrap();
+        assert!(header.contains("interval unknown, scheduling policy unknown, memory locking unknown"), "{file:?}: {header}");
+        assert!(!header.contains("SCHED_OTHER") && !header.contains("NOT locked"), "{header}");
+        let xml = export(&db, "last", "rteval-xml", &[]);
+        assert!(xml.contains("<core id=") && !xml.contains("priority=\""), "no priority where none is known: {xml}");
+        let html = dir.path().join("report.html");
+        let out = rtgauge(&["report", "last", "--db", &db, "--html", html.to_str().unwrap()]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(std::fs::read_to_string(&html).unwrap().contains("scheduling policy unknown, memory locking unknown"));
+    }
+    // The histogram output states no time and no length either.
+    let doc = import(&db, &fixture("cyclictest-hist.txt"));
+    let unknown = doc["imported"]["unknown"].as_array().unwrap();
+    assert!(["measured_ns", "started_at"].iter().all(|f| unknown.iter().any(|u| u == f)), "{unknown:?}");
+    let text = summary("last");
+    assert!(text.contains("(how long is unknown)") && text.contains("time unknown (the file's own is"), "{text}");
+}

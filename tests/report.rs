@@ -91,8 +91,10 @@ fn the_html_report_is_self_contained_and_renders_every_plot() {
     for outside in ["<script", "<link", "<img", "<iframe", " src=", "url(", "@import"] {
         assert!(!html.contains(outside), "the report reaches outside itself: {outside}");
     }
-    let requests = html.match_indices("http").filter(|(i, _)| !html[*i..].starts_with("http://www.w3.org/")).count();
-    assert_eq!(requests, 0, "only XML namespaces may name a URL");
+    // (the reference list at the end names its sources' addresses, as links a reader follows)
+    let page = html.split("<h2 id=\"sources\">").next().unwrap();
+    let requests = page.match_indices("http").filter(|(i, _)| !page[*i..].starts_with("http://www.w3.org/")).count();
+    assert_eq!(requests, 0, "only XML namespaces may name a URL before the sources");
     // Per series (timer, wakeup.chain, .handler, .task): histogram, percentiles, timeline.
     for kind in ["histogram", "percentiles", "timeline"] {
         assert_eq!(html.matches(&format!("<figure class=\"plot {kind}\"><svg")).count(), 4, "{kind} plots");
@@ -475,4 +477,353 @@ fn control_characters_reach_no_plot_of_the_html_report() {
     ok(&["report", "last", "--db", &db, "--html", html.to_str().unwrap()]);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(!page.contains('\u{1b}') && !page.contains('\u{7}'), "no raw control character in the page");
+}
+
+/// The percentile cells of each `probe` row of a summary's results table, by column head, and
+/// the table's heads.
+fn percentile_cells(text: &str) -> (Vec<String>, Vec<Vec<(String, String)>>) {
+    let header = text.lines().find(|l| l.starts_with("probe ")).unwrap_or_else(|| panic!("no results table:\n{text}"));
+    let heads: Vec<String> = header.split_whitespace().map(String::from).collect();
+    let rows = text
+        .lines()
+        .skip_while(|l| !l.starts_with("probe "))
+        .skip(1)
+        .take_while(|l| !l.starts_with('('))
+        .map(|row| {
+            heads
+                .iter()
+                .cloned()
+                .zip(row.split_whitespace().map(String::from))
+                .filter(|(h, _)| h.strip_prefix('p').is_some_and(|q| q.parse::<f64>().is_ok()))
+                .collect()
+        })
+        .collect();
+    (heads, rows)
+}
+
+/// A percentile needs 10/(1 − p) values to mean more than the maximum. A cyclictest run of
+/// 1 000 loops per CPU (imported: no measurement) resolves p99 (1 000 values) but not p99.9 and
+/// above: those are marked in the summary, the HTML report and the JSON, the summary says how
+/// long a run at its 1 ms interval must be to resolve each, and p99.9999 has no column. An
+/// oslat run of 69 million values per CPU resolves every percentile: no mark, no note, and the
+/// p99.9999 column. A document written before the marks (without them and without p99.9999)
+/// still loads and is marked alike.
+#[test]
+fn percentiles_too_few_values_resolve_are_marked_not_shown_as_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    ok(&["import", "--db", &db, "--label", "short", fixture("cyclictest-h100.json").to_str().unwrap()]);
+    let text = ok(&["show", "short", "--db", &db]);
+    let (heads, rows) = percentile_cells(&text);
+    assert!(!heads.iter().any(|h| h == "p99.9999"), "no row resolves p99.9999: no column\n{text}");
+    assert_eq!(rows.len(), 3, "two CPUs and all\n{text}");
+    for row in &rows {
+        for (head, cell) in row {
+            let unresolved = ["p99.9", "p99.99", "p99.999"].contains(&head.as_str());
+            assert_eq!(cell.ends_with('*'), unresolved, "{head} = {cell}\n{text}");
+        }
+    }
+    for line in [
+        "p99.9: 10 000 values (10 s of one CPU at 1 ms)",
+        "p99.999: 1 000 000 values (17 min of one CPU at 1 ms)",
+        "p99.9999 (shown once resolved): 10 000 000 values (2.8 h of one CPU at 1 ms)",
+    ] {
+        assert!(text.contains(line), "no '{line}' in\n{text}");
+    }
+    let doc: Value = serde_json::from_str(&ok(&["show", "short", "--json", "--db", &db])).unwrap();
+    let entries = || doc["probes"].as_array().unwrap().iter().chain(doc["combined"].as_array().unwrap());
+    for p in entries() {
+        let listed: Vec<&str> = p["unresolved_percentiles"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert_eq!(listed, ["p999_ns", "p9999_ns", "p99999_ns", "p999999_ns"], "{p}");
+        assert_eq!(p["p999999_ns"], p["max_ns"], "p99.9999 of 1 000 values is the maximum");
+    }
+    let page = dir.path().join("short.html");
+    ok(&["report", "short", "--db", &db, "--html", page.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("<td class=\"n unres\"").count(), 9, "three percentiles in three rows");
+    assert!(html.contains("p99.999: 1 000 000 values (17 min of one CPU at 1 ms)"));
+
+    // Resolved everywhere: no mark, no note, and the p99.9999 column.
+    ok(&["import", "--db", &db, "--label", "long", fixture("oslat.json").to_str().unwrap()]);
+    let text = ok(&["show", "long", "--db", &db]);
+    let (heads, rows) = percentile_cells(&text);
+    assert!(heads.iter().any(|h| h == "p99.9999"), "{text}");
+    assert!(rows.iter().flatten().all(|(_, c)| !c.ends_with('*')) && !text.contains("not resolved"), "{text}");
+    let doc: Value = serde_json::from_str(&ok(&["show", "long", "--json", "--db", &db])).unwrap();
+    assert_eq!(doc["probes"][0]["unresolved_percentiles"], Value::Array(vec![]));
+
+    // A document of before: no p99.9999, no marks. It loads, and is marked from its histogram.
+    let export = dir.path().join("old.json");
+    std::fs::write(&export, ok(&["export", "short", "--db", &db, "--format", "json"])).unwrap();
+    let mut old: Value = serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    for list in ["probes", "combined"] {
+        for p in old[list].as_array_mut().unwrap() {
+            let p = p.as_object_mut().unwrap();
+            assert!(p.remove("p999999_ns").is_some() && p.remove("unresolved_percentiles").is_some());
+        }
+    }
+    std::fs::write(&export, old.to_string()).unwrap();
+    ok(&["import", "--db", &db, "--label", "old", export.to_str().unwrap()]);
+    let text = ok(&["show", "old", "--db", &db]);
+    let (_, rows) = percentile_cells(&text);
+    assert!(rows.iter().all(|r| r.iter().filter(|(_, c)| c.ends_with('*')).count() == 3), "{text}");
+}
+
+/// A real run of 2 000 periods at 1 ms on one CPU: the percentiles its histogram's count does
+/// not resolve (p99.9: 10 000 values, and above) are listed in the JSON and marked in the
+/// summary, which says how long a run at 1 ms must be to resolve them and has no p99.9999
+/// column.
+#[test]
+fn a_short_runs_high_percentiles_are_marked_unresolved() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let (code, doc, out) = run_json(&["--loops", "2000", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &db]);
+    assert!(code == 0 || code == 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let p = &doc["probes"][0];
+    let count = u(&p["histogram"]["total_count"]);
+    let expected: Vec<&str> = rtgauge::vocab::percentiles::REPORTED
+        .iter()
+        .filter(|q| !p[q.key].is_null() && count < q.values_needed())
+        .map(|q| q.key)
+        .collect();
+    assert!(expected.contains(&"p9999_ns") && expected.contains(&"p999999_ns"), "{count} values");
+    let listed: Vec<&str> = p["unresolved_percentiles"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(listed, expected);
+    let text = ok(&["show", "last", "--db", &db]);
+    let (heads, rows) = percentile_cells(&text);
+    assert!(!heads.iter().any(|h| h == "p99.9999"), "{text}");
+    for (head, cell) in &rows[0] {
+        let key = rtgauge::vocab::percentiles::REPORTED.iter().find(|q| q.label == head).unwrap().key;
+        assert_eq!(cell.ends_with('*'), listed.contains(&key), "{head} = {cell}\n{text}");
+    }
+    assert!(text.contains("p99.99: 100 000 values (1.7 min of one CPU at 1 ms)"), "{text}");
+}
+
+/// An element of an SVG plot: its tag, its attributes and (a `<text>`) its text.
+struct Element {
+    tag: String,
+    attrs: Vec<(String, String)>,
+    text: String,
+}
+
+impl Element {
+    fn attr(&self, name: &str) -> Option<&str> {
+        self.attrs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+    fn num(&self, name: &str) -> f64 {
+        self.attr(name).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
+    }
+    /// Its leftmost x: a rectangle's or a text's `x`, a line's least point.
+    fn left(&self) -> f64 {
+        match self.attr("points") {
+            Some(p) => p.split_whitespace().filter_map(|xy| xy.split(',').next()?.parse::<f64>().ok()).fold(f64::MAX, f64::min),
+            None => self.num("x"),
+        }
+    }
+    /// The colour and opacity a mark is drawn in (a rectangle's fill, a line's stroke).
+    fn ink(&self) -> (String, String) {
+        let colour = if self.tag == "rect" { self.attr("fill") } else { self.attr("stroke") };
+        (colour.unwrap_or("").to_string(), self.attr("opacity").unwrap_or("1").to_string())
+    }
+}
+
+/// The elements of an SVG plot as plotters writes it (one element a tag, attributes quoted).
+fn svg_elements(svg: &str) -> Vec<Element> {
+    let mut out = Vec::new();
+    for chunk in svg.split('<').skip(1) {
+        if chunk.starts_with('/') {
+            continue;
+        }
+        let (head, rest) = chunk.split_once('>').unwrap_or((chunk, ""));
+        let head = head.trim_end_matches('/');
+        let (tag, mut attrs_text) = head.split_once(' ').unwrap_or((head, ""));
+        let mut attrs = Vec::new();
+        while let Some((name, after)) = attrs_text.split_once("=\"") {
+            let (value, next) = after.split_once('"').unwrap_or((after, ""));
+            attrs.push((name.trim().to_string(), value.to_string()));
+            attrs_text = next;
+        }
+        out.push(Element {
+            tag: tag.to_string(),
+            attrs,
+            text: if tag == "text" { rest.trim().to_string() } else { String::new() },
+        });
+    }
+    out
+}
+
+/// Every plot of an HTML report or comparison: (its kind, its elements).
+fn html_plots(html: &str) -> Vec<(String, Vec<Element>)> {
+    html.split("<figure class=\"plot ")
+        .skip(1)
+        .map(|f| {
+            let (kind, rest) = f.split_once('"').unwrap();
+            (kind.to_string(), svg_elements(rest.split("</figure>").next().unwrap()))
+        })
+        .collect()
+}
+
+/// A cyclictest --json file of one thread: `(µs, count)` rows.
+fn cyclictest_json(rows: &[(u64, u64)]) -> String {
+    let hist: Vec<String> = rows.iter().map(|(us, n)| format!("\"{us}\": {n}")).collect();
+    let cycles: u64 = rows.iter().map(|r| r.1).sum();
+    let (min, max) = (rows.iter().map(|r| r.0).min().unwrap(), rows.iter().map(|r| r.0).max().unwrap());
+    let avg = rows.iter().map(|(us, n)| us * n).sum::<u64>() as f64 / cycles as f64;
+    format!(
+        "{{\"file_version\": 1, \"cmdline:\": \"cyclictest -m -p 80 -i 1000 -l {cycles} -h 200000 -q -t 1 -a 0 --json=ct.json\", \
+         \"rt_test_version:\": \"2.40\", \"start_time\": \"Mon, 23 Nov 2026 09:09:22 +0000\", \"end_time\": \"Mon, 23 Nov 2026 \
+         09:09:23 +0000\", \"return_code\": 0, \"sysinfo\": {{\"sysname\": \"Linux\", \"nodename\": \"board\", \"release\": \
+         \"6.12.0\", \"version\": \"#1 SMP PREEMPT_RT\", \"machine\": \"aarch64\", \"realtime\": 1}}, \"num_threads\": 1, \
+         \"resolution_in_ns\": 0, \"thread\": {{\"0\": {{\"histogram\": {{{}}}, \"cycles\": {cycles}, \"min\": {min}, \"max\": {max}, \
+         \"avg\": {avg:.2}, \"cpu\": 0, \"node\": 0}}}}}}",
+        hist.join(", ")
+    )
+}
+
+/// A linear axis of 500 µs bins up to the maximum put a run's every sample but one 150 ms stall
+/// into its first bin: the histogram's latency axis is logarithmic, its bins of equal width on
+/// it, so the body shows as many bins below 1 ms and the outlier as one bin beyond 100 ms; and
+/// no tick of any plot is a bare number like "20000.0".
+#[test]
+fn a_histogram_with_one_150_ms_outlier_shows_the_body_of_the_distribution() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let file = dir.path().join("ct.json");
+    let rows = [(12, 40), (15, 120), (18, 300), (22, 250), (27, 150), (33, 80), (41, 40), (52, 15), (70, 4), (150_000, 1)];
+    std::fs::write(&file, cyclictest_json(&rows)).unwrap();
+    ok(&["import", "--db", &db, "--label", "stall", file.to_str().unwrap()]);
+    let html = ok(&["report", "stall", "--db", &db, "--html", "-"]);
+    let plots = html_plots(&html);
+    let (_, hist) = plots.iter().find(|(k, _)| k == "histogram").expect("a histogram");
+    let tick = |label: &str| {
+        hist.iter()
+            .find(|e| e.tag == "text" && e.text == label)
+            .map(|e| e.num("x"))
+            .unwrap_or_else(|| panic!("no '{label}' tick"))
+    };
+    let (one_ms, hundred_ms, legend) = (tick("1 ms"), tick("100 ms"), tick("cpu0") - 30.0);
+    // The CPU's bars: its colour, shaded (its legend's patch lies right of the plot).
+    let bars: Vec<&Element> =
+        hist.iter().filter(|e| e.tag == "rect" && e.ink() == ("#1F77B4".into(), "0.25".into()) && e.num("x") < legend).collect();
+    let body = bars.iter().filter(|b| b.num("x") + b.num("width") <= one_ms).count();
+    assert!(body >= rows.len() - 1, "the body in {body} bins below 1 ms, one per value");
+    assert!(bars.iter().any(|b| b.num("x") >= hundred_ms), "the 150 ms sample's bin");
+    for (kind, elements) in &plots {
+        for t in elements.iter().filter(|e| e.tag == "text") {
+            let bare = !t.text.is_empty() && t.text.contains('.') && t.text.chars().all(|c| c.is_ascii_digit() || c == '.');
+            assert!(!bare, "{kind}: a tick without its unit: '{}'", t.text);
+        }
+    }
+}
+
+/// Windows with missed periods were red bars and load phases shaded areas without a legend
+/// entry, and compare's legend ran off the plot with long run names: every plot's every mark
+/// (a colour and opacity it is drawn in) is in its legend, and every line of a legend fits
+/// within the plot's width.
+#[test]
+fn every_mark_of_every_plot_has_a_legend_entry_that_fits_the_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    // A run with a timeline holding missed periods on one CPU and two load phases: an imported
+    // cyclictest run, exported and given them, imported again as an rtgauge document.
+    let file = dir.path().join("ct.json");
+    std::fs::write(&file, cyclictest_json(&[(12, 200), (20, 500), (35, 290), (90, 10)])).unwrap();
+    ok(&["import", "--db", &db, "--label", "plain", file.to_str().unwrap()]);
+    let mut doc: Value = serde_json::from_str(&ok(&["export", "plain", "--db", &db, "-f", "json"])).unwrap();
+    doc["imported"] = Value::Null;
+    let samples = u(&doc["probes"][0]["samples"]);
+    let windows = 10;
+    doc["probes"][0]["timeline"] = serde_json::json!({
+        "window_ns": 100_000_000u64, "start_ns": 0,
+        "count": vec![samples / windows; windows as usize],
+        "missed": [0, 0, 0, 2, 0, 0, 0, 1, 0, 0],
+        "max_ns": [40_000, 60_000, 50_000, 90_000, 45_000, 70_000, 80_000, 65_000, 55_000, 50_000],
+        "p99_ns": [30_000, 35_000, 32_000, 36_000, 31_000, 33_000, 34_000, 35_000, 30_000, 32_000],
+    });
+    doc["probes"][0]["missed"] = 3.into();
+    doc["phases"] = serde_json::json!([
+        {"start_ns": 0, "end_ns": 400_000_000u64, "loads": [], "probes": [], "combined": []},
+        {"start_ns": 400_000_000u64, "end_ns": 700_000_000u64, "loads": ["hackbench:groups=10,pipe", "cpu:policy=fifo:90"], "probes": [], "combined": []},
+        {"start_ns": 700_000_000u64, "end_ns": 1_000_000_000u64, "loads": ["vm:workers=2"], "probes": [], "combined": []},
+    ]);
+    let timed = dir.path().join("timed.json");
+    std::fs::write(&timed, doc.to_string()).unwrap();
+    let long = "a-kernel-built-with-every-option-the-board-vendor-recommends";
+    ok(&["import", "--db", &db, "--label", long, timed.to_str().unwrap()]);
+    let report = ok(&["report", long, "--db", &db, "--html", "-"]);
+    let compare = ok(&["compare", "plain", long, "--db", &db, "--html", "-"]);
+    let mut kinds = Vec::new();
+    for (kind, elements) in html_plots(&report).into_iter().chain(html_plots(&compare)) {
+        let width = elements.iter().find(|e| e.tag == "svg").map(|e| e.num("width")).unwrap();
+        // The legend's lines: text from its left edge on (its marks 24 px left of them).
+        let legend_x = elements
+            .iter()
+            .filter(|e| e.tag == "text" && e.attr("text-anchor") == Some("start") && e.attr("opacity") == Some("1"))
+            .map(|e| e.num("x"))
+            .fold(f64::MAX, f64::min);
+        assert!(legend_x < width, "{kind}: no legend");
+        let marks: Vec<&Element> = elements
+            .iter()
+            .filter(|e| e.tag == "rect" || e.tag == "polyline")
+            .filter(|e| !["#000000", "#FFFFFF", "none", ""].contains(&e.ink().0.as_str()))
+            .collect();
+        let legend: Vec<(String, String)> = marks.iter().filter(|e| e.left() >= legend_x - 30.0).map(|e| e.ink()).collect();
+        for m in marks.iter().filter(|e| e.left() < legend_x - 30.0) {
+            assert!(legend.contains(&m.ink()), "{kind}: a mark drawn in {:?} has no legend entry", m.ink());
+        }
+        for t in elements.iter().filter(|e| e.tag == "text" && e.num("x") >= legend_x) {
+            // (a sans-serif face's characters average under 0.6 em)
+            let right = t.num("x") + t.text.chars().count() as f64 * 0.6 * t.num("font-size");
+            assert!(right <= width, "{kind}: the legend's '{}' runs off the plot ({right:.0} > {width})", t.text);
+        }
+        kinds.push(kind);
+    }
+    assert!(kinds.contains(&"timeline".to_string()) && kinds.iter().filter(|k| *k == "histogram").count() == 2, "{kinds:?}");
+    // The timeline's marks are named: the missed windows and the load phases among them.
+    let (_, timeline) = html_plots(&report).into_iter().find(|(k, _)| k == "timeline").unwrap();
+    let texts: String = timeline.iter().filter(|e| e.tag == "text").map(|e| e.text.clone() + " ").collect();
+    assert!(texts.contains("missed") && texts.contains("a load running"), "{texts}");
+}
+
+/// A warning reached twice (here a FIFO load given twice, each at or above the measurement's
+/// priority) was said twice before the run and twice in the summary: each warning is said once
+/// before the run, once in the summary and kept once in the result.
+#[test]
+fn each_warning_is_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let cpu = online_cpus().last().copied().unwrap_or(0).to_string();
+    let out = rtgauge(&[
+        "run",
+        "-q",
+        "--no-store",
+        "--loops",
+        "50",
+        "--warmup",
+        "0",
+        "--cpus",
+        &cpu,
+        "--load-cpus",
+        &cpu,
+        "--json",
+        json.to_str().unwrap(),
+        "--load",
+        "cpu:workers=1,policy=fifo:90",
+        "--load",
+        "cpu:workers=1,policy=fifo:90",
+    ])
+    .output()
+    .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.code() == Some(0) || out.status.code() == Some(1), "{stderr}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let warnings: Vec<&str> = doc["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    assert!(warnings.iter().any(|w| w.contains("at or above")), "{warnings:?}");
+    for w in &warnings {
+        assert_eq!(warnings.iter().filter(|v| v == &w).count(), 1, "kept once: {w}");
+        assert!(stdout.matches(&format!("warning: {w}")).count() <= 1, "the summary says it once: {w}\n{stdout}");
+        assert!(stderr.matches(&format!("warning: {w}")).count() <= 1, "said once before the run: {w}\n{stderr}");
+    }
+    let rt = warnings.iter().find(|w| w.contains("at or above")).unwrap();
+    assert_eq!(stdout.matches(rt).count(), 1, "{stdout}");
 }

@@ -181,3 +181,12 @@ fn a_probe_with_its_own_interval_and_cpus_keeps_its_own_accounting() {
     assert_eq!((typed.config.interval_ns, typed.probes[0].samples + typed.probes[0].missed), (500_000, 40));
     assert_eq!(typed.verdict.checks[0].expr, "timer.missed>=0");
 }
+
+/// The schema's `unresolved_percentiles` may name exactly the reported percentiles' fields.
+#[test]
+fn the_schema_lets_every_reported_percentile_be_unresolved() {
+    let s = schema();
+    let listed = &s["$defs"]["probe_result"]["properties"]["unresolved_percentiles"]["items"]["enum"];
+    let keys: Vec<&str> = rtgauge::vocab::percentiles::REPORTED.iter().map(|p| p.key).collect();
+    assert_eq!(listed.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>(), keys);
+}

@@ -135,7 +135,9 @@ fn a_stall_fails_a_cycle_time_it_does_not_fit() {
     let checks = doc["verdict"]["checks"].as_array().unwrap();
     let failed: Vec<&Value> = checks.iter().filter(|c| c["passed"] == false).collect();
     assert!(failed.iter().any(|c| c["expr"] == "max<=25000us" && c["scope"] == format!("timer/cpu{cpu}")));
-    assert!(failed.iter().any(|c| c["expr"] == "missed==0"));
+    // Periods missed at 1 ms under a 100 ms cycle are latencies judged against the budget (the
+    // max check above), not a failure of their own.
+    assert!(!checks.iter().any(|c| c["expr"] == "missed==0"), "{checks:?}");
     assert!(u(&doc["verdict"]["shortest_cycle_time_ns"]) >= 4 * 190_000_000);
 }
 

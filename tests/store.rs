@@ -376,3 +376,63 @@ fn a_run_whose_temporary_directory_is_unusable_is_still_stored() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(list(&db, &[]).len(), 1, "stored");
 }
+
+/// `list` gives each run the verdict its summary gives: a run that failed (here a CPU that
+/// measured nothing, with no criteria asked) is `fail`, not `none`; `none` is only a run that
+/// passed without criteria.
+#[test]
+fn a_run_that_failed_without_criteria_is_listed_as_failed_not_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(fixture("cyclictest-no-h.json")).unwrap()).unwrap();
+    for k in ["cycles", "min", "max"] {
+        doc["thread"]["1"][k] = 0.into();
+    }
+    doc["thread"]["1"]["avg"] = 0.0.into();
+    let failed = dir.path().join("one-thread-measured-nothing.json");
+    std::fs::write(&failed, serde_json::to_vec(&doc).unwrap()).unwrap();
+    ok(&["import", "--db", &db, failed.to_str().unwrap(), "--label", "failed"]);
+    ok(&["import", "--db", &db, fixture("cyclictest-no-h.json").to_str().unwrap(), "--label", "plain"]);
+    let summary = ok(&["show", "failed", "--db", &db]);
+    assert!(summary.contains("FAIL"), "the summary fails it: {summary}");
+    let rows = list(&db, &[]);
+    let verdict = |label: &str| rows.iter().find(|r| r["label"] == label).map(|r| r["verdict"].as_str().unwrap().to_string());
+    assert_eq!(verdict("failed").as_deref(), Some("fail"), "{rows:?}");
+    assert_eq!(verdict("plain").as_deref(), Some("none"), "passed without criteria: {rows:?}");
+    let text = ok(&["list", "--db", &db]);
+    let line = text.lines().find(|l| l.contains("failed")).unwrap();
+    assert!(line.trim_end().ends_with("fail"), "{text}");
+}
+
+/// `--quiet` drops the live view, never the line naming the stored run: a script needs the id
+/// (on standard output, or on standard error when the JSON document has standard output).
+#[test]
+fn quiet_still_names_the_stored_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let run = ["run", "-q", "--loops", "50", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &db];
+    let out = rtgauge(&run).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("Stored as run 1 in").count(), 1, "{text}");
+    let out = rtgauge(&[&run[..], &["--json", "-"]].concat()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("standard output is the document alone");
+    assert!(doc.is_object());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Stored as run 2 in"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A count of one reads in the singular: an import of one thread is "1 CPU", not "1 CPUs"
+/// (the same counted nouns as a one-period run's "1 period" and "1 warm-up period").
+#[test]
+fn an_import_of_one_cpu_says_1_cpu_not_1_cpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(fixture("cyclictest-no-h.json")).unwrap()).unwrap();
+    doc["thread"].as_object_mut().unwrap().remove("1");
+    doc["num_threads"] = 1.into();
+    let one = dir.path().join("one-thread.json");
+    std::fs::write(&one, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let text = ok(&["import", "--db", &db, one.to_str().unwrap()]);
+    assert!(text.contains(", 1 CPU, ") && !text.contains("1 CPUs"), "{text}");
+}

@@ -22,8 +22,10 @@ pub struct Preemption {
     pub model: String,
     /// Whether the kernel is a PREEMPT_RT kernel.
     pub realtime: bool,
-    /// For PREEMPT_DYNAMIC kernels, the mode in force (`none`, `voluntary`, `full`, `lazy`),
-    /// when readable.
+    /// For PREEMPT_DYNAMIC kernels, the mode in force (`none`, `voluntary`, `full`, `lazy`):
+    /// from `/sys/kernel/debug/sched/preempt` when debugfs is mounted, else the boot parameter
+    /// `preempt=`, else the mode the kernel's configuration starts in (the evidence says which);
+    /// `null` when none of them is readable.
     pub dynamic_mode: Option<String>,
     /// What each source said, e.g. `/sys/kernel/realtime=1`, `uname -v: PREEMPT_DYNAMIC`.
     pub evidence: Vec<String>,
@@ -71,13 +73,26 @@ pub(crate) fn read_trim(path: impl AsRef<Path>) -> Option<String> {
     fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
+/// The preemption mode a PREEMPT_DYNAMIC kernel starts in when nothing changes it: the
+/// preemption model its configuration chose (`CONFIG_PREEMPT_LAZY`, `_PREEMPT`, `_VOLUNTARY`
+/// or `_NONE`; one of them is set).
+pub fn config_default_mode(k: &kconfig::KernelConfig) -> Option<&'static str> {
+    [("PREEMPT_LAZY", "lazy"), ("PREEMPT", "full"), ("PREEMPT_VOLUNTARY", "voluntary"), ("PREEMPT_NONE", "none")]
+        .into_iter()
+        .find(|(opt, _)| k.enabled(opt))
+        .map(|(_, mode)| mode)
+}
+
 /// Works out the preemption model from `/sys/kernel/realtime`, the debugfs preempt switch,
-/// `uname -v` and the `preempt=` boot parameter.
+/// `uname -v`, the `preempt=` boot parameter and, for a PREEMPT_DYNAMIC kernel's mode when
+/// neither of those names it, the mode its configuration starts in (`config_default`: the
+/// mode and the configuration file it was read from).
 pub fn detect_preemption(
     realtime_sysfs: Option<&str>,
     debugfs_preempt: Option<&str>,
     uname_v: &str,
     cmdline: Option<&str>,
+    config_default: Option<(&str, &str)>,
 ) -> Preemption {
     let mut evidence = Vec::new();
     let mut realtime = false;
@@ -118,8 +133,39 @@ pub fn detect_preemption(
     } else {
         "unknown"
     };
-    let dynamic_mode = if model == "PREEMPT_DYNAMIC" { dynamic_mode.or(boot_mode) } else { dynamic_mode };
+    let dynamic_mode = if model == "PREEMPT_DYNAMIC" {
+        dynamic_mode.or(boot_mode).or_else(|| {
+            let (mode, file) = config_default?;
+            evidence.push(format!("{CONFIG_DEFAULT} ({file}): {mode}"));
+            Some(mode.to_string())
+        })
+    } else {
+        dynamic_mode
+    };
     Preemption { model: model.to_string(), realtime, dynamic_mode, evidence }
+}
+
+/// How the evidence names the mode a PREEMPT_DYNAMIC kernel's configuration starts in.
+const CONFIG_DEFAULT: &str = "the kernel configuration's default mode";
+
+impl Preemption {
+    /// Where `dynamic_mode` was read: the debugfs switch, the boot parameter or the kernel
+    /// configuration's default (in the order [`detect_preemption`] takes them).
+    pub fn mode_source(&self) -> Option<&'static str> {
+        self.dynamic_mode.as_ref()?;
+        let debugfs_named_it = self
+            .evidence
+            .iter()
+            .filter_map(|e| e.strip_prefix("/sys/kernel/debug/sched/preempt:"))
+            .any(|line| line.split_whitespace().any(|w| w.starts_with('(') && w.ends_with(')')));
+        Some(if debugfs_named_it {
+            "/sys/kernel/debug/sched/preempt"
+        } else if self.evidence.iter().any(|e| e.starts_with(CONFIG_DEFAULT)) {
+            "the kernel configuration's default"
+        } else {
+            "the boot parameter preempt="
+        })
+    }
 }
 
 fn cpu_model() -> String {
@@ -200,16 +246,23 @@ impl SystemInfo {
     /// Reads the system. Read-only; anything unreadable is recorded as unknown.
     pub fn probe() -> SystemInfo {
         let uname_v = read_trim("/proc/sys/kernel/version").unwrap_or_default();
+        let release = read_trim("/proc/sys/kernel/osrelease").unwrap_or_default();
+        // The configuration is read only for a PREEMPT_DYNAMIC kernel's mode (the audit's checks
+        // read it again for theirs).
+        let config =
+            if uname_v.split_whitespace().any(|w| w == "PREEMPT_DYNAMIC") { kconfig::KernelConfig::read(&release) } else { None };
+        let config_default = config.as_ref().and_then(|k| config_default_mode(k).map(|m| (m, k.source.as_str())));
         let preemption = detect_preemption(
             read_trim("/sys/kernel/realtime").as_deref(),
             read_trim("/sys/kernel/debug/sched/preempt").as_deref(),
             &uname_v,
             read_trim("/proc/cmdline").as_deref(),
+            config_default,
         );
         let (cpu_cgroup, cgroup_rt_runtime_us) = cpu_cgroup();
         SystemInfo {
             hostname: read_trim("/proc/sys/kernel/hostname").unwrap_or_default(),
-            kernel_release: read_trim("/proc/sys/kernel/osrelease").unwrap_or_default(),
+            kernel_release: release,
             kernel_version: uname_v,
             architecture: sys::uname_machine(),
             preemption,
@@ -289,25 +342,53 @@ mod tests {
 
     #[test]
     fn rt_kernel_from_sysfs() {
-        let p = detect_preemption(Some("1"), None, "#1 SMP PREEMPT_RT Debian 6.1.0-56", None);
+        let p = detect_preemption(Some("1"), None, "#1 SMP PREEMPT_RT Debian 6.1.0-56", None, None);
         assert_eq!((p.model.as_str(), p.realtime), ("PREEMPT_RT", true));
     }
 
     #[test]
     fn dynamic_kernel_mode_from_debugfs() {
-        let p = detect_preemption(None, Some("none voluntary (full) lazy"), "#1 SMP PREEMPT_DYNAMIC @0", None);
+        let p = detect_preemption(
+            None,
+            Some("none voluntary (full) lazy"),
+            "#1 SMP PREEMPT_DYNAMIC @0",
+            None,
+            Some(("none", "/proc/config.gz")),
+        );
         assert_eq!(p.model, "PREEMPT_DYNAMIC");
         assert_eq!(p.dynamic_mode.as_deref(), Some("full"));
         assert!(!p.realtime);
-        let p = detect_preemption(None, None, "#1 SMP PREEMPT_DYNAMIC", Some("quiet preempt=none"));
+        let p = detect_preemption(
+            None,
+            None,
+            "#1 SMP PREEMPT_DYNAMIC",
+            Some("quiet preempt=none"),
+            Some(("full", "/proc/config.gz")),
+        );
         assert_eq!(p.dynamic_mode.as_deref(), Some("none"));
+        assert_eq!(p.mode_source(), Some("the boot parameter preempt="));
+    }
+
+    #[test]
+    fn a_dynamic_kernel_without_debugfs_or_preempt_records_its_configurations_mode() {
+        let p = detect_preemption(None, None, "#1 SMP PREEMPT_DYNAMIC @0", Some("quiet"), Some(("none", "/proc/config.gz")));
+        assert_eq!(p.dynamic_mode.as_deref(), Some("none"), "the mode the audit names, not null");
+        assert_eq!(p.mode_source(), Some("the kernel configuration's default"));
+        assert!(p.evidence.iter().any(|e| e.contains("/proc/config.gz")), "{:?}", p.evidence);
+        let p = detect_preemption(None, Some("none voluntary (full) lazy"), "#1 SMP PREEMPT_DYNAMIC @0", None, None);
+        assert_eq!(p.mode_source(), Some("/sys/kernel/debug/sched/preempt"));
+        // Not a dynamic kernel: its configuration's choice is its model, not a mode.
+        let p = detect_preemption(None, None, "#1 SMP PREEMPT Tue", None, Some(("full", "/proc/config.gz")));
+        assert_eq!((p.dynamic_mode.as_deref(), p.mode_source()), (None, None));
+        // Nothing readable: unknown, as before.
+        assert_eq!(detect_preemption(None, None, "#1 SMP PREEMPT_DYNAMIC", None, None).dynamic_mode, None);
     }
 
     #[test]
     fn plain_kernels() {
-        assert_eq!(detect_preemption(None, None, "#1 SMP PREEMPT Tue", None).model, "PREEMPT");
-        assert_eq!(detect_preemption(None, None, "#1 SMP Debian", None).model, "NONE_OR_VOLUNTARY");
-        assert_eq!(detect_preemption(None, None, "", None).model, "unknown");
+        assert_eq!(detect_preemption(None, None, "#1 SMP PREEMPT Tue", None, None).model, "PREEMPT");
+        assert_eq!(detect_preemption(None, None, "#1 SMP Debian", None, None).model, "NONE_OR_VOLUNTARY");
+        assert_eq!(detect_preemption(None, None, "", None, None).model, "unknown");
     }
 
     #[test]

@@ -30,8 +30,16 @@ pub fn unit_ns(command_line: &str) -> u64 {
 
 /// A cyclictest `--json` document, its histograms read `how`.
 pub fn from_json(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, String> {
-    let command_line = doc.cmdline.clone().unwrap_or_default();
+    // Only cyclictest's own command line tells its options (a file another tool wrote in this
+    // format, rtgauge's export among them, holds that tool's).
+    let cyclictest = doc
+        .cmdline
+        .as_deref()
+        .and_then(|c| c.split_whitespace().next())
+        .is_some_and(|w| w.rsplit('/').next() == Some("cyclictest"));
+    let command_line = doc.cmdline.clone().filter(|_| cyclictest).unwrap_or_default();
     let unit = how.unit_ns.unwrap_or(1000);
+    let (interval, distance) = intervals(&command_line)?;
     let mut series = Vec::new();
     for (number, t) in doc.threads.iter().flatten() {
         let what = format!("thread {number}");
@@ -40,8 +48,12 @@ pub fn from_json(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, String
         let in_hist = histogram.as_ref().map_or(0, Counts::total);
         // Without -h, rt-tests writes an empty histogram (or none).
         let histogram = histogram.filter(|_| in_hist > 0 || cycles == 0);
+        // Thread N ran at the interval plus N distances (cyclictest's `-d`); without a command
+        // line, at an interval the file does not say.
+        let own = distance.checked_mul(*number).and_then(|d| d.checked_add(interval)).filter(|&i| i <= MAX_LATENCY_NS);
         let s = ForeignSeries {
             cpu: cpu_of(*number, t, &what)?,
+            interval_ns: Some(own.filter(|_| cyclictest).unwrap_or(0)),
             samples: cycles,
             min_ns: Some(latency(required(t.min, "min", &what)?, unit, &format!("{what}: min"))?),
             mean_ns: Some(mean(required(t.avg, "avg", &what)?, unit, &format!("{what}: avg"))?),
@@ -59,19 +71,40 @@ pub fn from_json(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, String
     }
     series.sort_by_key(|s| s.cpu);
     let mut f = super::foreign::rt_tests(doc, mtime, ("cyclictest", "cyclictest-json", "timer"), series);
-    f.interval_ns = match option_value(&command_line, "-i", "--interval") {
-        None => 1_000_000,
-        Some(i) => i
-            .parse::<u64>()
-            .ok()
-            .and_then(|i| i.checked_mul(1000))
-            .filter(|&ns| ns > 0 && ns <= MAX_LATENCY_NS)
-            .ok_or("its command line's -i is not an interval (1 µs to an hour)")?,
-    };
+    f.interval_ns = interval;
     f.priority = option_value(&command_line, "-p", "--priority").and_then(|p| p.parse().ok());
     f.mlockall = has_flag(&command_line, "-m", "--mlockall");
-    f.notes = notes(&f, option_value(f.command_line.as_deref().unwrap_or_default(), "-h", "--histogram"));
+    if !cyclictest {
+        // (cyclictest has no warm-up: with its command line, none is known to have been)
+        f.interval_ns = 0;
+        f.unknown.extend(["config.policy", "config.priority", "config.mlockall", "config.interval_ns", "config.warmup"]);
+    }
+    f.notes = notes(&f, option_value(&command_line, "-h", "--histogram"));
     Ok(f)
+}
+
+/// The interval of cyclictest's first thread and the distance between its threads' intervals,
+/// in ns, from its command line: `-i` (1000 µs by default) and `-d` (500 µs by default; with
+/// `-h` every thread runs at the same interval).
+fn intervals(command_line: &str) -> Result<(u64, u64), String> {
+    let us = |short: &str, long: &str, default: u64, what: &str| -> Result<u64, String> {
+        match option_value(command_line, short, long) {
+            None => Ok(default * 1000),
+            Some(v) => v
+                .parse::<u64>()
+                .ok()
+                .and_then(|v| v.checked_mul(1000))
+                .filter(|&ns| ns <= MAX_LATENCY_NS)
+                .ok_or_else(|| format!("its command line's {short} is not {what} (0 µs to an hour)")),
+        }
+    };
+    let interval = us("-i", "--interval", 1000, "an interval")?;
+    if interval == 0 {
+        return Err("its command line's -i is not an interval (1 µs to an hour)".into());
+    }
+    let same = option_value(command_line, "-h", "--histogram").is_some() || has_flag(command_line, "-H", "--histofall");
+    let distance = if same { 0 } else { us("-d", "--distance", 500, "a distance")? };
+    Ok((interval, distance))
 }
 
 /// What to know about cyclictest's figures once imported.
@@ -201,6 +234,7 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
             max_ns: us(column(&max, t), "Max Latencies")?.or(range.map(|r| r.1)),
             histogram: Some(histogram),
             overflows,
+            interval_ns: None,
         };
         s.check(&what, 1000)?;
         if overflows > 0 && s.max_ns.is_some_and(|m| m < rows.saturating_mul(1000)) {
@@ -222,6 +256,8 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
         kernel_version: "unknown".into(),
         machine: "unknown".into(),
         series,
+        // Its output holds the counts and nothing of how they were obtained.
+        unknown: vec!["config.policy", "config.priority", "config.mlockall", "config.interval_ns", "config.warmup", "started_at"],
         ..Default::default()
     };
     f.notes = notes(&f, last_row.map(|r| r.saturating_add(1).to_string()).as_deref());
@@ -327,7 +363,7 @@ pub fn write_json(r: &RunResult, probe: &str) -> Result<String, String> {
     let sys = &r.system;
     let doc = serde_json::json!({
         "file_version": 1,
-        "cmdline:": r.command_line.join(" "),
+        "cmdline:": super::export::command_line(r),
         "rt_test_version:": format!("rtgauge {}", r.tool_version),
         "start_time": r.started_at,
         "end_time": r.ended_at,

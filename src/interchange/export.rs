@@ -44,6 +44,15 @@ pub fn export(r: &RunResult, format: &str, probe: Option<&str>, rows: Option<u64
 }
 
 /// One row per probe (and series) and CPU, then the combined rows (`cpu` = `all`); values in ns.
+/// The command line that produced a run's figures: the other tool's for an imported run (when
+/// its file held one), else rtgauge's.
+pub(super) fn command_line(r: &RunResult) -> String {
+    match r.imported.as_ref().and_then(|i| i.command_line.as_ref()) {
+        Some(c) => c.clone(),
+        None => r.command_line.join(" "),
+    }
+}
+
 fn csv(r: &RunResult) -> String {
     let mut header =
         vec!["probe", "series", "cpu", "samples", "missed", "warmup_samples", "handoff_overflows", "min_ns", "mean_ns"];

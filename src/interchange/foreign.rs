@@ -315,7 +315,15 @@ pub fn rt_tests(
     (tool, format, probe): (&'static str, &'static str, &'static str),
     series: Vec<ForeignSeries>,
 ) -> Foreign {
-    let time = |t: &Option<String>| t.as_deref().and_then(rfc2822_to_rfc3339).unwrap_or_else(|| mtime.into());
+    // RFC 2822 as rt-tests writes, or RFC 3339 (rtgauge's export); else the file's time.
+    let read = |t: &str| {
+        rfc2822_to_rfc3339(t).or_else(|| {
+            let t = chrono::DateTime::parse_from_rfc3339(t.trim()).ok()?;
+            Some(t.with_timezone(&chrono::Utc).format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+        })
+    };
+    let time = |t: &Option<String>| t.as_deref().and_then(read).unwrap_or_else(|| mtime.into());
+    let dated = doc.start_time.as_deref().and_then(read).is_some();
     let mut f = Foreign {
         tool,
         tool_version: doc.rt_test_version.clone(),
@@ -325,6 +333,7 @@ pub fn rt_tests(
         ended_at: time(&doc.end_time),
         command_line: doc.cmdline.clone(),
         series,
+        unknown: if dated { Vec::new() } else { vec!["started_at"] },
         ..Default::default()
     };
     system_from(&doc.sysinfo, &mut f);
@@ -413,6 +422,7 @@ fn jitterdebugger_json(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, 
                 format!("{what}: its histogram holds {} samples but its count is {samples}", hist.counts.total())
             })?,
             histogram: Some(hist.counts.clone()),
+            interval_ns: None,
         };
         s.check(&what, unit)?;
         series.push(s);
@@ -429,6 +439,7 @@ fn jitterdebugger_json(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, 
         ..Default::default()
     };
     system_from(&doc.sysinfo, &mut f);
+    f.unknown = vec!["config.policy", "config.priority", "config.mlockall", "config.interval_ns", "config.warmup", "started_at"];
     f.notes = vec![
         "imported from jitterdebugger, which counts no missed periods: 'missed' is 0 by construction".into(),
         "jitterdebugger's results.json holds no interval, priority or time: the time is the file's".into(),
@@ -472,6 +483,7 @@ fn oslat_json(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, String> {
             max_ns: Some(latency(required(t.max, "max", &what)?, 1000, &format!("{what}: max"))?),
             histogram: Some(hist.counts.clone()),
             overflows: hist.open,
+            interval_ns: None,
         };
         s.check(&what, 1000)?;
         series.push(s);
@@ -479,6 +491,11 @@ fn oslat_json(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, String> {
     series.sort_by_key(|s| s.cpu);
     let mut f = rt_tests(doc, mtime, ("oslat", "oslat-json", "noise"), series);
     f.priority = option_value(&command_line, "-f", "--rtprio").and_then(|p| p.parse().ok());
+    // oslat's loop has no interval; its file says nothing of locked memory or a warm-up.
+    f.unknown = vec!["config.mlockall", "config.interval_ns", "config.warmup"];
+    if doc.cmdline.is_none() {
+        f.unknown.extend(["config.policy", "config.priority"]);
+    }
     // (at most a year: 3.2e16 ns)
     f.measured_ns = Some((duration_s * 1e9) as u64);
     f.notes = vec![format!(

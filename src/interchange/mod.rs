@@ -57,6 +57,34 @@ pub struct Imported {
     pub sha256: Option<String>,
     /// The tool's command line, when the file holds it.
     pub command_line: Option<String>,
+    /// The fields of the document the file does not state (`config.policy`, `measured_ns`, ...,
+    /// see [`UNKNOWABLE`]): their values are placeholders, and every report shows them as unknown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<String>,
+}
+
+/// The fields an imported file may leave unstated (`Imported::unknown`).
+pub const UNKNOWABLE: [&str; 8] = [
+    "config.policy",
+    "config.priority",
+    "config.mlockall",
+    "config.interval_ns",
+    "config.warmup",
+    "measured_ns",
+    "started_at",
+    "system.preemption",
+];
+
+impl Imported {
+    /// Whether the file leaves `field` (one of [`UNKNOWABLE`]) unstated.
+    pub fn unknown(&self, field: &str) -> bool {
+        self.unknown.iter().any(|u| u == field)
+    }
+}
+
+/// Whether `r` is an imported run whose file leaves `field` unstated.
+pub fn unknown(r: &RunResult, field: &str) -> bool {
+    r.imported.as_ref().is_some_and(|i| i.unknown(field))
 }
 
 /// One thread's figures as another tool printed them, in ns.
@@ -72,6 +100,9 @@ pub struct ForeignSeries {
     pub histogram: Option<Counts>,
     /// Samples beyond the histogram's range, absent from it.
     pub overflows: u64,
+    /// Its own interval, where the file tells one per thread (cyclictest's `-d`); `None`: the
+    /// file's ([`Foreign::interval_ns`]).
+    pub interval_ns: Option<u64>,
 }
 
 impl ForeignSeries {
@@ -153,6 +184,8 @@ pub struct Foreign {
     pub series: Vec<ForeignSeries>,
     /// What the reader must know about the figures, one sentence each.
     pub notes: Vec<String>,
+    /// The fields of [`UNKNOWABLE`] the file does not state.
+    pub unknown: Vec<&'static str>,
 }
 
 /// Reads `path` (any supported format, told apart by its content) as a result document. The
@@ -265,6 +298,7 @@ fn combined_result(probe: &str, series: &[ForeignSeries]) -> Result<ProbeResult,
         max_ns: series.iter().filter_map(|s| s.max_ns).max(),
         histogram,
         overflows,
+        interval_ns: None,
     };
     Ok(ProbeResult { cpu: None, ..series_result(probe, &all) })
 }
@@ -287,16 +321,46 @@ fn build(f: Foreign, source: &str, sha256: String) -> Result<RunResult, String> 
         .find(|m| f.kernel_version.contains(m))
         .unwrap_or("unknown");
     let realtime = f.realtime.unwrap_or(model == "PREEMPT_RT");
+    let mut unknown = f.unknown.clone();
+    if f.realtime.is_none() && model == "unknown" {
+        unknown.push("system.preemption");
+    }
+    // Each thread's interval (cyclictest's threads are `-d` apart): a probe entry per interval.
+    let interval = |s: &ForeignSeries| s.interval_ns.unwrap_or(f.interval_ns);
+    let mut intervals: Vec<u64> = Vec::new();
+    for s in &f.series {
+        if !intervals.contains(&interval(s)) {
+            intervals.push(interval(s));
+        }
+    }
+    let probes: Vec<serde_json::Value> = intervals
+        .iter()
+        .map(|&i| {
+            let of: Vec<&ForeignSeries> = f.series.iter().filter(|s| interval(s) == i).collect();
+            let mut cpus: Vec<usize> = of.iter().map(|s| s.cpu).collect();
+            cpus.dedup();
+            json!({"name": f.probe, "spec": format!("{} (imported)", f.tool), "cpus": cpus, "interval_ns": i,
+                   "warmup_periods": 0, "periods": of.iter().map(|s| s.samples).max().unwrap_or(0), "settings": []})
+        })
+        .collect();
+    // How long it measured: as the file says, else its longest thread's cycles × interval.
+    let measured = f.measured_ns.or_else(|| {
+        let each: Option<Vec<u64>> =
+            f.series.iter().map(|s| (interval(s) > 0).then(|| s.samples.saturating_mul(interval(s)))).collect();
+        each.map(|e| e.into_iter().max().unwrap_or(0))
+    });
+    if measured.is_none() {
+        unknown.push("measured_ns");
+    }
     let skeleton = json!({
         "schema": SCHEMA, "status": "complete", "interrupted_by": null,
         "started_at": f.started_at, "ended_at": f.ended_at, "monotonic_start_ns": 0,
-        "measured_ns": f.measured_ns.unwrap_or(periods.saturating_mul(f.interval_ns)),
+        "measured_ns": measured.unwrap_or(0),
         "tool_version": env!("CARGO_PKG_VERSION"),
         "command_line": std::env::args().collect::<Vec<_>>(),
         "config": {
-            "probes": [{"name": f.probe, "spec": format!("{} (imported)", f.tool), "cpus": cpus,
-                        "interval_ns": f.interval_ns, "warmup_periods": 0, "periods": periods, "settings": []}],
-            "interval_ns": f.interval_ns, "policy": policy, "priority": priority,
+            "probes": probes,
+            "interval_ns": f.series.first().map_or(f.interval_ns, interval), "policy": policy, "priority": priority,
             "cpus": cpus, "duration_ns": f.measured_ns, "loops": if f.measured_ns.is_some() { None } else { Some(periods) },
             "warmup": {"ns": null, "samples": null, "periods": 0}, "mlockall": f.mlockall,
             "cycle_time_ns": null, "budget_percent": 25.0, "requirements": [], "cpu_dma_latency_us": null,
@@ -322,7 +386,7 @@ fn build(f: Foreign, source: &str, sha256: String) -> Result<RunResult, String> 
         serde_json::from_value(skeleton).map_err(|e| format!("cannot be made a result document ({})", read::json_error(&e)))?;
     r.probes = f.series.iter().map(|s| series_result(f.probe, s)).collect();
     r.combined = vec![combined_result(f.probe, &f.series)?];
-    let facts = crate::verdict::RunFacts { status: r.status, failed_loads: Vec::new() };
+    let facts = crate::verdict::RunFacts::of(&r);
     r.verdict = crate::verdict::evaluate(&r.probes, &r.combined, None, 0.25, &[], &facts);
     r.imported = Some(Imported {
         tool: f.tool.into(),
@@ -331,6 +395,7 @@ fn build(f: Foreign, source: &str, sha256: String) -> Result<RunResult, String> 
         source: source.into(),
         sha256: Some(sha256),
         command_line: f.command_line,
+        unknown: UNKNOWABLE.iter().filter(|u| unknown.contains(u)).map(|u| u.to_string()).collect(),
     });
     Ok(r)
 }

@@ -106,10 +106,15 @@ pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResul
         a.iter_mut().chain(b.iter_mut())
     })) {
         p.histogram = rebuilt(&p.histogram).map_err(|e| format!("{}: {e}", name(p)))?;
+        // Which percentiles the histogram resolves: counted anew, never the file's word.
+        p.percentiles = p.percentiles.counted(p.histogram.total_count);
     }
     recompute_verdict(&mut r)?;
-    // What the file says it was imported from before is a claim: it is kept as a warning.
+    // What the file says it was imported from before is a claim: it is kept as a warning; the
+    // fields it says its own source left unstated stay unknown (a claim of knowing less).
+    let mut unknown = Vec::new();
     if let Some(before) = r.imported.take() {
+        unknown = super::UNKNOWABLE.iter().filter(|u| before.unknown(u)).map(|u| u.to_string()).collect();
         r.warnings.push(format!(
             "the file says it holds a run imported from {} ({}); what rtgauge read is an rtgauge result document",
             before.tool.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').take(40).collect::<String>(),
@@ -123,6 +128,7 @@ pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResul
         source: source.into(),
         sha256: Some(sha256),
         command_line: Some(r.command_line.join(" ")),
+        unknown,
     });
     Ok(r)
 }
@@ -300,10 +306,7 @@ fn recompute_verdict(r: &mut RunResult) -> Result<(), String> {
                 .map_err(|_| format!("config.requirements[{i}] is not a requirement this rtgauge reads"))
         })
         .collect::<Result<Vec<_>, String>>()?;
-    let facts = crate::verdict::RunFacts {
-        status: r.status,
-        failed_loads: r.loads.iter().filter(|l| l.failed).map(|l| l.spec.clone()).collect(),
-    };
+    let facts = crate::verdict::RunFacts::of(r);
     let v = crate::verdict::evaluate(&r.probes, &r.combined, r.config.cycle_time_ns, budget / 100.0, &requirements, &facts);
     if (v.passed, v.criteria_given, v.checks.len()) != (r.verdict.passed, r.verdict.criteria_given, r.verdict.checks.len()) {
         r.warnings.push(format!(

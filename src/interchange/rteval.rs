@@ -125,7 +125,7 @@ pub fn write(r: &RunResult) -> String {
             labels.push(p.label());
         }
     }
-    let command = xml_escape(&r.command_line.join(" "));
+    let command = xml_escape(&super::export::command_line(r));
     for label in labels {
         let entries: Vec<&ProbeResult> = r.probes.iter().filter(|p| p.label() == label && p.cpu.is_some()).collect();
         let (open, close) = if label == timer::NAME {
@@ -141,13 +141,32 @@ pub fn write(r: &RunResult) -> String {
         let desc = format!(" description=\"({} cores) {}\"", entries.len(), xml_escape(&sys.cpu_model));
         s += &element("system", &desc, all);
         for p in entries {
-            let attrs = format!(" id=\"{}\" priority=\"{}\"", p.cpu.unwrap_or(0), r.config.priority);
+            let priority = priority_of(r, p).map_or(String::new(), |n| format!(" priority=\"{n}\""));
+            let attrs = format!(" id=\"{}\"{priority}", p.cpu.unwrap_or(0));
             s += &element("core", &attrs, p);
         }
         s += &close;
     }
     s += "    </Profile>\n  </Measurements>\n</rteval>\n";
     s
+}
+
+/// The RT priority `p`'s thread ran at: its probe's own (`priority=99 (task 98)`: the task's
+/// and chain series one below), else the run's; `None` when not known or not an RT priority.
+fn priority_of(r: &RunResult, p: &ProbeResult) -> Option<i32> {
+    let c = &r.config;
+    if !c.policy.has_priority() || super::unknown(r, "config.priority") || super::unknown(r, "config.policy") {
+        return None;
+    }
+    let config = c.probes.iter().find(|pc| pc.name == p.probe && p.cpu.is_none_or(|cpu| pc.cpus.contains(&cpu)));
+    let own = config.and_then(|pc| pc.settings.iter().find_map(|s| s.strip_prefix("priority=")));
+    match own.and_then(|v| v.split_whitespace().next()?.parse::<i32>().ok()) {
+        Some(n) if own.is_some_and(|v| v.contains("(task")) && matches!(p.series.as_deref(), Some("task" | "chain")) => {
+            Some(n - 1)
+        }
+        Some(n) => Some(n),
+        None => Some(c.priority),
+    }
 }
 
 #[cfg(test)]

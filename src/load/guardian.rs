@@ -65,6 +65,24 @@ pub fn main() -> u8 {
     0
 }
 
+/// Why rtgauge could not start itself again (`what`: "the load guardian"), as one line
+/// naming the problem and the fix. An executable the kernel cannot run (ENOEXEC) is a binary
+/// for another architecture run under an emulator (qemu-user) the kernel does not know: the
+/// emulator started rtgauge, but nothing starts its helpers.
+pub fn cannot_start(what: &str, exe: &[std::ffi::OsString], e: &std::io::Error) -> String {
+    if e.raw_os_error() != Some(libc::ENOEXEC) {
+        return format!("cannot start {what}: {e}");
+    }
+    let program = exe.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    format!(
+        "cannot start {what}: the kernel cannot execute {} ({e}): this binary is for another architecture and runs \
+         under an emulator (qemu-user) that binfmt_misc does not register, so rtgauge cannot start itself again for \
+         its loads; measure without loads (--load none), name the emulator in RTGAUGE_RUNNER (e.g. \
+         RTGAUGE_RUNNER=qemu-aarch64), or register it with binfmt_misc (e.g. apt install qemu-user-binfmt)",
+        crate::vocab::shown(&program)
+    )
+}
+
 /// rtgauge's side: the running guardian and the pipe to it.
 pub struct Guardian {
     child: Child,

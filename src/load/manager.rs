@@ -196,7 +196,10 @@ impl LoadSet {
         let guardian = if specs.is_empty() {
             None
         } else {
-            Some(Guardian::start(&exe).map_err(|e| anyhow::anyhow!("cannot start the load guardian: {e}"))?)
+            Some(
+                Guardian::start(&exe)
+                    .map_err(|e| anyhow::anyhow!(super::guardian::cannot_start("the load guardian", &exe, &e)))?,
+            )
         };
         let loads = specs
             .iter()

@@ -11,6 +11,7 @@
 
 use super::html::{esc, figure, table, Named};
 use super::stored::{existing, html_sink, named_runs};
+use super::summary::UNRESOLVED_MARK;
 use crate::cli::CompareArgs;
 use crate::result::{ProbeResult, RunResult};
 use crate::vocab::percentiles::REPORTED;
@@ -44,6 +45,10 @@ struct Cell {
     figures: std::collections::BTreeMap<&'static str, f64>,
     /// Each figure divided by the baseline's (absent where either is missing or the baseline's is 0).
     ratios: std::collections::BTreeMap<&'static str, f64>,
+    /// The percentiles among `figures` taken from too few values to resolve them (fewer than
+    /// 10/(1 − p): the maximum or near it); absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unresolved: Vec<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -222,7 +227,8 @@ fn cell(id: i64, p: &ProbeResult, base: Option<&ProbeResult>) -> Cell {
     let base_figures: std::collections::BTreeMap<_, _> =
         base.map(figures_of).unwrap_or_default().into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect();
     let ratios = figures.iter().filter_map(|(k, v)| base_figures.get(k).filter(|b| **b > 0.0).map(|b| (*k, v / b))).collect();
-    Cell { run: id, samples: p.samples, figures, ratios }
+    let unresolved = p.percentiles.unresolved_by(p.histogram.total_count).map(|q| q.label).collect();
+    Cell { run: id, samples: p.samples, figures, ratios, unresolved }
 }
 
 fn figures_of(p: &ProbeResult) -> Vec<(&'static str, Option<f64>)> {
@@ -391,10 +397,7 @@ fn build(runs: &[Named], o: &Options) -> Result<Comparison> {
 
 /// The verdict `rtgauge run --cycle-time` would have given the run.
 fn verdict(r: &RunResult, ct: u64, budget: f64) -> crate::result::Verdict {
-    let facts = crate::verdict::RunFacts {
-        status: r.status,
-        failed_loads: r.loads.iter().filter(|l| l.failed).map(|l| l.spec.clone()).collect(),
-    };
+    let facts = crate::verdict::RunFacts::of(r);
     crate::verdict::evaluate(&r.probes, &r.combined, Some(ct), budget, &[], &facts)
 }
 
@@ -428,7 +431,8 @@ fn table_rows(runs: &[Named], c: &Comparison) -> (Vec<String>, Vec<Vec<String>>)
         for cell in &row.runs {
             let mut r = vec![row.series.clone(), row.scope.clone(), name(cell.run), cell.samples.to_string()];
             for m in &shown {
-                r.push(fmt_figure(m, cell.figures.get(m)));
+                let mark = if cell.unresolved.contains(m) { UNRESOLVED_MARK.to_string() } else { String::new() };
+                r.push(fmt_figure(m, cell.figures.get(m)) + &mark);
                 if *m == "p99" || *m == "max" {
                     r.push(if cell.run == c.baseline { "base".into() } else { fmt_ratio(cell.ratios.get(m)) });
                 }
@@ -467,18 +471,43 @@ fn regression_lines(c: &Comparison) -> Vec<String> {
     c.regressions
         .iter()
         .map(|r| {
+            // A percentile either run does not resolve compares maxima, or near them: say so.
+            let unresolved = |run: i64| {
+                c.rows
+                    .iter()
+                    .filter(|row| row.scope == "all" && row.series == r.series)
+                    .flat_map(|row| &row.runs)
+                    .any(|cell| cell.run == run && cell.unresolved.contains(&r.metric))
+            };
+            let which = match (unresolved(c.baseline), unresolved(r.run)) {
+                (true, true) => Some("either run"),
+                (true, false) => Some("the baseline"),
+                (false, true) => Some("this run"),
+                (false, false) => None,
+            };
             format!(
-                "REGRESSION: run {} {} {} {} vs baseline {} (×{:.2}, more than {}% worse)",
+                "REGRESSION: run {} {} {} {} vs baseline {} (×{:.2}, more than {}% worse){}",
                 r.run,
                 super::shown(&r.series),
                 r.metric,
                 fmt_figure(r.metric, Some(&r.value)),
                 fmt_figure(r.metric, Some(&r.baseline)),
                 r.ratio,
-                c.fail_if_worse_percent.unwrap_or(0.0)
+                c.fail_if_worse_percent.unwrap_or(0.0),
+                which.map_or(String::new(), |w| format!("; too few values to resolve {} in {w}", r.metric))
             )
         })
         .collect()
+}
+
+/// The note under the table when a cell is marked as not resolved.
+fn unresolved_line(rows: &[Vec<String>]) -> Option<String> {
+    rows.iter().flatten().any(|c| c.ends_with(UNRESOLVED_MARK)).then(|| {
+        format!(
+            "{UNRESOLVED_MARK} not resolved: the entry holds fewer than 10/(1 − p) values, so the figure is its\n  \
+             maximum or near it ('rtgauge show' says how long a run must be to resolve it)"
+        )
+    })
 }
 
 fn text(runs: &[Named], c: &Comparison) -> String {
@@ -489,7 +518,11 @@ fn text(runs: &[Named], c: &Comparison) -> String {
     let (header, rows) = table_rows(runs, c);
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let _ = writeln!(s, "\n(latencies in µs; ratios against the baseline, below 1 is better)");
+    let note = unresolved_line(&rows);
     s += &super::summary::table(&header, 3..header.len(), rows);
+    if let Some(note) = note {
+        let _ = writeln!(s, "{note}");
+    }
     if let Some(pct) = c.fail_if_worse_percent {
         if c.regressions.is_empty() {
             let _ = writeln!(
@@ -523,6 +556,9 @@ fn html(runs: &[Named], c: &Comparison) -> Result<String, String> {
     let (header, rows) = table_rows(runs, c);
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     h += &table(&header, 3, &rows);
+    if let Some(note) = unresolved_line(&rows) {
+        let _ = write!(h, "<p class=\"muted note\">{}</p>", esc(&note.replace("\n  ", " ")));
+    }
     for (label, plots) in series_plots(runs, c)? {
         let _ = write!(h, "<h2>{}</h2>", esc(&label));
         for (kind, svg) in plots {

@@ -37,8 +37,9 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums} th{background:#f4f
 .fail{background:#fbe3e3;border:1px solid #e08080} .none{background:#f1f1f1;border:1px solid #ccc}
 .ok{color:#2a7a2a} .bad{color:#b22;font-weight:600} .sev-warn{color:#a66a00;font-weight:600} .muted{color:#666;font-size:.9em}
 pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.82em;border-radius:4px}
-figure{margin:1em 0} figure svg{max-width:100%;height:auto;border:1px solid #eee}
+figure{margin:1em 0} figure svg{width:100%;height:auto;border:1px solid #eee}
 .warn{background:#fff6dc;border-left:4px solid #e0b030;padding:.4em .8em;margin:.3em 0}
+td.unres{color:#999} .note{margin-top:-.3em}
 ";
 
 /// A stored run as reports name it: its id, its label, its document.
@@ -105,6 +106,7 @@ fn run_section(n: &Named) -> Result<String, String> {
     let (header, rows) = summary::results_table(r);
     h += "<h3>Results per probe and CPU</h3>";
     h += &table(&header, 2, &rows);
+    h += &note(summary::results_note(r));
     for (label, entries) in series(r) {
         h += &series_section(r, &label, &entries)?;
     }
@@ -112,6 +114,7 @@ fn run_section(n: &Named) -> Result<String, String> {
         let (header, rows) = summary::phase_table(r);
         h += "<h3>Per phase (all CPUs; times from the start of the run)</h3>";
         h += &table(&header, 2, &rows);
+        h += &note(summary::phase_note(r));
     }
     h += "<h3>Loads</h3>";
     if r.loads.is_empty() {
@@ -289,29 +292,66 @@ fn placement(r: &RunResult) -> String {
 }
 
 fn published_section() -> String {
-    let rows: Vec<Vec<String>> = reference::PUBLISHED
-        .iter()
-        .map(|p| {
-            vec![
-                p.platform.into(),
-                p.kernel.into(),
-                p.test.into(),
-                p.load.into(),
-                p.worst.into(),
-                p.typical.into(),
-                p.year.map_or(p.source.to_string(), |y| format!("{} ({y})", p.source)),
-            ]
-        })
-        .collect();
-    format!(
-        "<h2 id=\"published\">Published figures</h2><p class=\"muted\">{}.</p>{}",
-        esc(reference::INDICATIVE),
-        table(&["platform", "kernel", "test", "load", "worst case", "typical", "source"], 9, &rows)
-    )
+    // The table's own markup (not [`table`]): each row's source is a link to its full reference.
+    let mut h = format!("<h2 id=\"published\">Published figures</h2><p class=\"muted\">{}.</p>", esc(reference::INDICATIVE));
+    h += "<table><thead><tr>";
+    for c in ["platform", "kernel", "test", "load", "worst case", "typical", "source"] {
+        let _ = write!(h, "<th>{c}</th>");
+    }
+    h += "</tr></thead><tbody>";
+    for p in reference::PUBLISHED {
+        h += "<tr>";
+        for c in [p.platform, p.kernel, p.test, p.load, p.worst, p.typical] {
+            let _ = write!(h, "<td>{}</td>", esc(c));
+        }
+        let src = p.reference();
+        let _ = write!(
+            h,
+            "<td><a href=\"#{}\">{}</a>{}</td>",
+            src.anchor(),
+            esc(p.source),
+            src.year.map_or(String::new(), |y| format!(" ({y})"))
+        );
+        h += "</tr>";
+    }
+    h += "</tbody></table>";
+    h + &sources_section()
+}
+
+/// The reference list at the end of the page: every source the report names, with its title,
+/// authors, venue and year, and its address where it has one.
+fn sources_section() -> String {
+    let mut h = String::from(
+        "<h2 id=\"sources\">Sources</h2><p class=\"muted\">The documents the published figures, the decision guide \
+         and the scenarios come from, by the short name this report cites them by.</p><ul class=\"sources\">",
+    );
+    for s in reference::SOURCES {
+        let _ = write!(h, "<li id=\"{}\"><b>{}</b>: {}", s.anchor(), esc(s.short), esc(&s.citation_without_url()));
+        if let Some(u) = s.url {
+            let _ = write!(h, ", <a href=\"{}\">{}</a>", esc(u), esc(u));
+        }
+        let _ = write!(h, ".<br><span class=\"muted\">{}", esc(s.what));
+        if let Some(n) = s.note {
+            let _ = write!(h, "; {}", esc(n));
+        }
+        h += ".</span></li>";
+    }
+    h + "</ul>"
+}
+
+/// A table's footnote on the percentiles it does not resolve (`summary::unresolved_note`).
+fn note(lines: Option<Vec<String>>) -> String {
+    let Some(lines) = lines else { return String::new() };
+    let mut h = format!("<p class=\"muted note\">{} {}", summary::UNRESOLVED_MARK, esc(&summary::UNRESOLVED_INTRO.join(" ")));
+    for l in lines {
+        let _ = write!(h, "<br>{}", esc(&l));
+    }
+    h + "</p>"
 }
 
 /// A table; columns from `first_figure` on are right-aligned figures (the last one is text
-/// when it names loads or work).
+/// when it names loads or work). A figure marked as not resolved (`summary::UNRESOLVED_MARK`)
+/// is shown pale, with the reason on hover.
 pub(super) fn table(header: &[&str], first_figure: usize, rows: &[Vec<String>]) -> String {
     let text_last = matches!(header.last(), Some(&"loads") | Some(&"work"));
     let numeric = |i: usize| i >= first_figure && !(text_last && i + 1 == header.len());
@@ -326,6 +366,9 @@ pub(super) fn table(header: &[&str], first_figure: usize, rows: &[Vec<String>]) 
             let class = match c.as_str() {
                 "FAIL" => " class=\"bad\"",
                 "pass" => " class=\"ok\"",
+                _ if numeric(i) && c.ends_with(summary::UNRESOLVED_MARK) => {
+                    " class=\"n unres\" title=\"not resolved: too few values for this percentile (see the note below the table)\""
+                }
                 _ if numeric(i) => " class=\"n\"",
                 _ => "",
             };

@@ -1,8 +1,10 @@
-//! The report's plots, drawn as SVG text by plotters: a series' latency histogram per CPU on a
-//! logarithmic count axis (OSADL's style), its percentile curve (latency against "nines": 90 %,
-//! 99 %, 99.9 %…, where a worst case shows as the curve's end), and latency against time from
-//! the run's timeline with the load phases marked (the OCERA figures). Every plot is built from
-//! what the result document keeps (histogram buckets, timeline windows, phases): never samples.
+//! The report's plots, drawn as SVG text by plotters: a series' latency histogram per CPU with
+//! both axes logarithmic (OSADL's style: the body and an outlier decades above it both show),
+//! its percentile curve (latency against "nines": 90 %, 99 %, 99.9 %…, where a worst case shows
+//! as the curve's end), and latency against time from the run's timeline with the load phases
+//! marked (the OCERA figures). Latency ticks read as durations (`20 µs`, `1 ms`); every mark of a
+//! plot has its entry in the legend beside it. Every plot is built from what the result document
+//! keeps (histogram buckets, timeline windows, phases): never samples.
 
 use crate::result::{PhaseResult, ProbeResult};
 use plotters::coord::Shift;
@@ -10,8 +12,10 @@ use plotters::prelude::*;
 
 /// Width and height of every plot, in SVG pixels.
 pub const SIZE: (u32, u32) = (900, 380);
-/// Bins of a histogram plot at most (re-binned from the HDR buckets to a round width).
-const MAX_BINS: u64 = 400;
+/// Bins of a histogram per decade of latency (above 10 µs; below, bins of 1 µs: see [`log_edges`]).
+pub const BINS_PER_DECADE: usize = 20;
+/// The histogram's bin edges in a decade: 10^(k/20), to two significant digits (×10).
+const MANTISSAS: [u64; BINS_PER_DECADE] = [10, 11, 13, 14, 16, 18, 20, 22, 25, 28, 32, 35, 40, 45, 50, 56, 63, 71, 79, 89];
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
@@ -50,61 +54,215 @@ fn svg(draw: impl FnOnce(&Area) -> Result<(), String>) -> Result<String, String>
 fn frame<'a, 'b>(root: &'a Area<'b>, title: &str) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
     let mut b = ChartBuilder::on(root);
     // (text from outside — a probe's or a run's name — with its control characters escaped)
-    b.caption(crate::vocab::shown(title), ("sans-serif", 18))
+    b.caption(crate::vocab::shown(title), ("sans-serif", TITLE_FONT))
         .margin(12)
         .margin_right(LEGEND_WIDTH)
-        .x_label_area_size(40)
-        .y_label_area_size(70);
+        .x_label_area_size(44)
+        .y_label_area_size(78);
     b
 }
 
+/// Text sizes, in plotters' units (its SVG writes 1/1.24 of them in px: 16 → 12.9 px, legible
+/// in a report 1280 px wide and on a slide; its default of 12 wrote 9.7 px).
+const TITLE_FONT: u32 = 21;
+const TICK_FONT: u32 = 16;
+
 /// The right margin every plot keeps for its legend, outside the plotting area (a legend inside
 /// it covered the top of a curve).
-const LEGEND_WIDTH: u32 = 150;
+const LEGEND_WIDTH: u32 = 210;
+/// The legend's text: its size (12.9 px, see [`TICK_FONT`]), and the characters a line of it
+/// holds within the legend's width (a sans-serif face averages under 0.6 em a character).
+const LEGEND_FONT: u32 = 16;
+const LEGEND_CHARS: usize = 21;
+/// Lines a legend entry takes at most (then it ends with "…").
+const LEGEND_LINES: usize = 3;
+/// Opacity of a histogram's bars (the step curve over them is opaque).
+const BAR_SHADE: f64 = 0.25;
 
-/// The legend, in the right margin: a line of each curve's style and its name, as many as fit
-/// (then how many more).
-fn legend(root: &Area, entries: &[(String, ShapeStyle)]) -> Result<(), String> {
-    const ROW: i32 = 18;
+/// What a legend entry shows of its mark: a line of the curve's style, a patch of a mark's
+/// colour, a histogram's bar (shaded, edged in its colour), or a shaded span (a load phase, its
+/// start a line of its colour).
+#[derive(Clone, Copy)]
+enum Mark {
+    Line(ShapeStyle),
+    Patch(RGBAColor),
+    Bar(RGBColor),
+    Span(RGBColor, f64),
+}
+
+/// The legend, in the right margin: each mark's sample and its name, wrapped within the
+/// margin's width, as many as fit (then how many more).
+fn legend(root: &Area, entries: &[(String, Mark)]) -> Result<(), String> {
+    const LINE: i32 = 16;
+    const GAP: i32 = 6;
     let x = SIZE.0 as i32 - LEGEND_WIDTH as i32 + 8;
-    let top = 48;
-    let fit = ((SIZE.1 as i32 - top - 50) / ROW).max(1) as usize;
-    let font = ("sans-serif", 13).into_font().color(&BLACK);
-    for (i, (label, style)) in entries.iter().enumerate() {
-        let y = top + i as i32 * ROW;
-        if i + 1 == fit && entries.len() > fit {
+    let bottom = SIZE.1 as i32 - 50;
+    let mut y = 48;
+    let font = ("sans-serif", LEGEND_FONT).into_font().color(&BLACK);
+    for (i, (label, mark)) in entries.iter().enumerate() {
+        let lines = wrap(&crate::vocab::shown(label), LEGEND_CHARS, LEGEND_LINES);
+        let height = lines.len() as i32 * LINE;
+        let last = i + 1 == entries.len();
+        // The room of this entry, and of a "… N more" line after it unless it is the last.
+        if y + height + if last { 0 } else { LINE } > bottom {
             root.draw(&Text::new(format!("… {} more", entries.len() - i), (x, y - 7), font.clone())).map_err(err)?;
             break;
         }
-        root.draw(&PathElement::new(vec![(x, y), (x + 18, y)], *style)).map_err(err)?;
-        root.draw(&Text::new(crate::vocab::shown(label).into_owned(), (x + 24, y - 7), font.clone())).map_err(err)?;
+        match mark {
+            Mark::Line(style) => root.draw(&PathElement::new(vec![(x, y), (x + 18, y)], *style)).map_err(err)?,
+            Mark::Patch(c) => root.draw(&Rectangle::new([(x, y - 5), (x + 18, y + 5)], c.filled())).map_err(err)?,
+            Mark::Bar(c) => {
+                root.draw(&Rectangle::new([(x, y - 5), (x + 18, y + 5)], c.mix(BAR_SHADE).filled())).map_err(err)?;
+                root.draw(&PathElement::new(vec![(x, y + 5), (x, y - 5), (x + 18, y - 5), (x + 18, y + 5)], c.stroke_width(2)))
+                    .map_err(err)?;
+            }
+            Mark::Span(c, alpha) => {
+                root.draw(&Rectangle::new([(x, y - 5), (x + 18, y + 5)], c.mix(*alpha).filled())).map_err(err)?;
+                root.draw(&PathElement::new(vec![(x, y - 5), (x, y + 5)], c.stroke_width(1))).map_err(err)?;
+            }
+        }
+        for (k, line) in lines.into_iter().enumerate() {
+            root.draw(&Text::new(line, (x + 24, y - 8 + k as i32 * LINE), font.clone())).map_err(err)?;
+        }
+        y += height + GAP;
     }
     Ok(())
 }
 
-/// A round bin width (ns) that keeps `max_ns` within [`MAX_BINS`] bins: 1, 2, 5 × 10^k ns,
-/// at least 1 µs (cyclictest's and OSADL's bucket).
-pub fn bin_width_ns(max_ns: u64) -> u64 {
-    round_width(max_ns, MAX_BINS)
-}
-
-/// The least round width (1, 2, 5 × 10^k ns, at least 1 µs) that cuts `span_ns` into fewer
-/// than `bins` bins.
-pub fn round_width(span_ns: u64, bins: u64) -> u64 {
-    let mut w = 1_000u64;
-    loop {
-        for m in [1, 2, 5] {
-            if span_ns / w.saturating_mul(m) < bins {
-                return w.saturating_mul(m);
+/// `text` in lines of at most `width` characters, broken at spaces (a longer word after a dash,
+/// comma, colon or slash, else anywhere), at most `max_lines` of them, the last ending with "…" when text is left.
+fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
+    let width = width.max(2);
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let mut word = word.to_string();
+        loop {
+            let (have, len) = (line.chars().count(), word.chars().count());
+            let room = if have == 0 { width } else { width.saturating_sub(have + 1) };
+            if len <= room {
+                if have > 0 {
+                    line.push(' ');
+                }
+                line += &word;
+                break;
+            }
+            if have > 0 && len <= width {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            // A word longer than the room: cut it after its last dash, comma, colon or slash within
+            // the room (a long word on a line of its own: anywhere, if it has none).
+            let cut_at = if have > 0 { room } else { width };
+            let head: String = word.chars().take(cut_at).collect();
+            let at_mark = head.rfind(['-', ',', ':', '/']).map(|b| head[..=b].chars().count()).filter(|&n| n > 1);
+            let cut = at_mark.unwrap_or(if have > 0 { 0 } else { cut_at });
+            if cut == 0 {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            let rest: String = word.chars().skip(cut).collect();
+            if have > 0 {
+                line.push(' ');
+            }
+            line.extend(word.chars().take(cut));
+            lines.push(std::mem::take(&mut line));
+            word = rest;
+            if word.is_empty() {
+                break;
             }
         }
-        w = w.saturating_mul(10);
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    if lines.len() > max_lines {
+        lines.truncate(max_lines);
+        let last = &mut lines[max_lines - 1];
+        let keep: String = last.chars().take(width - 1).collect();
+        *last = format!("{keep}…");
+    }
+    lines
+}
+
+/// A latency in µs (an axis' value) as an engineer reads it: `20 µs`, `1 ms`, `150 ms`.
+fn duration_label(us: f64) -> String {
+    if !us.is_finite() || us <= 0.0 {
+        return String::new();
+    }
+    crate::vocab::units::Nanos((us * 1e3).round() as u64).to_string()
+}
+
+/// A count (an axis' value): `1`, `100`, `10k`, `2M`; none below 1 (the floor of empty bins).
+fn count_label(n: f64) -> String {
+    match n {
+        n if n < 1.0 => String::new(),
+        n if n >= 1e6 => format!("{}M", trim(n / 1e6)),
+        n if n >= 1e4 => format!("{}k", trim(n / 1e3)),
+        n => format!("{n:.0}"),
     }
 }
 
-/// An entry's buckets re-binned to `width` ns (see `HistogramData::rebin`).
-pub fn bins(p: &ProbeResult, width: u64) -> Vec<(u64, u64)> {
-    p.histogram.rebin(width)
+/// A number without trailing zeros: `0.5`, `2`, `3600` (a time axis' tick, with its unit).
+fn trim(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The power of ten at or below `v` (> 0): a logarithmic axis starting there has a labelled tick
+/// (plotters labels the decades, and the steps between them only after one).
+fn decade_floor(v: f64) -> f64 {
+    10f64.powf(v.log10().floor())
+}
+
+/// The `k`-th edge of the histograms' grid (ns): `MANTISSAS` per decade, whole ns, whole µs from
+/// 1 µs on (bins of 1 µs below 10 µs, as cyclictest's and OSADL's; a µs-resolution import
+/// leaves no empty bins between its values). None past u64.
+fn grid_edge(k: i64) -> Option<u64> {
+    let (decade, m) = (k.div_euclid(BINS_PER_DECADE as i64), MANTISSAS[k.rem_euclid(BINS_PER_DECADE as i64) as usize]);
+    let v = match decade {
+        d if d < 0 => return Some(0),
+        0 => (m + 5) / 10,
+        d => m.checked_mul(10u64.checked_pow(d as u32 - 1)?)?,
+    };
+    Some(if v >= 1_000 { (v + 500) / 1_000 * 1_000 } else { v })
+}
+
+/// The bin edges (ns) of a histogram of values from `min_ns` to `max_ns`: logarithmic (see
+/// [`grid_edge`]), from the edge at or below the least value above 0 to the first above `max_ns`.
+pub fn log_edges(min_ns: u64, max_ns: u64) -> Vec<u64> {
+    let min = min_ns.max(1);
+    let max = max_ns.max(min);
+    let mut k = ((min as f64).log10() * BINS_PER_DECADE as f64).floor() as i64 + 1;
+    while grid_edge(k).is_none_or(|e| e > min) {
+        k -= 1;
+    }
+    let mut edges: Vec<u64> = Vec::new();
+    loop {
+        let Some(e) = grid_edge(k) else {
+            edges.push(u64::MAX);
+            break;
+        };
+        if edges.last() != Some(&e) {
+            edges.push(e);
+        }
+        if e > max {
+            break;
+        }
+        k += 1;
+    }
+    edges
+}
+
+/// An entry's counts in the bins between `edges` (a value in the bin whose lower edge is at or
+/// below it; 0 — a tool's "under 1 µs" — in the first).
+pub fn bin_counts(p: &ProbeResult, edges: &[u64]) -> Vec<u64> {
+    let mut counts = vec![0u64; edges.len().saturating_sub(1).max(1)];
+    for [lo, _, n] in p.histogram.buckets.triples() {
+        let i = edges.partition_point(|&e| e <= lo).saturating_sub(1).min(counts.len() - 1);
+        counts[i] = counts[i].saturating_add(n);
+    }
+    counts
 }
 
 /// The legend's name of an entry: its CPU.
@@ -120,42 +278,54 @@ pub fn by_cpu<'a>(entries: &[&'a ProbeResult]) -> Vec<Curve<'a>> {
     entries.iter().map(|p| (name(p), *p)).collect()
 }
 
-/// The histogram of one series: a step curve per CPU, counts on a log axis (an empty bin lies
-/// on the axis' floor).
+/// The histogram of one series, OSADL's way: both axes logarithmic, latency in bins of equal
+/// width on it (20 a decade; 1 µs below 10 µs), so the body of the distribution and an outlier
+/// decades above it both show. Per CPU a shaded bar per non-empty bin under a step curve (an
+/// empty bin lies on the axis' floor).
 pub fn histogram(title: &str, curves: &[Curve]) -> Result<String, String> {
     let entries: Vec<&ProbeResult> = curves.iter().map(|c| c.1).collect();
-    let max_ns = entries.iter().filter_map(|p| p.histogram.buckets.triples().last().map(|t| t[0])).max().unwrap_or(0);
-    let width = bin_width_ns(max_ns);
-    let binned: Vec<Vec<(u64, u64)>> = entries.iter().map(|p| bins(p, width)).collect();
-    let top = binned.iter().flatten().map(|&(_, c)| c).max().unwrap_or(1).max(1) as f64;
-    let x_end = ((max_ns / width + 2) * width) as f64 / 1e3;
+    let lows = entries.iter().flat_map(|p| p.histogram.buckets.triples().map(|t| t[0]));
+    let (min_ns, max_ns) = lows.fold((u64::MAX, 0), |(a, b), v| (if v > 0 { a.min(v) } else { a }, b.max(v)));
+    let min_ns = if min_ns == u64::MAX { max_ns.max(1_000) } else { min_ns };
+    let edges = log_edges(min_ns, max_ns);
+    let binned: Vec<Vec<u64>> = entries.iter().map(|p| bin_counts(p, &edges)).collect();
+    let top = binned.iter().flatten().copied().max().unwrap_or(1).max(1) as f64;
+    let x = |e: u64| e as f64 / 1e3;
+    let (x_lo, x_hi) = (decade_floor(x(edges[0])), x(edges[edges.len() - 1]));
     svg(|root| {
-        let mut chart = frame(root, title).build_cartesian_2d(0f64..x_end, (0.5f64..top * 2.0).log_scale()).map_err(err)?;
+        let mut chart =
+            frame(root, title).build_cartesian_2d((x_lo..x_hi).log_scale(), (0.5f64..top * 2.0).log_scale()).map_err(err)?;
         chart
             .configure_mesh()
-            .x_desc(format!("latency (µs; bins of {})", crate::vocab::units::Nanos(width)))
-            .y_desc("samples (log)")
-            .y_label_formatter(&|v| if *v < 1.0 { String::new() } else { format!("{v:.0}") })
+            .label_style(("sans-serif", TICK_FONT))
+            .axis_desc_style(("sans-serif", TICK_FONT))
+            .x_desc(format!("latency (log; {BINS_PER_DECADE} bins a decade, 1 µs below 10 µs)"))
+            .y_desc("samples in the bin (log)")
+            .x_label_formatter(&|v| duration_label(*v))
+            .y_label_formatter(&|v| count_label(*v))
             .draw()
             .map_err(err)?;
         let mut labels = Vec::new();
-        for (i, ((label, _), b)) in curves.iter().zip(&binned).enumerate() {
+        for (i, ((label, _), counts)) in curves.iter().zip(&binned).enumerate() {
             let c = colour(i);
-            let mut pts = Vec::with_capacity(b.len() * 4 + 2);
-            let mut next = 0u64;
-            for &(bin, n) in b {
-                let (x0, x1) = ((bin * width) as f64 / 1e3, ((bin + 1) * width) as f64 / 1e3);
-                if bin > next {
-                    pts.push(((next * width) as f64 / 1e3, 0.5));
-                    pts.push((x0, 0.5));
-                }
-                pts.push((x0, n as f64));
-                pts.push((x1, n as f64));
-                next = bin + 1;
+            let bars = counts
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(b, &n)| Rectangle::new([(x(edges[b]), 0.5), (x(edges[b + 1]), n as f64)], c.mix(BAR_SHADE).filled()));
+            chart.draw_series(bars).map_err(err)?;
+            let (Some(first), Some(last)) = (counts.iter().position(|&n| n > 0), counts.iter().rposition(|&n| n > 0)) else {
+                continue;
+            };
+            let mut pts = vec![(x(edges[first]), 0.5)];
+            for b in first..=last {
+                let y = (counts[b] as f64).max(0.5);
+                pts.push((x(edges[b]), y));
+                pts.push((x(edges[b + 1]), y));
             }
-            pts.push(((next * width) as f64 / 1e3, 0.5));
+            pts.push((x(edges[last + 1]), 0.5));
             chart.draw_series(LineSeries::new(pts, c.stroke_width(2))).map_err(err)?;
-            labels.push((label.clone(), c.stroke_width(2)));
+            labels.push((label.clone(), Mark::Bar(c)));
         }
         legend(root, &labels)
     })
@@ -201,29 +371,32 @@ pub fn percentiles(title: &str, named: &[Curve]) -> Result<String, String> {
     let curves: Vec<Vec<(f64, f64)>> = named.iter().map(|c| percentile_points(c.1)).collect();
     let x_end = curves.iter().flatten().map(|p| p.0).fold(1.0f64, f64::max).ceil();
     let (lo, hi) = curves.iter().flatten().fold((f64::MAX, 0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
-    let (lo, hi) = if hi > 0.0 { (lo * 0.8, hi * 1.25) } else { (0.1, 10.0) };
+    let (lo, hi) = if hi > 0.0 { (decade_floor(lo), hi * 1.25) } else { (0.1, 10.0) };
     svg(|root| {
         let mut chart = frame(root, title).build_cartesian_2d(0f64..x_end, (lo..hi).log_scale()).map_err(err)?;
         chart
             .configure_mesh()
+            .label_style(("sans-serif", TICK_FONT))
+            .axis_desc_style(("sans-serif", TICK_FONT))
             .x_labels(x_end as usize + 1)
             .x_label_formatter(&|x| nines_label(*x))
+            .y_label_formatter(&|v| duration_label(*v))
             .x_desc("percentile of samples")
-            .y_desc("latency (µs, log)")
+            .y_desc("latency (log)")
             .draw()
             .map_err(err)?;
         let mut labels = Vec::new();
         for (i, ((label, _), pts)) in named.iter().zip(curves).enumerate() {
             let c = colour(i);
             chart.draw_series(LineSeries::new(pts, c.stroke_width(2))).map_err(err)?;
-            labels.push((label.clone(), c.stroke_width(2)));
+            labels.push((label.clone(), Mark::Line(c.stroke_width(2))));
         }
         legend(root, &labels)
     })
 }
 
-/// Latency against time: per CPU the windows' maximum (solid) and p99 (thin), windows with
-/// missed periods marked at the top in red, and the load phases shaded and named.
+/// Latency against time: per CPU the windows' maximum (solid) and p99 (thin), the windows with
+/// missed periods marked in a band of the CPU's at the top, and the load phases shaded and named.
 pub fn timeline(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) -> Result<String, String> {
     let with: Vec<&ProbeResult> =
         entries.iter().copied().filter(|p| p.timeline.as_ref().is_some_and(|t| !t.is_empty())).collect();
@@ -239,17 +412,25 @@ pub fn timeline(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) -
         .max(phases.last().map_or(0.0, |p| p.end_ns as f64 / 1e9));
     let values = with.iter().filter_map(|p| p.timeline.as_ref()).flat_map(|t| t.max_ns.iter().chain(&t.p99_ns)).copied();
     let (lo, hi) = values.filter(|&v| v > 0).fold((u64::MAX, 0), |(a, b), v| (a.min(v), b.max(v)));
-    let (lo, hi) = if hi > 0 { (lo as f64 / 1e3 * 0.8, hi as f64 / 1e3 * 2.0) } else { (0.1, 10.0) };
+    // A band at the top per CPU with missed periods, above every value.
+    let bands = with.iter().filter(|p| p.timeline.as_ref().is_some_and(|t| t.missed.iter().any(|&m| m > 0))).count();
+    let room = 2.0 * MISSED_BAND.powi(bands as i32);
+    let (lo, hi) = if hi > 0 { (decade_floor(lo as f64 / 1e3), hi as f64 / 1e3 * room) } else { (0.1, 10.0 * room) };
     svg(|root| {
         let mut chart = frame(root, title).build_cartesian_2d(0f64..end_s.max(w), (lo..hi).log_scale()).map_err(err)?;
         chart
             .configure_mesh()
-            .x_desc(format!("time from the start of the run (s; windows of {})", crate::vocab::units::Nanos(first.window_ns)))
-            .y_desc("latency (µs, log)")
+            .label_style(("sans-serif", TICK_FONT))
+            .axis_desc_style(("sans-serif", TICK_FONT))
+            .x_desc(format!("time from the start of the run (windows of {})", crate::vocab::units::Nanos(first.window_ns)))
+            .y_desc("latency (log)")
+            .x_label_formatter(&|v| format!("{} s", trim(*v)))
+            .y_label_formatter(&|v| duration_label(*v))
             .draw()
             .map_err(err)?;
-        shade_phases(&mut chart, phases, hi)?;
+        let shaded = shade_phases(root, &mut chart, phases, hi)?;
         let mut labels = Vec::new();
+        let mut band = 0;
         for (i, p) in with.iter().enumerate() {
             let t = p.timeline.as_ref().expect("filtered");
             let c = colour(i);
@@ -262,17 +443,34 @@ pub fn timeline(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) -
                     let pts: Vec<(f64, f64)> = seg.map(|k| (at(k), column[k] as f64 / 1e3)).collect();
                     chart.draw_series(LineSeries::new(pts, style)).map_err(err)?;
                 }
-                labels.push((label, style));
+                labels.push((label, Mark::Line(style)));
             }
-            let missed = t.missed.iter().enumerate().filter(|(_, &m)| m > 0).map(|(k, _)| {
-                let x = t.start_ns as f64 / 1e9 + k as f64 * w;
-                Rectangle::new([(x, hi / 1.25), (x + w, hi / 1.1)], RED.filled())
-            });
-            chart.draw_series(missed).map_err(err)?;
+            if t.missed.iter().any(|&m| m > 0) {
+                let top = hi / 1.1 / MISSED_BAND.powi(band);
+                band += 1;
+                let missed = t.missed.iter().enumerate().filter(|(_, &m)| m > 0).map(|(k, _)| {
+                    let x = t.start_ns as f64 / 1e9 + k as f64 * w;
+                    Rectangle::new([(x, top / 1.2), (x + w, top)], c.filled())
+                });
+                chart.draw_series(missed).map_err(err)?;
+                labels.push((format!("{}: a window with missed periods", name(p)), Mark::Patch(c.to_rgba())));
+            }
+        }
+        if shaded {
+            labels.push(("a load running (named at its foot)".to_string(), Mark::Span(PHASE_SHADE, PHASE_ALPHA)));
         }
         legend(root, &labels)
     })
 }
+
+/// The factor between the tops of two CPUs' bands of missed periods (log axis).
+const MISSED_BAND: f64 = 1.25;
+/// The colour of a load phase, and its opacity.
+const PHASE_SHADE: RGBColor = RGBColor(255, 170, 90);
+const PHASE_ALPHA: f64 = 0.3;
+/// The size of a phase's name (16 px, see [`TICK_FONT`]), and the pixels of a character of it.
+const PHASE_FONT: u32 = 20;
+const PHASE_CHAR_PX: f64 = 0.6 * PHASE_FONT as f64 / 1.24;
 
 /// The index ranges of consecutive windows holding a value.
 fn runs_of_values(column: &[u64]) -> Vec<std::ops::Range<usize>> {
@@ -291,35 +489,41 @@ fn runs_of_values(column: &[u64]) -> Vec<std::ops::Range<usize>> {
     out
 }
 
-/// Shades the phases that ran loads, each named at its bottom left.
-fn shade_phases<'a, DB: DrawingBackend + 'a>(
-    chart: &mut ChartContext<
-        'a,
-        DB,
-        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::combinators::LogCoord<f64>>,
-    >,
-    phases: &[PhaseResult],
-    hi: f64,
-) -> Result<(), String> {
-    let loaded = phases.iter().filter(|p| !p.loads.is_empty());
-    for (i, p) in loaded.enumerate() {
+type TimeChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::combinators::LogCoord<f64>>,
+>;
+
+/// Shades the phases that ran loads, a line at each one's start, each named at its foot in up to
+/// two lines within its width (none where no word fits). Whether any was shaded.
+fn shade_phases(root: &Area, chart: &mut TimeChart, phases: &[PhaseResult], hi: f64) -> Result<bool, String> {
+    let bottom = chart.y_range().start;
+    let mut any = false;
+    for p in phases.iter().filter(|p| !p.loads.is_empty()) {
+        any = true;
         let (a, b) = (p.start_ns as f64 / 1e9, p.end_ns as f64 / 1e9);
-        let fill = if i % 2 == 0 { RGBColor(255, 200, 120).mix(0.3) } else { RGBColor(255, 170, 90).mix(0.3) };
-        let bottom = chart.y_range().start;
         chart
-            .draw_series(std::iter::once(Rectangle::new([(a, bottom), (b, hi)], fill.filled())))
+            .draw_series(std::iter::once(Rectangle::new([(a, bottom), (b, hi)], PHASE_SHADE.mix(PHASE_ALPHA).filled())))
             .map_err(|e| err(format!("{e:?}")))?;
+        chart
+            .draw_series(std::iter::once(PathElement::new(vec![(a, bottom), (a, hi)], PHASE_SHADE.stroke_width(1))))
+            .map_err(|e| err(format!("{e:?}")))?;
+        let ((x0, y0), (x1, _)) = (chart.backend_coord(&(a, bottom)), chart.backend_coord(&(b, bottom)));
+        let chars = ((x1 - x0 - 8).max(0) as f64 / PHASE_CHAR_PX) as usize;
+        if chars < 4 {
+            continue;
+        }
         let text = crate::vocab::shown(&p.loads.join(", ")).into_owned();
-        let text = if text.chars().count() > 40 { format!("{}…", text.chars().take(39).collect::<String>()) } else { text };
-        chart
-            .draw_series(std::iter::once(Text::new(
-                text,
-                (a, bottom * 1.25),
-                ("sans-serif", 12).into_font().color(&BLACK.mix(0.7)),
-            )))
-            .map_err(|e| err(format!("{e:?}")))?;
+        let lines = wrap(&text, chars, 2);
+        let font = ("sans-serif", PHASE_FONT).into_font().color(&BLACK.mix(0.8));
+        let line = 19;
+        for (k, l) in lines.iter().enumerate() {
+            let y = y0 - 6 - (lines.len() - k) as i32 * line;
+            root.draw(&Text::new(l.clone(), (x0 + 4, y), font.clone())).map_err(err)?;
+        }
     }
-    Ok(())
+    Ok(any)
 }
 
 #[cfg(test)]
@@ -327,12 +531,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bins_are_round_and_few() {
-        assert_eq!(bin_width_ns(0), 1_000);
-        assert_eq!(bin_width_ns(399_999), 1_000);
-        assert_eq!(bin_width_ns(400_000), 2_000);
-        assert_eq!(bin_width_ns(30_000_000), 100_000);
-        assert!(u64::MAX / bin_width_ns(u64::MAX) < MAX_BINS);
+    fn bins_are_logarithmic_and_whole_microseconds_from_1_us() {
+        let e = log_edges(10_000, 150_000_000);
+        assert_eq!(&e[..3], &[10_000, 11_000, 13_000]);
+        assert!(*e.last().unwrap() > 150_000_000 && e.len() < 5 * BINS_PER_DECADE + 2, "{e:?}");
+        assert_eq!(log_edges(1_500, 9_500), vec![1_000, 2_000, 3_000, 4_000, 5_000, 6_000, 7_000, 8_000, 9_000, 10_000]);
+        assert!(log_edges(1, 1).windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(*log_edges(1, u64::MAX).last().unwrap(), u64::MAX);
+    }
+
+    #[test]
+    fn axis_labels_are_durations() {
+        assert_eq!(duration_label(20.0), "20 µs");
+        assert_eq!(duration_label(1000.0), "1 ms");
+        assert_eq!(duration_label(150_000.0), "150 ms");
+        assert_eq!(duration_label(0.5), "500 ns");
+        assert_eq!(count_label(20000.0), "20k");
+        assert_eq!(count_label(0.5), "");
+    }
+
+    #[test]
+    fn legend_text_wraps_within_its_width() {
+        assert_eq!(
+            wrap("run 8 (rt-kernel-with-a-long-label) on vm, 6.18.44-fc", 22, 3),
+            vec!["run 8 (rt-kernel-with-", "a-long-label) on vm,", "6.18.44-fc"]
+        );
+        assert_eq!(wrap("hackbench:groups=10,pipe, cpu:policy=fifo:90", 20, 2), vec!["hackbench:groups=10,", "pipe,…"]);
+        assert!(wrap(&"x".repeat(100), 10, 2).iter().all(|l| l.chars().count() <= 10));
+        assert_eq!(wrap(&"x".repeat(100), 10, 2)[1].chars().last(), Some('…'));
+        assert_eq!(wrap("cpu0", 22, 3), vec!["cpu0"]);
     }
 
     #[test]

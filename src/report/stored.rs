@@ -207,10 +207,10 @@ pub fn import(a: &ImportArgs) -> Result<u8> {
             .map_or(String::new(), |i| format!("{} {}", i.tool, i.tool_version.as_deref().unwrap_or("(version not recorded)")));
         let worst = r.probes.iter().filter_map(|p| p.max_ns).max().map_or("-".into(), us);
         out::text(&format!(
-            "Imported {} ({}, {} CPUs, worst case {worst} µs) as run {id} in {} ('rtgauge show {id}').\n",
+            "Imported {} ({}, {}, worst case {worst} µs) as run {id} in {} ('rtgauge show {id}').\n",
             super::shown(&file.display().to_string()),
             super::shown(&what),
-            r.probes.len(),
+            crate::vocab::Count(r.probes.len() as u64, "CPU"),
             super::shown(&s.path().display().to_string())
         ))?;
     }

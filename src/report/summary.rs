@@ -5,8 +5,9 @@
 use super::shown;
 use crate::result::{ProbeResult, RunResult, Status};
 use crate::vocab::cpus::format_cpu_list;
-use crate::vocab::percentiles::REPORTED;
+use crate::vocab::percentiles::{Percentile, REPORTED};
 use crate::vocab::units::{us, Nanos};
+use crate::vocab::Count;
 use comfy_table::{presets::NOTHING, CellAlignment, ContentArrangement, Table};
 use std::fmt::Write;
 
@@ -33,27 +34,190 @@ pub(crate) fn table(header: &[&str], right: std::ops::Range<usize>, rows: Vec<Ve
     text.lines().map(str::trim_end).collect::<Vec<_>>().join("\n") + "\n"
 }
 
-/// Column heads of a latency table: `first`, then min, mean, every reported percentile, max.
-pub(super) fn latency_header(first: &[&'static str]) -> Vec<&'static str> {
+/// The percentile columns of a table of `entries`: each one always shown, and the others where
+/// some entry resolves them (`vocab::percentiles`).
+pub(super) fn percentile_columns<'a>(entries: impl IntoIterator<Item = &'a ProbeResult>) -> Vec<&'static Percentile> {
+    let entries: Vec<&ProbeResult> = entries.into_iter().collect();
+    REPORTED
+        .iter()
+        .filter(|q| q.always_shown || entries.iter().any(|p| p.percentiles.get(q.q).flatten().is_some() && resolves(p, q)))
+        .collect()
+}
+
+/// Whether entry `p` holds enough values to resolve percentile `q` (counted from its histogram,
+/// which is what its percentiles were taken from, so a stored document of any version is judged
+/// alike).
+fn resolves(p: &ProbeResult, q: &Percentile) -> bool {
+    q.resolved_by(p.histogram.total_count)
+}
+
+/// Column heads of a latency table: `first`, then min, mean, the percentiles `columns`, max.
+pub(super) fn latency_header(first: &[&'static str], columns: &[&'static Percentile]) -> Vec<&'static str> {
     let mut h = first.to_vec();
     h.extend(["min", "mean"]);
-    h.extend(REPORTED.iter().map(|p| p.label));
+    h.extend(columns.iter().map(|p| p.label));
     h.push("max");
     h
 }
 
-/// min, mean, every reported percentile, max: in µs.
-fn latency_cells(p: &ProbeResult) -> impl Iterator<Item = String> + '_ {
+/// A percentile's cell: in µs, with [`UNRESOLVED_MARK`] where the entry does not resolve it.
+fn percentile_cell(p: &ProbeResult, q: &Percentile) -> String {
+    match p.percentiles.get(q.q).flatten() {
+        Some(v) if !resolves(p, q) => format!("{}{UNRESOLVED_MARK}", us(v)),
+        v => opt_us(v),
+    }
+}
+
+/// What marks a percentile taken from too few values to resolve it (see [`unresolved_note`]).
+pub(super) const UNRESOLVED_MARK: char = '*';
+
+/// min, mean, the percentiles `columns` (marked where not resolved), max: in µs.
+fn latency_cells<'a>(p: &'a ProbeResult, columns: &'a [&'static Percentile]) -> impl Iterator<Item = String> + 'a {
     [opt_us(p.min_ns), p.mean_ns.map_or("-".to_string(), |m| us(m.round() as u64))]
         .into_iter()
-        .chain(p.percentiles.iter().map(|(_, v)| opt_us(v)))
+        .chain(columns.iter().map(move |q| percentile_cell(p, q)))
         .chain([opt_us(p.max_ns)])
 }
 
-fn row(p: &ProbeResult) -> Vec<String> {
+/// The footnote of a latency table of `entries` showing percentiles `columns`, one line per
+/// percentile not resolved (in a row, or left out): how many values resolve it, and how long
+/// one CPU must measure for them at the pace of each probe of `r` among them (its interval, or
+/// the rate of values the run saw for a probe whose values do not come one per interval).
+/// `None` when every shown percentile is resolved and none is left out. It follows
+/// [`UNRESOLVED_INTRO`].
+pub(super) fn unresolved_note(r: &RunResult, entries: &[&ProbeResult], columns: &[&'static Percentile]) -> Option<Vec<String>> {
+    let missing: Vec<&Percentile> = REPORTED
+        .iter()
+        .filter(|q| {
+            entries.iter().any(|p| p.percentiles.get(q.q).flatten().is_some() && !resolves(p, q))
+                || (!columns.contains(q) && entries.iter().any(|p| p.histogram.total_count > 0))
+        })
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let mut labels: Vec<String> = Vec::new();
+    for p in entries {
+        if !labels.contains(&p.label()) {
+            labels.push(p.label());
+        }
+    }
+    let paces: Vec<(String, Pace)> = labels.iter().filter_map(|l| pace(r, l).map(|p| (l.clone(), p))).collect();
+    let lines = missing
+        .into_iter()
+        .map(|q| {
+            let n = q.values_needed();
+            let hidden = if columns.contains(&q) { "" } else { " (shown once resolved)" };
+            let mut times: Vec<String> = Vec::new();
+            for (label, pace) in &paces {
+                let of = if paces.len() > 1 { format!(" ({})", shown(label)) } else { String::new() };
+                let t = format!("{} of one CPU {pace}{of}", span(pace.time_ns(n)));
+                if !times.contains(&t) {
+                    times.push(t);
+                }
+            }
+            let times = if times.is_empty() { String::new() } else { format!(" ({})", times.join(", ")) };
+            format!("{}{hidden}: {} values{times}", q.label, grouped(n))
+        })
+        .collect();
+    Some(lines)
+}
+
+/// What the lines of [`unresolved_note`] follow, in two lines.
+pub(super) const UNRESOLVED_INTRO: [&str; 2] =
+    ["not resolved: from fewer than 10/(1 − p) values a percentile is the maximum or", "near it. To resolve it a row needs:"];
+
+/// A footnote as text under a table.
+fn note_text(lines: Option<Vec<String>>) -> String {
+    let Some(lines) = lines else { return String::new() };
+    let mut s = format!("{UNRESOLVED_MARK} {}\n  {}\n", UNRESOLVED_INTRO[0], UNRESOLVED_INTRO[1]);
+    for l in lines {
+        let _ = writeln!(s, "    {l}");
+    }
+    s
+}
+
+/// How fast a probe's values come on one CPU.
+enum Pace {
+    /// One a period.
+    Interval(u64),
+    /// Values a second, as the run saw them (a probe whose values are events, a rate sweep).
+    Rate(f64),
+}
+
+impl Pace {
+    /// How long `n` values take, in ns.
+    fn time_ns(&self, n: u64) -> f64 {
+        match *self {
+            Pace::Interval(i) => n as f64 * i as f64,
+            Pace::Rate(r) => n as f64 / r * 1e9,
+        }
+    }
+}
+
+impl std::fmt::Display for Pace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Pace::Interval(i) => write!(f, "at {}", Nanos(i)),
+            Pace::Rate(r) => write!(f, "at the {} values a second this run saw", significant(r)),
+        }
+    }
+}
+
+/// The pace of the values of series `label` of run `r`, from its first entry per CPU with
+/// values: its probe's interval when it took about one value (or missed one) each interval, else
+/// the rate it saw; `None` when the run says neither.
+fn pace(r: &RunResult, label: &str) -> Option<Pace> {
+    let p = r.probes.iter().find(|p| p.label() == label && p.samples > 0)?;
+    let interval = r.config.probes.iter().find(|c| c.name == p.probe).map_or(0, |c| c.interval_ns);
+    let periods = p.samples.saturating_add(p.missed);
+    let seen = (r.measured_ns > 0).then(|| r.measured_ns as f64 / periods as f64);
+    match seen {
+        Some(seen) if interval > 0 && (seen - interval as f64).abs() <= interval as f64 / 10.0 => Some(Pace::Interval(interval)),
+        None if interval > 0 => Some(Pace::Interval(interval)),
+        _ if r.measured_ns > 0 => Some(Pace::Rate(p.samples as f64 * 1e9 / r.measured_ns as f64)),
+        _ => None,
+    }
+}
+
+/// A long time as a reader plans a run: two significant digits in s, min, h or days.
+fn span(ns: f64) -> String {
+    let s = ns / 1e9;
+    if s < 1.0 {
+        return Nanos(ns.round() as u64).to_string();
+    }
+    let (v, unit) = match s {
+        s if s < 60.0 => (s, "s"),
+        s if s < 3600.0 => (s / 60.0, "min"),
+        s if s < 2.0 * 86400.0 => (s / 3600.0, "h"),
+        s => (s / 86400.0, "days"),
+    };
+    format!("{} {unit}", significant(v))
+}
+
+/// Two significant digits (at least the whole part): 1.7, 17, 170.
+fn significant(v: f64) -> String {
+    let t = if v < 10.0 { format!("{v:.1}") } else { format!("{v:.0}") };
+    t.strip_suffix(".0").map_or(t.clone(), str::to_string)
+}
+
+/// A count with its thousands apart: `1 000 000`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn row(p: &ProbeResult, columns: &[&'static Percentile]) -> Vec<String> {
     [p.label(), p.cpu.map_or("all".to_string(), |c| c.to_string()), p.samples.to_string(), p.missed.to_string()]
         .into_iter()
-        .chain(latency_cells(p))
+        .chain(latency_cells(p, columns))
         .collect()
 }
 
@@ -102,12 +266,11 @@ fn chain_report(probes: &[ProbeResult]) -> String {
         }
         let _ = writeln!(
             s,
-            "  {}: {} events taken by the task; {} {} the handler missed; {} events posted but never taken",
+            "  {}: {} taken by the task; {} the handler missed; {} posted but never taken",
             c.scope(),
-            c.samples,
-            h.missed,
-            if c.sweep.is_some() { "events" } else { "periods" },
-            c.missed.saturating_sub(h.missed)
+            Count(c.samples, "event"),
+            Count(h.missed, if c.sweep.is_some() { "event" } else { "period" }),
+            Count(c.missed.saturating_sub(h.missed), "event")
         );
     }
     s
@@ -159,9 +322,9 @@ fn noise_report(r: &RunResult) -> String {
         let at = p.max_at_ns.map_or(String::new(), |t| format!(" in the window ending {:.3} s", t as f64 / 1e9));
         let _ = writeln!(
             s,
-            "  {}: {} gaps, {} per second ({:.4} % of the CPU), longest {} µs{at}",
+            "  {}: {}, {} per second ({:.4} % of the CPU), longest {} µs{at}",
             p.scope(),
-            p.samples,
+            Count(p.samples, "gap"),
             Nanos(n.ns_per_s),
             n.ns_per_s as f64 / 1e7,
             opt_us(p.max_ns)
@@ -267,16 +430,14 @@ External events, per CPU:
     s
 }
 
-/// The lines before the figures: what ran, how long, on which kernel, how it ended.
+/// The lines before the figures: what ran, at what, how long, on which kernel, how it ended.
+/// Every field is what the run did or the file says; what an imported file does not state is
+/// "unknown" (`Imported::unknown`).
 pub(super) fn how_obtained(r: &RunResult) -> String {
     let mut s = String::new();
     let c = &r.config;
     let sys = &r.system;
-    let length = match (c.duration_ns, c.loops) {
-        (Some(d), _) => Nanos(d).to_string(),
-        (_, Some(l)) => format!("{l} periods"),
-        _ => "?".into(),
-    };
+    let unknown = |field: &str| crate::interchange::unknown(r, field);
     if let Some(i) = &r.imported {
         let _ = writeln!(
             s,
@@ -290,31 +451,10 @@ pub(super) fn how_obtained(r: &RunResult) -> String {
     }
     let _ = writeln!(
         s,
-        "rtgauge {}: {}, {}, {}{}",
+        "rtgauge {}: {}{}, {}{}",
         shown(&r.tool_version),
-        c.probes
-            .iter()
-            .map(|p| {
-                let more: Vec<&str> = p.settings.iter().map(String::as_str).filter(|s| !s.starts_with("interval=")).collect();
-                let more = if more.is_empty() { String::new() } else { format!(" ({})", more.join(", ")) };
-                // A sweep's interval changes with its steps (its settings say how).
-                let interval = if p.settings.iter().any(|s| s.starts_with("rate=sweep")) {
-                    String::new()
-                } else if p.interval_ns == 0 {
-                    ", interval not recorded".to_string()
-                } else {
-                    format!(", interval {}", Nanos(p.interval_ns))
-                };
-                format!("{} on CPUs {}{interval}{}", shown(&p.name), format_cpu_list(&p.cpus), shown(&more))
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
-        match (c.policy, c.dl_runtime_ns) {
-            (crate::vocab::policy::Policy::Deadline, rt) =>
-                format!("SCHED_DEADLINE (runtime {} per interval)", rt.map_or("a tenth".to_string(), |ns| Nanos(ns).to_string())),
-            (p, _) if p.has_priority() => format!("{} {}", p.kernel_name(), c.priority),
-            (p, _) => p.kernel_name().to_string(),
-        },
+        c.probes.iter().map(|p| probe_line(r, p)).collect::<Vec<_>>().join("; "),
+        run_policy(r),
         memory_line(r),
         r.tuning
             .iter()
@@ -323,28 +463,18 @@ pub(super) fn how_obtained(r: &RunResult) -> String {
             .collect::<String>(),
     );
     s += &tuned_lines(&r.tuning);
-    match r.status {
-        Status::Complete => {
-            let _ = writeln!(s, "measured {length} after {} warm-up periods", c.warmup.periods);
-        }
-        Status::Partial => {
-            let _ = writeln!(
-                s,
-                "measured {} of the planned {length}, after {} warm-up periods",
-                Nanos(r.measured_ns),
-                c.warmup.periods
-            );
-        }
-    }
+    let _ = writeln!(s, "{}", measured_line(r));
     let p = &sys.preemption;
     let mode = p.dynamic_mode.as_ref().map_or(String::new(), |m| format!(", mode {}", shown(m)));
+    let preemption = if unknown("system.preemption") {
+        "preemption model unknown".to_string()
+    } else {
+        format!("{}{}{}", shown(&p.model), mode, if p.realtime { "" } else { ", not PREEMPT_RT" })
+    };
     let _ = writeln!(
         s,
-        "kernel {} ({}{}{}), {}, {}, clocksource {}",
+        "kernel {} ({preemption}), {}, {}, clocksource {}",
         shown(&sys.kernel_release),
-        shown(&p.model),
-        mode,
-        if p.realtime { "" } else { ", not PREEMPT_RT" },
         shown(&sys.architecture),
         shown(&sys.cpu_model),
         shown(sys.clocksource.as_deref().unwrap_or("unknown")),
@@ -356,8 +486,117 @@ pub(super) fn how_obtained(r: &RunResult) -> String {
         }
         (Status::Partial, None) => "PARTIAL".to_string(),
     };
-    let _ = writeln!(s, "run {status}, {} → {}\n", shown(&r.started_at), shown(&r.ended_at));
+    if unknown("started_at") {
+        let _ = writeln!(s, "run {status}, time unknown (the file's own is {})\n", shown(&r.ended_at));
+    } else {
+        let _ = writeln!(s, "run {status}, {} → {}\n", shown(&r.started_at), shown(&r.ended_at));
+    }
     s
+}
+
+/// The priority a probe's threads set themselves (the wake-up probe's `priority=99 (task 98)`):
+/// (the priority, what follows it).
+fn own_priority(p: &crate::result::ProbeConfig) -> Option<(&str, &str)> {
+    let v = p.settings.iter().find_map(|t| t.strip_prefix("priority="))?;
+    Some(v.split_once(' ').map_or((v, ""), |(n, rest)| (n, rest.trim())))
+}
+
+/// One probe as the header states it: where, at which interval, with which settings, and at
+/// which priority when its threads set their own.
+fn probe_line(r: &RunResult, p: &crate::result::ProbeConfig) -> String {
+    let more: Vec<&str> =
+        p.settings.iter().map(String::as_str).filter(|s| !s.starts_with("interval=") && !s.starts_with("priority=")).collect();
+    let more = if more.is_empty() { String::new() } else { format!(" ({})", more.join("; ")) };
+    // A sweep's interval changes with its steps (its settings say how).
+    let interval = if p.settings.iter().any(|s| s.starts_with("rate=sweep")) {
+        String::new()
+    } else if p.interval_ns == 0 || crate::interchange::unknown(r, "config.interval_ns") {
+        ", interval unknown".to_string()
+    } else {
+        format!(", interval {}", Nanos(p.interval_ns))
+    };
+    let at = match own_priority(p) {
+        Some((n, rest)) if r.config.policy.has_priority() => {
+            format!(", {} {n}{}", r.config.policy.kernel_name(), if rest.is_empty() { String::new() } else { format!(" {rest}") })
+        }
+        _ => String::new(),
+    };
+    format!("{} on CPUs {}{interval}{}{}", shown(&p.name), format_cpu_list(&p.cpus), shown(&more), shown(&at))
+}
+
+/// The policy the probes without a priority of their own ran at (nothing when every probe sets
+/// its own), and whether the threads obtained it.
+fn run_policy(r: &RunResult) -> String {
+    let c = &r.config;
+    let unknown = |field: &str| crate::interchange::unknown(r, field);
+    if unknown("config.policy") {
+        return ", scheduling policy unknown".to_string();
+    }
+    let every_own = !c.probes.is_empty() && c.probes.iter().all(|p| own_priority(p).is_some()) && c.policy.has_priority();
+    let policy = match (c.policy, c.dl_runtime_ns) {
+        _ if every_own => String::new(),
+        (crate::vocab::policy::Policy::Deadline, rt) => {
+            format!(", SCHED_DEADLINE (runtime {} per interval)", rt.map_or("a tenth".to_string(), |ns| Nanos(ns).to_string()))
+        }
+        (p, _) if p.has_priority() && unknown("config.priority") => format!(", {} (priority unknown)", p.kernel_name()),
+        (p, _) if p.has_priority() => format!(", {} {}", p.kernel_name(), c.priority),
+        (p, _) => format!(", {}", p.kernel_name()),
+    };
+    // A run rtgauge measured knows whether every thread got its policy and priority.
+    let obtained = r.imported.is_none() && c.policy.is_realtime() && !r.system.rt_priority_obtained;
+    format!("{policy}{}", if obtained { " (NOT obtained by every thread: see the warnings)" } else { "" })
+}
+
+/// How long was measured, against what was planned, and after which warm-up (each probe's own).
+fn measured_line(r: &RunResult) -> String {
+    let c = &r.config;
+    let unknown = |field: &str| crate::interchange::unknown(r, field);
+    let planned = match (c.duration_ns, c.loops) {
+        (Some(d), _) => Some((Nanos(d).to_string(), d)),
+        (_, Some(l)) => Some((format!("{l} {}", if l == 1 { "period" } else { "periods" }), l.saturating_mul(c.interval_ns))),
+        _ => None,
+    };
+    let measured = Nanos(r.measured_ns);
+    let length = match (&planned, r.status) {
+        _ if unknown("measured_ns") => match &planned {
+            Some((p, _)) => format!("measured {p} (how long is unknown)"),
+            None => "measured for a time unknown".to_string(),
+        },
+        (Some((p, ns)), Status::Partial) if *ns != r.measured_ns => format!("measured {measured} of the planned {p}"),
+        (Some((p, ns)), Status::Complete) if r.measured_ns + c.interval_ns.max(1) <= *ns && r.imported.is_none() => {
+            let why = if c.probes.iter().any(|p| p.settings.iter().any(|s| s.starts_with("rate=sweep"))) {
+                "the probes ended early: a rate sweep stops after its first failed step"
+            } else {
+                "the probes ended early"
+            };
+            format!("measured {measured} of the planned {p} ({why})")
+        }
+        (Some((p, _)), _) if c.duration_ns.is_none() => format!("measured {p} ({measured})"),
+        _ => format!("measured {measured}"),
+    };
+    if unknown("config.warmup") {
+        return format!("{length}, warm-up unknown");
+    }
+    // Each probe's warm-up (a probe's own `warmup=` differs from the run's).
+    let warmups: Vec<(String, u64, u64)> =
+        c.probes.iter().map(|p| (p.name.clone(), p.warmup_periods, p.warmup_periods.saturating_mul(p.interval_ns))).collect();
+    let periods = |n: u64| if n == 1 { "1 warm-up period".to_string() } else { format!("{n} warm-up periods") };
+    let warmup = match warmups.as_slice() {
+        [] => format!("after {}", periods(c.warmup.periods)),
+        [(_, 0, _), ..] if warmups.iter().all(|w| w.1 == 0) => "after no warm-up".to_string(),
+        [(_, n, ns), ..] if warmups.iter().all(|w| w.1 == *n && w.2 == *ns) => {
+            format!("after {} ({})", periods(*n), Nanos(*ns))
+        }
+        _ => format!(
+            "after warm-ups of {}",
+            warmups
+                .iter()
+                .map(|(name, n, ns)| format!("{} {} ({})", shown(name), periods(*n), Nanos(*ns)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    format!("{length}, {warmup}")
 }
 
 /// What `--tune` changed for the run (the PM QoS request is on the line above), from what,
@@ -392,9 +631,15 @@ pub fn render(r: &RunResult) -> String {
     s += &table(&header, 2..header.len(), rows);
     let cycles = r.probes.iter().any(|p| p.bounds.is_some());
     let _ = writeln!(s, "{}", if cycles { "(latencies, cycle lengths and jitter in µs)" } else { "(latencies in µs)" });
+    s += &note_text(results_note(r));
     // The worst case is a latency's: a cycle length is judged by its bounds (below).
     if let Some(worst) = r.probes.iter().filter(|p| p.max_ns.is_some() && p.in_worst_case()).max_by_key(|p| p.max_ns) {
-        let warmup = c.warmup.periods.saturating_mul(c.interval_ns);
+        // Its own probe's warm-up (a probe's `warmup=` differs from the run's).
+        let warmup = c
+            .probes
+            .iter()
+            .find(|pc| pc.name == worst.probe && worst.cpu.is_none_or(|cpu| pc.cpus.contains(&cpu)))
+            .map_or(c.warmup.periods.saturating_mul(c.interval_ns), |pc| pc.warmup_periods.saturating_mul(pc.interval_ns));
         let at = worst.max_at_ns.map_or(String::new(), |t| {
             format!(
                 ", in the period ending {:.3} s after the start of the run ({})",
@@ -426,6 +671,9 @@ pub fn render(r: &RunResult) -> String {
     }
     s += &super::reference::render(r);
     let _ = writeln!(s, "Verdict: {}", shown(&r.verdict.headline()));
+    for rule in &r.verdict.rules {
+        let _ = writeln!(s, "  rule: {}", shown(rule));
+    }
     for ch in r.verdict.checks.iter().filter(|c| !c.passed) {
         let _ = writeln!(s, "  failed: {:<18} {:<12} observed {}", shown(&ch.expr), shown(&ch.scope), shown(&ch.observed));
     }
@@ -433,6 +681,7 @@ pub fn render(r: &RunResult) -> String {
         let _ = writeln!(s, "\nPer phase (all CPUs; latencies in µs; times from the start of the run):");
         let (header, rows) = phase_table(r);
         s += &table(&header, 2..header.len() - 1, rows);
+        s += &note_text(phase_note(r));
     }
     s += &super::trace::render(r.trace.as_ref());
     s += &super::audit::summary_lines(&r.findings);
@@ -444,7 +693,9 @@ pub fn render(r: &RunResult) -> String {
     } else {
         let _ = writeln!(s, "\nLoads: none (an idle system, on purpose)");
     }
-    for w in &r.warnings {
+    // A setting --tune could not change is said once, on its "not tuned" line above.
+    let said_above = |w: &str| r.tuning.iter().any(|t| !t.applied && w.starts_with(&format!("could not tune {}: ", t.setting)));
+    for w in r.warnings.iter().filter(|w| !said_above(w)) {
         let _ = writeln!(s, "warning: {}", shown(w));
     }
     s
@@ -452,28 +703,46 @@ pub fn render(r: &RunResult) -> String {
 
 /// The results table: a row per probe (series) and CPU, then one per probe over all CPUs.
 pub(super) fn results_table(r: &RunResult) -> (Vec<&'static str>, Vec<Vec<String>>) {
-    (latency_header(&["probe", "cpu", "samples", "missed"]), r.probes.iter().chain(&r.combined).map(row).collect())
+    let columns = percentile_columns(r.probes.iter().chain(&r.combined));
+    (
+        latency_header(&["probe", "cpu", "samples", "missed"], &columns),
+        r.probes.iter().chain(&r.combined).map(|p| row(p, &columns)).collect(),
+    )
+}
+
+/// The footnote of the results table ([`unresolved_note`]).
+pub(super) fn results_note(r: &RunResult) -> Option<Vec<String>> {
+    let entries: Vec<&ProbeResult> = r.probes.iter().chain(&r.combined).collect();
+    unresolved_note(r, &entries, &percentile_columns(entries.iter().copied()))
 }
 
 /// The per-phase table: a row per phase and probe (all CPUs), with what ran in it (last column).
 pub(super) fn phase_table(r: &RunResult) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let columns = percentile_columns(r.phases.iter().flat_map(|p| &p.combined));
     let rows = r
         .phases
         .iter()
         .flat_map(|p| {
+            let columns = &columns;
             p.combined.iter().map(move |c| {
                 let span = format!("{:.3}-{:.3} s", p.start_ns as f64 / 1e9, p.end_ns as f64 / 1e9);
                 [span, c.label(), c.samples.to_string(), c.missed.to_string()]
                     .into_iter()
-                    .chain(latency_cells(c))
+                    .chain(latency_cells(c, columns))
                     .chain([phase_doing(p)])
                     .collect()
             })
         })
         .collect();
-    let mut header = latency_header(&["phase", "probe", "samples", "missed"]);
+    let mut header = latency_header(&["phase", "probe", "samples", "missed"], &columns);
     header.push("loads");
     (header, rows)
+}
+
+/// The footnote of the per-phase table ([`unresolved_note`]).
+pub(super) fn phase_note(r: &RunResult) -> Option<Vec<String>> {
+    let entries: Vec<&ProbeResult> = r.phases.iter().flat_map(|p| &p.combined).collect();
+    unresolved_note(r, &entries, &percentile_columns(entries.iter().copied()))
 }
 
 /// What ran during a phase: its loads, and the steps of probes with a timeline of their own.
@@ -566,7 +835,11 @@ fn steps_125(values: &[(u64, u64)]) -> Vec<(u64, u64, u64)> {
 /// How memory was held, with the page faults the measurement threads took while measuring
 /// (where the run counted them): "memory locked, no page fault while measuring".
 fn memory_line(r: &RunResult) -> String {
-    let locked = if r.system.mlockall_obtained { "memory locked" } else { "memory NOT locked" };
+    let locked = match r.system.mlockall_obtained {
+        _ if crate::interchange::unknown(r, "config.mlockall") => "memory locking unknown",
+        true => "memory locked",
+        false => "memory NOT locked",
+    };
     match r.probes.iter().filter_map(|p| p.page_faults).reduce(u64::saturating_add) {
         Some(0) => format!("{locked}, no page fault while measuring"),
         Some(n) => format!("{locked}, {n} page faults while measuring"),
@@ -576,6 +849,20 @@ fn memory_line(r: &RunResult) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_time_a_percentile_needs_reads_as_a_run_is_planned() {
+        use super::{grouped, span, Pace};
+        let at_1ms = |n| span(Pace::Interval(1_000_000).time_ns(n));
+        assert_eq!(
+            [at_1ms(10_000), at_1ms(100_000), at_1ms(1_000_000), at_1ms(10_000_000)],
+            ["10 s", "1.7 min", "17 min", "2.8 h"]
+        );
+        assert_eq!(span(Pace::Rate(2.0).time_ns(1_000_000)), "5.8 days");
+        assert_eq!(span(Pace::Interval(250_000).time_ns(20)), "5 ms");
+        assert_eq!([grouped(20), grouped(1_000), grouped(10_000_000)], ["20", "1 000", "10 000 000"]);
+        assert_eq!(Pace::Rate(2.5).to_string(), "at the 2.5 values a second this run saw");
+    }
+
     #[test]
     fn text_histogram_rows_are_1_2_5_steps_that_hold_every_count() {
         let rows = super::steps_125(&[(800, 1), (15_000, 7), (16_000, 2), (3_400_000, 1)]);

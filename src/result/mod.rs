@@ -212,7 +212,9 @@ pub struct ProbeResult {
     pub page_faults: Option<u64>,
     pub min_ns: Option<u64>,
     pub mean_ns: Option<f64>,
-    /// `p50_ns`, `p90_ns`, ...: one field per reported percentile (`vocab::percentiles`).
+    /// `p50_ns`, `p90_ns`, ...: one field per reported percentile (`vocab::percentiles`), and
+    /// `unresolved_percentiles`, those taken from too few values to resolve them (absent in
+    /// documents written before it was kept).
     #[serde(flatten)]
     pub percentiles: crate::vocab::percentiles::Values,
     pub max_ns: Option<u64>,
@@ -274,7 +276,7 @@ impl ProbeResult {
             page_faults: None,
             min_ns: s.min_ns,
             mean_ns: s.mean_ns.map(|m| (m * 10.0).round() / 10.0),
-            percentiles: s.percentiles,
+            percentiles: s.percentiles.counted(hist.len()),
             max_ns: s.max_ns,
             max_at_ns: s.max_at_ns,
             bounds: s.bounds,

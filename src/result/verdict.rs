@@ -30,6 +30,12 @@ pub struct Verdict {
     /// The shortest cycle time whose budget the measured worst case fits: max / budget.
     pub shortest_cycle_time_ns: Option<u64>,
     pub checks: Vec<Check>,
+    /// With a cycle time: how each probe's missed periods were judged, one sentence each (a
+    /// missed period at an interval shorter than the cycle time is a latency judged against the
+    /// budget; at the cycle time or longer, a missed cycle: `missed==0`). Absent without a cycle
+    /// time and in documents of older versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<String>,
 }
 
 impl Verdict {
@@ -42,8 +48,9 @@ impl Verdict {
                 self.checks.iter().filter(|c| !c.passed).map(|c| c.scope.as_str()).collect::<Vec<_>>().join(", ")
             ),
             (false, true) => "no criteria given (use --cycle-time or --require for a pass/fail verdict)".to_string(),
-            (true, true) => format!("PASS: all {} checks passed", self.checks.len()),
-            (true, false) => format!("FAIL: {failed} of {} checks failed", self.checks.len()),
+            (true, true) if self.checks.len() == 1 => "PASS: the check passed".to_string(),
+            (true, true) => format!("PASS: all {} passed", crate::vocab::Count(self.checks.len() as u64, "check")),
+            (true, false) => format!("FAIL: {failed} of {} failed", crate::vocab::Count(self.checks.len() as u64, "check")),
         }
     }
 

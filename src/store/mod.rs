@@ -849,12 +849,13 @@ pub fn row_of(r: &RunResult) -> RunRow {
         scenario: r.config.scenario.as_ref().map(|s| s.name.clone()),
         probes: probes.join(","),
         worst_ns: worst,
-        verdict: if !r.verdict.criteria_given {
-            "none".into()
-        } else if r.verdict.passed {
-            "pass".into()
-        } else {
-            "fail".into()
+        // As the verdict's headline reads it: a run that failed a check fails, criteria given or
+        // not (a CPU that measured nothing fails every run); `none` only for a run that passed
+        // without criteria.
+        verdict: match (r.verdict.criteria_given, r.verdict.passed) {
+            (_, false) => "fail".into(),
+            (true, true) => "pass".into(),
+            (false, true) => "none".into(),
         },
         status: format!("{:?}", r.status).to_lowercase(),
         imported_from: None,

@@ -93,6 +93,19 @@ pub struct TuningRecord {
     /// the PM QoS request, which the kernel drops).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored: Option<bool>,
+    /// Each item of a setting that covers many (the interrupts `--tune` moves), with what it was
+    /// and what became of it; `value` and `original` give their counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<TunedItem>,
+}
+
+/// One item of a [`TuningRecord`]: an interrupt's number, its CPUs before, and the outcome
+/// (`moved`, `kernel-managed or fixed`, or why not).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TunedItem {
+    pub name: String,
+    pub original: String,
+    pub outcome: String,
 }
 
 impl TuningRecord {
@@ -107,6 +120,7 @@ impl TuningRecord {
                 .to_string(),
             error: None,
             restored: None,
+            items: Vec::new(),
         }
     }
     fn applied(mut self, original: String) -> TuningRecord {
@@ -139,6 +153,7 @@ impl DmaLatencyGuard {
             restore: "the kernel drops the request when rtgauge closes the file (end of run, or any exit)".into(),
             error: None,
             restored: None,
+            items: Vec::new(),
         };
         // The device takes a binary 32-bit value; the request lasts while the file is open.
         let opened = std::fs::OpenOptions::new()

@@ -109,41 +109,63 @@ pub(super) fn irq_affinity(j: &mut Journal, measured: &[usize], housekeeping: &[
     if let Err(e) = j.record(&undos) {
         return r.failed(e);
     }
-    let (mut moved, mut managed, mut errors) = (Vec::new(), Vec::new(), Vec::new());
-    for (n, _) in &on_measured {
-        match crate::sys::files::write_setting(std::path::Path::new(&format!("/proc/irq/{n}/smp_affinity_list")), &target) {
-            Ok(()) => moved.push(n.to_string()),
-            // EIO: a kernel-managed interrupt, which stays where the kernel put it; EPERM: one
-            // its interrupt controller will not move.
-            Err(e) if matches!(e.raw_os_error(), Some(5) | Some(1)) => managed.push(n.to_string()),
-            Err(e) => errors.push(format!("IRQ {n}: {}", explain(&e))),
-        }
+    let (mut moved, mut managed, mut errors) = (0usize, 0usize, Vec::new());
+    for (n, list) in &on_measured {
+        let outcome =
+            match crate::sys::files::write_setting(std::path::Path::new(&format!("/proc/irq/{n}/smp_affinity_list")), &target) {
+                Ok(()) => {
+                    moved += 1;
+                    "moved".to_string()
+                }
+                // EIO: a kernel-managed interrupt, which stays where the kernel put it; EPERM: one
+                // its interrupt controller will not move.
+                Err(e) if matches!(e.raw_os_error(), Some(5) | Some(1)) => {
+                    managed += 1;
+                    "kernel-managed or fixed: stays".to_string()
+                }
+                Err(e) => {
+                    let why = explain(&e);
+                    errors.push(format!("IRQ {n}: {why}"));
+                    format!("not moved: {why}")
+                }
+            };
+        r.items.push(super::TunedItem { name: n.to_string(), original: list.clone(), outcome });
     }
     let mask = housekeeping.iter().filter(|&&c| c < 128).fold(0u128, |m, &c| m | (1 << c));
     let default = set_file(j, "/proc/irq/default_smp_affinity", &format!("{mask:x}"));
+    // Counts in the text (a line each, not one per interrupt); every interrupt in `items`.
     let original = format!(
-        "{} interrupt(s) could go to CPUs {} ({}); new ones to mask {}",
-        on_measured.len(),
+        "{} could go to CPUs {}; new ones to mask {}",
+        plural(on_measured.len(), "interrupt"),
         format_cpu_list(measured),
-        on_measured.iter().map(|(n, l)| format!("{n}: {l}")).collect::<Vec<_>>().join(", "),
         default.as_deref().unwrap_or("?")
     );
-    if moved.is_empty() && !errors.is_empty() {
-        return r.failed(errors.join("; "));
+    if moved == 0 && !errors.is_empty() {
+        return r.failed(format!(
+            "{} could not be moved (each in the record's items): {}",
+            plural(errors.len(), "interrupt"),
+            errors[0]
+        ));
     }
-    r.value = format!(
-        "CPUs {target}: moved {} ({}){}",
-        moved.len(),
-        moved.join(", "),
-        if managed.is_empty() {
-            String::new()
-        } else {
-            format!("; kernel-managed or fixed, left where they are: {}", managed.join(", "))
-        }
-    );
+    let mut value = format!("CPUs {target}: moved {moved} of {}", plural(on_measured.len(), "interrupt"));
+    if managed > 0 {
+        value += &format!("; {managed} kernel-managed or fixed stay where they are");
+    }
+    if !errors.is_empty() {
+        value += &format!("; {} could not be moved", errors.len());
+    }
+    r.value = value;
     let mut r = r.applied(original);
     if !errors.is_empty() || default.is_err() {
-        r.error = Some(errors.into_iter().chain(default.err()).collect::<Vec<_>>().join("; "));
+        let first = errors
+            .first()
+            .map(|e| format!("{} not moved (each in the record's items), e.g. {e}", plural(errors.len(), "interrupt")));
+        r.error = Some(first.into_iter().chain(default.err()).collect::<Vec<_>>().join("; "));
     }
     r
+}
+
+/// `1 interrupt`, `25 interrupts`.
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }

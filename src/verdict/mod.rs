@@ -4,9 +4,9 @@
 //! a requirement that would judge none of the planned series ([`why_unjudged`]) by the same
 //! rule the verdict uses ([`applies`]). Pure: works on figures and descriptions.
 
-use crate::result::{Check, ProbeResult, Status, Verdict};
+use crate::result::{Check, ProbeConfig, ProbeResult, RunResult, Status, Verdict};
 use crate::scenario::require::{Metric, Op, Requirement};
-use crate::vocab::units::us;
+use crate::vocab::units::{us, Nanos};
 
 fn observe(metric: Metric, p: &ProbeResult) -> Option<f64> {
     match metric {
@@ -20,8 +20,10 @@ fn observe(metric: Metric, p: &ProbeResult) -> Option<f64> {
         // A sweep that sustained no rate sustained 0 a second.
         Metric::Rate => p.sweep.as_ref().map(|s| s.sustained_per_s.unwrap_or(0) as f64),
         Metric::Percentile(q) => {
-            if let Some(v) = p.percentiles.get(q) {
-                return v.map(|v| v as f64);
+            // (a percentile the document does not hold — p99.9999 of an older one — is taken
+            // from its histogram)
+            if let Some(Some(v)) = p.percentiles.get(q) {
+                return Some(v as f64);
             }
             let h = p.histogram.decode().ok()?;
             let (min, max) = (p.min_ns?, p.max_ns?);
@@ -148,6 +150,87 @@ pub struct RunFacts {
     pub status: Status,
     /// The loads that failed (a run whose load failed was not measured under its load).
     pub failed_loads: Vec<String>,
+    /// Each probe's interval on its CPUs: (probe, CPUs, interval in ns; 0 when not known). A
+    /// cycle time judges a missed period by it ([`evaluate`]).
+    pub intervals: Vec<(String, Vec<usize>, u64)>,
+}
+
+impl RunFacts {
+    /// The facts of a result document (to judge it again, or an imported one).
+    pub fn of(r: &RunResult) -> RunFacts {
+        RunFacts {
+            status: r.status,
+            failed_loads: r.loads.iter().filter(|l| l.failed).map(|l| l.spec.clone()).collect(),
+            intervals: intervals_of(&r.config.probes),
+        }
+    }
+}
+
+/// Each probe's interval on its CPUs, from a run's configuration.
+pub fn intervals_of(probes: &[ProbeConfig]) -> Vec<(String, Vec<usize>, u64)> {
+    probes.iter().map(|p| (p.name.clone(), p.cpus.clone(), p.interval_ns)).collect()
+}
+
+/// How a missed period of `p` is judged under a cycle time of `ct`: `Some(interval)` when it is
+/// a latency (at least the interval) judged against the budget, because the probe's interval
+/// is shorter than the cycle time; `None` when it is a missed cycle (`missed==0`): the interval
+/// is the cycle time or longer, not known, or the probe counts events (a lost event has no
+/// latency; its interval is only a window).
+fn missed_as_latency(p: &ProbeResult, ct: u64, facts: &RunFacts) -> Option<u64> {
+    if p.probe == crate::probe::event::NAME {
+        return None;
+    }
+    let interval = interval_of(p, facts)?;
+    (interval < ct).then_some(interval)
+}
+
+/// The interval of `p`'s probe on its CPU (`None`: not known).
+fn interval_of(p: &ProbeResult, facts: &RunFacts) -> Option<u64> {
+    facts
+        .intervals
+        .iter()
+        .find(|(name, cpus, _)| *name == p.probe && p.cpu.is_none_or(|c| cpus.contains(&c)))
+        .map(|t| t.2)
+        .filter(|&i| i > 0)
+}
+
+/// `max<=limit` where missed periods are latencies: each is at least `interval` late (a late
+/// wake-up's own latency is in the maximum; a period never served is not), so that counts too.
+fn latency_check(req: &Requirement, p: &ProbeResult, interval: Option<u64>) -> Check {
+    let mut c = check(req, p);
+    let Some(i) = interval.filter(|&i| p.missed > 0 && p.max_ns.is_none_or(|m| m < i)) else { return c };
+    c.observed_value = Some(i as f64);
+    c.observed = format!(
+        "{}us ({} missed {}: each a latency of at least the interval)",
+        us(i),
+        p.missed,
+        if p.missed == 1 { "period" } else { "periods" }
+    );
+    c.passed = req.op.holds(i as f64, req.bound as f64);
+    c
+}
+
+/// The sentence saying how `p`'s missed periods were judged under cycle time `ct`.
+fn missed_rule(p: &ProbeResult, ct: u64, limit: u64, facts: &RunFacts) -> String {
+    match (missed_as_latency(p, ct, facts), interval_of(p, facts)) {
+        (Some(i), _) => format!(
+            "missed periods of {} at {} are latencies judged against the {} budget (the cycle time is {})",
+            p.label(),
+            Nanos(i),
+            Nanos(limit),
+            Nanos(ct)
+        ),
+        (None, _) if p.probe == crate::probe::event::NAME => {
+            format!("a lost event of {} is a missed cycle: missed==0", p.label())
+        }
+        (None, Some(i)) => format!(
+            "a missed period of {} at {} is a missed cycle (its interval is not shorter than the cycle time, {}): missed==0",
+            p.label(),
+            Nanos(i),
+            Nanos(ct)
+        ),
+        (None, None) => format!("{}'s interval is not known: a missed period counts as a missed cycle (missed==0)", p.label()),
+    }
 }
 
 /// Evaluates the criteria against each CPU's figures (every CPU must meet every criterion).
@@ -164,24 +247,38 @@ pub fn evaluate(
     let status = facts.status;
     let req = |metric, op, bound| Requirement { probe: None, series: None, metric, op, bound, text: String::new() };
     let mut checks: Vec<Check> = Vec::new();
+    let mut rules: Vec<String> = Vec::new();
     if let Some(ct) = cycle_time_ns {
         // A latency must fit the budget; a cycle (the period loop) must stay within its bounds.
+        // A period missed at an interval shorter than the cycle time is a latency like any other
+        // (judged by the budget); only a missed cycle of the cycle time itself fails `missed==0`.
         let limit = (ct as f64 * budget).floor() as u64;
-        let latency = [req(Metric::Max, Op::Le, limit), req(Metric::Missed, Op::Eq, 0)];
-        let cycle = [req(Metric::Below, Op::Eq, 0), req(Metric::Above, Op::Eq, 0), req(Metric::Missed, Op::Eq, 0)];
+        let (max, missed) = (req(Metric::Max, Op::Le, limit), req(Metric::Missed, Op::Eq, 0));
+        let bounds = [req(Metric::Below, Op::Eq, 0), req(Metric::Above, Op::Eq, 0)];
         // A rate sweep must sustain an event every cycle.
-        let swept = [req(Metric::Rate, Op::Ge, 1_000_000_000u64.div_ceil(ct.max(1)))];
+        let swept = req(Metric::Rate, Op::Ge, 1_000_000_000u64.div_ceil(ct.max(1)));
         for p in per_cpu {
-            // Values that are not latencies (a UIO source's intervals) only count their misses.
-            let rules: &[Requirement] = match (p.bounds.is_some(), p.measures.is_some(), p.sweep.is_some()) {
-                // (judged by its headline series, the strictest: the chain holds the handler's misses)
-                (_, _, true) if p.is_headline() => &swept,
-                (_, _, true) => &[],
-                (true, _, _) => &cycle,
-                (false, true, _) => &latency[1..],
-                (false, false, _) => &latency,
-            };
-            checks.extend(rules.iter().map(|r| check(r, p)));
+            // (judged by its headline series, the strictest: the chain holds the handler's misses)
+            if p.sweep.is_some() {
+                if p.is_headline() {
+                    checks.push(check(&swept, p));
+                }
+                continue;
+            }
+            let as_latency = missed_as_latency(p, ct, facts);
+            if p.bounds.is_some() {
+                checks.extend(bounds.iter().map(|r| check(r, p)));
+            } else if p.measures.is_none() {
+                // Values that are not latencies (a UIO source's intervals) only count their misses.
+                checks.push(latency_check(&max, p, as_latency));
+            }
+            if as_latency.is_none() {
+                checks.push(check(&missed, p));
+            }
+            let rule = missed_rule(p, ct, limit, facts);
+            if !rules.contains(&rule) {
+                rules.push(rule);
+            }
         }
     }
     // A requirement naming a probe applies to that probe's CPUs; an unqualified one to every
@@ -234,6 +331,7 @@ pub fn evaluate(
             .max()
             .map(|m| (m as f64 / budget).ceil() as u64),
         checks,
+        rules,
     }
 }
 
@@ -245,7 +343,7 @@ mod tests {
     use crate::scenario::require::parse_requirement;
 
     fn facts(status: Status) -> RunFacts {
-        RunFacts { status, failed_loads: Vec::new() }
+        RunFacts { status, failed_loads: Vec::new(), intervals: vec![("timer".into(), vec![0, 1], 1_000_000)] }
     }
 
     #[test]
@@ -262,7 +360,7 @@ mod tests {
 
     #[test]
     fn a_failed_load_fails_a_run_with_criteria() {
-        let f = RunFacts { status: Status::Complete, failed_loads: vec!["cmd:false".into()] };
+        let f = RunFacts { failed_loads: vec!["cmd:false".into()], ..facts(Status::Complete) };
         let r = vec![parse_requirement("missed==0").unwrap()];
         let v = evaluate(&[probe(0, 10_000, 0)], &[all(10_000)], None, 0.25, &r, &f);
         assert!(!v.passed && v.checks.iter().any(|c| c.expr == "loads==ok" && !c.passed));
@@ -392,6 +490,33 @@ mod tests {
         assert_eq!(v.shortest_cycle_time_ns, Some(1_040_000));
         let v = evaluate(&cpus, &[all(260_000)], Some(2_000_000), 0.25, &[], &facts(Status::Complete));
         assert!(v.passed);
+    }
+
+    /// Under a cycle time 10× the interval a missed period is a latency judged by the budget
+    /// (no `missed==0`); at 0.1× (or equal) it is a missed cycle.
+    #[test]
+    fn a_missed_period_is_a_latency_below_the_cycle_time_and_a_missed_cycle_at_it() {
+        let ms = 1_000_000;
+        let exprs = |v: &Verdict| v.checks.iter().map(|c| c.expr.clone()).collect::<Vec<_>>();
+        let late = [probe(0, 3 * ms, 3)];
+        let v = evaluate(&late, &[all(3 * ms)], Some(10 * ms), 0.25, &[], &facts(Status::Complete));
+        assert!(!v.passed && exprs(&v) == ["max<=2500us"], "3 ms is over 2.5 ms, no missed==0: {:?}", v.checks);
+        let v = evaluate(&late, &[all(3 * ms)], Some(20 * ms), 0.25, &[], &facts(Status::Complete));
+        assert!(v.passed && exprs(&v) == ["max<=5000us"], "{:?}", v.checks);
+        assert!(
+            v.rules[0].starts_with("missed periods of timer at 1 ms are latencies judged against the 5 ms budget"),
+            "{:?}",
+            v.rules
+        );
+        for ct in [ms / 10, ms] {
+            let v = evaluate(&late, &[all(3 * ms)], Some(ct), 0.25, &[], &facts(Status::Complete));
+            assert!(!v.passed && exprs(&v).contains(&"missed==0".to_string()), "{:?}", v.checks);
+            assert!(v.rules[0].contains("is a missed cycle"), "{:?}", v.rules);
+        }
+        // A missed period whose latency is in no maximum (a lost event of a chain) is at least the interval.
+        let f = RunFacts { intervals: vec![("timer".into(), vec![0], 5 * ms)], ..facts(Status::Complete) };
+        let v = evaluate(&[probe(0, ms, 1)], &[all(ms)], Some(10 * ms), 0.25, &[], &f);
+        assert!(!v.passed && v.checks[0].observed_value == Some(5e6), "{:?}", v.checks);
     }
 
     #[test]

@@ -1,10 +1,12 @@
-//! Shared vocabulary: the quantities, CPU lists, policies and percentiles every stage speaks
-//! of. A leaf: it depends on no other module of rtgauge, and every stage may use it.
+//! Shared vocabulary: the quantities, CPU lists, policies, percentiles and counted nouns every
+//! stage speaks of. A leaf: it depends on no other module of rtgauge, and every stage may use it.
 
 pub mod cpus;
 pub mod percentiles;
+pub mod plural;
 pub mod policy;
 pub mod text;
 pub mod units;
 
+pub use plural::Count;
 pub use text::shown;

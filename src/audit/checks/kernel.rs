@@ -6,19 +6,16 @@ use crate::audit::findings::{Finding, Severity};
 use crate::audit::read_trim;
 use serde_json::json;
 
-/// The preemption mode a PREEMPT_DYNAMIC kernel starts in when no `preempt=` is given.
-fn config_default_mode(c: &Ctx) -> Option<&'static str> {
-    [("PREEMPT_LAZY", "lazy"), ("PREEMPT", "full"), ("PREEMPT_VOLUNTARY", "voluntary"), ("PREEMPT_NONE", "none")]
-        .into_iter()
-        .find(|(opt, _)| c.config(opt))
-        .map(|(_, mode)| mode)
-}
-
 pub(super) fn preemption(c: &Ctx) -> Finding {
     let p = &c.system.preemption;
+    // The mode the result records (`system.preemption.dynamic_mode`) and where it was read
+    // (the same reading: the audit never names a mode the result leaves null).
     let (mode, source) = match (&p.dynamic_mode, p.model.as_str()) {
-        (Some(m), _) => (Some(m.clone()), "debugfs or preempt="),
-        (None, "PREEMPT_DYNAMIC") => (config_default_mode(c).map(str::to_string), "the kernel configuration's default"),
+        (Some(m), _) => (Some(m.clone()), p.mode_source().unwrap_or("?")),
+        (None, "PREEMPT_DYNAMIC") => (
+            c.kconfig.as_ref().and_then(crate::audit::config_default_mode).map(str::to_string),
+            "the kernel configuration's default",
+        ),
         _ => (None, ""),
     };
     let (severity, observed) = match (p.realtime, p.model.as_str(), mode.as_deref()) {

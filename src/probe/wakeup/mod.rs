@@ -392,6 +392,11 @@ impl RtLoop for SweepHandlerLoop {
                 out.event_after(sw.window_in(s, event), Some(now.saturating_sub(deadline)), 0);
                 // Expirations of this step that passed meanwhile; the task sees their gap.
                 let missed = expired.saturating_sub(1).min(count - k);
+                // Events the handler itself missed fail the step at once (the task, which also
+                // tells a failure, may not have seen the step's last events when it ends).
+                if missed > 0 && sw.measured(event + missed) {
+                    shared.failed.store(true, Relaxed);
+                }
                 sw.hand_missed(out, event + 1, event + missed);
                 last = event + missed;
                 k += missed + 1;
