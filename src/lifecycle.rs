@@ -253,6 +253,10 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     for w in &warnings {
         crate::report::out::err_line(&format!("rtgauge: warning: {w}"));
     }
+    // Said on the screen the summary goes to as well (both a terminal): not said again there.
+    use std::io::IsTerminal;
+    let said_before: Vec<String> =
+        if std::io::stdout().is_terminal() && std::io::stderr().is_terminal() { warnings.clone() } else { Vec::new() };
     sys::release_code_pages();
     // The store is checked before anything runs (every page of it, room for the result), and
     // written once the threads have stopped (a default store out of reach is a warning in the
@@ -336,7 +340,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     let json_on_stdout = sink.as_ref().is_some_and(JsonSink::is_stdout);
     // The result is kept even when the JSON document could not be written (and the other way
     // round): each failure is said, none loses the other.
-    let reported = report(&result, sink, store.is_some());
+    let reported = report(&result, sink, store.is_some(), &said_before);
     sys::release_code_pages();
     match keep_result(&mut result, store, &keep) {
         // Where the summary went.
@@ -1233,8 +1237,8 @@ fn config(plan: &RunPlan, resolved: &Resolved, budget_percent: f64) -> Config {
 /// A summary that could not be written to standard output (a full disk, the reader gone) is an
 /// error once the document is written: the command ends with it after the result is kept.
 /// `stored`: the run goes to a store too (a JSON reader that went away then costs no rescue file).
-fn report(result: &RunResult, sink: Option<JsonSink>, stored: bool) -> Result<u8> {
-    let text = summary::render(result);
+fn report(result: &RunResult, sink: Option<JsonSink>, stored: bool, said_before: &[String]) -> Result<u8> {
+    let text = summary::render_after(result, said_before);
     let on_stderr = sink.as_ref().is_some_and(JsonSink::is_stdout);
     let said = say(on_stderr, &text);
     if let Some(sink) = sink {

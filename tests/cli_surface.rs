@@ -61,6 +61,24 @@ fn live_view_on_a_terminal() {
 
 /// A special file named as the destination (a FIFO of the test's own here; `/dev/stdout`, a
 /// serial line) is written through, never replaced by a regular file.
+/// On a terminal — the summary and the warnings on one screen — a warning said before the run is
+/// not said again in the summary (an RT load's was said three times).
+#[test]
+fn on_a_terminal_each_warning_is_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let typescript = dir.path().join("typescript");
+    let cpu = online_cpus().last().copied().unwrap_or(0).to_string();
+    let cmd = format!(
+        "{} run --no-store --loops 50 --warmup 0 --cpus {cpu} --load-cpus {cpu} --load cpu:workers=1,policy=fifo:90",
+        bin_shell()
+    );
+    let out = std::process::Command::new("script").args(["-qec", &cmd]).arg(&typescript).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("timer all"), "the summary is shown: {text}");
+    let warned: Vec<&str> = text.lines().filter(|l| l.contains("warning:") && l.contains("at or above")).collect();
+    assert_eq!(warned.len(), 1, "{text}");
+}
+
 #[test]
 fn json_to_a_special_file_writes_through_it_and_never_replaces_it() {
     use std::os::unix::fs::FileTypeExt;

@@ -781,7 +781,7 @@ fn sigkill_between_naming_the_result_and_its_rename_leaves_no_stray_file() {
     assert_eq!(unsafe { libc::kill(run as i32, libc::SIGKILL) }, 0);
     let _ = strace.wait();
     let t = Instant::now();
-    while !staged().is_empty() && t.elapsed() < Duration::from_secs(10) {
+    while !staged().is_empty() && t.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(staged().is_empty(), "left beside the destination: {:?}", staged());

@@ -94,14 +94,22 @@ fn run_section(n: &Named) -> Result<String, String> {
     if let Some(i) = &r.imported {
         let _ = write!(h, "<p>Imported from {} ({}).</p>", esc(&i.source), esc(&i.tool));
     }
-    let _ = write!(
-        h,
-        "<p class=\"muted\">{} → {}; {} measured; command: <code>{}</code></p>",
-        esc(&r.started_at),
-        esc(&r.ended_at),
-        crate::vocab::units::Nanos(r.measured_ns),
-        esc(&r.command_line.join(" "))
-    );
+    // What happened, as known: how long was measured (unknown where an import does not say),
+    // and the command that measured it (an imported run's own tool's, where its file says).
+    let measured = if crate::interchange::unknown(r, "measured_ns") {
+        "how long it measured is unknown".to_string()
+    } else {
+        format!("{} measured", crate::vocab::units::Nanos(r.measured_ns))
+    };
+    let command = match &r.imported {
+        Some(i) => match &i.command_line {
+            Some(c) if i.tool != "rtgauge" => format!("{}'s command: <code>{}</code>", esc(&i.tool), esc(c)),
+            Some(c) => format!("command: <code>{}</code>", esc(c)),
+            None => format!("{}'s command line is not in its file", esc(&i.tool)),
+        },
+        None => format!("command: <code>{}</code>", esc(&r.command_line.join(" "))),
+    };
+    let _ = write!(h, "<p class=\"muted\">{} → {}; {measured}; {command}</p>", esc(&r.started_at), esc(&r.ended_at));
     h += &verdict(r);
     let (header, rows) = summary::results_table(r);
     h += "<h3>Results per probe and CPU</h3>";
@@ -202,6 +210,9 @@ fn verdict(r: &RunResult) -> String {
     let mut h = format!("<div class=\"verdict {class}\">{}", esc(&v.headline()));
     if let Some(s) = v.shortest_cycle_sentence() {
         let _ = write!(h, "<br><span class=\"muted\">{}.</span>", esc(&s));
+    }
+    for rule in &v.rules {
+        let _ = write!(h, "<br><span class=\"muted\">rule: {}</span>", esc(rule));
     }
     h += "</div>";
     if !v.checks.is_empty() {

@@ -625,6 +625,11 @@ fn tuned_lines(records: &[crate::tuning::TuningRecord]) -> String {
 
 /// Renders the summary as text.
 pub fn render(r: &RunResult) -> String {
+    render_after(r, &[])
+}
+
+/// As [`render`], leaving out the warnings in `said` (said on the same screen before the run).
+pub fn render_after(r: &RunResult, said: &[String]) -> String {
     let mut s = how_obtained(r);
     let c = &r.config;
     let (header, rows) = results_table(r);
@@ -695,7 +700,7 @@ pub fn render(r: &RunResult) -> String {
     }
     // A setting --tune could not change is said once, on its "not tuned" line above.
     let said_above = |w: &str| r.tuning.iter().any(|t| !t.applied && w.starts_with(&format!("could not tune {}: ", t.setting)));
-    for w in r.warnings.iter().filter(|w| !said_above(w)) {
+    for w in r.warnings.iter().filter(|w| !said_above(w) && !said.contains(w)) {
         let _ = writeln!(s, "warning: {}", shown(w));
     }
     s
