@@ -108,15 +108,21 @@ pub(super) fn unresolved_note(r: &RunResult, entries: &[&ProbeResult], columns: 
         .map(|q| {
             let n = q.values_needed();
             let hidden = if columns.contains(&q) { "" } else { " (shown once resolved)" };
-            let mut times: Vec<String> = Vec::new();
+            // One time per pace, naming its probes only where the paces differ.
+            let mut times: Vec<(String, Vec<String>)> = Vec::new();
             for (label, pace) in &paces {
-                let of = if paces.len() > 1 { format!(" ({})", shown(label)) } else { String::new() };
-                let t = format!("{} of one CPU {pace}{of}", span(pace.time_ns(n)));
-                if !times.contains(&t) {
-                    times.push(t);
+                let t = format!("{} of one CPU {pace}", span(pace.time_ns(n)));
+                match times.iter_mut().find(|(x, _)| *x == t) {
+                    Some((_, labels)) => labels.push(shown(label).into_owned()),
+                    None => times.push((t, vec![shown(label).into_owned()])),
                 }
             }
-            let times = if times.is_empty() { String::new() } else { format!(" ({})", times.join(", ")) };
+            let times: Vec<String> = match times.len() {
+                0 => Vec::new(),
+                1 => vec![times.remove(0).0],
+                _ => times.into_iter().map(|(t, labels)| format!("{t} ({})", labels.join(", "))).collect(),
+            };
+            let times = if times.is_empty() { String::new() } else { format!(" ({})", times.join("; ")) };
             format!("{}{hidden}: {} values{times}", q.label, grouped(n))
         })
         .collect();
