@@ -210,26 +210,30 @@ fn latency_check(req: &Requirement, p: &ProbeResult, interval: Option<u64>) -> C
     c
 }
 
-/// The sentence saying how `p`'s missed periods were judged under cycle time `ct`.
+/// Where [`missed_rule`]'s sentence names its series (several series judged alike share one).
+const SERIES: &str = "\u{0}";
+
+/// The sentence saying how `p`'s missed periods were judged under cycle time `ct`, its series
+/// named by [`SERIES`].
 fn missed_rule(p: &ProbeResult, ct: u64, limit: u64, facts: &RunFacts) -> String {
     match (missed_as_latency(p, ct, facts), interval_of(p, facts)) {
         (Some(i), _) => format!(
             "missed periods of {} at {} are latencies judged against the {} budget (the cycle time is {})",
-            p.label(),
+            SERIES,
             Nanos(i),
             Nanos(limit),
             Nanos(ct)
         ),
         (None, _) if p.probe == crate::probe::event::NAME => {
-            format!("a lost event of {} is a missed cycle: missed==0", p.label())
+            format!("a lost event of {SERIES} is a missed cycle: missed==0")
         }
         (None, Some(i)) => format!(
             "a missed period of {} at {} is a missed cycle (its interval is not shorter than the cycle time, {}): missed==0",
-            p.label(),
+            SERIES,
             Nanos(i),
             Nanos(ct)
         ),
-        (None, None) => format!("{}'s interval is not known: a missed period counts as a missed cycle (missed==0)", p.label()),
+        (None, None) => format!("the interval of {SERIES} is not known: a missed period counts as a missed cycle (missed==0)"),
     }
 }
 
@@ -247,7 +251,8 @@ pub fn evaluate(
     let status = facts.status;
     let req = |metric, op, bound| Requirement { probe: None, series: None, metric, op, bound, text: String::new() };
     let mut checks: Vec<Check> = Vec::new();
-    let mut rules: Vec<String> = Vec::new();
+    // Each sentence once, with every series it judged.
+    let mut rules: Vec<(String, Vec<String>)> = Vec::new();
     if let Some(ct) = cycle_time_ns {
         // A latency must fit the budget; a cycle (the period loop) must stay within its bounds.
         // A period missed at an interval shorter than the cycle time is a latency like any other
@@ -276,8 +281,10 @@ pub fn evaluate(
                 checks.push(check(&missed, p));
             }
             let rule = missed_rule(p, ct, limit, facts);
-            if !rules.contains(&rule) {
-                rules.push(rule);
+            match rules.iter_mut().find(|(r, _)| *r == rule) {
+                Some((_, labels)) if !labels.contains(&p.label()) => labels.push(p.label()),
+                Some(_) => {}
+                None => rules.push((rule, vec![p.label()])),
             }
         }
     }
@@ -331,7 +338,7 @@ pub fn evaluate(
             .max()
             .map(|m| (m as f64 / budget).ceil() as u64),
         checks,
-        rules,
+        rules: rules.into_iter().map(|(r, labels)| r.replace(SERIES, &labels.join(", "))).collect(),
     }
 }
 
