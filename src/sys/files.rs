@@ -93,12 +93,27 @@ fn again(file: &File) -> std::path::PathBuf {
 /// directory is refused before it is opened at all (it is only named, `O_PATH`, and looked at).
 /// Symbolic links the user wrote on the command line are followed to the file they name.
 pub fn open_regular(path: &Path) -> io::Result<File> {
+    let before = std::fs::metadata(path)?;
+    if !before.is_file() {
+        return Err(refuse(format!("it is {}, not a regular file", kind(&before))));
+    }
     let named = path_only(path, true)?;
-    let meta = named.metadata()?;
-    if !meta.is_file() {
-        return Err(refuse(format!("it is {}, not a regular file", kind(&meta))));
+    let meta = named_metadata(&named)?;
+    if !meta.is_file() || !same_inode(&meta, &before) {
+        return Err(refuse(format!("it is {}, not a regular file (or it was replaced while opened)", kind(&meta))));
     }
     OpenOptions::new().read(true).custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC).open(again(&named))
+}
+
+/// What a descriptor from [`path_only`] names, looked at through `/proc/self/fd/N` (the kernel
+/// resolves it; an emulator's `fstat` of an `O_PATH` descriptor may not tell a FIFO or a link
+/// from the file behind it).
+fn named_metadata(named: &File) -> io::Result<Metadata> {
+    std::fs::metadata(again(named))
+}
+
+fn same_inode(a: &Metadata, b: &Metadata) -> bool {
+    a.dev() == b.dev() && a.ino() == b.ino()
 }
 
 /// Whether a file or directory rtgauge is about to trust is owned by root or by the user running
@@ -164,13 +179,18 @@ pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
 /// Opens an existing file at `path` for reading and writing without following a symbolic link
 /// at its last component, and only if it is a regular file (nothing is created).
 pub fn open_existing_rw(path: &Path) -> io::Result<File> {
-    let named = path_only(path, false)?;
-    let meta = named.metadata()?;
-    if meta.file_type().is_symlink() {
+    let before = std::fs::symlink_metadata(path)?;
+    if before.file_type().is_symlink() {
         return Err(refuse("it is a symbolic link (rtgauge follows none where it writes as root)".into()));
     }
-    if !meta.is_file() {
-        return Err(refuse(format!("it is {}, not a regular file", kind(&meta))));
+    if !before.is_file() {
+        return Err(refuse(format!("it is {}, not a regular file", kind(&before))));
+    }
+    let named = path_only(path, false)?;
+    // (replaced by a link or another file since: refused)
+    let meta = named_metadata(&named)?;
+    if !meta.is_file() || !same_inode(&meta, &before) {
+        return Err(refuse("it was replaced while it was opened".into()));
     }
     OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC).open(again(&named))
 }
@@ -215,7 +235,7 @@ pub fn open_dir_checked(dir: &Path) -> io::Result<File> {
             if links > MAX_LINKS {
                 return Err(io::Error::from_raw_os_error(libc::ELOOP));
             }
-            if planted(&meta, &cur.metadata()?) {
+            if planted(&meta, &named_metadata(&cur)?) {
                 return Err(refuse(format!(
                     "{} is a symbolic link of user {} in a directory other users can write, which rtgauge does not \
                      follow as root",
