@@ -211,6 +211,13 @@ fn every_schema_document_titles_the_version_its_id_names() {
 #[test]
 fn a_binary_the_kernel_cannot_execute_says_what_is_missing_and_how_to_run_it() {
     use std::os::unix::fs::PermissionsExt;
+    if runner().is_some() {
+        // Under an emulator the emulator itself carries out rtgauge's execve (qemu-arm ran the
+        // planted file's start as its own): the kernel's ENOEXEC this test provokes never comes.
+        // The native run of the suite tests it.
+        eprintln!("not applicable under an emulator: the kernel's ENOEXEC is the emulator's to see");
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     // An executable file of no format the kernel knows (another architecture's ELF is the same
     // ENOEXEC): named as the emulator rtgauge starts itself through.
