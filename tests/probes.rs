@@ -528,13 +528,15 @@ fn a_message_queue_planted_under_rtgauges_old_name_is_neither_used_nor_in_the_wa
         .spawn()
         .unwrap();
     let planted = fs.path().join(format!("rtgauge-{}-0", sh.id()));
-    let made = std::fs::OpenOptions::new().write(true).create_new(true).open(&planted);
+    // (closed at once: an open queue would keep the file system busy, and mounted)
+    let made = std::fs::OpenOptions::new().write(true).create_new(true).open(&planted).map(drop);
     writeln!(sh.stdin.take().unwrap(), "go").unwrap();
     let out = sh.wait_with_output().unwrap();
     let still_there = planted.exists();
     let _ = std::fs::remove_file(&planted);
-    let _ = std::process::Command::new("umount").arg(fs.path()).status();
+    let unmounted = std::process::Command::new("umount").arg(fs.path()).status().is_ok_and(|s| s.success());
     made.expect("the queue is planted");
+    assert!(unmounted, "the test's message-queue file system is unmounted");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(still_there, "the planted queue is not rtgauge's to remove");
 }
