@@ -243,10 +243,6 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
         &crate::audit::checks::Scope { cpus: resolved.cpus.clone(), priority: plan.priority },
     );
     let sink = plan.json.as_ref().map(JsonSink::open).transpose()?;
-    if sink.is_none() {
-        // The summary is the output asked for: standard output closed (`>&-`) would lose it.
-        crate::report::out::check_open().map_err(|e| anyhow!("{e}, or give --json FILE"))?;
-    }
     let mut warnings = load_priority_warnings(&plan, &resolved.probes, &resolved.load_specs, &system);
     warnings.extend(busy_loop_warnings(&resolved.probes));
     let mut warnings = once(warnings);
@@ -1292,9 +1288,6 @@ fn plan_loads(args: &crate::cli::LoadArgs) -> Result<LoadPlan> {
 pub fn load_only(args: &crate::cli::LoadArgs, command_line: Vec<String>) -> Result<u8> {
     let plan = plan_loads(args)?;
     let sink = args.json.as_ref().map(|j| JsonSink::open(&crate::scenario::JsonTarget::parse(j))).transpose()?;
-    if sink.is_none() {
-        crate::report::out::check_open().map_err(|e| anyhow!("{e}, or give --json FILE"))?;
-    }
     let interrupts = Interrupts::install()?;
     let mut warnings = Vec::new();
     let (mut loads, mut watchdog) =
