@@ -80,10 +80,7 @@ fn resolve_links(asked: Asked, path: &Path) -> anyhow::Result<PathBuf> {
                 // As the kernel's protected_symlinks would (rtgauge reads the link itself): a link
                 // another user could have planted is not followed.
                 let dir = std::fs::metadata(parent_dir(&cur)).map_err(|e| unwritable(asked, path, e))?;
-                let uid = crate::sys::effective_uid();
-                let planted =
-                    (m.uid() != 0 && m.uid() != uid && m.uid() != dir.uid()) || crate::sys::files::others_can_replace_in(&dir);
-                if planted {
+                if crate::sys::files::planted(&m, &dir) {
                     return Err(unwritable(
                         asked,
                         path,
@@ -339,19 +336,7 @@ impl Drop for StagedName {
 
 /// Saves the document where it can: the temporary directory, else the current one, under a name
 /// no one can take in advance (made new, 0600, never through a link).
-fn rescue(bytes: &[u8]) -> std::io::Result<PathBuf> {
-    let mut last = None;
-    for dir in [std::env::temp_dir(), PathBuf::from(".")] {
-        let made = tempfile::Builder::new()
-            .prefix(&format!("rtgauge-result-{}-", std::process::id()))
-            .suffix(".json")
-            .tempfile_in(&dir)
-            .and_then(|mut f| f.write_all(bytes).and_then(|_| f.as_file().sync_all()).map(|_| f))
-            .and_then(|f| f.keep().map_err(|e| e.error));
-        match made {
-            Ok((_, path)) => return Ok(path),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| std::io::Error::other("no directory to save the result in")))
+fn rescue(bytes: &[u8]) -> Result<PathBuf, String> {
+    let dirs = [std::env::temp_dir(), PathBuf::from(".")];
+    crate::sys::files::save_new(&dirs, &format!("rtgauge-result-{}-", std::process::id()), |f| f.write_all(bytes))
 }

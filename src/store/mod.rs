@@ -664,29 +664,15 @@ fn spool(r: &RunResult, store: &Path) -> std::io::Result<(Spool, u64)> {
 /// one. A file that cannot be written whole is removed. `rtgauge import FILE` stores it later.
 /// Returns where it is.
 pub fn rescue(r: &RunResult, store: Option<&Path>) -> Result<PathBuf, String> {
-    use std::os::unix::fs::PermissionsExt;
     let mut dirs: Vec<PathBuf> = store.map(|p| dir_of(p).to_path_buf()).into_iter().collect();
     dirs.extend([PathBuf::from("."), std::env::temp_dir()]);
-    let mut failed = Vec::new();
-    for dir in dirs {
-        let written = tempfile::Builder::new()
-            .prefix("rtgauge-rescued-")
-            .suffix(".json")
-            .permissions(std::fs::Permissions::from_mode(0o600))
-            .tempfile_in(&dir)
-            .and_then(|mut f| {
-                let mut w = std::io::BufWriter::with_capacity(64 * 1024, f.as_file_mut());
-                serde_json::to_writer_pretty(&mut w, r)?;
-                std::io::Write::write_all(&mut w, b"\n")?;
-                w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-                f.keep().map_err(|e| e.error)
-            });
-        match written {
-            Ok((_, path)) => return Ok(std::fs::canonicalize(&path).unwrap_or(path)),
-            Err(e) => failed.push(format!("{}: {e}", dir.display())),
-        }
-    }
-    Err(format!("no rescue file could be written ({})", failed.join("; ")))
+    sys::files::save_new(&dirs, "rtgauge-rescued-", |f| {
+        let mut w = std::io::BufWriter::with_capacity(64 * 1024, f);
+        serde_json::to_writer_pretty(&mut w, r)?;
+        std::io::Write::write_all(&mut w, b"\n")?;
+        std::io::Write::flush(&mut w)
+    })
+    .map_err(|e| format!("no rescue file could be written ({e})"))
 }
 
 /// A result as the store keeps it: JSON serialised straight into a zlib compressor writing to

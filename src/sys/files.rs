@@ -289,6 +289,35 @@ pub fn open_special_for_writing(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// Saves what `write` writes to a new file `PREFIX<unpredictable>.json` (mode 0600, created
+/// exclusively: a name or link planted there is never followed) in the first of `dirs` that
+/// takes it whole, synced; a file not written whole is removed. The rescue of a result that
+/// could not go where it was asked. `Err`: each directory's failure, in one line.
+pub fn save_new(
+    dirs: &[std::path::PathBuf],
+    prefix: &str,
+    mut write: impl FnMut(&mut File) -> io::Result<()>,
+) -> Result<std::path::PathBuf, String> {
+    let mut failed = Vec::new();
+    for dir in dirs {
+        let saved = tempfile::Builder::new()
+            .prefix(prefix)
+            .suffix(".json")
+            .permissions(std::fs::Permissions::from_mode(0o600))
+            .tempfile_in(dir)
+            .and_then(|mut f| {
+                write(f.as_file_mut())?;
+                f.as_file().sync_all()?;
+                f.keep().map_err(|e| e.error)
+            });
+        match saved {
+            Ok((_, path)) => return Ok(std::fs::canonicalize(&path).unwrap_or(path)),
+            Err(e) => failed.push(format!("{}: {e}", dir.display())),
+        }
+    }
+    Err(failed.join("; "))
+}
+
 /// Writes `value` to a kernel setting file that exists (`/proc`, `/sys`, a cgroup): nothing is
 /// created, no symbolic link at its last component is followed.
 pub fn write_setting(path: &Path, value: &str) -> io::Result<()> {
