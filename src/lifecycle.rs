@@ -982,7 +982,14 @@ fn measured_ns(probes: &RunningProbes, collector: &Collector, end_ns: u64) -> u6
         .map(|i| {
             let s = collector.accounts[i].schedule;
             let stop = if probes.finished(i) {
-                probes.counters[i].periods_done.load(Ordering::Relaxed).saturating_mul(s.interval_ns).min(end_ns)
+                // Periods the thread went through; one a load held off its CPU went through
+                // none, and its periods were counted missed for it: those.
+                let c = &collector.accounts[i];
+                let done = match probes.counters[i].periods_done.load(Ordering::Relaxed) {
+                    0 => c.run.samples + c.run.missed + c.warmup_samples + c.warmup_missed,
+                    n => n,
+                };
+                done.saturating_mul(s.interval_ns).min(end_ns)
             } else {
                 end_ns
             };
