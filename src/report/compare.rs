@@ -10,9 +10,7 @@
 //! run are errors (exit 2), never "no regression".
 
 use super::html::{esc, figure, table, Named};
-use super::stored::{existing, html_sink, named_runs};
 use super::summary::UNRESOLVED_MARK;
-use crate::cli::CompareArgs;
 use crate::result::{ProbeResult, RunResult};
 use crate::vocab::percentiles::REPORTED;
 use crate::vocab::units::{parse_duration_ns, us};
@@ -82,7 +80,7 @@ struct Regression {
 }
 
 #[derive(Debug, Serialize)]
-struct Comparison {
+pub struct Comparison {
     baseline: i64,
     cycle_time_ns: Option<u64>,
     budget_percent: f64,
@@ -93,99 +91,91 @@ struct Comparison {
     regressions: Vec<Regression>,
 }
 
-/// Checks the options before any run is read.
-struct Options {
+/// The options of a comparison, checked before any run is read.
+pub struct Options {
     cycle_time_ns: Option<u64>,
     budget: f64,
     worse: Option<f64>,
     metrics: Vec<&'static str>,
 }
 
-fn options(a: &CompareArgs) -> Result<Options> {
-    let cycle_time_ns = a
-        .cycle_time
-        .as_deref()
-        .map(|t| match parse_duration_ns(t, None) {
-            Ok(0) | Err(_) => {
-                Err(anyhow!("--cycle-time {t}: not a time greater than zero; give one with a unit, e.g. --cycle-time 1ms"))
-            }
-            Ok(ns) => Ok(ns),
-        })
-        .transpose()?;
-    let budget_text = a.budget.as_deref().unwrap_or("25%");
-    let budget = crate::vocab::units::parse_percent(budget_text)
-        .ok_or_else(|| anyhow!("--budget {budget_text}: not a percentage between 0 and 100, e.g. --budget 25%"))?;
-    let worse = a
-        .fail_if_worse
-        .as_deref()
-        .map(|t| {
-            t.trim()
-                .trim_end_matches('%')
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite() && *v >= 0.0 && *v <= 1e6)
-                .ok_or_else(|| anyhow!("--fail-if-worse {t}: not a percentage of 0 or more, e.g. --fail-if-worse 10%"))
-        })
-        .transpose()?;
-    let known = metric_names();
-    let metrics = if a.metrics.is_empty() {
-        vec![REPORTED.iter().find(|q| q.label == "p99").map_or("max", |q| q.label), "max"]
-    } else {
-        a.metrics
-            .iter()
-            .map(|m| {
-                known
-                    .iter()
-                    .copied()
-                    .find(|k| k == m)
-                    .ok_or_else(|| anyhow!("--metrics {m}: not a figure; give some of {}", known.join(", ")))
+impl Options {
+    /// The options of `rtgauge compare` as typed, checked before any run is read.
+    pub fn parse(
+        cycle_time: Option<&str>,
+        budget: Option<&str>,
+        fail_if_worse: Option<&str>,
+        given_metrics: &[String],
+    ) -> Result<Options> {
+        let cycle_time_ns = cycle_time
+            .map(|t| match parse_duration_ns(t, None) {
+                Ok(0) | Err(_) => {
+                    Err(anyhow!("--cycle-time {t}: not a time greater than zero; give one with a unit, e.g. --cycle-time 1ms"))
+                }
+                Ok(ns) => Ok(ns),
             })
-            .collect::<Result<Vec<_>>>()?
-    };
-    if a.metrics.iter().any(|_| worse.is_none()) {
-        return Err(anyhow!("--metrics says what --fail-if-worse judges: give --fail-if-worse too, e.g. --fail-if-worse 10%"));
+            .transpose()?;
+        let budget_text = budget.unwrap_or("25%");
+        let budget = crate::vocab::units::parse_percent(budget_text)
+            .ok_or_else(|| anyhow!("--budget {budget_text}: not a percentage between 0 and 100, e.g. --budget 25%"))?;
+        let worse = fail_if_worse
+            .map(|t| {
+                t.trim()
+                    .trim_end_matches('%')
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v >= 0.0 && *v <= 1e6)
+                    .ok_or_else(|| anyhow!("--fail-if-worse {t}: not a percentage of 0 or more, e.g. --fail-if-worse 10%"))
+            })
+            .transpose()?;
+        let known = metric_names();
+        let metrics = if given_metrics.is_empty() {
+            vec![REPORTED.iter().find(|q| q.label == "p99").map_or("max", |q| q.label), "max"]
+        } else {
+            given_metrics
+                .iter()
+                .map(|m| {
+                    known
+                        .iter()
+                        .copied()
+                        .find(|k| k == m)
+                        .ok_or_else(|| anyhow!("--metrics {m}: not a figure; give some of {}", known.join(", ")))
+                })
+                .collect::<Result<Vec<_>>>()?
+        };
+        if given_metrics.iter().any(|_| worse.is_none()) {
+            return Err(anyhow!(
+                "--metrics says what --fail-if-worse judges: give --fail-if-worse too, e.g. --fail-if-worse 10%"
+            ));
+        }
+        Ok(Options { cycle_time_ns, budget, worse, metrics })
     }
-    Ok(Options { cycle_time_ns, budget, worse, metrics })
 }
 
-/// `rtgauge compare`.
-pub fn compare(a: &CompareArgs) -> Result<u8> {
-    let o = options(a)?;
-    let mut names: Vec<String> = a.baseline.iter().cloned().collect();
-    names.extend(a.runs.iter().cloned());
-    if names.len() < 2 {
-        return Err(anyhow!(
-            "compare needs two runs or more, e.g. rtgauge compare stock-kernel rt-kernel ('rtgauge list' shows them)"
-        ));
+impl Comparison {
+    /// Whether a run's figure was worse than the baseline's by more than `--fail-if-worse`.
+    pub fn regressed(&self) -> bool {
+        !self.regressions.is_empty()
     }
-    let sink = html_sink(a.html.as_deref())?;
-    let png = super::stored::png_out(&a.png)?;
-    let s = existing(a.store.db.as_deref())?;
-    let runs = named_runs(&s, &names)?;
-    if runs.len() < 2 {
-        return Err(anyhow!("these name one run only ({}); compare needs two or more", runs[0].name()));
-    }
-    comparable(&runs, &o)?;
-    let c = build(&runs, &o)?;
-    if let Some(out) = &png {
-        let mut plots = Vec::new();
-        for (label, kinds) in series_plots(&runs, &c).map_err(anyhow::Error::msg)? {
-            let ids: Vec<String> = runs.iter().map(|n| n.id.to_string()).collect();
-            for (kind, svg) in kinds {
-                plots.push((format!("compare-{}-{}-{kind}", ids.join("-"), super::png::slug(&label)), svg));
-            }
+}
+
+/// The runs compared under the options: refused when they are not comparable (see the module
+/// comment), else every row, verdict and regression.
+pub fn compare(runs: &[Named], o: &Options) -> Result<Comparison> {
+    comparable(runs, o)?;
+    build(runs, o)
+}
+
+/// The comparison's images for `--png`: each series' plots, named after the runs and series.
+pub fn images(runs: &[Named], c: &Comparison) -> Result<Vec<(String, String)>, String> {
+    let mut plots = Vec::new();
+    for (label, kinds) in series_plots(runs, c)? {
+        let ids: Vec<String> = runs.iter().map(|n| n.id.to_string()).collect();
+        for (kind, svg) in kinds {
+            plots.push((format!("compare-{}-{}-{kind}", ids.join("-"), super::png::slug(&label)), svg));
         }
-        super::stored::wrote_images(out.write(&plots).map_err(anyhow::Error::msg)?);
     }
-    if let (Some(sink), Some(path)) = (sink, &a.html) {
-        let page = html(&runs, &c).map_err(anyhow::Error::msg)?;
-        super::stored::write_page(sink, &page, &format!("the comparison of {} runs", runs.len()), path)?;
-    } else if a.json {
-        super::out::json(&c)?;
-    } else {
-        super::out::text(&text(&runs, &c))?;
-    }
-    Ok(if c.regressions.is_empty() { 0 } else { 1 })
+    Ok(plots)
 }
 
 /// The entry of `label` over all CPUs: the combined one, or the run's only CPU's.
@@ -510,7 +500,7 @@ fn unresolved_line(rows: &[Vec<String>]) -> Option<String> {
     })
 }
 
-fn text(runs: &[Named], c: &Comparison) -> String {
+pub fn text(runs: &[Named], c: &Comparison) -> String {
     let mut s = String::from("Runs:\n");
     for l in run_lines(runs, c) {
         let _ = writeln!(s, "  {l}");
@@ -538,7 +528,7 @@ fn text(runs: &[Named], c: &Comparison) -> String {
     s
 }
 
-fn html(runs: &[Named], c: &Comparison) -> Result<String, String> {
+pub fn html(runs: &[Named], c: &Comparison) -> Result<String, String> {
     let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = write!(h, "<title>rtgauge comparison</title><style>{}</style></head><body>", super::html::STYLE);
     let _ = write!(

@@ -1,7 +1,8 @@
 //! Stage eight of the flow: showing results. The live view while measuring, the summary
-//! table at the end and the JSON document; the stored runs' listings, exports and
-//! reports (HTML, and PNG images of their plots); the published figures a run is placed among. Reporting reads figures; it never touches
-//! threads or the system beyond writing its output.
+//! table at the end and the JSON document; the comparison of stored runs, their HTML reports
+//! and PNG images of their plots; the published figures a run is placed among. Reporting reads
+//! figures; it never touches threads or the system beyond writing its output (the commands
+//! that show stored runs are in `crate::commands`).
 //!
 //! Text from outside (labels, host names, kernel strings, scenario names, command lines of a
 //! stored or imported run) is shown through [`shown`]: a file cannot drive the terminal, fake a
@@ -16,7 +17,6 @@ pub mod out;
 pub mod plot;
 pub mod png;
 pub mod reference;
-pub mod stored;
 pub mod summary;
 pub mod trace;
 

@@ -578,7 +578,7 @@ mod tests {
             let c = s.citation();
             assert!(c.contains(s.title) && c.contains(s.venue) && !s.what.is_empty(), "{c}");
             assert!(s.year.is_some() || c.contains("year not stated"), "{c}");
-            assert!(crate::cli::SOURCES_HELP.contains(&format!("{}: ", s.short)), "--help says what {} is", s.short);
+            assert!(crate::commands::args::SOURCES_HELP.contains(&format!("{}: ", s.short)), "--help says what {} is", s.short);
         }
         let docs = include_str!("../../docs/sources.md");
         for s in SOURCES {

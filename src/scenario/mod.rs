@@ -1,6 +1,6 @@
 //! Stage one of the flow: what the user asked for, parsed and validated into a [`RunPlan`]
 //! without touching the system. Everything here is pure; checks that need the machine
-//! (does CPU 7 exist? can we write that file?) happen when the plan is resolved in `lifecycle`.
+//! (does CPU 7 exist? can we write that file?) happen when the plan is resolved in `run`.
 
 pub mod file;
 pub mod require;

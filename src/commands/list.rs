@@ -1,0 +1,103 @@
+//! `rtgauge list`: a line per stored run (or JSON), filtered by host, label and date.
+
+use super::args::ListArgs;
+use crate::report::{out, summary};
+use crate::store::{self, Filter};
+use crate::vocab::units::us;
+use anyhow::{anyhow, Result};
+
+/// `rtgauge list`.
+pub fn list(a: &ListArgs) -> Result<u8> {
+    let since = a.since.as_deref().map(since_rfc3339).transpose()?;
+    let filter = Filter { host: a.host.clone(), label: a.label.clone(), since };
+    let rows = match store::open_existing(a.store.db.as_deref()).map_err(anyhow::Error::msg)? {
+        Some(s) => s.list(&filter).map_err(anyhow::Error::msg)?,
+        None => Vec::new(),
+    };
+    if a.json {
+        out::json(&rows)?;
+        return Ok(0);
+    }
+    if rows.is_empty() {
+        let matching = if a.host.is_some() || a.label.is_some() || a.since.is_some() { " that match" } else { "" };
+        out::text(&format!("no runs stored{matching}\n"))?;
+        return Ok(0);
+    }
+    let cells = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.to_string(),
+                r.started_at.chars().take(19).collect::<String>().replace('T', " "),
+                r.label.clone().unwrap_or_default(),
+                r.host.clone(),
+                r.kernel.clone(),
+                r.preemption.clone(),
+                r.scenario.clone().unwrap_or_default(),
+                if r.imported_from.is_some() { format!("{} (imported)", r.probes) } else { r.probes.clone() },
+                r.worst_ns.map_or("-".into(), us),
+                if r.status == "complete" { r.verdict.clone() } else { format!("{} ({})", r.verdict, r.status) },
+            ]
+        })
+        .collect();
+    let header = ["id", "date (UTC)", "label", "host", "kernel", "preemption", "scenario", "probes", "worst µs", "verdict"];
+    out::text(&summary::table(&header, 8..9, cells))?;
+    Ok(0)
+}
+
+/// `--since`: a date, a time, or an age (`7d`) before now; as RFC 3339 for comparing.
+fn since_rfc3339(v: &str) -> Result<String> {
+    let bad = || anyhow!("--since {v}: not a date (2026-11-01), a time (2026-11-01T08:00:00Z) or an age (7d, 12h)");
+    // Dates and times compare as text with the stored RFC 3339 times (UTC), whatever the year: a
+    // 32-bit system's clock ends in 2038.
+    let b = v.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    if b.len() == 10 && digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10) {
+        let (m, d) = (v[5..7].parse::<u32>().unwrap_or(0), v[8..10].parse::<u32>().unwrap_or(0));
+        return if (1..=12).contains(&m) && (1..=31).contains(&d) { Ok(format!("{v}T00:00:00.000Z")) } else { Err(bad()) };
+    }
+    if let Ok(age) = humantime::parse_duration(v) {
+        // Counted from the epoch in checked arithmetic: an age reaching before 1970 (`1000000d`)
+        // or beyond any date is an error, not a panic.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|_| anyhow!("--since {v}: the system clock is set before 1970; set it, or give a date"))?;
+        let before_1970 =
+            || anyhow!("--since {v}: reaches back before 1970, before any run; give a shorter age or a date, e.g. 2026-11-01");
+        let t = now.checked_sub(age).ok_or_else(before_1970)?;
+        let t = i64::try_from(t.as_secs())
+            .ok()
+            .and_then(|s| chrono::DateTime::from_timestamp(s, t.subsec_nanos()))
+            .ok_or_else(bad)?;
+        return Ok(t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+    }
+    // A time is parsed without the system clock's type (chrono counts in 64 bits): with an
+    // offset (RFC 3339), or without one, read as UTC.
+    let utc = chrono::DateTime::parse_from_rfc3339(v).map(|t| t.with_timezone(&chrono::Utc)).or_else(|_| {
+        ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
+            .iter()
+            .find_map(|f| chrono::NaiveDateTime::parse_from_str(v, f).ok())
+            .map(|t| t.and_utc())
+            .ok_or_else(bad)
+    })?;
+    Ok(utc.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::since_rfc3339;
+
+    /// On a 32-bit system (armv7) the system clock's type ends in 2038: a full date-time past it
+    /// was refused as "not a date".
+    #[test]
+    fn since_takes_dates_and_times_past_2038_on_every_system() {
+        assert_eq!(since_rfc3339("2999-01-01").unwrap(), "2999-01-01T00:00:00.000Z");
+        assert_eq!(since_rfc3339("2999-01-01T08:00:00Z").unwrap(), "2999-01-01T08:00:00.000Z");
+        assert_eq!(since_rfc3339("2999-01-01T08:00:00+02:00").unwrap(), "2999-01-01T06:00:00.000Z");
+        assert_eq!(since_rfc3339("2999-01-01T08:00:00.25").unwrap(), "2999-01-01T08:00:00.250Z");
+        assert_eq!(since_rfc3339("2026-11-01 08:00:00").unwrap(), "2026-11-01T08:00:00.000Z");
+        for bad in ["2999-13-01", "yesterday", "2026-11-01T25:00:00Z", ""] {
+            assert!(since_rfc3339(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! Every subcommand, one file each: what the user typed (`args`, the clap definitions — the only
+//! place that sees clap types) turned into plain values and handed to the stages. `app`
+//! dispatches to these; nothing below them takes a clap type.
+//!
+//! - measuring: [`run`], [`load`], [`udp_echo`], [`stall`];
+//! - the system: [`check`], [`restore`], [`scenarios`];
+//! - the store: [`list`], [`show`], [`delete`], [`import`], [`export`], [`report`], [`compare`]
+//!   (and [`stored`], what they share).
+
+pub mod args;
+pub mod check;
+pub mod compare;
+pub mod delete;
+pub mod export;
+pub mod import;
+pub mod list;
+pub mod load;
+pub mod report;
+pub mod restore;
+pub mod run;
+pub mod scenarios;
+pub mod show;
+pub mod stall;
+pub mod stored;
+pub mod udp_echo;
+
+pub use args::Command;
+
+use crate::report::out;
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Exit status of a usage or runtime error.
+pub const EXIT_ERROR: u8 = 2;
+
+/// The command line parsed; help, version and usage errors are said here, and become the
+/// exit status to end with.
+pub fn parse() -> Result<Command, ExitCode> {
+    args::Cli::try_parse().map(|cli| cli.command).map_err(clap_error)
+}
+
+/// Whether the command changes the system, and so first puts back what a killed run left
+/// changed (see [`restore::recover_killed_run`]).
+pub fn recovers_first(command: &Command) -> bool {
+    matches!(command, Command::Run(_) | Command::Check(_) | Command::Load(_) | Command::Restore)
+}
+
+/// Help and version go to stdout with status 0; usage errors become one line with a hint.
+fn clap_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // Help and version asked for go to standard output, as every command's output does.
+            let printed = if e.use_stderr() {
+                let _ = e.print();
+                Ok(())
+            } else {
+                out::check_open().and_then(|()| Ok(e.print()?))
+            };
+            match printed {
+                Ok(()) => {
+                    ExitCode::from(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { EXIT_ERROR } else { 0 })
+                }
+                Err(out::OutputError::BrokenPipe) => ExitCode::from(out::EXIT_BROKEN_PIPE),
+                Err(o) => {
+                    out::err_line(&format!("rtgauge: error: {o}"));
+                    ExitCode::from(EXIT_ERROR)
+                }
+            }
+        }
+        _ => {
+            // The first paragraph, on one line: it names the argument (clap lists missing
+            // required arguments on the lines after "the following ... were not provided:").
+            let rendered = e.render().to_string();
+            let first: Vec<&str> =
+                rendered.split("\n\n").next().unwrap_or("invalid command line").lines().map(str::trim).collect();
+            let first = first.join(" ");
+            let known = |a: &String| {
+                ["run", "check", "restore", "load", "stall", "scenarios", "udp-echo", "list", "show", "delete"]
+                    .contains(&a.as_str())
+            };
+            let help =
+                std::env::args().nth(1).filter(known).map_or("rtgauge --help".to_string(), |c| format!("rtgauge {c} --help"));
+            out::err_line(&format!("rtgauge: error: {} (see '{help}')", first.trim_start_matches("error: ")));
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}

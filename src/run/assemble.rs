@@ -1,0 +1,231 @@
+//! The result document assembled from what the stages left: every thread's figures, each
+//! series combined over its CPUs, the phases, the configuration as run, and the verdict.
+
+use crate::aggregate::Collector;
+use crate::audit::SystemInfo;
+use crate::result::{Config, ProbeConfig, ProbeResult, RunResult, Status, WarmupConfig, SCHEMA};
+use crate::scenario::{RunLength, RunPlan, Warmup};
+use crate::verdict;
+use std::time::SystemTime;
+
+use super::measure::{measured_ns, Measured};
+use super::resolved::{phase_bounds, Resolved};
+use super::setup::Released;
+use super::signals::Interrupts;
+use super::warnings::{load_failure_warnings, measurement_warnings, once};
+
+fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// The assembling stage: the run's status (complete, or stopped and by what), the warnings of
+/// the measurement and of failed loads, how long was measured, and the document.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_result(
+    plan: &RunPlan,
+    resolved: &Resolved,
+    mut measured: Measured,
+    released: Released,
+    interrupts: &Interrupts,
+    command_line: Vec<String>,
+    system: SystemInfo,
+    findings: Vec<crate::audit::findings::Finding>,
+    mut warnings: Vec<String>,
+) -> RunResult {
+    let interrupted_by = interrupts.which();
+    let end_ns = measured.end_ns;
+    let complete = interrupted_by.is_none() && end_ns == resolved.total_ns;
+    let status = if complete { Status::Complete } else { Status::Partial };
+    warnings.extend(measurement_warnings(&measured.collector, &resolved.probes, system.mlockall_obtained));
+    warnings.extend(load_failure_warnings(&released.loads));
+    let measured_ns = measured_ns(&measured.probes, &measured.collector, end_ns);
+    assemble(Assembly {
+        plan,
+        resolved,
+        collector: &mut measured.collector,
+        status,
+        interrupted_by,
+        times: (measured.started_at, released.ended_at, measured.probes.start_ns, end_ns),
+        measured_ns,
+        command_line,
+        system,
+        findings,
+        tuning: released.tuning,
+        trace: measured.trace,
+        loads: released.loads,
+        containment: released.containment,
+        warnings: once(warnings),
+    })
+}
+
+/// Everything the result document is assembled from.
+struct Assembly<'a> {
+    plan: &'a RunPlan,
+    resolved: &'a Resolved,
+    collector: &'a mut Collector,
+    status: Status,
+    interrupted_by: Option<String>,
+    /// (started, ended, CLOCK_MONOTONIC start of period 0, end of the measurement from it)
+    times: (SystemTime, SystemTime, u64, u64),
+    /// How long was measured after the warm-up ([`measured_ns`]).
+    measured_ns: u64,
+    command_line: Vec<String>,
+    system: SystemInfo,
+    findings: Vec<crate::audit::findings::Finding>,
+    tuning: Vec<crate::tuning::TuningRecord>,
+    trace: Option<crate::result::trace::TraceReport>,
+    loads: Vec<crate::load::manager::LoadRecord>,
+    containment: Option<crate::load::contain::Containment>,
+    warnings: Vec<String>,
+}
+
+/// The result document: every thread's figures, each probe's combined, the phases, the verdict.
+fn assemble(a: Assembly) -> RunResult {
+    let (plan, resolved, collector) = (a.plan, a.resolved, a.collector);
+    let (started_at, ended_at, start_ns, end_ns) = a.times;
+    // Per probe, per CPU, its series in the probe's order (the headline first).
+    let mut order: Vec<usize> = (0..collector.accounts.len()).collect();
+    order.sort_by_key(|&i| {
+        let k = collector.accounts[i].key;
+        (k.probe, k.cpu, k.series)
+    });
+    let per_thread: Vec<ProbeResult> = order
+        .into_iter()
+        .map(|i| {
+            let key = collector.accounts[i].key;
+            let mut r = resolved.result(key, Some(key.cpu), collector.stats(i), (0, end_ns));
+            r.sweep = resolved.sweep(key, Some(key.cpu), collector);
+            r.timeline = collector.take_timeline(i);
+            r.page_faults = collector.accounts[i].page_faults;
+            resolved.with_counts(key, r, collector.accounts[i].counts)
+        })
+        .collect();
+    let combined: Vec<ProbeResult> = resolved
+        .series()
+        .map(|k| {
+            let mut r = resolved.result(k, None, collector.combined_stats((k.probe, k.series)), (0, end_ns));
+            r.sweep = resolved.sweep(k, None, collector);
+            r.page_faults = collector.combined_page_faults((k.probe, k.series));
+            resolved.with_counts(k, r, collector.combined_counts((k.probe, k.series)))
+        })
+        .collect();
+    let phases = phases(resolved, collector, end_ns);
+    let facts = verdict::RunFacts {
+        status: a.status,
+        failed_loads: a.loads.iter().filter(|l| l.failed).map(|l| l.spec.clone()).collect(),
+        intervals: resolved
+            .probes
+            .iter()
+            .map(|p| (p.probe.name().to_string(), p.cpus.clone(), p.probe.schedule().interval_ns))
+            .collect(),
+    };
+    let verdict = verdict::evaluate(&per_thread, &combined, plan.cycle_time_ns, plan.budget, &plan.requirements, &facts);
+    RunResult {
+        schema: SCHEMA.to_string(),
+        status: a.status,
+        interrupted_by: a.interrupted_by,
+        started_at: rfc3339(started_at),
+        ended_at: rfc3339(ended_at),
+        monotonic_start_ns: start_ns,
+        measured_ns: a.measured_ns,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        command_line: a.command_line,
+        imported: None,
+        config: config(plan, resolved, verdict.budget_percent),
+        system: a.system,
+        findings: a.findings,
+        tuning: a.tuning,
+        loads: a.loads,
+        containment: a.containment,
+        phases,
+        probes: per_thread,
+        combined,
+        verdict,
+        trace: a.trace,
+        warnings: a.warnings,
+    }
+}
+
+/// Each phase of the timeline with every probe's figures in it, per thread and combined.
+fn phases(resolved: &Resolved, collector: &mut Collector, end_ns: u64) -> Vec<crate::result::PhaseResult> {
+    let (specs, measured_to) = (&resolved.load_specs, end_ns);
+    let bounds: Vec<u64> = std::iter::once(0).chain(phase_bounds(resolved)).collect();
+    (0..collector.phase_count())
+        .map(|i| {
+            let (start_ns, end_ns) = (bounds[i], bounds.get(i + 1).copied().unwrap_or(resolved.total_ns));
+            let active = specs
+                .iter()
+                .filter(|s| s.start_ns.unwrap_or(0) <= start_ns && s.end_ns.is_none_or(|e| e >= end_ns))
+                .map(|s| s.text.clone())
+                .collect();
+            let (mut probes, mut combined) = (Vec::new(), Vec::new());
+            for k in resolved.series() {
+                let span = (start_ns, end_ns.min(measured_to));
+                collector.take_phase((k.probe, k.series), i, |cpu, figures| match cpu {
+                    Some(_) => probes.push(resolved.result(k, cpu, figures, span)),
+                    None => combined.push(resolved.result(k, None, figures, span)),
+                });
+            }
+            let steps = resolved.steps_at(start_ns);
+            crate::result::PhaseResult { start_ns, end_ns, loads: active, steps, probes, combined }
+        })
+        .collect()
+}
+
+fn config(plan: &RunPlan, resolved: &Resolved, budget_percent: f64) -> Config {
+    let (cpus, load_source, specs) = (&resolved.cpus, resolved.load_source, &resolved.load_specs);
+    Config {
+        probes: resolved
+            .probes
+            .iter()
+            .zip(&plan.measures)
+            .map(|(p, m)| ProbeConfig {
+                name: p.probe.name().to_string(),
+                spec: m.text.clone(),
+                cpus: p.cpus.clone(),
+                interval_ns: p.probe.schedule().interval_ns,
+                warmup_periods: p.probe.schedule().warmup_periods,
+                periods: p.probe.schedule().periods,
+                settings: p.probe.settings(),
+            })
+            .collect(),
+        interval_ns: plan.interval_ns,
+        policy: plan.policy,
+        priority: plan.priority,
+        dl_runtime_ns: plan.dl_runtime_ns,
+        dl_deadline_ns: plan.dl_deadline_ns,
+        cpus: cpus.to_vec(),
+        duration_ns: match plan.length {
+            RunLength::Duration(d) => Some(d),
+            RunLength::Loops(_) => None,
+        },
+        loops: match plan.length {
+            RunLength::Loops(n) => Some(n),
+            RunLength::Duration(_) => None,
+        },
+        warmup: WarmupConfig {
+            ns: match plan.warmup {
+                Warmup::Time(t) => Some(t),
+                Warmup::Samples(_) => None,
+            },
+            samples: match plan.warmup {
+                Warmup::Samples(n) => Some(n),
+                Warmup::Time(_) => None,
+            },
+            periods: plan.warmup_periods(),
+        },
+        mlockall: plan.mlock,
+        cycle_time_ns: plan.cycle_time_ns,
+        budget_percent,
+        requirements: plan.requirements.iter().map(|r| r.to_string()).collect(),
+        cpu_dma_latency_us: plan.cpu_dma_latency_us,
+        scenario: plan
+            .scenario
+            .as_ref()
+            .map(|(name, source)| crate::result::ScenarioRef { name: name.clone(), source: source.clone() }),
+        load_source: load_source.to_string(),
+        loads: specs.iter().map(|s| s.text.clone()).collect(),
+        load_cpus: plan.load_cpus.clone(),
+        window_ns: Some(resolved.window_ns),
+    }
+}

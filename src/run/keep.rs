@@ -1,0 +1,163 @@
+//! Where a run's result goes: the summary (standard output, or standard error when the JSON
+//! document goes to standard output), the JSON document, and the store — each failure said,
+//! none losing the others; a store that fails at the end gets a rescue file instead.
+
+use crate::report::{json::JsonSink, summary};
+use crate::result::RunResult;
+use crate::store::{self, Store};
+use anyhow::Result;
+use std::io::Write;
+
+use super::checks::{check_file_size_limit, result_size_estimate};
+use super::resolved::Resolved;
+use super::warnings::{busy_loop_warnings, load_priority_warnings, once};
+use super::{EXIT_FAILED, EXIT_PASSED};
+use crate::audit::SystemInfo;
+use crate::scenario::RunPlan;
+use anyhow::anyhow;
+
+/// Where the run's result will go, opened and checked before anything runs, and the warnings
+/// gathered on the way (said as they are known, kept in the result).
+pub struct Outputs {
+    sink: Option<JsonSink>,
+    store: Option<Store>,
+    pub warnings: Vec<String>,
+    /// Warnings already said on the screen the summary goes to (both a terminal): not said again.
+    said_before: Vec<String>,
+}
+
+impl Outputs {
+    /// The JSON destination opened, the warnings known before the run said, the store checked
+    /// (every page of it, room for the result; a default store out of reach is a warning in the
+    /// result) and so is the room for the JSON document.
+    pub(super) fn open(plan: &RunPlan, resolved: &Resolved, system: &SystemInfo, keep: &store::Request) -> Result<Outputs> {
+        let sink = plan.json.as_ref().map(JsonSink::open).transpose()?;
+        let mut warnings = load_priority_warnings(plan, &resolved.probes, &resolved.load_specs, system);
+        warnings.extend(busy_loop_warnings(&resolved.probes));
+        let mut warnings = once(warnings);
+        for w in &warnings {
+            crate::report::out::err_line(&format!("rtgauge: warning: {w}"));
+        }
+        // Said on the screen the summary goes to as well (both a terminal): not said again there.
+        use std::io::IsTerminal;
+        let said_before: Vec<String> =
+            if std::io::stdout().is_terminal() && std::io::stderr().is_terminal() { warnings.clone() } else { Vec::new() };
+        crate::sys::release_code_pages();
+        // The store is checked before anything runs, and written once the threads have stopped.
+        let result_bytes = result_size_estimate(resolved);
+        if let Some(crate::scenario::JsonTarget::File(path)) = &plan.json {
+            // (A device or FIFO has no size to limit.)
+            if std::fs::metadata(path).map_or(true, |m| m.is_file()) {
+                check_file_size_limit("--json", path, result_bytes)?;
+            }
+        }
+        let store = keep.open(result_bytes, &mut warnings).map_err(anyhow::Error::msg)?;
+        Ok(Outputs { sink, store, warnings, said_before })
+    }
+
+    /// The warnings gathered, each once, for the result.
+    pub(super) fn take_warnings(&mut self) -> Vec<String> {
+        once(std::mem::take(&mut self.warnings))
+    }
+}
+
+/// The reporting stage: the summary and the JSON document written, the result kept in the
+/// store (or a rescue file); the exit status, or the error that ends the command.
+pub(super) fn report_and_keep(mut result: RunResult, outputs: Outputs, keep: &store::Request) -> Result<u8> {
+    let json_on_stdout = outputs.sink.as_ref().is_some_and(JsonSink::is_stdout);
+    // The result is kept even when the JSON document could not be written (and the other way
+    // round): each failure is said, none loses the other.
+    let reported = report(&result, outputs.sink, outputs.store.is_some(), &outputs.said_before);
+    crate::sys::release_code_pages();
+    match keep_result(&mut result, outputs.store, keep) {
+        // Where the summary went.
+        // Also under --quiet: the run's id is what a script needs to show, export or compare it.
+        Kept::Stored(line) => {
+            let _ = say(json_on_stdout, &format!("{line}\n"));
+        }
+        Kept::Nowhere => {}
+        // A store asked for by name that did not get the run: the run did not do what was asked.
+        Kept::Rescued(why) if keep.explicit => {
+            if let Err(e) = &reported {
+                let _ = say(true, &format!("rtgauge: error: {}\n", format!("{e:#}").replace('\n', " ")));
+            }
+            return Err(anyhow!("{why}"));
+        }
+        Kept::Rescued(why) => {
+            let _ = say(true, &format!("rtgauge: warning: {why}\n"));
+        }
+    }
+    reported
+}
+
+/// Writes `text` to standard error (`to_stderr`) or output, a failure ignored: the terminal a
+/// run was started from may be gone by its end (SIGHUP: a closed terminal, a dropped ssh
+/// connection), and what follows (keeping the result) must still happen.
+pub(super) fn say(to_stderr: bool, text: &str) -> std::io::Result<()> {
+    if to_stderr {
+        let mut err = std::io::stderr().lock();
+        err.write_all(text.as_bytes()).and_then(|()| err.flush())
+    } else {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes()).and_then(|()| out.flush())
+    }
+}
+
+/// Where a run's result was kept.
+enum Kept {
+    /// In the store: the line that says so.
+    Stored(String),
+    /// Nowhere, as asked (`--no-store`) or as warned before measuring.
+    Nowhere,
+    /// The store failed at the end: why, and the rescue file the result went to instead.
+    Rescued(String),
+}
+
+/// Keeps the result in the store, if there is one. A store that cannot be written at the end
+/// (locked, full, its temporary directory full, damaged) does not lose the run: it is written
+/// to a rescue file (`store::rescue`), which the message names with the command that stores
+/// it later.
+fn keep_result(result: &mut RunResult, store: Option<Store>, keep: &store::Request) -> Kept {
+    let Some(store) = store else {
+        if let Some(why) = &keep.why_not {
+            let _ = say(true, &format!("rtgauge: warning: {why}\n"));
+        }
+        return Kept::Nowhere;
+    };
+    let e = match store.save(result, keep.label.as_deref(), None) {
+        Ok(id) => return Kept::Stored(format!("Stored as run {id} in {} ('rtgauge show {id}').", store.path().display())),
+        Err(e) => e,
+    };
+    let db = store.path().to_path_buf();
+    drop(store);
+    Kept::Rescued(match store::rescue(result, Some(&db)) {
+        Ok(file) => {
+            let label = keep.label.as_deref().map_or(String::new(), |l| format!(" --label '{l}'"));
+            format!(
+                "the run was measured but not stored: {e}; it was saved to '{}' instead: \
+                 'rtgauge import {} --db {}{label}' stores it",
+                file.display(),
+                file.display(),
+                db.display()
+            )
+        }
+        Err(e2) => format!("the run was measured but not stored: {e}; {e2}"),
+    })
+}
+
+/// The summary goes to stdout unless stdout carries the JSON document; then the document.
+/// A summary that could not be written to standard output (a full disk, the reader gone) is an
+/// error once the document is written: the command ends with it after the result is kept.
+/// `stored`: the run goes to a store too (a JSON reader that went away then costs no rescue file).
+fn report(result: &RunResult, sink: Option<JsonSink>, stored: bool, said_before: &[String]) -> Result<u8> {
+    let text = summary::render_after(result, said_before);
+    let on_stderr = sink.as_ref().is_some_and(JsonSink::is_stdout);
+    let said = say(on_stderr, &text);
+    if let Some(sink) = sink {
+        sink.write_kept(result, stored)?;
+    }
+    if !on_stderr {
+        said.map_err(crate::report::out::OutputError::from)?;
+    }
+    Ok(if result.verdict.passed { EXIT_PASSED } else { EXIT_FAILED })
+}
