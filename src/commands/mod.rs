@@ -86,3 +86,35 @@ fn clap_error(e: clap::Error) -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every `.rs` file under `dir`, with its text.
+    fn sources(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, String)>) {
+        for entry in std::fs::read_dir(dir).expect("the source tree") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push((path.clone(), std::fs::read_to_string(&path).expect("a source file")));
+            }
+        }
+    }
+
+    /// The command line's types stay in `commands`: every stage below takes plain values, so a
+    /// server or another front end can drive the same stages.
+    #[test]
+    fn no_module_outside_commands_sees_clap() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        assert!(files.len() > 50, "the source tree was found");
+        let commands = src.join("commands");
+        let outside: Vec<String> = files
+            .iter()
+            .filter(|(path, text)| !path.starts_with(&commands) && text.contains("clap"))
+            .map(|(path, _)| path.display().to_string())
+            .collect();
+        assert!(outside.is_empty(), "clap types used outside src/commands: {outside:?}");
+    }
+}
