@@ -5,7 +5,7 @@
 //!
 //!     cargo run --release --example store_day -- TEMPLATE.json [REPEATS]
 
-use rtgauge::aggregate::timeline::TimelineData;
+use rtgauge::result::timeline::TimelineData;
 use rtgauge::result::RunResult;
 use rtgauge::store::Store;
 

@@ -1,44 +1,15 @@
 //! The collector's latency histogram: lossless at the project-wide precision (the HdrHistogram
-//! layout, 1 ns .. 1 h, 3 significant digits, the same buckets as [`super::new_histogram`]) but
+//! layout, 1 ns .. 1 h, 3 significant digits, the same buckets as [`crate::result::histogram::new_histogram`]) but
 //! stored sparsely, in chunks allocated only where values fall. A dense HdrHistogram of that
 //! range is ~270 KB, all of it resident under `mlockall`; one of these holding a real latency
 //! distribution takes a few KB, so histograms per CPU and per phase cost little. It converts
 //! exactly to an [`hdrhistogram::Histogram`] for percentiles and the result document.
 
-use super::{HIST_HIGHEST_NS, HIST_LOWEST_NS, HIST_SIGFIG};
+use crate::result::histogram::{index_of, value_of, HIST_HIGHEST_NS, HIST_LOWEST_NS, HIST_SIGFIG};
 use hdrhistogram::Histogram;
 
 /// Counts per chunk: 512 bytes while every count fits 32 bits, 1 KiB once one does not.
 const CHUNK: usize = 64;
-/// HdrHistogram layout for 3 significant digits and a lowest value of 1 ns: 2048 sub-buckets
-/// per bucket, of which the upper half (1024) is new in every bucket after the first.
-const SUB_BUCKET_MASK: u64 = 2047;
-const HALF_MAGNITUDE: u32 = 10;
-const HALF_COUNT: usize = 1 << HALF_MAGNITUDE;
-const LEADING_ZERO_BASE: u32 = 64 - 11;
-
-/// Index of `v`'s bucket in the HdrHistogram counts array.
-pub fn index_of(v: u64) -> usize {
-    let bucket = LEADING_ZERO_BASE - (v | SUB_BUCKET_MASK).leading_zeros();
-    let sub = (v >> bucket) as usize;
-    ((bucket as usize + 1) << HALF_MAGNITUDE) + sub - HALF_COUNT
-}
-
-/// The lowest and highest value of the bucket at `index`.
-pub fn bucket_range(index: usize) -> (u64, u64) {
-    (value_of(index), value_of(index + 1).saturating_sub(1).max(value_of(index)))
-}
-
-/// Lowest value of the bucket at `index` (recording it lands in the same bucket).
-fn value_of(index: usize) -> u64 {
-    let mut bucket = (index >> HALF_MAGNITUDE) as i64 - 1;
-    let mut sub = (index & (HALF_COUNT - 1)) + HALF_COUNT;
-    if bucket < 0 {
-        sub -= HALF_COUNT;
-        bucket = 0;
-    }
-    (sub as u64) << bucket
-}
 
 /// A run of adjacent counts; widened to 64 bits when a count outgrows 32.
 #[derive(Debug, Clone, PartialEq)]
@@ -184,7 +155,7 @@ impl Hist {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aggregate::new_histogram;
+    use crate::result::histogram::new_histogram;
 
     #[test]
     fn same_buckets_as_hdrhistogram() {

@@ -7,20 +7,13 @@ pub mod hist;
 pub mod timeline;
 
 use crate::probe::{RunningProbes, Sample, Schedule, SeriesKey, ThreadCounters};
+use crate::result::histogram::HistogramData;
+use crate::result::timeline::{BoundCounts, TimelineData};
+use crate::result::ProbeResult;
 use crate::vocab::percentiles::Values;
 use hdrhistogram::Histogram;
 pub use hist::Hist;
 use std::sync::atomic::Ordering::Relaxed;
-
-/// Lowest and highest trackable latency, and precision, of every latency histogram.
-pub const HIST_LOWEST_NS: u64 = 1;
-pub const HIST_HIGHEST_NS: u64 = 3_600_000_000_000;
-pub const HIST_SIGFIG: u8 = 3;
-
-/// A new, empty latency histogram with the project-wide bounds.
-pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(HIST_LOWEST_NS, HIST_HIGHEST_NS, HIST_SIGFIG).expect("valid constant bounds")
-}
 
 /// Statistics of one probe on one CPU (or of all CPUs together).
 #[derive(Debug, Clone, PartialEq)]
@@ -44,13 +37,37 @@ pub struct LatencyStats {
     pub bounds: Option<BoundCounts>,
 }
 
-/// How many values lay under `below_ns` and over `above_ns`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct BoundCounts {
-    pub below_ns: u64,
-    pub above_ns: u64,
-    pub below: u64,
-    pub above: u64,
+/// The figures of `probe` (with its series, if it has several) on `cpu` (`None`: combined), as
+/// the result document keeps them.
+pub fn probe_result(
+    (probe, series): (&str, Option<&str>),
+    cpu: Option<usize>,
+    s: &LatencyStats,
+    hist: &hdrhistogram::Histogram<u64>,
+) -> ProbeResult {
+    ProbeResult {
+        probe: probe.to_string(),
+        series: series.map(str::to_string),
+        cpu,
+        samples: s.samples,
+        missed: s.missed,
+        warmup_samples: s.warmup_samples,
+        warmup_missed: s.warmup_missed,
+        handoff_overflows: s.handoff_overflows,
+        page_faults: None,
+        min_ns: s.min_ns,
+        mean_ns: s.mean_ns.map(|m| (m * 10.0).round() / 10.0),
+        percentiles: s.percentiles.counted(hist.len()),
+        max_ns: s.max_ns,
+        max_at_ns: s.max_at_ns,
+        bounds: s.bounds,
+        counts: Default::default(),
+        measures: None,
+        noise: None,
+        sweep: None,
+        timeline: None,
+        histogram: HistogramData::encode(hist),
+    }
 }
 
 /// Statistics with the standard histogram they came from.
@@ -356,7 +373,7 @@ impl Collector {
     }
 
     /// Thread `i`'s timeline, finished (once measuring is over; `None`: none kept).
-    pub fn take_timeline(&mut self, i: usize) -> Option<timeline::TimelineData> {
+    pub fn take_timeline(&mut self, i: usize) -> Option<TimelineData> {
         let a = &mut self.accounts[i];
         let first = a.schedule.warmup_periods + 1;
         let last = a.accounted;
@@ -531,6 +548,7 @@ impl Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::result::histogram::new_histogram;
 
     #[test]
     fn histogram_keeps_a_one_hour_maximum_within_precision() {

@@ -6,7 +6,7 @@
 //! they line up with the loads; warm-up periods count in no window. Counts partition the run's
 //! exactly: the windows' `count` sum to its samples, their `missed` to its missed periods.
 
-use serde::{Deserialize, Serialize};
+use crate::result::timeline::TimelineData;
 
 /// The most windows one series keeps (≈ 28 h at the default 1 s): a longer run gets wider
 /// default windows (`default_window_ns`); a `--window` that would need more is refused.
@@ -17,32 +17,6 @@ pub const MAX_WINDOWS: u64 = 100_000;
 pub fn default_window_ns(run_ns: u64) -> u64 {
     const SECOND: u64 = 1_000_000_000;
     run_ns.div_ceil(MAX_WINDOWS).div_ceil(SECOND).max(1) * SECOND
-}
-
-/// A series' timeline as the result document keeps it: one column per figure, one entry per
-/// window from that of the first measured period to that of the last period accounted for.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TimelineData {
-    pub window_ns: u64,
-    /// Start of the first window, from the start of the run (warm-up included).
-    pub start_ns: u64,
-    /// Served periods (samples, those whose value was lost in the hand-off included).
-    pub count: Vec<u64>,
-    pub missed: Vec<u64>,
-    /// The window's largest value and its p99 (nearest rank); 0: no value in the window.
-    pub max_ns: Vec<u64>,
-    pub p99_ns: Vec<u64>,
-}
-
-impl TimelineData {
-    /// Number of windows.
-    pub fn len(&self) -> usize {
-        self.count.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.count.is_empty()
-    }
 }
 
 /// A timeline being counted, in the collector (never in an RT thread).

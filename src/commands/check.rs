@@ -7,7 +7,7 @@ use crate::report::{self, out};
 
 /// `rtgauge check`: the audit for the CPUs and priority given; exit 1 when a finding is bad.
 pub fn check(a: &CheckArgs) -> anyhow::Result<u8> {
-    let system = audit::SystemInfo::probe();
+    let system = audit::probe_system();
     let cpus = match &a.cpus {
         None => system.online_cpus.clone(),
         Some(text) => {
@@ -24,7 +24,7 @@ pub fn check(a: &CheckArgs) -> anyhow::Result<u8> {
     let priority =
         crate::vocab::policy::check_rt_priority(a.priority.unwrap_or(80)).map_err(|e| anyhow::anyhow!("--priority: {e}"))?;
     let findings = audit::checks::audit(&system, &audit::checks::Scope { cpus: cpus.clone(), priority });
-    let bad = findings.iter().any(|f| f.severity == audit::findings::Severity::Bad);
+    let bad = findings.iter().any(|f| f.severity == crate::result::findings::Severity::Bad);
     if a.json {
         let doc = crate::result::CheckResult {
             schema: crate::result::CHECK_SCHEMA.to_string(),

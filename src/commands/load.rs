@@ -2,7 +2,8 @@
 //! the run's stages with no probe (`crate::run::load_only`).
 
 use super::args::LoadArgs;
-use crate::load::spec::{Generator, LoadSpec};
+use crate::load::spec::LoadSpec;
+use crate::result::load::Generator;
 use crate::run::checks::check_loads;
 use crate::run::LoadPlan;
 use anyhow::{anyhow, bail, Result};

@@ -1,7 +1,6 @@
 //! `rtgauge udp-echo`: the other end of the UDP probe, run on the other host.
 
 use super::args::UdpEchoArgs;
-use crate::audit::SystemInfo;
 use crate::run::checks::check_cpus;
 use crate::run::Interrupts;
 use crate::{probe, sys};
@@ -25,7 +24,7 @@ pub fn udp_echo(args: &UdpEchoArgs) -> Result<u8> {
         .transpose()
         .map_err(|e| anyhow!("--duration: {e}; e.g. --duration 10m"))?;
     if let Some(cpu) = args.cpu {
-        check_cpus("--cpu", &[cpu], &SystemInfo::probe())?;
+        check_cpus("--cpu", &[cpu], &crate::audit::probe_system())?;
     }
     let socket =
         std::net::UdpSocket::bind(addr).map_err(|e| anyhow!("cannot listen on {addr}: {e}; choose another address or port"))?;

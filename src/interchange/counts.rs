@@ -3,8 +3,7 @@
 //! as counts per HdrHistogram bucket ([`Counts`]), allocated only where values fall, so that
 //! memory follows what is kept, not the file's size. Every sum is checked: nothing wraps.
 
-use crate::aggregate::hist::{bucket_range, index_of};
-use crate::aggregate::HIST_HIGHEST_NS;
+use crate::result::histogram::{bucket_range, index_of, HIST_HIGHEST_NS};
 use hdrhistogram::Histogram;
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::fmt;
@@ -279,7 +278,7 @@ mod tests {
         assert_eq!((c.total(), c.range(), c.mean()), (4, Some((2_000, 15_000)), Some(47_000.0 / 4.0)));
         assert!(c.add(1, MAX_COUNT).is_err(), "the total would pass 2^53");
         assert!(c.add(MAX_LATENCY_NS + 1, 1).is_err());
-        let mut h = crate::aggregate::new_histogram();
+        let mut h = crate::result::histogram::new_histogram();
         c.record_into(&mut h);
         assert_eq!(h.len(), 4);
         let mut d = Counts::default();

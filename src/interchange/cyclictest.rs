@@ -271,7 +271,10 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
 
 /// The entries of `probe` (its headline series) per CPU.
 fn entries<'a>(r: &'a RunResult, probe: &str) -> Vec<&'a ProbeResult> {
-    r.probes.iter().filter(|p| p.probe == probe && p.is_headline() && p.cpu.is_some()).collect()
+    r.probes
+        .iter()
+        .filter(|p| p.probe == probe && crate::probe::registry::is_headline(&p.probe, p.series.as_deref()) && p.cpu.is_some())
+        .collect()
 }
 
 /// Counts per µs bucket (values truncated to µs, as cyclictest's) of an entry's histogram.

@@ -19,13 +19,16 @@ mod own;
 pub mod read;
 pub mod rteval;
 
-use crate::aggregate::{new_histogram, percentile, LatencyStats};
-use crate::result::{ProbeResult, RunResult, SCHEMA};
+use crate::aggregate::{percentile, probe_result, LatencyStats};
+use crate::result::histogram::new_histogram;
+use crate::result::imported::{Imported, UNKNOWABLE};
+use crate::result::system::{Preemption, SystemInfo};
+use crate::result::{Config, ProbeConfig, ProbeResult, RunResult, Status, Verdict, WarmupConfig, SCHEMA};
 use crate::vocab::percentiles::Values;
+use crate::vocab::policy::Policy;
 use crate::vocab::units::us;
 use counts::Counts;
-use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde::Deserialize;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
@@ -38,54 +41,6 @@ pub const MAX_SERIES: usize = 4096;
 
 /// CPU numbers an imported file may name: below this (Linux's largest `NR_CPUS`).
 pub const MAX_CPU: usize = 8192;
-
-/// Where an imported run came from (`RunResult::imported`): what rtgauge saw, not what the file
-/// says of itself (except the tool's version and command line, which only the file knows).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Imported {
-    /// `cyclictest`, `jitterdebugger`, `oslat` or `rtgauge`.
-    pub tool: String,
-    /// As the file says (null: it does not say).
-    pub tool_version: Option<String>,
-    /// `cyclictest-json`, `cyclictest-hist`, `jitterdebugger-json`, `oslat-json`, `rtgauge-json`.
-    pub format: String,
-    /// The file rtgauge read: the path of the file it opened, links resolved.
-    pub source: String,
-    /// The SHA-256 (hex) of the bytes rtgauge read and imported (absent in documents of older
-    /// versions).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
-    /// The tool's command line, when the file holds it.
-    pub command_line: Option<String>,
-    /// The fields of the document the file does not state (`config.policy`, `measured_ns`, ...,
-    /// see [`UNKNOWABLE`]): their values are placeholders, and every report shows them as unknown.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unknown: Vec<String>,
-}
-
-/// The fields an imported file may leave unstated (`Imported::unknown`).
-pub const UNKNOWABLE: [&str; 8] = [
-    "config.policy",
-    "config.priority",
-    "config.mlockall",
-    "config.interval_ns",
-    "config.warmup",
-    "measured_ns",
-    "started_at",
-    "system.preemption",
-];
-
-impl Imported {
-    /// Whether the file leaves `field` (one of [`UNKNOWABLE`]) unstated.
-    pub fn unknown(&self, field: &str) -> bool {
-        self.unknown.iter().any(|u| u == field)
-    }
-}
-
-/// Whether `r` is an imported run whose file leaves `field` unstated.
-pub fn unknown(r: &RunResult, field: &str) -> bool {
-    r.imported.as_ref().is_some_and(|i| i.unknown(field))
-}
 
 /// One thread's figures as another tool printed them, in ns.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -268,7 +223,7 @@ fn series_result(probe: &str, s: &ForeignSeries) -> ProbeResult {
         max_at_ns: None,
         bounds: None,
     };
-    ProbeResult::new((probe, None), Some(s.cpu), &stats, &hist)
+    probe_result((probe, None), Some(s.cpu), &stats, &hist)
 }
 
 /// All series together: counts summed, extremes over all, the mean weighted by samples.
@@ -313,8 +268,8 @@ fn build(f: Foreign, source: &str, sha256: String) -> Result<RunResult, String> 
     let cpus: Vec<usize> = f.series.iter().map(|s| s.cpu).collect();
     let periods = f.series.iter().map(|s| s.samples).max().unwrap_or(0);
     let (policy, priority) = match f.priority {
-        Some(p) if p > 0 => ("fifo", p),
-        _ => ("other", 0),
+        Some(p) if p > 0 => (Policy::Fifo, p),
+        _ => (Policy::Other, 0),
     };
     let model = ["PREEMPT_RT", "PREEMPT_DYNAMIC", "PREEMPT_LAZY", "PREEMPT"]
         .into_iter()
@@ -333,14 +288,21 @@ fn build(f: Foreign, source: &str, sha256: String) -> Result<RunResult, String> 
             intervals.push(interval(s));
         }
     }
-    let probes: Vec<serde_json::Value> = intervals
+    let probes: Vec<ProbeConfig> = intervals
         .iter()
         .map(|&i| {
             let of: Vec<&ForeignSeries> = f.series.iter().filter(|s| interval(s) == i).collect();
             let mut cpus: Vec<usize> = of.iter().map(|s| s.cpu).collect();
             cpus.dedup();
-            json!({"name": f.probe, "spec": format!("{} (imported)", f.tool), "cpus": cpus, "interval_ns": i,
-                   "warmup_periods": 0, "periods": of.iter().map(|s| s.samples).max().unwrap_or(0), "settings": []})
+            ProbeConfig {
+                name: f.probe.to_string(),
+                spec: format!("{} (imported)", f.tool),
+                cpus,
+                interval_ns: i,
+                warmup_periods: 0,
+                periods: of.iter().map(|s| s.samples).max().unwrap_or(0),
+                settings: Vec::new(),
+            }
         })
         .collect();
     // How long it measured: as the file says, else its longest thread's cycles × interval.
@@ -352,38 +314,89 @@ fn build(f: Foreign, source: &str, sha256: String) -> Result<RunResult, String> 
     if measured.is_none() {
         unknown.push("measured_ns");
     }
-    let skeleton = json!({
-        "schema": SCHEMA, "status": "complete", "interrupted_by": null,
-        "started_at": f.started_at, "ended_at": f.ended_at, "monotonic_start_ns": 0,
-        "measured_ns": measured.unwrap_or(0),
-        "tool_version": env!("CARGO_PKG_VERSION"),
-        "command_line": std::env::args().collect::<Vec<_>>(),
-        "config": {
-            "probes": probes,
-            "interval_ns": f.series.first().map_or(f.interval_ns, interval), "policy": policy, "priority": priority,
-            "cpus": cpus, "duration_ns": f.measured_ns, "loops": if f.measured_ns.is_some() { None } else { Some(periods) },
-            "warmup": {"ns": null, "samples": null, "periods": 0}, "mlockall": f.mlockall,
-            "cycle_time_ns": null, "budget_percent": 25.0, "requirements": [], "cpu_dma_latency_us": null,
-            "scenario": null, "load_source": "imported", "loads": [], "load_cpus": null
+    let config = Config {
+        probes,
+        interval_ns: f.series.first().map_or(f.interval_ns, interval),
+        policy,
+        priority,
+        dl_runtime_ns: None,
+        dl_deadline_ns: None,
+        cpus,
+        duration_ns: f.measured_ns,
+        loops: if f.measured_ns.is_some() { None } else { Some(periods) },
+        warmup: WarmupConfig { ns: None, samples: None, periods: 0 },
+        mlockall: f.mlockall,
+        cycle_time_ns: None,
+        budget_percent: 25.0,
+        requirements: Vec::new(),
+        cpu_dma_latency_us: None,
+        scenario: None,
+        load_source: "imported".to_string(),
+        loads: Vec::new(),
+        load_cpus: None,
+        window_ns: None,
+    };
+    let system = SystemInfo {
+        hostname: f.host,
+        kernel_release: f.kernel_release,
+        architecture: f.machine,
+        preemption: Preemption {
+            model: model.to_string(),
+            realtime,
+            dynamic_mode: None,
+            evidence: vec![format!("{} {}: uname -v: {}", f.tool, f.format, f.kernel_version)],
         },
-        "system": {
-            "hostname": f.host, "kernel_release": f.kernel_release, "kernel_version": f.kernel_version,
-            "architecture": f.machine,
-            "preemption": {"model": model, "realtime": realtime, "dynamic_mode": null,
-                           "evidence": [format!("{} {}: uname -v: {}", f.tool, f.format, f.kernel_version)]},
-            "cpu_model": "unknown", "online_cpus": [], "allowed_cpus": [], "clocksource": null,
-            "sched_rt_runtime_us": null, "sched_rt_period_us": null, "effective_uid": 0,
-            "rlimit_rtprio": null, "rlimit_memlock": null, "cap_sys_nice": false, "cap_ipc_lock": false,
-            "cpu_cgroup": null, "cgroup_rt_runtime_us": null, "rt_priority_obtained": priority > 0,
-            "mlockall_obtained": f.mlockall, "mlockall_error": null
-        },
-        "tuning": [], "loads": [], "containment": null, "phases": [], "probes": [], "combined": [],
-        "verdict": {"passed": true, "criteria_given": false, "cycle_time_ns": null, "budget_percent": 25.0,
-                    "shortest_cycle_time_ns": null, "checks": []},
-        "warnings": f.notes,
-    });
-    let mut r: RunResult =
-        serde_json::from_value(skeleton).map_err(|e| format!("cannot be made a result document ({})", read::json_error(&e)))?;
+        kernel_version: f.kernel_version,
+        cpu_model: "unknown".to_string(),
+        online_cpus: Vec::new(),
+        allowed_cpus: Vec::new(),
+        clocksource: None,
+        sched_rt_runtime_us: None,
+        sched_rt_period_us: None,
+        effective_uid: 0,
+        rlimit_rtprio: None,
+        rlimit_memlock: None,
+        cap_sys_nice: false,
+        cap_ipc_lock: false,
+        cpu_cgroup: None,
+        cgroup_rt_runtime_us: None,
+        rt_priority_obtained: priority > 0,
+        mlockall_obtained: f.mlockall,
+        mlockall_error: None,
+    };
+    let verdict = Verdict {
+        passed: true,
+        criteria_given: false,
+        cycle_time_ns: None,
+        budget_percent: 25.0,
+        shortest_cycle_time_ns: None,
+        checks: Vec::new(),
+        rules: Vec::new(),
+    };
+    let mut r = RunResult {
+        schema: SCHEMA.to_string(),
+        status: Status::Complete,
+        interrupted_by: None,
+        started_at: f.started_at,
+        ended_at: f.ended_at,
+        monotonic_start_ns: 0,
+        measured_ns: measured.unwrap_or(0),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        command_line: std::env::args().collect(),
+        imported: None,
+        config,
+        system,
+        findings: Vec::new(),
+        tuning: Vec::new(),
+        loads: Vec::new(),
+        containment: None,
+        phases: Vec::new(),
+        probes: Vec::new(),
+        combined: Vec::new(),
+        verdict,
+        trace: None,
+        warnings: f.notes,
+    };
     r.probes = f.series.iter().map(|s| series_result(f.probe, s)).collect();
     r.combined = vec![combined_result(f.probe, &f.series)?];
     let facts = crate::verdict::RunFacts::of(&r);

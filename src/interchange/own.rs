@@ -10,9 +10,9 @@
 //! from the file's is replaced and said so in the warnings.
 
 use super::counts::MAX_COUNT;
-use super::Imported;
-use crate::aggregate::{HIST_HIGHEST_NS, HIST_LOWEST_NS, HIST_SIGFIG};
 use crate::result::histogram::{HistogramData, ENCODING};
+use crate::result::histogram::{HIST_HIGHEST_NS, HIST_LOWEST_NS, HIST_SIGFIG};
+use crate::result::imported::{Imported, UNKNOWABLE};
 use crate::result::{ProbeResult, RunResult};
 use crate::vocab::units::us;
 
@@ -114,7 +114,7 @@ pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResul
     // fields it says its own source left unstated stay unknown (a claim of knowing less).
     let mut unknown = Vec::new();
     if let Some(before) = r.imported.take() {
-        unknown = super::UNKNOWABLE.iter().filter(|u| before.unknown(u)).map(|u| u.to_string()).collect();
+        unknown = UNKNOWABLE.iter().filter(|u| before.unknown(u)).map(|u| u.to_string()).collect();
         r.warnings.push(format!(
             "the file says it holds a run imported from {} ({}); what rtgauge read is an rtgauge result document",
             before.tool.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').take(40).collect::<String>(),

@@ -155,7 +155,10 @@ pub fn write(r: &RunResult) -> String {
 /// and chain series one below), else the run's; `None` when not known or not an RT priority.
 fn priority_of(r: &RunResult, p: &ProbeResult) -> Option<i32> {
     let c = &r.config;
-    if !c.policy.has_priority() || super::unknown(r, "config.priority") || super::unknown(r, "config.policy") {
+    if !c.policy.has_priority()
+        || crate::result::imported::unknown(r, "config.priority")
+        || crate::result::imported::unknown(r, "config.policy")
+    {
         return None;
     }
     let config = c.probes.iter().find(|pc| pc.name == p.probe && p.cpu.is_none_or(|cpu| pc.cpus.contains(&cpu)));

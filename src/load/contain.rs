@@ -11,21 +11,9 @@
 //! loads fall back to process groups and the result says why.
 
 use crate::audit::cgroups::own_dir;
-use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// How the loads of a run were contained, as recorded in the result.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Containment {
-    /// `cgroup-v2`, `cgroup-v1` or `process-group`.
-    pub kind: String,
-    /// The run's cgroup (null for process groups).
-    pub cgroup: Option<String>,
-    /// Why no cgroup was used, when none was.
-    pub fallback_reason: Option<String>,
-}
 
 /// Which cgroup version a path belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

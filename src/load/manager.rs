@@ -7,72 +7,15 @@
 
 use super::gen::Counters;
 use super::guardian::Guardian;
-use super::spec::{Generator, LoadPolicy, LoadSpec};
+use super::spec::LoadSpec;
 use super::worker::{WorkerReport, ENV_DIR, ENV_ONCE, ENV_SPEC};
+use crate::result::load::{Endings, Generator, LoadPolicy, LoadRecord, LoadUsage};
 use crate::sys::{self, ChildEnd, ChildUsage, Containment};
-use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-/// What happened to one load, as recorded in the result document.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct LoadRecord {
-    pub spec: String,
-    pub generator: Generator,
-    pub nice: Option<i32>,
-    /// Scheduling policy of its processes (null: SCHED_OTHER).
-    pub policy: Option<LoadPolicy>,
-    pub cpus: Option<Vec<usize>>,
-    /// Planned offsets from the start of the run (null: with the probes).
-    pub planned_start_ns: Option<u64>,
-    pub planned_end_ns: Option<u64>,
-    /// Actual offsets from `monotonic_start_ns` (negative: before the probes started).
-    pub started_ns: Option<i64>,
-    pub stopped_ns: Option<i64>,
-    /// How many times it was started (`cmd:` loads are restarted when they exit early).
-    pub runs: u32,
-    /// How its runs ended: `stopped`, `exited 0`, `exited 3`, `killed by signal 9`.
-    pub endings: Endings,
-    /// Whether the load failed (could not start, crashed, or exited early when it should not).
-    pub failed: bool,
-    pub error: Option<String>,
-    /// CPU time, faults and context switches of the load's processes (summed over runs).
-    pub usage: ChildUsage,
-    /// Work done, as the built-in generator counted it (bytes written, messages, forks, ...).
-    pub counters: Counters,
-    /// hackbench: the time of each round, in seconds.
-    pub round_times_s: Vec<f64>,
-}
-
-/// How a load's runs ended, bounded however often it was restarted: counts by kind, and the
-/// first and the last few endings in order.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Endings {
-    pub counts: std::collections::BTreeMap<String, u64>,
-    /// The first endings (at most [`Endings::KEEP`]).
-    pub first: Vec<String>,
-    /// The latest endings after the first ones (at most [`Endings::KEEP`]).
-    pub last: Vec<String>,
-}
-
-impl Endings {
-    pub const KEEP: usize = 5;
-
-    fn push(&mut self, e: String) {
-        *self.counts.entry(e.clone()).or_default() += 1;
-        if self.first.len() < Self::KEEP {
-            self.first.push(e);
-        } else {
-            if self.last.len() == Self::KEEP {
-                self.last.remove(0);
-            }
-            self.last.push(e);
-        }
-    }
-}
 
 struct Running {
     child: Child,
@@ -115,7 +58,7 @@ pub struct LoadSet {
     origin_ns: Option<u64>,
     once: bool,
     cgroup: Option<super::contain::RunCgroup>,
-    containment: Option<super::contain::Containment>,
+    containment: Option<crate::result::load::Containment>,
     finished: bool,
     /// The process groups of the loads now running (for the watchdog).
     groups: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<i32>>>,
@@ -171,7 +114,7 @@ fn ending(end: ChildEnd, stopping: bool) -> String {
     }
 }
 
-fn add_usage(a: &mut ChildUsage, b: ChildUsage) {
+fn add_usage(a: &mut LoadUsage, b: ChildUsage) {
     a.user_ns += b.user_ns;
     a.system_ns += b.system_ns;
     a.max_rss_kib = a.max_rss_kib.max(b.max_rss_kib);
@@ -219,7 +162,7 @@ impl LoadSet {
                     endings: Endings::default(),
                     failed: false,
                     error: None,
-                    usage: ChildUsage::default(),
+                    usage: LoadUsage::default(),
                     counters: Counters::new(),
                     round_times_s: Vec::new(),
                 },
@@ -254,7 +197,8 @@ impl LoadSet {
     /// Makes the run's cgroup (registered with the guardian before anything joins it), or
     /// records why the loads fall back to process groups.
     fn contain(&mut self, specs: &[LoadSpec], parent: Option<&std::path::Path>) {
-        use super::contain::{Containment, RunCgroup};
+        use super::contain::RunCgroup;
+        use crate::result::load::Containment;
         let rt = specs.iter().find_map(|s| match s.policy {
             Some(LoadPolicy::Fifo(p)) => Some((sys::SCHED_FIFO, p)),
             Some(LoadPolicy::Rr(p)) => Some((sys::SCHED_RR, p)),
@@ -296,7 +240,7 @@ impl LoadSet {
     }
 
     /// How the loads are contained (null without loads).
-    pub fn containment(&self) -> Option<super::contain::Containment> {
+    pub fn containment(&self) -> Option<crate::result::load::Containment> {
         self.containment.clone()
     }
 

@@ -2,34 +2,9 @@
 //! `--load vm:workers=8,bytes=20M@30s..90s`, `--load 'cmd:stress-ng --cpu 2'`. Pure parsing into
 //! [`LoadSpec`]; defaults that depend on the machine (CPU count) are filled in by [`LoadSpec::resolve`].
 
+use crate::result::load::{Generator, LoadPolicy};
 use crate::vocab::units::{parse_duration_ns, Nanos};
 use serde::{Deserialize, Serialize};
-
-/// What a load does. Sizes are bytes, periods nanoseconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum Generator {
-    /// rt-tests hackbench: `groups` × (`fds` senders + `fds` receivers) passing `size`-byte messages
-    /// over sockets or pipes, `loops` messages from every sender to every receiver of its group
-    /// per round; rounds repeat until stopped (or once, standalone).
-    Hackbench { groups: u32, fds: u32, size: usize, loops: u64, pipe: bool, threads: bool },
-    /// Integer and floating-point work without system calls, one worker per CPU by default.
-    Cpu { workers: u32 },
-    /// Map, touch and unmap `bytes` per worker, again and again (page faults), like stress --vm.
-    Vm { workers: u32, bytes: u64 },
-    /// Write `size` bytes in `block`-byte writes, fsync, read them back; in a temporary directory.
-    Io { workers: u32, size: u64, block: u64 },
-    /// Create and reap processes as fast as possible.
-    Fork { workers: u32 },
-    /// Read /proc files (stat, interrupts, meminfo, every process's status).
-    Proc { workers: u32 },
-    /// UDP datagrams as fast as possible to loopback, or to `target` (the software ping flood).
-    Net { workers: u32, size: usize, target: Option<String> },
-    /// `count` threads each sleeping `period` over and over: timer interrupt load.
-    Timers { count: u32, period_ns: u64 },
-    /// An external command, run without a shell; restarted when it exits early if `restart`.
-    Cmd { argv: Vec<String>, restart: bool },
-}
 
 /// One load with its place on the timeline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,31 +22,19 @@ pub struct LoadSpec {
     pub policy: Option<LoadPolicy>,
 }
 
-/// The scheduling policy a load runs at: `other` (default), `batch`, `idle`, `fifo:N`, `rr:N`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LoadPolicy {
-    Other,
-    Batch,
-    Idle,
-    Fifo(i32),
-    Rr(i32),
-}
-
-impl LoadPolicy {
-    fn parse(v: &str) -> Option<LoadPolicy> {
-        let prio = |p: &str| p.parse::<i32>().ok().and_then(|p| crate::vocab::policy::check_rt_priority(p).ok());
-        match v.split_once(':') {
-            None => match v {
-                "other" => Some(LoadPolicy::Other),
-                "batch" => Some(LoadPolicy::Batch),
-                "idle" => Some(LoadPolicy::Idle),
-                _ => None,
-            },
-            Some(("fifo", p)) => prio(p).map(LoadPolicy::Fifo),
-            Some(("rr", p)) => prio(p).map(LoadPolicy::Rr),
+/// A load's `policy=` value: `other`, `batch`, `idle`, `fifo:N`, `rr:N`.
+fn parse_policy(v: &str) -> Option<LoadPolicy> {
+    let prio = |p: &str| p.parse::<i32>().ok().and_then(|p| crate::vocab::policy::check_rt_priority(p).ok());
+    match v.split_once(':') {
+        None => match v {
+            "other" => Some(LoadPolicy::Other),
+            "batch" => Some(LoadPolicy::Batch),
+            "idle" => Some(LoadPolicy::Idle),
             _ => None,
-        }
+        },
+        Some(("fifo", p)) => prio(p).map(LoadPolicy::Fifo),
+        Some(("rr", p)) => prio(p).map(LoadPolicy::Rr),
+        _ => None,
     }
 }
 
@@ -224,7 +187,7 @@ impl LoadSpec {
             }
             seen.push(k);
             if k == "policy" {
-                policy = Some(LoadPolicy::parse(v).ok_or_else(|| {
+                policy = Some(parse_policy(v).ok_or_else(|| {
                     err(spec, format!("policy={v} is not other, batch, idle, fifo:N or rr:N (N 1-99), e.g. policy=fifo:50"))
                 })?);
                 continue;

@@ -4,7 +4,7 @@
 //! counters (and hackbench's round times) on standard output when it ends.
 
 use super::gen::{hackbench::Hackbench, simple, Counters};
-use super::spec::Generator;
+use crate::result::load::Generator;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

@@ -117,6 +117,14 @@ pub fn is_headline(name: &str, series: Option<&str>) -> bool {
     entry.shapes.iter().any(|shape| shape.first().copied() == series)
 }
 
+impl crate::result::ProbeResult {
+    /// Whether this entry is its probe's headline series (see [`is_headline`]): a stored entry
+    /// names its probe and series, and which series leads is the probe's to say.
+    pub fn is_headline(&self) -> bool {
+        is_headline(&self.probe, self.series.as_deref())
+    }
+}
+
 /// The names of every probe, for help and messages.
 pub fn names() -> Vec<&'static str> {
     PROBES.iter().map(|e| e.name).collect()

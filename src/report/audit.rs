@@ -2,7 +2,7 @@
 //! and the few lines a run's summary gives it.
 
 use super::shown;
-use crate::audit::findings::{tally, Finding, Severity};
+use crate::result::findings::{tally, Finding, Severity};
 use std::fmt::Write;
 
 /// The whole audit: a row per finding, then what to do about each warning and bad one.

@@ -96,7 +96,7 @@ fn run_section(n: &Named) -> Result<String, String> {
     }
     // What happened, as known: how long was measured (unknown where an import does not say),
     // and the command that measured it (an imported run's own tool's, where its file says).
-    let measured = if crate::interchange::unknown(r, "measured_ns") {
+    let measured = if crate::result::imported::unknown(r, "measured_ns") {
         "how long it measured is unknown".to_string()
     } else {
         format!("{} measured", crate::vocab::units::Nanos(r.measured_ns))
@@ -161,8 +161,8 @@ fn run_section(n: &Named) -> Result<String, String> {
 }
 
 /// The audit of the settings that spoil latency: a row per finding, worst first, with the fix.
-fn audit_section(findings: &[crate::audit::findings::Finding]) -> String {
-    use crate::audit::findings::{tally, Severity};
+fn audit_section(findings: &[crate::result::findings::Finding]) -> String {
+    use crate::result::findings::{tally, Severity};
     if findings.is_empty() {
         return String::new();
     }

@@ -286,7 +286,10 @@ fn chain_report(probes: &[ProbeResult]) -> String {
 /// highest rate sustained (the ARM9/ARM11 paper's question).
 fn sweep_report(probes: &[ProbeResult]) -> String {
     let mut s = String::new();
-    for p in probes.iter().filter(|p| p.cpu.is_some() && p.sweep.is_some() && p.is_headline()) {
+    for p in probes
+        .iter()
+        .filter(|p| p.cpu.is_some() && p.sweep.is_some() && crate::probe::registry::is_headline(&p.probe, p.series.as_deref()))
+    {
         let sweep = p.sweep.as_ref().expect("filtered");
         if s.is_empty() {
             s += "\nRate sweep, per CPU (a step is sustained when none of its events is missed and the worst case stays \
@@ -443,7 +446,7 @@ pub(super) fn how_obtained(r: &RunResult) -> String {
     let mut s = String::new();
     let c = &r.config;
     let sys = &r.system;
-    let unknown = |field: &str| crate::interchange::unknown(r, field);
+    let unknown = |field: &str| crate::result::imported::unknown(r, field);
     if let Some(i) = &r.imported {
         let _ = writeln!(
             s,
@@ -516,7 +519,7 @@ fn probe_line(r: &RunResult, p: &crate::result::ProbeConfig) -> String {
     // A sweep's interval changes with its steps (its settings say how).
     let interval = if p.settings.iter().any(|s| s.starts_with("rate=sweep")) {
         String::new()
-    } else if p.interval_ns == 0 || crate::interchange::unknown(r, "config.interval_ns") {
+    } else if p.interval_ns == 0 || crate::result::imported::unknown(r, "config.interval_ns") {
         ", interval unknown".to_string()
     } else {
         format!(", interval {}", Nanos(p.interval_ns))
@@ -534,7 +537,7 @@ fn probe_line(r: &RunResult, p: &crate::result::ProbeConfig) -> String {
 /// its own), and whether the threads obtained it.
 fn run_policy(r: &RunResult) -> String {
     let c = &r.config;
-    let unknown = |field: &str| crate::interchange::unknown(r, field);
+    let unknown = |field: &str| crate::result::imported::unknown(r, field);
     if unknown("config.policy") {
         return ", scheduling policy unknown".to_string();
     }
@@ -556,7 +559,7 @@ fn run_policy(r: &RunResult) -> String {
 /// How long was measured, against what was planned, and after which warm-up (each probe's own).
 fn measured_line(r: &RunResult) -> String {
     let c = &r.config;
-    let unknown = |field: &str| crate::interchange::unknown(r, field);
+    let unknown = |field: &str| crate::result::imported::unknown(r, field);
     let planned = match (c.duration_ns, c.loops) {
         (Some(d), _) => Some((Nanos(d).to_string(), d)),
         (_, Some(l)) => Some((format!("{l} {}", if l == 1 { "period" } else { "periods" }), l.saturating_mul(c.interval_ns))),
@@ -607,7 +610,7 @@ fn measured_line(r: &RunResult) -> String {
 
 /// What `--tune` changed for the run (the PM QoS request is on the line above), from what,
 /// and whether it was put back; what it could not change, and why.
-fn tuned_lines(records: &[crate::tuning::TuningRecord]) -> String {
+fn tuned_lines(records: &[crate::result::tuning::TuningRecord]) -> String {
     let mut s = String::new();
     for t in records.iter().filter(|t| !t.setting.starts_with("/dev/")) {
         let line = match (t.applied, t.restored) {
@@ -763,7 +766,7 @@ fn phase_doing(p: &crate::result::PhaseResult) -> String {
 }
 
 /// The loads section: what each load did and what it cost.
-pub fn render_loads(loads: &[crate::load::manager::LoadRecord]) -> String {
+pub fn render_loads(loads: &[crate::result::load::LoadRecord]) -> String {
     if loads.is_empty() {
         return String::new();
     }
@@ -772,7 +775,7 @@ pub fn render_loads(loads: &[crate::load::manager::LoadRecord]) -> String {
 }
 
 /// The loads table: a row per load with what it did and cost (the last column: its work).
-pub(super) fn load_table(loads: &[crate::load::manager::LoadRecord]) -> (Vec<&'static str>, Vec<Vec<String>>) {
+pub(super) fn load_table(loads: &[crate::result::load::LoadRecord]) -> (Vec<&'static str>, Vec<Vec<String>>) {
     let rows = loads
         .iter()
         .map(|l| {
@@ -847,7 +850,7 @@ fn steps_125(values: &[(u64, u64)]) -> Vec<(u64, u64, u64)> {
 /// (where the run counted them): "memory locked, no page fault while measuring".
 fn memory_line(r: &RunResult) -> String {
     let locked = match r.system.mlockall_obtained {
-        _ if crate::interchange::unknown(r, "config.mlockall") => "memory locking unknown",
+        _ if crate::result::imported::unknown(r, "config.mlockall") => "memory locking unknown",
         true => "memory locked",
         false => "memory NOT locked",
     };

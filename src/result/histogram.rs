@@ -2,12 +2,50 @@
 //! HdrHistogram V2 compressed format (base64), readable by every HdrHistogram implementation,
 //! and a sparse bucket list for scripts and plots.
 
-use crate::aggregate::hist::{bucket_range, index_of};
-use crate::aggregate::new_histogram;
 use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+
+/// Lowest and highest trackable latency, and precision, of every latency histogram.
+pub const HIST_LOWEST_NS: u64 = 1;
+pub const HIST_HIGHEST_NS: u64 = 3_600_000_000_000;
+pub const HIST_SIGFIG: u8 = 3;
+
+/// A new, empty latency histogram with the project-wide bounds.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(HIST_LOWEST_NS, HIST_HIGHEST_NS, HIST_SIGFIG).expect("valid constant bounds")
+}
+
+/// HdrHistogram layout for 3 significant digits and a lowest value of 1 ns: 2048 sub-buckets
+/// per bucket, of which the upper half (1024) is new in every bucket after the first.
+const SUB_BUCKET_MASK: u64 = 2047;
+const HALF_MAGNITUDE: u32 = 10;
+const HALF_COUNT: usize = 1 << HALF_MAGNITUDE;
+const LEADING_ZERO_BASE: u32 = 64 - 11;
+
+/// Index of `v`'s bucket in the HdrHistogram counts array.
+pub fn index_of(v: u64) -> usize {
+    let bucket = LEADING_ZERO_BASE - (v | SUB_BUCKET_MASK).leading_zeros();
+    let sub = (v >> bucket) as usize;
+    ((bucket as usize + 1) << HALF_MAGNITUDE) + sub - HALF_COUNT
+}
+
+/// The lowest and highest value of the bucket at `index`.
+pub fn bucket_range(index: usize) -> (u64, u64) {
+    (value_of(index), value_of(index + 1).saturating_sub(1).max(value_of(index)))
+}
+
+/// Lowest value of the bucket at `index` (recording it lands in the same bucket).
+pub fn value_of(index: usize) -> u64 {
+    let mut bucket = (index >> HALF_MAGNITUDE) as i64 - 1;
+    let mut sub = (index & (HALF_COUNT - 1)) + HALF_COUNT;
+    if bucket < 0 {
+        sub -= HALF_COUNT;
+        bucket = 0;
+    }
+    (sub as u64) << bucket
+}
 
 /// Name of the `data` encoding.
 pub const ENCODING: &str = "hdrhistogram-v2-deflate-base64";

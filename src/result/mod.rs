@@ -2,16 +2,28 @@
 //! was obtained (command line, configuration, audited system), what was measured (per probe
 //! and CPU, with the whole histogram) and the verdict. Its JSON form is versioned by
 //! [`SCHEMA`] and documented field by field in `docs/result-schema.md`.
+//!
+//! This module owns the document: every type it serialises is defined here (the audited
+//! system, the findings, the tuning, the loads, the timelines, the import's origin), and it
+//! depends on `vocab` alone. The stages (`audit`, `tuning`, `load`, `aggregate`, `interchange`,
+//! the run) build and fill these types; what they read or compute stays with them.
 
+pub mod findings;
 pub mod histogram;
+pub mod imported;
+pub mod load;
 pub mod sweep;
+pub mod system;
+pub mod timeline;
 pub mod trace;
+pub mod tuning;
 pub mod verdict;
 pub use verdict::{Check, Verdict};
 
-use crate::aggregate::LatencyStats;
-use crate::audit::SystemInfo;
+use findings::Finding;
+use load::{Containment, LoadRecord};
 use serde::{Deserialize, Serialize};
+use system::SystemInfo;
 
 /// Version of the result document's layout. Bump on any incompatible change.
 pub const SCHEMA: &str = "rtgauge.result.v3";
@@ -28,8 +40,8 @@ pub struct LoadResult {
     /// As given; null: until every load ended.
     pub duration_ns: Option<u64>,
     pub interrupted_by: Option<String>,
-    pub loads: Vec<crate::load::manager::LoadRecord>,
-    pub containment: Option<crate::load::contain::Containment>,
+    pub loads: Vec<LoadRecord>,
+    pub containment: Option<Containment>,
 }
 
 /// Version of the document `rtgauge check --json` prints.
@@ -46,7 +58,7 @@ pub struct CheckResult {
     /// The RT priority IRQ threads are compared with.
     pub priority: i32,
     pub system: SystemInfo,
-    pub findings: Vec<crate::audit::findings::Finding>,
+    pub findings: Vec<Finding>,
 }
 
 /// Whether the run measured everything it planned.
@@ -77,19 +89,19 @@ pub struct RunResult {
     /// For a run imported from another tool's file (`rtgauge import`): which tool, version, format
     /// and file; absent for a run rtgauge measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub imported: Option<crate::interchange::Imported>,
+    pub imported: Option<imported::Imported>,
     pub config: Config,
     pub system: SystemInfo,
     /// The audit of the settings that spoil latency, as `rtgauge check` gives it, taken before
     /// any tuning (absent in imported runs and documents of older versions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub findings: Vec<crate::audit::findings::Finding>,
+    pub findings: Vec<Finding>,
     /// Settings held during the run, each with whether it was applied and how it is undone.
-    pub tuning: Vec<crate::tuning::TuningRecord>,
+    pub tuning: Vec<tuning::TuningRecord>,
     /// Every load the run was measured under: what, when, how it ended, what it did and cost.
-    pub loads: Vec<crate::load::manager::LoadRecord>,
+    pub loads: Vec<LoadRecord>,
     /// How the loads were kept from outliving the run (null without loads).
-    pub containment: Option<crate::load::contain::Containment>,
+    pub containment: Option<Containment>,
     /// The timeline cut at every load start and stop, with each probe's figures per phase
     /// (empty when no load has a phase).
     pub phases: Vec<PhaseResult>,
@@ -221,7 +233,7 @@ pub struct ProbeResult {
     pub max_at_ns: Option<u64>,
     /// For a probe with bounds (the period loop): the values under and over them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bounds: Option<crate::aggregate::BoundCounts>,
+    pub bounds: Option<timeline::BoundCounts>,
     /// The probe's own counts (the UDP probe's `sent`, `late`), over the whole run; absent in
     /// phases and for probes without any.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -242,7 +254,7 @@ pub struct ProbeResult {
     /// time; per CPU over the whole run only (absent in phases, combined entries and documents
     /// of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeline: Option<crate::aggregate::timeline::TimelineData>,
+    pub timeline: Option<timeline::TimelineData>,
     pub histogram: histogram::HistogramData,
 }
 
@@ -257,38 +269,6 @@ pub struct NoiseFigures {
 }
 
 impl ProbeResult {
-    /// The figures of `probe` (with its series, if it has several) on `cpu` (`None`: combined).
-    pub fn new(
-        (probe, series): (&str, Option<&str>),
-        cpu: Option<usize>,
-        s: &LatencyStats,
-        hist: &hdrhistogram::Histogram<u64>,
-    ) -> ProbeResult {
-        ProbeResult {
-            probe: probe.to_string(),
-            series: series.map(str::to_string),
-            cpu,
-            samples: s.samples,
-            missed: s.missed,
-            warmup_samples: s.warmup_samples,
-            warmup_missed: s.warmup_missed,
-            handoff_overflows: s.handoff_overflows,
-            page_faults: None,
-            min_ns: s.min_ns,
-            mean_ns: s.mean_ns.map(|m| (m * 10.0).round() / 10.0),
-            percentiles: s.percentiles.counted(hist.len()),
-            max_ns: s.max_ns,
-            max_at_ns: s.max_at_ns,
-            bounds: s.bounds,
-            counts: Default::default(),
-            measures: None,
-            noise: None,
-            sweep: None,
-            timeline: None,
-            histogram: histogram::HistogramData::encode(hist),
-        }
-    }
-
     /// Adds the noise figures of an event-accounted probe (gaps over `threshold_ns`) whose
     /// values sum to `sum_ns` over `span_ns` of measurement.
     pub fn with_noise(mut self, threshold_ns: u64, sum_ns: u64, span_ns: u64) -> ProbeResult {
@@ -303,12 +283,6 @@ impl ProbeResult {
         self.bounds.is_none() && self.measures.is_none() && self.sweep.is_none()
     }
 
-    /// Whether this is its probe's headline series (the wake-up chain's `chain`, its ping-pong's
-    /// `pong`; a probe's only one).
-    pub fn is_headline(&self) -> bool {
-        crate::probe::registry::is_headline(&self.probe, self.series.as_deref())
-    }
-
     /// Where this result stands, for messages: `cpu3` or `all CPUs`.
     pub fn scope(&self) -> String {
         self.cpu.map_or("all".to_string(), |c| format!("cpu{c}"))
@@ -320,5 +294,35 @@ impl ProbeResult {
             Some(s) => format!("{}.{s}", self.probe),
             None => self.probe.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The document has one owner: this module names no stage, only the shared vocabulary
+    /// (`crate::vocab`) and itself; the stages fill its types.
+    #[test]
+    fn the_result_depends_on_the_vocabulary_alone() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/result");
+        // (spelt in two pieces, so that this test does not name a path itself)
+        let needle = ["crate", "::"].concat();
+        let mut files = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                for (i, _) in line.match_indices(&needle) {
+                    let rest = &line[i + needle.len()..];
+                    assert!(
+                        rest.starts_with("vocab") || rest.starts_with("result"),
+                        "{}:{}: the result names another module: {line}",
+                        path.display(),
+                        n + 1
+                    );
+                }
+            }
+            files += 1;
+        }
+        assert!(files >= 10, "read {files} files of {}", dir.display());
     }
 }

@@ -2,7 +2,7 @@
 //! series combined over its CPUs, the phases, the configuration as run, and the verdict.
 
 use crate::aggregate::Collector;
-use crate::audit::SystemInfo;
+use crate::result::system::SystemInfo;
 use crate::result::{Config, ProbeConfig, ProbeResult, RunResult, Status, WarmupConfig, SCHEMA};
 use crate::scenario::{RunLength, RunPlan, Warmup};
 use crate::verdict;
@@ -29,7 +29,7 @@ pub(super) fn run_result(
     interrupts: &Interrupts,
     command_line: Vec<String>,
     system: SystemInfo,
-    findings: Vec<crate::audit::findings::Finding>,
+    findings: Vec<crate::result::findings::Finding>,
     mut warnings: Vec<String>,
 ) -> RunResult {
     let interrupted_by = interrupts.which();
@@ -71,11 +71,11 @@ struct Assembly<'a> {
     measured_ns: u64,
     command_line: Vec<String>,
     system: SystemInfo,
-    findings: Vec<crate::audit::findings::Finding>,
-    tuning: Vec<crate::tuning::TuningRecord>,
+    findings: Vec<crate::result::findings::Finding>,
+    tuning: Vec<crate::result::tuning::TuningRecord>,
     trace: Option<crate::result::trace::TraceReport>,
-    loads: Vec<crate::load::manager::LoadRecord>,
-    containment: Option<crate::load::contain::Containment>,
+    loads: Vec<crate::result::load::LoadRecord>,
+    containment: Option<crate::result::load::Containment>,
     warnings: Vec<String>,
 }
 

@@ -3,10 +3,11 @@
 //! a timeline window that fits, and room (the file size limit) for what the run will write.
 //! Each refusal is one line naming the option and the fix.
 
-use crate::audit::SystemInfo;
 use crate::load::manager::find_program;
-use crate::load::spec::{Generator, LoadSpec};
+use crate::load::spec::LoadSpec;
 use crate::probe::{self, ProbePlan};
+use crate::result::load::Generator;
+use crate::result::system::SystemInfo;
 use crate::scenario::{LoadChoice, RunPlan};
 use crate::sys;
 use crate::verdict;

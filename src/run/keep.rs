@@ -12,7 +12,7 @@ use super::checks::{check_file_size_limit, result_size_estimate};
 use super::resolved::Resolved;
 use super::warnings::{busy_loop_warnings, load_priority_warnings, once};
 use super::{EXIT_FAILED, EXIT_PASSED};
-use crate::audit::SystemInfo;
+use crate::result::system::SystemInfo;
 use crate::scenario::RunPlan;
 use anyhow::anyhow;
 

@@ -7,8 +7,9 @@ use super::setup::start_loads;
 use super::signals::Interrupts;
 use super::warnings::{finish_watchdog, once};
 use super::{EXIT_FAILED, EXIT_PASSED};
-use crate::load::spec::{Generator, LoadSpec};
+use crate::load::spec::LoadSpec;
 use crate::report::json::JsonSink;
+use crate::result::load::Generator;
 use crate::sys;
 use anyhow::Result;
 
@@ -51,11 +52,11 @@ pub fn load_only(plan: LoadPlan, json: Option<&crate::scenario::JsonTarget>, com
 /// The report of `rtgauge load`: hackbench's own lines, what each load did, and the document.
 fn report_loads(
     plan: &LoadPlan,
-    records: &[crate::load::manager::LoadRecord],
+    records: &[crate::result::load::LoadRecord],
     sink: Option<JsonSink>,
     command_line: Vec<String>,
     interrupted_by: Option<String>,
-    containment: Option<crate::load::contain::Containment>,
+    containment: Option<crate::result::load::Containment>,
 ) -> Result<u8> {
     let mut text = String::new();
     for (s, r) in plan.specs.iter().zip(records) {

@@ -4,11 +4,11 @@
 
 use super::checks::{check_cpus, check_requirements, resolve_cpus, resolve_loads, timeline_window};
 use crate::aggregate::Collector;
-use crate::audit::SystemInfo;
 use crate::load::spec::LoadSpec;
 use crate::probe::registry::{self, RunTiming};
 use crate::probe::{self, ProbePlan, RunningProbes, SeriesKey, ThreadSched};
 use crate::result::sweep::{SweepResult, SweepStep};
+use crate::result::system::SystemInfo;
 use crate::result::ProbeResult;
 use crate::scenario::RunPlan;
 use crate::vocab::cpus::format_cpu_list;
@@ -101,7 +101,7 @@ impl Resolved {
         span: (u64, u64),
     ) -> ProbeResult {
         let plan = &self.probes[k.probe];
-        let mut r = ProbeResult::new(self.names(k), cpu, &stats, &hist);
+        let mut r = crate::aggregate::probe_result(self.names(k), cpu, &stats, &hist);
         r.measures = plan.probe.measures(k.series).map(str::to_string);
         let Some(threshold) = plan.probe.noise_threshold() else { return r };
         let s = plan.probe.schedule();
@@ -114,7 +114,7 @@ impl Resolved {
 /// The machine audited and the plan resolved against it; between stages the run lets go of
 /// the code the last one ran (see `sys::release_code_pages`).
 pub(super) fn against_machine(plan: &RunPlan) -> Result<(SystemInfo, Resolved)> {
-    let system = SystemInfo::probe();
+    let system = crate::audit::probe_system();
     let resolved = resolve(plan, &system)?;
     // Between stages the run lets go of the code the last one ran (parsing and planning here,
     // then the audit, the set-up, measuring, the report): each stage's code is resident only

@@ -3,11 +3,11 @@
 //! priority, before any load starts) and the loads under their watchdog.
 
 use super::signals::Interrupts;
-use crate::audit::SystemInfo;
 use crate::load::manager::LoadSet;
 use crate::load::spec::LoadSpec;
 use crate::load::watchdog::Watchdog;
 use crate::probe::{self, ProbePlan, SetupError};
+use crate::result::system::SystemInfo;
 use crate::scenario::RunPlan;
 use crate::sys;
 use anyhow::{anyhow, Result};
@@ -27,9 +27,9 @@ pub struct Held {
 /// What the run held, given back: the tuning's records, the loads' records and containment,
 /// and when it ended.
 pub struct Released {
-    pub tuning: Vec<crate::tuning::TuningRecord>,
-    pub loads: Vec<crate::load::manager::LoadRecord>,
-    pub containment: Option<crate::load::contain::Containment>,
+    pub tuning: Vec<crate::result::tuning::TuningRecord>,
+    pub loads: Vec<crate::result::load::LoadRecord>,
+    pub containment: Option<crate::result::load::Containment>,
     pub ended_at: std::time::SystemTime,
 }
 

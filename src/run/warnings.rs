@@ -3,10 +3,10 @@
 //! itself (threads held off their CPU, facts lost, page faults), failed loads; each said once.
 
 use crate::aggregate::Collector;
-use crate::audit::SystemInfo;
 use crate::load::spec::LoadSpec;
 use crate::load::watchdog::Watchdog;
 use crate::probe::ProbePlan;
+use crate::result::system::SystemInfo;
 use crate::scenario::RunPlan;
 use crate::vocab::cpus::format_cpu_list;
 use std::sync::Arc;
@@ -42,7 +42,7 @@ pub(super) fn once(warnings: Vec<String>) -> Vec<String> {
     warnings.into_iter().filter(|w| seen.insert(w.clone())).collect()
 }
 
-pub(super) fn load_failure_warnings(records: &[crate::load::manager::LoadRecord]) -> Vec<String> {
+pub(super) fn load_failure_warnings(records: &[crate::result::load::LoadRecord]) -> Vec<String> {
     records
         .iter()
         .filter(|l| l.failed)
@@ -59,7 +59,7 @@ pub(super) fn load_priority_warnings(
     specs: &[LoadSpec],
     system: &SystemInfo,
 ) -> Vec<String> {
-    use crate::load::spec::LoadPolicy;
+    use crate::result::load::LoadPolicy;
     // A SCHED_DEADLINE thread runs ahead of every FIFO/RR load.
     if !plan.policy.has_priority() {
         return Vec::new();

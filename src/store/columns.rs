@@ -3,7 +3,7 @@
 //! series — each column as LEB128 varints, runs of equal values (a window's count, its missed
 //! periods) as (value, length) pairs. Lossless: decoding gives back exactly what was encoded.
 
-use crate::aggregate::timeline::TimelineData;
+use crate::result::timeline::TimelineData;
 
 const MAGIC: &[u8; 4] = b"RTL1";
 /// A column's encoding: every value in a fixed number of bytes, or (value, run length) pairs.

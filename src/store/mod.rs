@@ -418,7 +418,7 @@ impl Store {
     /// The timelines go to a table of their own, one compact blob per series (`columns`); `r`
     /// is lent for that and comes back whole.
     pub fn save(&self, r: &mut RunResult, label: Option<&str>, imported_from: Option<&str>) -> Result<i64, String> {
-        let timelines: Vec<(usize, crate::aggregate::timeline::TimelineData)> =
+        let timelines: Vec<(usize, crate::result::timeline::TimelineData)> =
             r.probes.iter_mut().enumerate().filter_map(|(i, p)| p.timeline.take().map(|t| (i, t))).collect();
         let saved = self.save_parts(r, &timelines, label, imported_from);
         for (i, t) in timelines {
@@ -430,7 +430,7 @@ impl Store {
     fn save_parts(
         &self,
         r: &RunResult,
-        timelines: &[(usize, crate::aggregate::timeline::TimelineData)],
+        timelines: &[(usize, crate::result::timeline::TimelineData)],
         label: Option<&str>,
         imported_from: Option<&str>,
     ) -> Result<i64, String> {

@@ -14,6 +14,7 @@ pub mod journal;
 mod settings;
 mod shield;
 
+use crate::result::tuning::TuningRecord;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::Write;
@@ -74,63 +75,19 @@ impl TuneItem {
     }
 }
 
-/// What a tuning guard did, as recorded in the result.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct TuningRecord {
-    /// The setting, e.g. `/dev/cpu_dma_latency`.
-    pub setting: String,
-    /// The value asked for, e.g. `0us`, and what was done.
-    pub value: String,
-    /// What it was before (absent for the PM QoS request, which only adds a request).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub original: Option<String>,
-    pub applied: bool,
-    /// How and when the original state comes back.
-    pub restore: String,
-    /// Why it could not be applied, when it was not.
-    pub error: Option<String>,
-    /// Whether it was put back at the end of the run (absent where nothing was changed, and for
-    /// the PM QoS request, which the kernel drops).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub restored: Option<bool>,
-    /// Each item of a setting that covers many (the interrupts `--tune` moves), with what it was
-    /// and what became of it; `value` and `original` give their counts.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub items: Vec<TunedItem>,
-}
-
-/// One item of a [`TuningRecord`]: an interrupt's number, its CPUs before, and the outcome
-/// (`moved`, `kernel-managed or fixed`, or why not).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct TunedItem {
-    pub name: String,
-    pub original: String,
-    pub outcome: String,
-}
-
-impl TuningRecord {
-    fn new(setting: &str, value: &str) -> TuningRecord {
-        TuningRecord {
-            setting: setting.to_string(),
-            value: value.to_string(),
-            original: None,
-            applied: false,
-            restore: "written back at the end of the run from the journal of original values (after a SIGKILL: by the \
-                      run's guardian, the next rtgauge or 'rtgauge restore')"
-                .to_string(),
-            error: None,
-            restored: None,
-            items: Vec::new(),
-        }
-    }
-    fn applied(mut self, original: String) -> TuningRecord {
-        self.applied = true;
-        self.original = Some(original);
-        self
-    }
-    fn failed(mut self, error: String) -> TuningRecord {
-        self.error = Some(error);
-        self
+/// A record of `setting` set to `value`, not (yet) applied, restored from the journal.
+fn record(setting: &str, value: &str) -> TuningRecord {
+    TuningRecord {
+        setting: setting.to_string(),
+        value: value.to_string(),
+        original: None,
+        applied: false,
+        restore: "written back at the end of the run from the journal of original values (after a SIGKILL: by the \
+                  run's guardian, the next rtgauge or 'rtgauge restore')"
+            .to_string(),
+        error: None,
+        restored: None,
+        items: Vec::new(),
     }
 }
 
@@ -221,7 +178,7 @@ impl Tuning {
         if crate::sys::effective_uid() != 0 {
             t.journal_error = Some("changing system settings needs root: run rtgauge as root (nothing was changed)".into());
             for i in changes {
-                t.records.push(TuningRecord::new(i.name(), "").failed(t.journal_error.clone().unwrap_or_default()));
+                t.records.push(record(i.name(), "").failed(t.journal_error.clone().unwrap_or_default()));
             }
             return Ok(t);
         }
@@ -247,7 +204,7 @@ impl Tuning {
                 // Without a journal nothing may change: a SIGKILL would leave it changed.
                 t.journal_error = Some(format!("{e}: nothing was changed"));
                 for i in changes {
-                    t.records.push(TuningRecord::new(i.name(), "").failed(t.journal_error.clone().unwrap_or_default()));
+                    t.records.push(record(i.name(), "").failed(t.journal_error.clone().unwrap_or_default()));
                 }
                 return Ok(t);
             }

@@ -3,7 +3,8 @@
 //! journal before the file is written.
 
 use super::journal::{Journal, Undo};
-use super::TuningRecord;
+use super::record;
+use crate::result::tuning::TuningRecord;
 use crate::vocab::cpus::format_cpu_list;
 
 fn read(path: &str) -> Result<String, String> {
@@ -35,7 +36,7 @@ const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 
 /// RT throttling off for the run (`sched_rt_runtime_us` = -1).
 pub(super) fn rt_throttling(j: &mut Journal) -> TuningRecord {
-    let r = TuningRecord::new(RT_RUNTIME, "-1 (RT throttling off)");
+    let r = record(RT_RUNTIME, "-1 (RT throttling off)");
     match set_file(j, RT_RUNTIME, "-1") {
         Ok(original) => r.applied(original),
         Err(e) => r.failed(e),
@@ -44,7 +45,7 @@ pub(super) fn rt_throttling(j: &mut Journal) -> TuningRecord {
 
 /// The performance governor on every measured CPU that has cpufreq.
 pub(super) fn governor(j: &mut Journal, cpus: &[usize]) -> TuningRecord {
-    let r = TuningRecord::new(&format!("cpufreq governor of CPUs {}", format_cpu_list(cpus)), "performance");
+    let r = record(&format!("cpufreq governor of CPUs {}", format_cpu_list(cpus)), "performance");
     let base = "/sys/devices/system/cpu";
     let with: Vec<usize> =
         cpus.iter().copied().filter(|c| std::path::Path::new(&format!("{base}/cpu{c}/cpufreq")).exists()).collect();
@@ -89,7 +90,7 @@ fn irqs() -> Vec<(u32, String)> {
 /// (per-queue ones of NVMe and network cards) cannot move; they are counted.
 pub(super) fn irq_affinity(j: &mut Journal, measured: &[usize], housekeeping: &[usize]) -> TuningRecord {
     let target = format_cpu_list(housekeeping);
-    let mut r = TuningRecord::new("interrupt affinity (/proc/irq/*/smp_affinity_list)", &format!("CPUs {target}"));
+    let mut r = record("interrupt affinity (/proc/irq/*/smp_affinity_list)", &format!("CPUs {target}"));
     if housekeeping.is_empty() {
         return r.failed("every online CPU is measured, so interrupts have nowhere else to go: measure a subset (--cpus)".into());
     }
@@ -129,7 +130,7 @@ pub(super) fn irq_affinity(j: &mut Journal, measured: &[usize], housekeeping: &[
                     format!("not moved: {why}")
                 }
             };
-        r.items.push(super::TunedItem { name: n.to_string(), original: list.clone(), outcome });
+        r.items.push(crate::result::tuning::TunedItem { name: n.to_string(), original: list.clone(), outcome });
     }
     let mask = housekeeping.iter().filter(|&&c| c < 128).fold(0u128, |m, &c| m | (1 << c));
     let default = set_file(j, "/proc/irq/default_smp_affinity", &format!("{mask:x}"));

@@ -20,9 +20,10 @@
 //! its parent can spare, or not made.
 
 use super::journal::{Journal, Undo};
-use super::TuningRecord;
+use super::record;
 use crate::audit::cgroups;
 use crate::audit::tasks::{self, TaskStat};
+use crate::result::tuning::TuningRecord;
 use crate::vocab::cpus::format_cpu_list;
 use std::path::{Path, PathBuf};
 
@@ -55,7 +56,7 @@ fn s(p: &Path) -> String {
 
 /// Sets the `measured` CPUs apart; `housekeeping` are the others (at least one).
 pub(super) fn make(j: &mut Journal, measured: &[usize], housekeeping: &[usize]) -> (TuningRecord, Option<Shield>) {
-    let r = TuningRecord::new("cpuset shield", &format!("CPUs {} for the measurement only", format_cpu_list(measured)));
+    let r = record("cpuset shield", &format!("CPUs {} for the measurement only", format_cpu_list(measured)));
     if housekeeping.is_empty() {
         return (
             r.failed("every online CPU is measured, so no other task could run anywhere: measure a subset (--cpus)".into()),

@@ -72,7 +72,7 @@ impl<'a> Target<'a> {
             bounded: p.bounds.is_some(),
             not_latency: p.measures.is_some(),
             swept: p.sweep.is_some(),
-            headline: p.is_headline(),
+            headline: crate::probe::registry::is_headline(&p.probe, p.series.as_deref()),
         }
     }
 }
@@ -265,7 +265,7 @@ pub fn evaluate(
         for p in per_cpu {
             // (judged by its headline series, the strictest: the chain holds the handler's misses)
             if p.sweep.is_some() {
-                if p.is_headline() {
+                if crate::probe::registry::is_headline(&p.probe, p.series.as_deref()) {
                     checks.push(check(&swept, p));
                 }
                 continue;
@@ -345,7 +345,7 @@ pub fn evaluate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aggregate::new_histogram;
+    use crate::result::histogram::new_histogram;
     use crate::result::histogram::HistogramData;
     use crate::scenario::require::parse_requirement;
 

@@ -3,8 +3,8 @@
 //! interrupts that may land on them.
 
 use super::{cpu_list_file, cpu_mask, words, Ctx};
-use crate::audit::findings::{Finding, Severity};
 use crate::audit::read_trim;
+use crate::result::findings::{Finding, Severity};
 use crate::vocab::cpus::{format_cpu_list, parse_cpu_list};
 use serde_json::json;
 

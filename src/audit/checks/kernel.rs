@@ -2,8 +2,8 @@
 //! threading, tracing support, and whether it runs under a hypervisor.
 
 use super::{words, Ctx};
-use crate::audit::findings::{Finding, Severity};
 use crate::audit::read_trim;
+use crate::result::findings::{Finding, Severity};
 use serde_json::json;
 
 pub(super) fn preemption(c: &Ctx) -> Finding {

@@ -1,8 +1,8 @@
 //! Checks of memory management: swap and transparent huge pages.
 
 use super::Ctx;
-use crate::audit::findings::{Finding, Severity};
 use crate::audit::read_trim;
+use crate::result::findings::{Finding, Severity};
 use serde_json::json;
 
 pub(super) fn swap(_c: &Ctx) -> Finding {

@@ -9,9 +9,9 @@ mod kernel;
 mod memory;
 mod sched;
 
-use super::findings::Finding;
 use super::kconfig::KernelConfig;
-use super::SystemInfo;
+use crate::result::findings::Finding;
+use crate::result::system::SystemInfo;
 use crate::vocab::cpus::parse_cpu_list;
 
 /// What the audit is about: the CPUs measured and the priority they are measured at.
@@ -132,7 +132,7 @@ mod tests {
 
     #[test]
     fn every_check_reports_on_this_machine() {
-        let system = SystemInfo::probe();
+        let system = crate::audit::probe_system();
         let scope = Scope { cpus: system.online_cpus.clone(), priority: 80 };
         let findings = audit(&system, &scope);
         assert_eq!(findings.len(), CHECKS.len());
@@ -142,7 +142,7 @@ mod tests {
         assert_eq!(ids.len(), CHECKS.len(), "ids are unique");
         for f in &findings {
             assert!(!f.observed.is_empty() && !f.why.is_empty() && !f.title.is_empty(), "{f:?}");
-            if f.severity >= super::super::findings::Severity::Warn {
+            if f.severity >= crate::result::findings::Severity::Warn {
                 assert!(f.fix.is_some() || f.persistent.is_some(), "a warning says what to do: {f:?}");
             }
         }

@@ -3,9 +3,9 @@
 //! priority-inheritance mutexes (tried, not assumed).
 
 use super::{words, Ctx};
-use crate::audit::findings::{Finding, Severity};
 use crate::audit::read_trim;
 use crate::audit::tasks::{self, TaskStat};
+use crate::result::findings::{Finding, Severity};
 use serde_json::json;
 
 pub(super) fn rt_throttling(c: &Ctx) -> Finding {

@@ -1,0 +1,53 @@
+//! Where an imported run came from, as the result document records it
+//! (`RunResult::imported`): the tool, its format, the file rtgauge read and its hash, and the
+//! fields the file leaves unstated. The importers (`interchange`) fill it in.
+
+use serde::{Deserialize, Serialize};
+
+/// Where an imported run came from (`RunResult::imported`): what rtgauge saw, not what the file
+/// says of itself (except the tool's version and command line, which only the file knows).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Imported {
+    /// `cyclictest`, `jitterdebugger`, `oslat` or `rtgauge`.
+    pub tool: String,
+    /// As the file says (null: it does not say).
+    pub tool_version: Option<String>,
+    /// `cyclictest-json`, `cyclictest-hist`, `jitterdebugger-json`, `oslat-json`, `rtgauge-json`.
+    pub format: String,
+    /// The file rtgauge read: the path of the file it opened, links resolved.
+    pub source: String,
+    /// The SHA-256 (hex) of the bytes rtgauge read and imported (absent in documents of older
+    /// versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// The tool's command line, when the file holds it.
+    pub command_line: Option<String>,
+    /// The fields of the document the file does not state (`config.policy`, `measured_ns`, ...,
+    /// see [`UNKNOWABLE`]): their values are placeholders, and every report shows them as unknown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<String>,
+}
+
+/// The fields an imported file may leave unstated (`Imported::unknown`).
+pub const UNKNOWABLE: [&str; 8] = [
+    "config.policy",
+    "config.priority",
+    "config.mlockall",
+    "config.interval_ns",
+    "config.warmup",
+    "measured_ns",
+    "started_at",
+    "system.preemption",
+];
+
+impl Imported {
+    /// Whether the file leaves `field` (one of [`UNKNOWABLE`]) unstated.
+    pub fn unknown(&self, field: &str) -> bool {
+        self.unknown.iter().any(|u| u == field)
+    }
+}
+
+/// Whether `r` is an imported run whose file leaves `field` unstated.
+pub fn unknown(r: &super::RunResult, field: &str) -> bool {
+    r.imported.as_ref().is_some_and(|i| i.unknown(field))
+}
