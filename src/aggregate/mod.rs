@@ -164,7 +164,7 @@ impl Tally {
 pub struct Account {
     pub key: SeriesKey,
     pub schedule: Schedule,
-    /// The probe's bounds (see `Probe::bounds`).
+    /// The probe's bounds (see `Accounting::bounds`).
     pub bounds: Option<(u64, u64)>,
     /// Its facts are events in windows of `interval_ns` (the noise probe's gaps), not periods:
     /// a window without a fact is a quiet one; only windows its thread never reached (held off
@@ -312,9 +312,9 @@ impl Kind {
 pub struct SeriesPlan {
     pub key: SeriesKey,
     pub schedule: Schedule,
-    /// Its probe's bounds (see `Probe::bounds`).
+    /// Its probe's bounds (see `Accounting::bounds`).
     pub bounds: Option<(u64, u64)>,
-    /// Its facts are events (`Probe::events`): no period is ever missed.
+    /// Its facts are events (`Accounting::events`): no period is ever missed.
     pub events: bool,
 }
 

@@ -186,12 +186,12 @@ pub fn probe_system() -> SystemInfo {
         hostname: read_trim("/proc/sys/kernel/hostname").unwrap_or_default(),
         kernel_release: release,
         kernel_version: uname_v,
-        architecture: sys::uname_machine(),
+        architecture: sys::host::uname_machine(),
         preemption,
         cpu_model: cpu_model(),
         allowed_cpus: {
             let online = online_cpus();
-            match sys::allowed_cpus() {
+            match sys::sched::allowed_cpus() {
                 Ok(allowed) => online.iter().copied().filter(|c| allowed.contains(c)).collect(),
                 Err(_) => online.clone(),
             }
@@ -200,9 +200,9 @@ pub fn probe_system() -> SystemInfo {
         clocksource: read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
         sched_rt_runtime_us: read_trim("/proc/sys/kernel/sched_rt_runtime_us").and_then(|s| s.parse().ok()),
         sched_rt_period_us: read_trim("/proc/sys/kernel/sched_rt_period_us").and_then(|s| s.parse().ok()),
-        effective_uid: sys::effective_uid(),
-        rlimit_rtprio: sys::rtprio_limit().unwrap_or(Some(0)),
-        rlimit_memlock: sys::memlock_limit().unwrap_or(Some(0)),
+        effective_uid: sys::process::effective_uid(),
+        rlimit_rtprio: sys::process::rtprio_limit().unwrap_or(Some(0)),
+        rlimit_memlock: sys::process::memlock_limit().unwrap_or(Some(0)),
         cap_sys_nice: has_capability(CAP_SYS_NICE),
         cap_ipc_lock: has_capability(CAP_IPC_LOCK),
         cpu_cgroup,

@@ -256,20 +256,9 @@ pub struct RunArgs {
     /// its values, --require adds to its requirements
     #[arg(short, long, value_name = "FILE|NAME", allow_hyphen_values = true)]
     pub scenario: Option<String>,
-    /// What to measure, repeatable: a probe with options and CPUs, NAME[:key=value,...][@CPUS],
-    /// e.g. 'timer:interval=500us@0-1'. Probes: timer (wake-up latency; interval=,
-    /// wait=nanosleep-abs|nanosleep-rel|timerfd|posix-timer|select|poll|itimer; itimer measures one CPU), period (a cyclic
-    /// loop's cycle lengths; interval=10ms, below=, above=, warmup=CYCLES), wakeup (a handler at
-    /// FIFO 99 woken by a timer wakes a task at FIFO 98: series chain, handler, task; interval= or
-    /// rate=, via=eventfd|futex|pipe|mq|signal|sem|pi-mutex, cross (the task on the next CPU),
-    /// priority=99; rate=sweep raises the rate step by step to find the highest sustained:
-    /// rates=1k/2k/.../150k, bound=, all; shape=ping-pong times rt-tests' shape instead, a
-    /// receiver and a sender both at priority=: series pong, ping), noise (a busy loop's gaps over a threshold, as oslat:
-    /// threshold=1us; give it CPUs of its own), udp (round trips to 'rtgauge udp-echo' on another
-    /// host: target=ADDR:PORT, rate=1000 or interval=, size=64, busy-poll=, so-priority=), event
-    /// (external events on one CPU: gpio=CHIP:LINE with edge=, bias=, or uio=/dev/uioN with
-    /// ack=BAR:OFFSET=VALUE) [default: timer on every measured CPU]
-    #[arg(long = "measure", value_name = "PROBE", allow_hyphen_values = true)]
+    // What to measure, repeatable: a probe with options and CPUs. The help is the registry's, each
+    // probe's own line from its module.
+    #[arg(long = "measure", value_name = "PROBE", allow_hyphen_values = true, help = crate::probe::registry::measure_help())]
     pub measure: Vec<String>,
     /// Period of the timer (and of --loops and a warm-up in samples): 100us, 0.5ms, 1ms, ...
     /// [default: 1ms, or the first --measure probe's own interval]

@@ -56,7 +56,7 @@ fn since_rfc3339(v: &str) -> Result<String> {
         let (m, d) = (v[5..7].parse::<u32>().unwrap_or(0), v[8..10].parse::<u32>().unwrap_or(0));
         return if (1..=12).contains(&m) && (1..=31).contains(&d) { Ok(format!("{v}T00:00:00.000Z")) } else { Err(bad()) };
     }
-    if let Ok(age) = humantime::parse_duration(v) {
+    if let Ok(age) = crate::vocab::units::parse_age(v) {
         // Counted from the epoch in checked arithmetic: an age reaching before 1970 (`1000000d`)
         // or beyond any date is an error, not a panic.
         let now = std::time::SystemTime::now()

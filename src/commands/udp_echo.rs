@@ -30,17 +30,17 @@ pub fn udp_echo(args: &UdpEchoArgs) -> Result<u8> {
         std::net::UdpSocket::bind(addr).map_err(|e| anyhow!("cannot listen on {addr}: {e}; choose another address or port"))?;
     socket.set_nonblocking(true)?;
     if let Some(cpu) = args.cpu {
-        sys::pin_thread_to_cpu(cpu).map_err(|e| anyhow!("cannot pin to CPU {cpu}: {e}"))?;
+        sys::sched::pin_thread_to_cpu(cpu).map_err(|e| anyhow!("cannot pin to CPU {cpu}: {e}"))?;
     }
     if args.priority > 0 {
-        sys::set_thread_scheduler(sys::Policy::Fifo, args.priority)
+        sys::sched::set_thread_scheduler(crate::vocab::policy::Policy::Fifo, args.priority)
             .map_err(|e| anyhow!("cannot run at SCHED_FIFO {}: {e}; run as root or give --priority 0", args.priority))?;
     }
-    let _ = sys::lock_all_memory();
+    let _ = sys::mem::lock_all_memory();
     crate::report::out::err_line(&format!("rtgauge udp-echo: listening on {}", socket.local_addr()?));
     // The end is looked at by the echo itself: a thread to end it would share its CPU and
     // priority, and wait behind it as long as datagrams come.
-    let until = duration.map(|ns| sys::monotonic_ns().saturating_add(ns));
+    let until = duration.map(|ns| sys::time::monotonic_ns().saturating_add(ns));
     let e = probe::udp::echo(&socket, &interrupts.stop, until)?;
     let dropped = serde_json::json!({
         "from_itself": e.from_itself, "replies": e.replies, "short": e.short, "from_service": e.from_service

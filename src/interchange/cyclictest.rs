@@ -70,7 +70,12 @@ pub fn from_json(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, String
         series.push(s);
     }
     series.sort_by_key(|s| s.cpu);
-    let mut f = super::foreign::rt_tests(doc, mtime, ("cyclictest", "cyclictest-json", "timer"), series);
+    let mut f = super::foreign::rt_tests(
+        doc,
+        mtime,
+        ("cyclictest", "cyclictest-json", crate::probe::registry::of_tool("cyclictest")),
+        series,
+    );
     f.interval_ns = interval;
     f.priority = option_value(&command_line, "-p", "--priority").and_then(|p| p.parse().ok());
     f.mlockall = has_flag(&command_line, "-m", "--mlockall");
@@ -248,7 +253,7 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
     let mut f = Foreign {
         tool: "cyclictest",
         format: "cyclictest-hist",
-        probe: "timer",
+        probe: crate::probe::registry::of_tool("cyclictest"),
         started_at: mtime.into(),
         ended_at: mtime.into(),
         host: "unknown".into(),

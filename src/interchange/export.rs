@@ -5,6 +5,7 @@
 
 use crate::result::{ProbeResult, RunResult};
 use crate::vocab::percentiles::REPORTED;
+use crate::vocab::text::xml_escape;
 use std::fmt::Write as _;
 use std::io::Write;
 
@@ -29,7 +30,7 @@ impl From<std::io::Error> for Failure {
 /// `probe` chooses the probe of the cyclictest formats (default: the first), `rows` the
 /// histogram's rows (`cyclictest-hist`, at most [`super::cyclictest::MAX_ROWS`]).
 pub fn export(r: &RunResult, format: &str, probe: Option<&str>, rows: Option<u64>, out: &mut dyn Write) -> Result<(), Failure> {
-    let probe = probe.or(r.probes.first().map(|p| p.probe.as_str())).unwrap_or("timer");
+    let probe = probe.or(r.probes.first().map(|p| p.probe.as_str())).unwrap_or(crate::probe::registry::of_tool("cyclictest"));
     let text = match format {
         "json" => serde_json::to_string_pretty(r).map(|s| s + "\n").map_err(|e| Failure::Refused(e.to_string()))?,
         "csv" => csv(r),
@@ -77,20 +78,6 @@ fn csv(r: &RunResult) -> String {
         s += &(cells.join(",") + "\n");
     }
     s
-}
-
-pub(super) fn xml_escape(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '&' => "&amp;".into(),
-            '<' => "&lt;".into(),
-            '>' => "&gt;".into(),
-            '"' => "&quot;".into(),
-            '\'' => "&apos;".into(),
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => " ".into(),
-            c => c.to_string(),
-        })
-        .collect()
 }
 
 /// JUnit XML: a test suite per run, a test case per check (criterion and scope); with no

@@ -9,9 +9,8 @@
 //! As rteval does, the statistics are computed from the 1 µs histogram; the maximum is the
 //! measured one (µs, rounded down, as cyclictest prints it).
 
-use super::export::xml_escape;
-use crate::probe::timer;
 use crate::result::{ProbeResult, RunResult};
+use crate::vocab::text::xml_escape;
 use std::fmt::Write;
 
 /// rteval's statistics of a histogram of 1 µs buckets (index µs, count).
@@ -128,7 +127,7 @@ pub fn write(r: &RunResult) -> String {
     let command = xml_escape(&super::export::command_line(r));
     for label in labels {
         let entries: Vec<&ProbeResult> = r.probes.iter().filter(|p| p.label() == label && p.cpu.is_some()).collect();
-        let (open, close) = if label == timer::NAME {
+        let (open, close) = if label == crate::probe::registry::of_tool("cyclictest") {
             (format!("    <cyclictest command_line=\"{command}\">\n"), "    </cyclictest>\n".to_string())
         } else {
             (

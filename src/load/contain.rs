@@ -106,7 +106,7 @@ impl RunCgroup {
             }
         };
         if let Some((policy, priority)) = rt {
-            let trial = crate::sys::Containment {
+            let trial = crate::sys::process::Containment {
                 cgroup_procs: Some(cg.procs()),
                 policy: Some((policy, priority)),
                 ..Default::default()
@@ -202,7 +202,7 @@ fn pids(path: &Path) -> Vec<i32> {
 
 fn kill_listed(path: &Path) {
     for pid in pids(path) {
-        crate::sys::kill_process(pid, signal_hook::consts::SIGKILL);
+        crate::sys::signal::kill_process(pid, signal_hook::consts::SIGKILL);
     }
 }
 

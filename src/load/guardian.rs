@@ -50,7 +50,7 @@ pub fn main() -> u8 {
         }
     }
     for g in &groups {
-        let _ = crate::sys::signal_group(*g, signal_hook::consts::SIGKILL);
+        let _ = crate::sys::signal::signal_group(*g, signal_hook::consts::SIGKILL);
     }
     for d in &dirs {
         let _ = std::fs::remove_dir_all(d);

@@ -10,7 +10,7 @@
 //! ([`StartReport`]): loads start together, each confirmed (or failed) when its pipe says so,
 //! not one after the other (a launcher takes long to start under an emulator).
 
-use crate::sys::{self, Containment};
+use crate::sys::{self, process::Containment};
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
@@ -24,7 +24,7 @@ const CANNOT_START: u8 = 125;
 /// Entry point of `rtgauge __contain [-- PROGRAM ARGS...]`: without a program, it only applies
 /// the containment and exits (to try a policy inside a cgroup).
 pub fn main(argv: &[OsString]) -> u8 {
-    let Ok(mut report) = sys::take_start_report() else { return CANNOT_START };
+    let Ok(mut report) = sys::process::take_start_report() else { return CANNOT_START };
     let mut fail = |why: String| {
         let _ = report.write_all(why.as_bytes());
         CANNOT_START
@@ -33,7 +33,7 @@ pub fn main(argv: &[OsString]) -> u8 {
         Ok(Ok(c)) => c,
         _ => return fail(format!("{ENV} is missing or unreadable (an internal command of rtgauge)")),
     };
-    if let Err(why) = sys::contain_self(&c) {
+    if let Err(why) = sys::process::contain_self(&c) {
         return fail(why);
     }
     let Some((program, args)) = argv.split_first() else { return 0 };
@@ -48,7 +48,7 @@ impl StartReport {
     /// `None` while the launcher is still on its way (only with `wait` false); then `Ok` once
     /// its program runs, or why it could not start.
     pub fn outcome(&mut self, wait: bool) -> Option<Result<(), String>> {
-        if !wait && !sys::readable_now(&self.0) {
+        if !wait && !sys::fd::readable_now(&self.0) {
             return None;
         }
         let mut why = String::new();
@@ -104,7 +104,7 @@ fn launcher(exe: &[OsString], c: &Containment) -> Result<Command, String> {
 
 /// Spawns the launcher with the start-report pipe as its standard input.
 fn start(mut cmd: Command) -> Result<(Child, StartReport), String> {
-    let (read, write) = sys::start_report_pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
+    let (read, write) = sys::process::start_report_pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
     cmd.stdin(Stdio::from(write));
     let spawned = cmd.spawn();
     drop(cmd); // closes rtgauge's copy of the pipe's write end

@@ -10,7 +10,7 @@ use super::guardian::Guardian;
 use super::spec::LoadSpec;
 use super::worker::{WorkerReport, ENV_DIR, ENV_ONCE, ENV_SPEC};
 use crate::result::load::{Endings, Generator, LoadPolicy, LoadRecord, LoadUsage};
-use crate::sys::{self, ChildEnd, ChildUsage, Containment};
+use crate::sys::{self, process::ChildEnd, process::ChildUsage, process::Containment};
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::PathBuf;
@@ -200,8 +200,8 @@ impl LoadSet {
         use super::contain::RunCgroup;
         use crate::result::load::Containment;
         let rt = specs.iter().find_map(|s| match s.policy {
-            Some(LoadPolicy::Fifo(p)) => Some((sys::SCHED_FIFO, p)),
-            Some(LoadPolicy::Rr(p)) => Some((sys::SCHED_RR, p)),
+            Some(LoadPolicy::Fifo(p)) => Some((sys::sched::SCHED_FIFO, p)),
+            Some(LoadPolicy::Rr(p)) => Some((sys::sched::SCHED_RR, p)),
             _ => None,
         });
         match RunCgroup::create(rt, &self.exe, parent) {
@@ -289,11 +289,11 @@ impl LoadSet {
             cpus: self.cpus.clone(),
             nice: load.spec.nice,
             policy: load.spec.policy.map(|p| match p {
-                LoadPolicy::Other => (sys::SCHED_OTHER, 0),
-                LoadPolicy::Batch => (sys::SCHED_BATCH, 0),
-                LoadPolicy::Idle => (sys::SCHED_IDLE, 0),
-                LoadPolicy::Fifo(n) => (sys::SCHED_FIFO, n),
-                LoadPolicy::Rr(n) => (sys::SCHED_RR, n),
+                LoadPolicy::Other => (sys::sched::SCHED_OTHER, 0),
+                LoadPolicy::Batch => (sys::sched::SCHED_BATCH, 0),
+                LoadPolicy::Idle => (sys::sched::SCHED_IDLE, 0),
+                LoadPolicy::Fifo(n) => (sys::sched::SCHED_FIFO, n),
+                LoadPolicy::Rr(n) => (sys::sched::SCHED_RR, n),
             }),
         };
         match super::launch::spawn(&self.exe, &cmd, &containment, stdout, Stdio::null()) {
@@ -305,7 +305,7 @@ impl LoadSet {
                     g.insert(child.id() as i32);
                 }
                 load.record.runs += 1;
-                let now = sys::monotonic_ns();
+                let now = sys::time::monotonic_ns();
                 load.started_mono.get_or_insert(now);
                 load.running =
                     Some(Running { child, stopping: false, started_mono: now, report: Some(report), start_error: None });
@@ -323,7 +323,7 @@ impl LoadSet {
         let load = &mut self.loads[i];
         let mut run = load.running.take().expect("running");
         // The leader is gone; whatever it left in its group (a command's own children) goes too.
-        let _ = sys::signal_group(run.child.id() as i32, signal_hook::consts::SIGKILL);
+        let _ = sys::signal::signal_group(run.child.id() as i32, signal_hook::consts::SIGKILL);
         if let Some(g) = &mut self.guardian {
             g.release_group(run.child.id() as i32);
         }
@@ -389,7 +389,7 @@ impl LoadSet {
                 crate::vocab::units::Nanos(MAX_BACKOFF.as_nanos() as u64)
             ));
         }
-        let lasted = Duration::from_nanos(sys::monotonic_ns().saturating_sub(started_mono));
+        let lasted = Duration::from_nanos(sys::time::monotonic_ns().saturating_sub(started_mono));
         load.backoff = if lasted >= QUICK_RUN { Duration::ZERO } else { (load.backoff * 2).clamp(FIRST_BACKOFF, MAX_BACKOFF) };
     }
 
@@ -434,7 +434,7 @@ impl LoadSet {
         for i in 0..self.loads.len() {
             // Reap a run that ended.
             let ended = match &mut self.loads[i].running {
-                Some(r) => match sys::wait_child(r.child.id() as i32, false) {
+                Some(r) => match sys::process::wait_child(r.child.id() as i32, false) {
                     Ok(Some((end, usage))) => Some((end, usage)),
                     _ => None,
                 },
@@ -449,10 +449,10 @@ impl LoadSet {
                 if restart && load.backoff.is_zero() {
                     self.spawn(i);
                 } else if restart {
-                    load.restart_at = Some(sys::monotonic_ns() + load.backoff.as_nanos() as u64);
+                    load.restart_at = Some(sys::time::monotonic_ns() + load.backoff.as_nanos() as u64);
                 } else {
                     load.done = true;
-                    load.stopped_mono = Some(sys::monotonic_ns());
+                    load.stopped_mono = Some(sys::time::monotonic_ns());
                 }
                 continue;
             }
@@ -486,7 +486,7 @@ impl LoadSet {
             l.running.as_ref().is_some_and(|r| r.stopping)
                 || (l.running.is_some() && matches!(l.spec.generator, Generator::Cmd { .. }))
         });
-        let soon = busy.then(|| sys::monotonic_ns() + POLL.as_nanos() as u64);
+        let soon = busy.then(|| sys::time::monotonic_ns() + POLL.as_nanos() as u64);
         self.loads
             .iter()
             .filter(|l| !l.done)
@@ -505,7 +505,7 @@ impl LoadSet {
     fn stop(&mut self, i: usize) {
         if let Some(r) = &mut self.loads[i].running {
             r.stopping = true;
-            let _ = sys::signal_group(r.child.id() as i32, signal_hook::consts::SIGTERM);
+            let _ = sys::signal::signal_group(r.child.id() as i32, signal_hook::consts::SIGTERM);
         }
     }
 
@@ -525,9 +525,9 @@ impl LoadSet {
             for i in 0..self.loads.len() {
                 let pid = self.loads[i].running.as_ref().map(|r| r.child.id() as i32);
                 if let Some(pid) = pid {
-                    if let Ok(Some((end, usage))) = sys::wait_child(pid, false) {
+                    if let Ok(Some((end, usage))) = sys::process::wait_child(pid, false) {
                         self.collect(i, end, usage);
-                        self.loads[i].stopped_mono = Some(sys::monotonic_ns());
+                        self.loads[i].stopped_mono = Some(sys::time::monotonic_ns());
                     }
                 }
             }
@@ -537,7 +537,7 @@ impl LoadSet {
             if std::time::Instant::now() >= deadline {
                 for l in &self.loads {
                     if let Some(r) = &l.running {
-                        let _ = sys::signal_group(r.child.id() as i32, signal_hook::consts::SIGKILL);
+                        let _ = sys::signal::signal_group(r.child.id() as i32, signal_hook::consts::SIGKILL);
                     }
                 }
             }

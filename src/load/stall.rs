@@ -69,18 +69,18 @@ impl StallPlan {
 
 /// Waits `delay`, then spins on `cpu` at SCHED_FIFO `priority` for `duration`.
 pub fn run(plan: StallPlan) -> Result<StallReport, String> {
-    sys::set_thread_name(&plan.name).map_err(|e| format!("cannot name the thread '{}': {e}", plan.name))?;
-    sys::pin_thread_to_cpu(plan.cpu).map_err(|e| format!("cannot pin to CPU {}: {e}", plan.cpu))?;
-    sys::set_thread_scheduler(Policy::Fifo, plan.priority)
+    sys::process::set_thread_name(&plan.name).map_err(|e| format!("cannot name the thread '{}': {e}", plan.name))?;
+    sys::sched::pin_thread_to_cpu(plan.cpu).map_err(|e| format!("cannot pin to CPU {}: {e}", plan.cpu))?;
+    sys::sched::set_thread_scheduler(Policy::Fifo, plan.priority)
         .map_err(|e| format!("cannot run at SCHED_FIFO {}: {e}; run as root (a stall needs RT priority)", plan.priority))?;
-    let begin = sys::monotonic_ns() + plan.delay_ns;
-    sys::sleep_until_monotonic(begin);
-    let start_ns = sys::monotonic_ns();
+    let begin = sys::time::monotonic_ns() + plan.delay_ns;
+    sys::time::sleep_until_monotonic(begin);
+    let start_ns = sys::time::monotonic_ns();
     let deadline = start_ns + plan.duration_ns;
     let mut end_ns = start_ns;
     while end_ns < deadline {
         std::hint::spin_loop();
-        end_ns = sys::monotonic_ns();
+        end_ns = sys::time::monotonic_ns();
     }
     Ok(StallReport {
         cpu: plan.cpu,
@@ -90,6 +90,6 @@ pub fn run(plan: StallPlan) -> Result<StallReport, String> {
         end_ns,
         duration_ns: end_ns - start_ns,
         name: plan.name.chars().take(15).collect(),
-        tid: sys::thread_id(),
+        tid: sys::process::thread_id(),
     })
 }

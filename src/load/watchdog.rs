@@ -49,7 +49,7 @@ impl Demoter {
 
     /// Moves every RT thread of the loads to SCHED_OTHER; returns how many it moved.
     pub fn demote(&self) -> usize {
-        self.threads().into_iter().filter(|&t| crate::sys::demote_task(t)).count()
+        self.threads().into_iter().filter(|&t| crate::sys::sched::demote_task(t)).count()
     }
 }
 
@@ -80,7 +80,7 @@ impl Watchdog {
         let (tx, rx) = std::sync::mpsc::channel();
         let (d, dn, dm) = (deadline.clone(), done.clone(), demoted.clone());
         std::thread::Builder::new().name("rtgauge-watchdog".into()).stack_size(64 * 1024).spawn(move || {
-            let how = crate::sys::set_thread_deadline(RUNTIME_NS, PERIOD_NS, PERIOD_NS).map_err(|e| e.to_string());
+            let how = crate::sys::sched::set_thread_deadline(RUNTIME_NS, PERIOD_NS, PERIOD_NS).map_err(|e| e.to_string());
             let _ = tx.send(how);
             watch(wake, &d, &dn, &stop, &demoter, &dm);
         })?;
@@ -115,18 +115,18 @@ fn watch(
     let mut acting = false;
     while !done.load(Relaxed) {
         let until = if acting {
-            Some(crate::sys::monotonic_ns() + 1_000_000_000)
+            Some(crate::sys::time::monotonic_ns() + 1_000_000_000)
         } else {
             Some(deadline.load(Relaxed)).filter(|&d| d != u64::MAX)
         };
-        if crate::sys::wait_readable_until(&wake, until).is_err() {
+        if crate::sys::fd::wait_readable_until(&wake, until).is_err() {
             return;
         }
         while wake.read(&mut buf).is_ok_and(|n| n > 0) {}
         if done.load(Relaxed) {
             return;
         }
-        acting |= stop.load(Relaxed) || crate::sys::monotonic_ns() >= deadline.load(Relaxed);
+        acting |= stop.load(Relaxed) || crate::sys::time::monotonic_ns() >= deadline.load(Relaxed);
         if acting {
             demoted.fetch_add(demoter.demote() as u64, Relaxed);
         }

@@ -21,13 +21,17 @@
 //! one-line errors before anything runs. The loop allocates nothing, locks nothing, prints
 //! nothing; it waits with `ppoll` in slices so a stop is seen within 50 ms.
 
-use super::{Handoff, Probe, Role, RtLoop, Schedule};
+use super::options::{named, schedule, Given, ProbeOptions, RunTiming};
+use super::{Accounting, Class, Handoff, Missed, Plugin, Probe, Role, RtLoop, Schedule};
+use crate::result::RunResult;
 use crate::sys;
 use crate::vocab::units::Nanos;
+use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
 
 /// The probe's name in `--measure`, results and requirements.
 pub const NAME: &str = "event";
@@ -44,7 +48,7 @@ const SLICE_NS: u64 = 50_000_000;
 /// waits for its device or this timer, so no timer is programmed while it waits for an event
 /// (a timeout would arm one on every wait and cancel it on every wake-up, inside what is
 /// measured).
-fn look_out(timer: &sys::PeriodicTimer, now_ns: u64, end_ns: u64) -> std::io::Result<()> {
+fn look_out(timer: &sys::timer::PeriodicTimer, now_ns: u64, end_ns: u64) -> std::io::Result<()> {
     timer.arm(first_look(now_ns, end_ns), SLICE_NS)
 }
 
@@ -62,8 +66,8 @@ fn first_look(now_ns: u64, end_ns: u64) -> u64 {
 /// Waits for `device` or the look-out; true when the device is readable. An expiry of the
 /// look-out is taken (read) here; a failing wait waits for the next expiry instead.
 #[inline(always)]
-fn device_ready(device: &impl std::os::fd::AsRawFd, look: &sys::PeriodicTimer) -> bool {
-    match sys::readable_first(device, look) {
+fn device_ready(device: &impl std::os::fd::AsRawFd, look: &sys::timer::PeriodicTimer) -> bool {
+    match sys::fd::readable_first(device, look) {
         Ok(true) => true,
         _ => {
             look.wait();
@@ -114,6 +118,121 @@ pub enum Source {
     Uio { device: PathBuf, ack: Option<Ack> },
 }
 
+/// The event probe, for the registry.
+pub const PLUGIN: Plugin = Plugin {
+    name: NAME,
+    shapes: &[&[], UIO_SERIES],
+    options: "gpio=/dev/gpiochipN:LINE with edge=rising|falling|both (rising) and bias=pull-up|pull-down|disabled, \
+              or uio=/dev/uioN with \
+              ack=BAR:OFFSET=VALUE; interval=DURATION (the window events are placed in)",
+    help,
+    parse,
+    missed: Missed::Event,
+    published: |series| series.is_none().then_some(Class::Irq),
+    foreign: &[],
+    summary: Some(summary),
+};
+
+/// `--measure`'s help on the event probe.
+fn help() -> String {
+    format!("{NAME} (external events on one CPU: gpio=CHIP:LINE with edge=, bias=, or uio=/dev/uioN with ack=BAR:OFFSET=VALUE)")
+}
+
+/// The event probe's options, `event:gpio=/dev/gpiochip0:17[,edge=rising]` or
+/// `event:uio=/dev/uio0[,ack=0:0x64=1]`, with `interval=` (the windows events are placed in).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `None`: the run's interval.
+    pub interval_ns: Option<u64>,
+    pub source: Source,
+}
+
+fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
+    let bad = |what: String, e: &str| format!("--measure '{}': {what}; e.g. {e}", given.text);
+    let (mut gpio, mut uio, mut edge, mut ack, mut bias) = (None, None, None, None, None);
+    let mut interval_ns = None;
+    for (k, v) in given.options {
+        match k.as_str() {
+            "gpio" => {
+                gpio = Some(gpio_option(v).ok_or_else(|| bad(format!("gpio={v} is not CHIP:LINE"), "gpio=/dev/gpiochip0:17"))?)
+            }
+            "uio" if !v.is_empty() => uio = Some(PathBuf::from(v)),
+            "uio" => return Err(bad("uio= needs the device".into(), "uio=/dev/uio0")),
+            "edge" => {
+                edge =
+                    Some(named(EDGES, v).ok_or_else(|| bad(format!("edge={v} is not rising, falling or both"), "edge=rising"))?)
+            }
+            "bias" => {
+                bias = Some(
+                    named(BIASES, v)
+                        .ok_or_else(|| bad(format!("bias={v} is not pull-up, pull-down or disabled"), "bias=pull-up"))?,
+                )
+            }
+            "ack" => {
+                ack = Some(ack_option(v).ok_or_else(|| {
+                    bad(format!("ack={v} is not BAR:OFFSET=VALUE (a 32-bit write into the device's PCI BAR)"), "ack=0:0x64=1")
+                })?)
+            }
+            "interval" => interval_ns = Some(given.interval(v)?),
+            other => return Err(given.unknown(other)),
+        }
+    }
+    let source = match (gpio, uio) {
+        (Some((chip, line)), None) if ack.is_none() => Source::Gpio { chip, line, edge: edge.unwrap_or(Edge::Rising), bias },
+        (Some(_), None) => {
+            return Err(bad("ack= is for a UIO device, not a GPIO line".into(), "event:uio=/dev/uio0,ack=0:0x64=1"))
+        }
+        (None, Some(device)) if edge.is_none() && bias.is_none() => Source::Uio { device, ack },
+        (None, Some(_)) => {
+            return Err(bad(
+                "edge= and bias= are for a GPIO line, not a UIO device".into(),
+                "event:gpio=/dev/gpiochip0:17,edge=rising",
+            ))
+        }
+        (Some(_), Some(_)) => return Err(bad("give one source, gpio= or uio=, not both".into(), "event:gpio=/dev/gpiochip0:17")),
+        (None, None) => {
+            return Err(bad(
+                "event needs its source, gpio=CHIP:LINE or uio=DEVICE".into(),
+                "event:gpio=/dev/gpiochip0:17,edge=rising",
+            ))
+        }
+    };
+    Ok(Arc::new(Options { interval_ns, source }))
+}
+
+impl ProbeOptions for Options {
+    fn interval_ns(&self) -> Option<u64> {
+        self.interval_ns
+    }
+    fn bind(&self, _text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+        let schedule = schedule(timing, self.interval_ns.unwrap_or(timing.interval_ns));
+        Ok(Arc::new(EventProbe { schedule, source: self.source.clone() }))
+    }
+}
+
+/// `CHIP:LINE`: a chip's path (or its name under /dev) and a line offset.
+fn gpio_option(v: &str) -> Option<(PathBuf, u32)> {
+    let (chip, line) = v.rsplit_once(':')?;
+    let line = line.trim().parse().ok()?;
+    let chip = if chip.contains('/') { chip.to_string() } else { format!("/dev/{chip}") };
+    (!chip.ends_with('/')).then(|| (chip.into(), line))
+}
+
+/// `BAR:OFFSET=VALUE`, numbers decimal or 0x-hex.
+fn ack_option(v: &str) -> Option<Ack> {
+    let number = |t: &str| {
+        let t = t.trim();
+        t.strip_prefix("0x")
+            .or_else(|| t.strip_prefix("0X"))
+            .map_or_else(|| t.parse::<u64>().ok(), |h| u64::from_str_radix(h, 16).ok())
+    };
+    let (place, value) = v.split_once('=')?;
+    let (bar, offset) = place.split_once(':')?;
+    let bar = number(bar).filter(|b| *b <= 5)? as u8;
+    let value = u32::try_from(number(value)?).ok()?;
+    Some(Ack { bar, offset: number(offset)?, value })
+}
+
 /// The event probe, resolved before the run.
 #[derive(Debug, Clone)]
 pub struct EventProbe {
@@ -148,8 +267,8 @@ impl Probe for EventProbe {
         }
         s
     }
-    fn events(&self) -> bool {
-        true
+    fn accounting(&self) -> Accounting {
+        Accounting::Events
     }
     fn counters(&self) -> &'static [&'static str] {
         COUNTERS
@@ -188,8 +307,8 @@ impl Probe for EventProbe {
 }
 
 /// The look-out timer of a loop, made in its set-up.
-fn look_out_timer() -> Result<sys::PeriodicTimer, String> {
-    sys::PeriodicTimer::new().map_err(|e| format!("cannot make a timerfd ({e}): check that this kernel has timerfd"))
+fn look_out_timer() -> Result<sys::timer::PeriodicTimer, String> {
+    sys::timer::PeriodicTimer::new().map_err(|e| format!("cannot make a timerfd ({e}): check that this kernel has timerfd"))
 }
 
 // ---- GPIO -------------------------------------------------------------------------------
@@ -265,7 +384,7 @@ fn open_gpio(schedule: Schedule, chip: &Path, line: u32, (edge, bias): (Edge, Op
 struct GpioLoop {
     schedule: Schedule,
     request: gpiocdev::Request,
-    look: sys::PeriodicTimer,
+    look: sys::timer::PeriodicTimer,
     /// Raw events as read (`words` u64 each).
     buffer: Vec<u64>,
     words: usize,
@@ -279,16 +398,16 @@ impl RtLoop for GpioLoop {
         let (s, out) = (self.schedule, &mut out[0]);
         let end = start_ns + s.periods * s.interval_ns;
         let (mut last_seqno, mut events) = (None::<u32>, 0u64);
-        let armed = look_out(&self.look, sys::monotonic_ns(), end).is_ok();
+        let armed = look_out(&self.look, sys::time::monotonic_ns(), end).is_ok();
         while armed && !stop.load(Relaxed) {
-            if sys::monotonic_ns() >= end {
+            if sys::time::monotonic_ns() >= end {
                 break;
             }
             if !device_ready(&self.request, &self.look) {
                 continue;
             }
             let Ok(n) = self.request.read_edge_events_into_slice(&mut self.buffer) else { continue };
-            let woke = sys::monotonic_ns();
+            let woke = sys::time::monotonic_ns();
             for raw in self.buffer[..n].chunks_exact(self.words) {
                 let Ok(e) = self.request.edge_event_from_slice(raw) else { continue };
                 let skipped = last_seqno.map_or(0, |l| e.line_seqno.wrapping_sub(l).saturating_sub(1));
@@ -305,7 +424,7 @@ impl RtLoop for GpioLoop {
             }
             out.count(EVENTS, events);
         }
-        out.accounted_through(s.windows_passed(start_ns, sys::monotonic_ns()));
+        out.accounted_through(s.windows_passed(start_ns, sys::time::monotonic_ns()));
     }
 }
 
@@ -344,7 +463,7 @@ fn open_uio(schedule: Schedule, device: &Path, ack: Option<Ack>) -> Result<UioLo
                     path.display()
                 )
             })?;
-            let r = sys::Register::map(&file, a.offset).map_err(|e| {
+            let r = sys::dev::Register::map(&file, a.offset).map_err(|e| {
                 format!(
                     "ack={}:{:#x}: cannot map {} ({e}); give an offset within the BAR (lspci -v shows its size)",
                     a.bar,
@@ -376,9 +495,9 @@ struct UioLoop {
     dev: std::fs::File,
     /// The device's `event` attribute: its interrupt count.
     count: std::fs::File,
-    register: Option<(sys::Register, u32)>,
+    register: Option<(sys::dev::Register, u32)>,
     rearm: Rearm,
-    look: sys::PeriodicTimer,
+    look: sys::timer::PeriodicTimer,
     text: [u8; 24],
 }
 
@@ -431,19 +550,19 @@ impl RtLoop for UioLoop {
     fn run(&mut self, start_ns: u64, stop: &AtomicBool, out: &mut [Handoff]) {
         let (s, out) = (self.schedule, &mut out[0]);
         let end = start_ns + s.periods * s.interval_ns;
-        sys::sleep_until_monotonic(start_ns);
+        sys::time::sleep_until_monotonic(start_ns);
         let Some(mut last) = self.count_now() else { return };
         self.rearm();
         let (mut previous, mut events, mut word) = (None::<u64>, 0u64, [0u8; 4]);
-        let armed = look_out(&self.look, sys::monotonic_ns(), end).is_ok();
+        let armed = look_out(&self.look, sys::time::monotonic_ns(), end).is_ok();
         while armed && !stop.load(Relaxed) {
-            if sys::monotonic_ns() >= end {
+            if sys::time::monotonic_ns() >= end {
                 break;
             }
             if !device_ready(&self.dev, &self.look) || self.dev.read_exact(&mut word).is_err() {
                 continue;
             }
-            let woke = sys::monotonic_ns();
+            let woke = sys::time::monotonic_ns();
             self.rearm();
             let count = u32::from_ne_bytes(word);
             let jump = count.wrapping_sub(last);
@@ -456,8 +575,42 @@ impl RtLoop for UioLoop {
             out.count(EVENTS, events);
             previous = Some(woke);
         }
-        out.accounted_through(s.windows_passed(start_ns, sys::monotonic_ns()));
+        out.accounted_through(s.windows_passed(start_ns, sys::time::monotonic_ns()));
     }
+}
+
+// ---- its section of the summary ----
+
+/// Its section of the summary: the external events per CPU.
+fn summary(r: &RunResult) -> String {
+    event_report(r)
+}
+
+/// The external events per CPU: taken, missed by the device's own numbering, and for a UIO
+/// source what its values are.
+fn event_report(r: &RunResult) -> String {
+    let mut s = String::new();
+    for p in r.probes.iter().filter(|p| p.probe == NAME && p.cpu.is_some()) {
+        let events = p.counts.get(COUNTERS[0]).copied().unwrap_or(0);
+        if s.is_empty() {
+            s += "
+External events, per CPU:
+";
+        }
+        let what = if p.measures.is_some() {
+            "the values are intervals between wake-ups: UIO carries no timestamp, a latency needs a reference outside (a scope on an output)"
+        } else {
+            "the values are wake-up − the kernel's timestamp of the edge"
+        };
+        let _ = writeln!(
+            s,
+            "  {}: {events} events taken ({} in the warm-up), {} missed (skipped in the device's numbering); {what}",
+            p.scope(),
+            p.warmup_samples,
+            p.missed.saturating_add(p.warmup_missed)
+        );
+    }
+    s
 }
 
 #[cfg(test)]

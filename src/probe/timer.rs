@@ -6,10 +6,12 @@
 //! `clock_nanosleep` and `clock_gettime`; each wake-up leaves as a fact (the period, its latency,
 //! the periods missed after it) through the thread's [`Handoff`].
 
-use super::{Handoff, Probe, Role, RtLoop, Schedule};
-use crate::sys::{self, WaitMethod};
+use super::options::{named, names_of, schedule, Given, ProbeOptions, RunTiming};
+use super::{missed_after, Class, Handoff, Missed, Plugin, Probe, Role, RtLoop, Schedule};
+use crate::sys::{self, timer::WaitMethod};
 use crate::vocab::units::Nanos;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
 
 /// The probe's name in `--measure`, results and requirements.
 pub const NAME: &str = "timer";
@@ -24,6 +26,62 @@ pub const WAIT_METHODS: &[(&str, WaitMethod)] = &[
     ("poll", WaitMethod::Poll),
     ("itimer", WaitMethod::Itimer),
 ];
+
+/// The timer probe, for the registry.
+pub const PLUGIN: Plugin = Plugin {
+    name: NAME,
+    shapes: &[&[]],
+    options: "interval=DURATION, wait=nanosleep-abs|nanosleep-rel|timerfd|posix-timer|select|poll|itimer",
+    help,
+    parse,
+    missed: Missed::Period,
+    published: |_| Some(Class::Timer),
+    foreign: &["cyclictest", "jitterdebugger"],
+    summary: None,
+};
+
+/// `--measure`'s help on the timer probe.
+fn help() -> String {
+    format!("{NAME} (wake-up latency; interval=, wait={}; itimer measures one CPU)", names_of(WAIT_METHODS, "|"))
+}
+
+/// The timer probe's options: `timer[:interval=DURATION,wait=METHOD]`.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// `None`: the run's interval.
+    pub interval_ns: Option<u64>,
+    pub wait: WaitMethod,
+}
+
+fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
+    let mut o = Options { interval_ns: None, wait: WaitMethod::NanosleepAbs };
+    for (k, v) in given.options {
+        match k.as_str() {
+            "interval" => o.interval_ns = Some(given.interval(v)?),
+            "wait" => {
+                o.wait = named(WAIT_METHODS, v).ok_or_else(|| {
+                    format!(
+                        "--measure '{}': wait={v} is not a wait method; choose one of {}",
+                        given.text,
+                        names_of(WAIT_METHODS, ", ")
+                    )
+                })?
+            }
+            other => return Err(given.unknown(other)),
+        }
+    }
+    Ok(Arc::new(o))
+}
+
+impl ProbeOptions for Options {
+    fn interval_ns(&self) -> Option<u64> {
+        self.interval_ns
+    }
+    fn bind(&self, _text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+        let schedule = schedule(timing, self.interval_ns.unwrap_or(timing.interval_ns));
+        Ok(Arc::new(TimerProbe { schedule, wait: self.wait }))
+    }
+}
 
 /// The timer probe: its periods and how it waits, resolved before the run (no globals, no
 /// lookups in the loop).
@@ -58,7 +116,7 @@ impl Probe for TimerProbe {
             cpu,
             Box::new(move || {
                 // Made in the thread itself: a POSIX timer signals the thread that made it.
-                let waiter = sys::Waiter::new(wait)
+                let waiter = sys::timer::Waiter::new(wait)
                     .map_err(|e| format!("cannot prepare its timer ({e}); choose another method, e.g. wait=nanosleep-abs"))?;
                 Ok(Box::new(TimerLoop { schedule, waiter }) as Box<dyn RtLoop>)
             }),
@@ -69,7 +127,7 @@ impl Probe for TimerProbe {
 /// The loop of one timer thread.
 pub struct TimerLoop {
     schedule: Schedule,
-    waiter: sys::Waiter,
+    waiter: sys::timer::Waiter,
 }
 
 impl RtLoop for TimerLoop {
@@ -85,34 +143,10 @@ impl RtLoop for TimerLoop {
         while period <= last && !stop.load(Relaxed) {
             let deadline = start_ns + period * interval;
             self.waiter.wait_until(deadline);
-            let latency = sys::monotonic_ns().saturating_sub(deadline);
+            let latency = sys::time::monotonic_ns().saturating_sub(deadline);
             let missed_after = missed_after(latency, interval, last - period);
             out.served(period, latency, missed_after);
             period += missed_after + 1;
         }
-    }
-}
-
-/// Periods after the one just served whose deadlines lay strictly before a wake-up `latency_ns`
-/// late, at most `remaining` (the periods left in the run). A wake-up exactly on the next
-/// deadline serves that period: it is not missed.
-#[inline(always)]
-pub fn missed_after(latency_ns: u64, interval_ns: u64, remaining: u64) -> u64 {
-    (latency_ns.saturating_sub(1) / interval_ns).min(remaining)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::missed_after;
-
-    #[test]
-    fn a_wake_up_exactly_on_the_next_deadline_misses_nothing() {
-        let ms = 1_000_000;
-        assert_eq!(missed_after(0, ms, 10), 0);
-        assert_eq!(missed_after(ms - 1, ms, 10), 0);
-        assert_eq!(missed_after(ms, ms, 10), 0, "on the next deadline: that period is served");
-        assert_eq!(missed_after(ms + 1, ms, 10), 1, "later than it: missed");
-        assert_eq!(missed_after(3 * ms, ms, 10), 2);
-        assert_eq!(missed_after(u64::MAX, ms, 10), 10, "never beyond the run");
     }
 }

@@ -16,11 +16,15 @@
 //! The loop allocates nothing, takes no lock and prints nothing: it sleeps to the deadline,
 //! sends, and polls/receives with buffers made in its set-up.
 
-use super::{Handoff, Probe, Role, RtLoop, Schedule};
+use super::options::{schedule, Given, ProbeOptions, RunTiming};
+use super::{Class, Handoff, Missed, Plugin, Probe, Role, RtLoop, Schedule};
+use crate::result::{ProbeResult, RunResult};
 use crate::sys;
-use crate::vocab::units::Nanos;
+use crate::vocab::units::{parse_duration_ns, Nanos};
+use std::fmt::Write;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
 
 /// The probe's name in `--measure`, results and requirements.
 pub const NAME: &str = "udp";
@@ -44,6 +48,102 @@ const REMEMBERED: usize = 1 << 14;
 const REFUSAL_WAIT_NS: u64 = 100_000_000;
 /// The largest UDP payload over IPv4.
 pub const MAX_SIZE: usize = 65_507;
+
+/// The UDP probe, for the registry.
+pub const PLUGIN: Plugin = Plugin {
+    name: NAME,
+    shapes: &[&[]],
+    options: "target=ADDR:PORT (an 'rtgauge udp-echo'), rate=PER_SECOND or interval=DURATION, size=BYTES (64), \
+              busy-poll=DURATION, so-priority=N",
+    help,
+    parse,
+    missed: Missed::Period,
+    published: |_| Some(Class::UdpRoundTrip),
+    foreign: &[],
+    summary: Some(summary),
+};
+
+/// `--measure`'s help on the UDP probe.
+fn help() -> String {
+    format!(
+        "{NAME} (round trips to 'rtgauge udp-echo' on another host: target=ADDR:PORT, rate=1000 or interval=, size=64, \
+         busy-poll=, so-priority=)"
+    )
+}
+
+/// The UDP probe's options, `udp:target=ADDR:PORT[,rate=1000|interval=1ms,size=64,busy-poll=50us,so-priority=6]`.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub target: SocketAddr,
+    /// `interval=` or `rate=` as an interval, the last given; `None`: the run's interval.
+    pub pace_ns: Option<u64>,
+    /// The first of them given: the probe's own interval, which the run's follows when the
+    /// probe is the first (`MeasureSpec::own_interval_ns` has always taken the first).
+    pub first_pace_ns: Option<u64>,
+    pub size: usize,
+    pub busy_poll_us: u32,
+    pub so_priority: Option<u32>,
+}
+
+fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
+    let mut target = None;
+    let (mut pace_ns, mut first_pace_ns) = (None, None);
+    let (mut size, mut busy_poll_us, mut so_priority) = (64, 0, None);
+    let bad = |what: &str, e: &str| format!("--measure '{}': {what}; e.g. {e}", given.text);
+    for (k, v) in given.options {
+        match k.as_str() {
+            "target" => {
+                target = Some(v.parse().map_err(|_| bad(&format!("target={v} is not ADDR:PORT"), "target=192.168.1.2:9000"))?)
+            }
+            "interval" | "rate" => {
+                let ns = if k == "rate" { given.rate(v)? } else { given.interval(v)? };
+                pace_ns = Some(ns);
+                first_pace_ns = first_pace_ns.or(Some(ns));
+            }
+            "size" => {
+                size = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (MIN_SIZE..=MAX_SIZE).contains(n))
+                    .ok_or_else(|| bad(&format!("size={v} is not a payload of {MIN_SIZE}..{MAX_SIZE} bytes"), "size=64"))?
+            }
+            "busy-poll" => {
+                let ns = parse_duration_ns(v, None).ok().filter(|&ns| ns <= 1_000_000_000);
+                busy_poll_us = ns
+                    .map(|ns| ns.div_ceil(1000) as u32)
+                    .ok_or_else(|| bad(&format!("busy-poll={v} is not a time up to 1 s"), "busy-poll=50us"))?
+            }
+            "so-priority" => {
+                so_priority = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|&n: &u32| n <= 6)
+                        .ok_or_else(|| bad(&format!("so-priority={v} is not 0..6"), "so-priority=6"))?,
+                )
+            }
+            other => return Err(given.unknown(other)),
+        }
+    }
+    let target = target.ok_or_else(|| {
+        bad("udp needs the echo's address, target=ADDR:PORT ('rtgauge udp-echo' there)", "udp:target=192.168.1.2:9000")
+    })?;
+    Ok(Arc::new(Options { target, pace_ns, first_pace_ns, size, busy_poll_us, so_priority }))
+}
+
+impl ProbeOptions for Options {
+    fn interval_ns(&self) -> Option<u64> {
+        self.first_pace_ns
+    }
+    fn bind(&self, _text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+        Ok(Arc::new(UdpProbe {
+            schedule: schedule(timing, self.pace_ns.unwrap_or(timing.interval_ns)),
+            target: self.target,
+            size: self.size,
+            busy_poll_us: self.busy_poll_us,
+            so_priority: self.so_priority,
+        }))
+    }
+}
 
 /// The UDP probe, resolved before the run.
 #[derive(Debug, Clone, Copy)]
@@ -91,7 +191,11 @@ impl Probe for UdpProbe {
 impl UdpProbe {
     /// The thread's socket, connected to the target, with its options, and its buffers.
     fn open(&self) -> Result<UdpLoop, String> {
-        let local: SocketAddr = if self.target.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }.parse().expect("valid");
+        let local = if self.target.is_ipv4() {
+            SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, 0))
+        } else {
+            SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0))
+        };
         let socket = UdpSocket::bind(local)
             .map_err(|e| format!("cannot open a UDP socket ({e}): check that this kernel and process may use UDP"))?;
         socket.connect(self.target).map_err(|e| format!("cannot reach {}: {e}; check target=ADDR:PORT", self.target))?;
@@ -99,20 +203,20 @@ impl UdpProbe {
             format!("cannot make the UDP socket non-blocking ({e}): check that this kernel and process may use UDP")
         })?;
         if self.busy_poll_us > 0 {
-            sys::set_busy_poll(&socket, self.busy_poll_us)
+            sys::net::set_busy_poll(&socket, self.busy_poll_us)
                 .map_err(|e| format!("SO_BUSY_POLL refused ({e}): drop busy-poll= or run as root"))?;
         }
         if let Some(p) = self.so_priority {
-            sys::set_socket_priority(&socket, p)
+            sys::net::set_socket_priority(&socket, p)
                 .map_err(|e| format!("SO_PRIORITY {p} refused ({e}): drop so-priority= or run as root"))?;
         }
         self.refused_at_once(&socket)?;
-        let timer =
-            sys::PeriodicTimer::new().map_err(|e| format!("cannot make a timerfd ({e}): check that this kernel has timerfd"))?;
+        let timer = sys::timer::PeriodicTimer::new()
+            .map_err(|e| format!("cannot make a timerfd ({e}): check that this kernel has timerfd"))?;
         // The thread's own bytes after the sequence number: a reply must carry them back.
         let mut send = vec![0xa5; self.size];
-        let own =
-            sys::random_u64().map_err(|e| format!("cannot read random bytes ({e}): check that this kernel has getrandom"))?;
+        let own = sys::host::random_u64()
+            .map_err(|e| format!("cannot read random bytes ({e}): check that this kernel has getrandom"))?;
         let n = self.size.min(MIN_SIZE + 8) - MIN_SIZE;
         send[MIN_SIZE..MIN_SIZE + n].copy_from_slice(&own.to_le_bytes()[..n]);
         Ok(UdpLoop {
@@ -142,7 +246,7 @@ impl UdpProbe {
             Err(e) if refused(&e) => return Err(says()),
             _ => {}
         }
-        if let Ok(true) = sys::wait_readable_until(socket, Some(sys::monotonic_ns() + REFUSAL_WAIT_NS)) {
+        if let Ok(true) = sys::fd::wait_readable_until(socket, Some(sys::time::monotonic_ns() + REFUSAL_WAIT_NS)) {
             let mut buf = [0u8; 1];
             if socket.recv(&mut buf).is_err_and(|e| refused(&e)) {
                 return Err(says());
@@ -157,7 +261,7 @@ struct UdpLoop {
     schedule: Schedule,
     socket: UdpSocket,
     /// Expires at every deadline: wakes the thread to send, and ends the wait for a reply.
-    timer: sys::PeriodicTimer,
+    timer: sys::timer::PeriodicTimer,
     send: Vec<u8>,
     receive: Vec<u8>,
     /// Per recent period (at `period % REMEMBERED`): the period sent there, with [`REPLY`] set
@@ -187,7 +291,8 @@ impl UdpLoop {
         if got.len() != sent.len() || got[MIN_SIZE..] != sent[MIN_SIZE..] {
             return Reply::Forged;
         }
-        let seq = u64::from_le_bytes(got[..MIN_SIZE].try_into().expect("8 bytes"));
+        // (Always 8 bytes: `got` is as long as `sent`, which holds at least MIN_SIZE.)
+        let Ok(seq) = <[u8; MIN_SIZE]>::try_from(&got[..MIN_SIZE]).map(u64::from_le_bytes) else { return Reply::Forged };
         if seq & REPLY == 0 {
             return Reply::Forged;
         }
@@ -214,11 +319,11 @@ impl UdpLoop {
     /// stream of datagrams that are not the reply ends at the deadline too.
     #[inline(always)]
     fn reply(&mut self, period: u64, until_ns: u64, out: &mut Handoff) -> Option<u64> {
-        while let Ok(true) = sys::readable_first(&self.socket, &self.timer) {
+        while let Ok(true) = sys::fd::readable_first(&self.socket, &self.timer) {
             loop {
                 match self.socket.recv(&mut self.receive) {
                     Ok(n) => {
-                        let now = sys::monotonic_ns();
+                        let now = sys::time::monotonic_ns();
                         let count = match Self::classify(&mut self.periods, &self.send, &self.receive[..n], period) {
                             Reply::InTime => return Some(now),
                             Reply::Late => LATE,
@@ -263,7 +368,7 @@ impl RtLoop for UdpLoop {
             let skipped = (expired - 1).min(last - period);
             self.send[..8].copy_from_slice(&period.to_le_bytes());
             self.periods[(period % REMEMBERED as u64) as usize] = period;
-            let sent_at = sys::monotonic_ns();
+            let sent_at = sys::time::monotonic_ns();
             match self.socket.send(&self.send) {
                 Ok(_) => {
                     self.counts[SENT] += 1;
@@ -313,12 +418,12 @@ pub fn echo(socket: &UdpSocket, stop: &AtomicBool, until_ns: Option<u64>) -> std
     const LOOK_NS: u64 = 100_000_000;
     let own = socket.local_addr()?;
     let mut buf = vec![0u8; MAX_SIZE + 1];
-    let look = sys::PeriodicTimer::new()?;
-    look.arm(sys::monotonic_ns() + LOOK_NS, LOOK_NS)?;
+    let look = sys::timer::PeriodicTimer::new()?;
+    look.arm(sys::time::monotonic_ns() + LOOK_NS, LOOK_NS)?;
     let mut e = Echoed::default();
-    let go_on = || !stop.load(Relaxed) && until_ns.is_none_or(|t| sys::monotonic_ns() < t);
+    let go_on = || !stop.load(Relaxed) && until_ns.is_none_or(|t| sys::time::monotonic_ns() < t);
     while go_on() {
-        if !sys::readable_first(socket, &look)? {
+        if !sys::fd::readable_first(socket, &look)? {
             look.wait();
         }
         while go_on() {
@@ -353,6 +458,51 @@ fn is_own(own: SocketAddr, from: SocketAddr) -> bool {
     }
     // An address of this host is one a socket can be bound to.
     from.ip().is_loopback() || UdpSocket::bind(SocketAddr::new(from.ip(), 0)).is_ok()
+}
+
+// ---- its section of the summary ----
+
+/// Its section of the summary: the round trips per CPU.
+fn summary(r: &RunResult) -> String {
+    udp_report(&r.probes, &r.config.probes)
+}
+
+/// The UDP round trips per CPU: datagrams sent, replies in time, late, never back; second and
+/// forged replies; and a target that refused them (ICMP port unreachable), named.
+fn udp_report(probes: &[ProbeResult], configs: &[crate::result::ProbeConfig]) -> String {
+    let mut s = String::new();
+    for p in probes.iter().filter(|p| p.probe == NAME) {
+        let count = |name: &str| p.counts.get(name).copied().unwrap_or(0);
+        let (sent, late) = (count("sent"), count("late"));
+        if s.is_empty() {
+            s += "\nUDP round trips, per CPU:\n";
+        }
+        let _ = write!(
+            s,
+            "  {}: {sent} datagrams sent, {} answered in their period ({} of them in the warm-up), {late} answered late, \
+             {} never answered",
+            p.scope(),
+            p.samples.saturating_add(p.warmup_samples),
+            p.warmup_samples,
+            sent.saturating_sub(p.samples.saturating_add(p.warmup_samples).saturating_add(late))
+        );
+        for (name, what) in [("duplicate", "replies to a period already answered"), ("forged", "datagrams that were no reply")] {
+            if count(name) > 0 {
+                let _ = write!(s, "; {} {what} (not counted as replies)", count(name));
+            }
+        }
+        if count("refused") > 0 {
+            let config = configs.iter().find(|c| c.name == NAME);
+            let target = config.and_then(|c| c.settings.iter().find_map(|t| t.strip_prefix("target="))).unwrap_or("the target");
+            let _ = write!(
+                s,
+                "; connection refused {} times: no echo listening on {target} (ICMP port unreachable)",
+                count("refused")
+            );
+        }
+        s.push('\n');
+    }
+    s
 }
 
 #[cfg(test)]

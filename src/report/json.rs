@@ -114,13 +114,13 @@ fn parent_dir(path: &Path) -> PathBuf {
 /// Whether rtgauge may rename over `file` in `dir`: a sticky directory protects other users'
 /// files (unless rtgauge owns the directory or holds CAP_FOWNER).
 fn replaceable(dir: &std::fs::Metadata, file: &std::fs::Metadata) -> bool {
-    let uid = crate::sys::effective_uid();
+    let uid = crate::sys::process::effective_uid();
     dir.permissions().mode() & 0o1000 == 0 || file.uid() == uid || dir.uid() == uid || crate::audit::has_capability(CAP_FOWNER)
 }
 
 /// Whether a replacement can have the old file's owner and group (else it is written in place).
 fn can_keep_owner(file: &std::fs::Metadata) -> bool {
-    (file.uid() == crate::sys::effective_uid() && file.gid() == crate::sys::effective_gid())
+    (file.uid() == crate::sys::process::effective_uid() && file.gid() == crate::sys::process::effective_gid())
         || crate::audit::has_capability(CAP_CHOWN)
 }
 
@@ -136,7 +136,7 @@ impl JsonSink {
         let Asked { option, example } = asked;
         let cannot = |path: &Path, why: &dyn std::fmt::Display| unwritable(asked, path, why);
         let given = match target {
-            JsonTarget::Stdout if crate::sys::stdout_was_closed() => {
+            JsonTarget::Stdout if crate::sys::fd::stdout_was_closed() => {
                 bail!(
                     "{option} -: standard output is closed (or not open for writing); give a file instead, e.g. {option} {example}"
                 )
@@ -248,7 +248,7 @@ impl JsonSink {
 
 /// Whether `dir` takes new files (an unnamed one is made and dropped: nothing is left).
 fn takes_new_files(dir: &Path) -> std::io::Result<()> {
-    match crate::sys::open_unnamed_in(dir) {
+    match crate::sys::fs::open_unnamed_in(dir) {
         Ok(_) => Ok(()),
         Err(e) if unnamed_unsupported(&e) => tempfile::Builder::new().prefix(".rtgauge-check.").tempfile_in(dir).map(drop),
         Err(e) => Err(e),
@@ -263,13 +263,13 @@ fn unnamed_unsupported(e: &std::io::Error) -> bool {
 /// `dir`: the destination's directory as held open (`/proc/self/fd/N`); `shown_dir`: its path,
 /// for the guardian, another process.
 fn write_replace(path: &Path, dir: &Path, shown_dir: &Path, keep: Option<(u32, u32, u32)>, bytes: &[u8]) -> std::io::Result<()> {
-    let unnamed = match crate::sys::open_unnamed_in(dir) {
+    let unnamed = match crate::sys::fs::open_unnamed_in(dir) {
         Ok(f) => Some(f),
         Err(e) if unnamed_unsupported(&e) => None,
         Err(e) => return Err(e),
     };
     // A name no one can take in advance (it is made with O_EXCL and no link followed anyway).
-    let token = crate::sys::random_u64().unwrap_or_else(|_| crate::sys::monotonic_ns());
+    let token = crate::sys::host::random_u64().unwrap_or_else(|_| crate::sys::time::monotonic_ns());
     let staged = dir.join(format!(".rtgauge-result.{}.{token:016x}.partial", std::process::id()));
     // A name that could outlive a SIGKILL is watched by a guardian from before it exists.
     let staged_name = staged.file_name().map(|n| shown_dir.join(n)).unwrap_or_default();
@@ -294,14 +294,14 @@ fn write_replace(path: &Path, dir: &Path, shown_dir: &Path, keep: Option<(u32, u
     if guard.is_none() {
         // A new destination takes the unnamed file's name at once: nothing is ever staged.
         if keep.is_none() {
-            match crate::sys::link_into(&file, path) {
+            match crate::sys::fs::link_into(&file, path) {
                 Ok(()) => return Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e),
             }
         }
         guard = StagedName::watch(&staged_name);
-        crate::sys::link_into(&file, &staged)?;
+        crate::sys::fs::link_into(&file, &staged)?;
     }
     let renamed = std::fs::rename(&staged, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&staged);

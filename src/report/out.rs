@@ -42,7 +42,7 @@ impl From<std::io::Error> for OutputError {
 
 /// Whether standard output can take output: an error when it was closed.
 pub fn check_open() -> Result<(), OutputError> {
-    if crate::sys::stdout_was_closed() {
+    if crate::sys::fd::stdout_was_closed() {
         return Err(OutputError::Closed);
     }
     Ok(())

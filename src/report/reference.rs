@@ -8,49 +8,11 @@
 //! Figures from other tools, loads and durations are indicative; every text here says so.
 //! Pure: works on result documents.
 
-use crate::probe::{event, timer, udp, wakeup};
-use crate::result::{ProbeResult, RunResult};
+use crate::probe::registry;
+use crate::result::RunResult;
 use crate::vocab::units::Nanos;
 
-/// What a published figure measured, and which of rtgauge's series measures the same.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
-    /// A timer wake-up of an RT thread (cyclictest, timerlat's thread, `timer`).
-    Timer,
-    /// An event handler waking a task: two context switches (`wakeup.chain`).
-    WakeupChain,
-    /// An interrupt's response in user space (a GPIO line's edge, an ADC's IRQ: `event`).
-    Irq,
-    /// A UDP round trip between two boards (`udp`).
-    UdpRoundTrip,
-    /// A driver's 10 ms loop judged by its cycle lengths (`period`; not placed by a worst case).
-    PeriodLoop,
-}
-
-impl Class {
-    /// The class of a result entry, if published figures of its kind exist.
-    pub fn of(p: &ProbeResult) -> Option<Class> {
-        let series = p.series.as_deref();
-        match p.probe.as_str() {
-            timer::NAME => Some(Class::Timer),
-            wakeup::NAME if series == Some(wakeup::SERIES[0]) => Some(Class::WakeupChain),
-            event::NAME if series.is_none() => Some(Class::Irq),
-            udp::NAME => Some(Class::UdpRoundTrip),
-            _ => None,
-        }
-    }
-
-    /// The kind of figure, for headings.
-    pub fn what(self) -> &'static str {
-        match self {
-            Class::Timer => "timer wake-up latency",
-            Class::WakeupChain => "event → handler → task (two context switches)",
-            Class::Irq => "interrupt response",
-            Class::UdpRoundTrip => "UDP round trip",
-            Class::PeriodLoop => "10 ms loop, cycle lengths",
-        }
-    }
-}
+pub use crate::probe::Class;
 
 /// One published figure.
 #[derive(Debug, Clone, Copy)]
@@ -490,7 +452,7 @@ pub fn place(label: &str, class: Class, worst_ns: u64, budget_percent: f64) -> P
 pub fn placements(r: &RunResult) -> Vec<Placement> {
     let mut out: Vec<Placement> = Vec::new();
     for p in r.probes.iter().chain(&r.combined) {
-        let (Some(class), Some(max)) = (Class::of(p), p.max_ns) else { continue };
+        let (Some(class), Some(max)) = (registry::published(&p.probe, p.series.as_deref()), p.max_ns) else { continue };
         let label = p.label();
         match out.iter_mut().find(|q| q.label == label) {
             Some(q) if q.worst_ns >= max => {}

@@ -64,7 +64,7 @@ impl Endings {
 }
 
 /// CPU time, peak memory, faults and context switches of a load's processes, summed over its
-/// runs (the kernel's `rusage` of each reaped child, as `sys::ChildUsage` reads it).
+/// runs (the kernel's `rusage` of each reaped child, as `sys::process::ChildUsage` reads it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadUsage {
     pub user_ns: u64,

@@ -105,7 +105,7 @@ pub(super) fn result_size_estimate(resolved: &Resolved) -> u64 {
 /// Refuses, before measuring, a file size limit (`ulimit -f`) below what `option`'s file may
 /// take: writing past it would fail at the end (EFBIG).
 pub(super) fn check_file_size_limit(option: &str, path: &std::path::Path, bytes: u64) -> Result<()> {
-    if let Ok(Some(limit)) = sys::file_size_limit() {
+    if let Ok(Some(limit)) = sys::process::file_size_limit() {
         if limit < bytes {
             bail!(
                 "the file size limit (ulimit -f) is {} KiB; {option} {} may need up to {} KiB: raise it with \
@@ -132,7 +132,7 @@ pub(super) fn check_requirements(requirements: &[crate::scenario::require::Requi
             (0..series_count(probe)).map(move |s| verdict::Target {
                 probe: probe.name(),
                 series: series_name(probe, s),
-                bounded: probe.bounds(s).is_some(),
+                bounded: probe.accounting().bounds(s).is_some(),
                 not_latency: probe.measures(s).is_some(),
                 swept,
                 headline: s == 0,

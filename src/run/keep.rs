@@ -42,7 +42,7 @@ impl Outputs {
         use std::io::IsTerminal;
         let said_before: Vec<String> =
             if std::io::stdout().is_terminal() && std::io::stderr().is_terminal() { warnings.clone() } else { Vec::new() };
-        crate::sys::release_code_pages();
+        crate::sys::mem::release_code_pages();
         // The store is checked before anything runs, and written once the threads have stopped.
         let result_bytes = result_size_estimate(resolved);
         if let Some(crate::scenario::JsonTarget::File(path)) = &plan.json {
@@ -68,7 +68,7 @@ pub(super) fn report_and_keep(mut result: RunResult, outputs: Outputs, keep: &st
     // The result is kept even when the JSON document could not be written (and the other way
     // round): each failure is said, none loses the other.
     let reported = report(&result, outputs.sink, outputs.store.is_some(), &outputs.said_before);
-    crate::sys::release_code_pages();
+    crate::sys::mem::release_code_pages();
     match keep_result(&mut result, outputs.store, keep) {
         // Where the summary went.
         // Also under --quiet: the run's id is what a script needs to show, export or compare it.

@@ -29,7 +29,7 @@ pub fn load_only(plan: LoadPlan, json: Option<&crate::scenario::JsonTarget>, com
     let mut warnings = Vec::new();
     let (mut loads, mut watchdog) =
         start_loads(&plan.specs, plan.cpus.clone(), plan.duration_ns.is_none(), None, &interrupts, &mut warnings)?;
-    let origin = sys::monotonic_ns();
+    let origin = sys::time::monotonic_ns();
     loads.set_origin(origin);
     let end = plan.duration_ns.map(|d| origin + d);
     if let (Some(w), Some(end)) = (&mut watchdog, end) {

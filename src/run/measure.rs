@@ -42,7 +42,7 @@ pub(super) fn run(
     warnings: &mut Vec<String>,
 ) -> Measured {
     let started_at = SystemTime::now();
-    let mut probes = prepared.go(sys::monotonic_ns() + START_MARGIN_NS);
+    let mut probes = prepared.go(sys::time::monotonic_ns() + START_MARGIN_NS);
     loads.set_origin(probes.start_ns);
     if let Some(w) = &mut watchdog {
         w.arm(probes.start_ns + resolved.total_ns + END_SLACK.as_nanos() as u64);
@@ -53,7 +53,7 @@ pub(super) fn run(
         .iter()
         .map(|&key| {
             let p = &resolved.probes[key.probe].probe;
-            SeriesPlan { key, schedule: p.schedule(), bounds: p.bounds(key.series), events: p.events() }
+            SeriesPlan { key, schedule: p.schedule(), bounds: p.accounting().bounds(key.series), events: p.accounting().events() }
         })
         .collect();
     let mut collector = Collector::new(&series, &bounds).with_timeline(resolved.window_ns);
@@ -84,7 +84,7 @@ pub(super) fn coordinate(
     mut step: impl FnMut(u64, &LoadSet) -> Option<u64>,
 ) -> Option<u64> {
     loop {
-        let now = sys::monotonic_ns();
+        let now = sys::time::monotonic_ns();
         // A stop first: the threads may have ended on it before this wakes up.
         if interrupts.stop.load(Ordering::Relaxed) {
             return Some(now);
@@ -93,7 +93,7 @@ pub(super) fn coordinate(
         // finished: it is still a stop (CI, armv7 under qemu-user: a SIGINT run was closed as
         // if complete, every unserved period missed).
         let Some(wake) = step(now, loads) else {
-            return interrupts.stop.load(Ordering::Acquire).then(sys::monotonic_ns);
+            return interrupts.stop.load(Ordering::Acquire).then(sys::time::monotonic_ns);
         };
         loads.tick(now);
         let next = loads.next_event_ns().map_or(wake, |e| e.min(wake));
@@ -154,8 +154,8 @@ fn measure(
     collector.drain(probes);
     // Measuring is over: what follows need not be locked in memory (a thread still held off its
     // CPU no longer counts).
-    sys::unlock_all_memory();
-    sys::release_code_pages();
+    sys::mem::unlock_all_memory();
+    sys::mem::release_code_pages();
     let end_ns = stopped_at.map_or(resolved.total_ns, |t| stopped_end_ns(probes, collector, t));
     for i in 0..probes.keys.len() {
         collector.close(i, &probes.counters[i], probes.finished(i), end_ns);

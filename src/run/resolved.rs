@@ -103,7 +103,7 @@ impl Resolved {
         let plan = &self.probes[k.probe];
         let mut r = crate::aggregate::probe_result(self.names(k), cpu, &stats, &hist);
         r.measures = plan.probe.measures(k.series).map(str::to_string);
-        let Some(threshold) = plan.probe.noise_threshold() else { return r };
+        let Some(threshold) = plan.probe.accounting().noise_threshold() else { return r };
         let s = plan.probe.schedule();
         let measured = span.1.saturating_sub(span.0.max(s.warmup_periods * s.interval_ns));
         let cpus = if cpu.is_some() { 1 } else { plan.cpus.len() as u64 };
@@ -112,14 +112,14 @@ impl Resolved {
 }
 
 /// The machine audited and the plan resolved against it; between stages the run lets go of
-/// the code the last one ran (see `sys::release_code_pages`).
+/// the code the last one ran (see `sys::mem::release_code_pages`).
 pub(super) fn against_machine(plan: &RunPlan) -> Result<(SystemInfo, Resolved)> {
     let system = crate::audit::probe_system();
     let resolved = resolve(plan, &system)?;
     // Between stages the run lets go of the code the last one ran (parsing and planning here,
     // then the audit, the set-up, measuring, the report): each stage's code is resident only
     // while it runs, so the peak of resident memory is one stage's, not all of them together.
-    crate::sys::release_code_pages();
+    crate::sys::mem::release_code_pages();
     Ok((system, resolved))
 }
 

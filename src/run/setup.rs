@@ -159,13 +159,15 @@ fn lock_memory(plan: &RunPlan, system: &mut SystemInfo) -> Option<String> {
     if !plan.mlock {
         return Some("memory not locked (--no-mlock): page faults may add latency".into());
     }
-    sys::tame_malloc();
+    sys::mem::tame_malloc();
     // The code the audit and the planning ran is not needed again while measuring: let it go
     // before everything touched from now on is locked in memory.
-    sys::release_code_pages();
+    sys::mem::release_code_pages();
     let locked = match system.memory_lock_hazard() {
         Some(why) => Err(why),
-        None => sys::lock_all_memory().map_err(|e| format!("{e}; run as root or raise RLIMIT_MEMLOCK ('ulimit -l unlimited')")),
+        None => {
+            sys::mem::lock_all_memory().map_err(|e| format!("{e}; run as root or raise RLIMIT_MEMLOCK ('ulimit -l unlimited')"))
+        }
     };
     match locked {
         Ok(()) => {

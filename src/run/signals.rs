@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 /// Signal handling: the first signal that would end the process (SIGINT, SIGTERM, SIGHUP from a
 /// closed terminal or a dropped ssh connection, SIGUSR1, ... every one of
-/// `sys::ending_signals`) asks the run to stop and keep its data, as SIGTERM does. A second
+/// `sys::signal::ending_signals`) asks the run to stop and keep its data, as SIGTERM does. A second
 /// SIGINT, SIGTERM or SIGQUIT (a user who means it) exits at once; other signals may come twice
 /// without anyone asking twice (a hung-up terminal's SIGHUP, then the shell's own to its jobs)
 /// and only stop the run.
@@ -28,7 +28,7 @@ impl Interrupts {
     /// Installed for `rtgauge run`: SIGALRM is the interval timer's (timer:wait=itimer), for its
     /// thread alone: every thread started from here blocks it.
     pub fn install_for_run() -> Result<Interrupts> {
-        sys::block_alarm()?;
+        sys::timer::block_alarm()?;
         Interrupts::install()
     }
 
@@ -36,7 +36,7 @@ impl Interrupts {
         use signal_hook::consts::{SIGINT, SIGQUIT, SIGTERM};
         let stop = Arc::new(AtomicBool::new(false));
         let signal = Arc::new(AtomicUsize::new(0));
-        let signals = sys::ending_signals();
+        let signals = sys::signal::ending_signals();
         for &sig in &signals {
             // Registered first, so it sees the flag as it was before this signal: set means second.
             if [SIGINT, SIGTERM, SIGQUIT].contains(&sig) {
@@ -71,7 +71,7 @@ impl Interrupts {
     pub fn which(&self) -> Option<String> {
         match self.signal.load(Ordering::Relaxed) as i32 {
             0 => None,
-            n => Some(sys::signal_name(n)),
+            n => Some(sys::signal::signal_name(n)),
         }
     }
 }
@@ -88,7 +88,7 @@ pub const MIN_STACK_KIB: u64 = 1024;
 /// pipe that fail (EFBIG, EPIPE) instead of killing the process, so their error is said and a
 /// result kept elsewhere.
 pub fn prepare_process() -> std::result::Result<(), String> {
-    if let Ok(Some(limit)) = sys::stack_limit() {
+    if let Ok(Some(limit)) = sys::process::stack_limit() {
         if limit < MIN_STACK_KIB * 1024 {
             return Err(format!(
                 "the stack limit (ulimit -s) is {} KiB; rtgauge needs at least {MIN_STACK_KIB} KiB: raise it with \
@@ -97,7 +97,7 @@ pub fn prepare_process() -> std::result::Result<(), String> {
             ));
         }
     }
-    sys::survive_write_limits().map_err(|e| format!("cannot set up the handling of SIGXFSZ: {e}"))
+    sys::signal::survive_write_limits().map_err(|e| format!("cannot set up the handling of SIGXFSZ: {e}"))
 }
 
 #[cfg(test)]

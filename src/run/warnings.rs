@@ -68,7 +68,7 @@ pub(super) fn load_priority_warnings(
     // The lowest priority of a measurement thread on each measured CPU the loads may run on.
     let mut lowest = std::collections::BTreeMap::<usize, i32>::new();
     for p in probes {
-        let priority = p.probe.lowest_priority().unwrap_or(plan.priority);
+        let priority = p.probe.priorities().map_or(plan.priority, |(lowest, _)| lowest);
         for &c in p.cpus.iter().filter(|c| load_cpus.contains(c)) {
             let l = lowest.entry(c).or_insert(priority);
             *l = (*l).min(priority);
@@ -97,7 +97,7 @@ pub(super) fn load_priority_warnings(
 /// priority or below: another probe on that CPU is starved.
 pub(super) fn busy_loop_warnings(probes: &[ProbePlan]) -> Vec<String> {
     let mut w = Vec::new();
-    for busy in probes.iter().filter(|p| p.probe.busy_loop()) {
+    for busy in probes.iter().filter(|p| p.probe.accounting().busy_loop()) {
         for other in probes.iter().filter(|o| !std::ptr::addr_eq(Arc::as_ptr(&o.probe), Arc::as_ptr(&busy.probe))) {
             let shared: Vec<usize> = busy.cpus.iter().copied().filter(|c| other.cpus.contains(c)).collect();
             if !shared.is_empty() {

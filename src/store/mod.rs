@@ -190,7 +190,7 @@ const WAL_MARGIN: u64 = 16 * 65536;
 /// the store cannot take a result of up to `bytes`: a write past it fails (EFBIG), and the
 /// result would be saved only to a rescue file.
 fn check_file_size_limit(path: &Path, bytes: u64) -> Result<(), OpenError> {
-    let Ok(Some(limit)) = sys::file_size_limit() else { return Ok(()) };
+    let Ok(Some(limit)) = sys::process::file_size_limit() else { return Ok(()) };
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
     let need = size.saturating_add(bytes).saturating_add(WAL_MARGIN);
     if limit >= need {
@@ -388,9 +388,9 @@ impl Store {
     /// directory spools it (see `save`).
     pub fn check_room(&self, bytes: u64) -> Result<(), OpenError> {
         const MIB: u64 = 1 << 20;
-        let spool_here = sys::free_space(&std::env::temp_dir()).is_ok_and(|free| free < bytes);
+        let spool_here = sys::fs::free_space(&std::env::temp_dir()).is_ok_and(|free| free < bytes);
         let need = bytes.saturating_mul(if spool_here { 3 } else { 2 }).saturating_add(WAL_MARGIN);
-        match sys::free_space(dir_of(&self.path)) {
+        match sys::fs::free_space(dir_of(&self.path)) {
             Ok(free) if free < need => Err(OpenError::Refused(format!(
                 "the file system of the store {} has {} MiB free; this run needs up to {} MiB to keep its result: \
                  free some space, or give another file with --db PATH (or --no-store)",

@@ -70,9 +70,23 @@ pub fn kind(meta: &Metadata) -> &'static str {
     }
 }
 
+/// A file refused for what it is (not a regular file, a link rtgauge does not follow, replaced
+/// while opened), as opposed to one the system could not open: the refusal, worded for an error
+/// line. It travels inside an `io::Error` (kind `InvalidInput`), whose text is this one;
+/// [`is_refusal`] tells it from the system's errors.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refusal(String);
+
 /// Why a file could not be used: the refusal, worded for an error line.
 fn refuse(what: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidInput, what)
+    io::Error::new(io::ErrorKind::InvalidInput, Refusal(what))
+}
+
+/// Whether `e` is a [`Refusal`] of this module (the file is not one rtgauge may use), not an
+/// error of the system.
+pub fn is_refusal(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Refusal>())
 }
 
 /// A descriptor that names a file without opening it (`O_PATH`): nothing a device does on
@@ -119,7 +133,7 @@ fn same_inode(a: &Metadata, b: &Metadata) -> bool {
 /// Whether a file or directory rtgauge is about to trust is owned by root or by the user running
 /// rtgauge, and writable by nobody else (`Err`: why not, worded for an error line).
 pub fn trusted(meta: &Metadata) -> Result<(), String> {
-    let uid = super::effective_uid();
+    let uid = super::process::effective_uid();
     if meta.uid() != 0 && meta.uid() != uid {
         return Err(format!("it belongs to user {}, not to root or the user running rtgauge", meta.uid()));
     }
@@ -138,7 +152,7 @@ pub fn trusted(meta: &Metadata) -> Result<(), String> {
 /// others and not sticky, or it belongs to another user who is not root).
 pub fn others_can_replace_in(meta: &Metadata) -> bool {
     let mode = meta.permissions().mode();
-    let uid = super::effective_uid();
+    let uid = super::process::effective_uid();
     (meta.uid() != 0 && meta.uid() != uid) || (mode & 0o022 != 0 && mode & 0o1000 == 0)
 }
 
@@ -203,7 +217,7 @@ const MAX_LINKS: usize = 40;
 /// directory lets others replace it. rtgauge, as root, follows no such link where it writes (as
 /// the kernel's `protected_symlinks` would, which a link read by rtgauge itself bypasses).
 pub fn planted(link: &Metadata, dir: &Metadata) -> bool {
-    let uid = super::effective_uid();
+    let uid = super::process::effective_uid();
     (link.uid() != 0 && link.uid() != uid && link.uid() != dir.uid()) || others_can_replace_in(dir)
 }
 
@@ -344,6 +358,17 @@ pub fn umask() -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_is_told_from_the_systems_errors_and_reads_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = open_regular(dir.path()).unwrap_err();
+        assert!(is_refusal(&e));
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(e.to_string(), "it is a directory, not a regular file");
+        assert!(!is_refusal(&open_regular(&dir.path().join("missing")).unwrap_err()));
+        assert!(!is_refusal(&io::Error::from_raw_os_error(libc::EINVAL)));
+    }
 
     #[test]
     fn a_fifo_is_refused_without_blocking() {

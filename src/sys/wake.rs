@@ -43,20 +43,35 @@ struct Semaphore(Box<UnsafeCell<libc::sem_t>>);
 
 /// A one-way wake-up from a handler thread to a task thread (see [`WakeMethod`]).
 pub struct WakeChannel {
-    method: WakeMethod,
+    means: Means,
     /// The futex word.
     word: AtomicU32,
     /// The PI locks' words (their owner's thread id, 0 when free).
     pi: [AtomicU32; 2],
-    /// (read end, write end): the eventfd twice, the pipe's ends, or the queue's descriptors.
-    fds: Option<(OwnedFd, OwnedFd)>,
-    mq: Option<(libc::mqd_t, libc::mqd_t)>,
-    sem: Option<Semaphore>,
     /// The process's id, and the threads' ids (published by their set-up): the signal's
     /// target and the PI locks' owner ids, read without a system call in the loops.
     pid: i32,
     handler_tid: AtomicI32,
     task_tid: AtomicI32,
+}
+
+/// A [`WakeMethod`] with the kernel objects it needs, made in [`WakeChannel::new`]: posting and
+/// waiting find them in the variant, with no check that could fail in the loops.
+enum Means {
+    Futex,
+    /// The eventfd twice, or the pipe's ends.
+    Fds {
+        read: OwnedFd,
+        write: OwnedFd,
+    },
+    /// The queue's descriptors: the handler's non-blocking one, the task's blocking one.
+    Mq {
+        handler: libc::mqd_t,
+        task: libc::mqd_t,
+    },
+    Signal,
+    Sem(Semaphore),
+    PiMutex,
 }
 
 // SAFETY: every member is either atomic, a file descriptor, or a kernel object (message queue,
@@ -87,7 +102,7 @@ fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
 fn open_queue() -> io::Result<(libc::mqd_t, libc::mqd_t)> {
     // Another queue of the same random name is all but impossible; a few tries say it was not chance.
     for _ in 0..3 {
-        let name = format!("/rtgauge-{}-{:016x}\0", std::process::id(), super::random_u64()?);
+        let name = format!("/rtgauge-{}-{:016x}\0", std::process::id(), super::host::random_u64()?);
         // SAFETY: `name` is NUL-terminated and outlives the calls; `attr` is a valid mq_attr.
         unsafe {
             let mut attr: libc::mq_attr = std::mem::zeroed();
@@ -135,23 +150,11 @@ fn gettid() -> i32 {
 impl WakeChannel {
     /// Makes the channel (before the threads start).
     pub fn new(method: WakeMethod) -> io::Result<WakeChannel> {
-        let mut c = WakeChannel {
-            method,
-            word: AtomicU32::new(0),
-            pi: [AtomicU32::new(0), AtomicU32::new(0)],
-            fds: None,
-            mq: None,
-            sem: None,
-            // SAFETY: getpid takes no arguments.
-            pid: unsafe { libc::getpid() },
-            handler_tid: AtomicI32::new(0),
-            task_tid: AtomicI32::new(0),
-        };
-        match method {
+        let means = match method {
+            WakeMethod::Futex => Means::Futex,
             WakeMethod::Eventfd => {
-                // SAFETY: eventfd takes integers only.
-                let fd = owned(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) })?;
-                c.fds = Some((fd.try_clone()?, fd));
+                let fd = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC)?;
+                Means::Fds { read: fd.try_clone()?, write: fd }
             }
             WakeMethod::Pipe => {
                 let mut ends = [0; 2];
@@ -159,25 +162,37 @@ impl WakeChannel {
                 check(unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) })?;
                 let (read, write) = (owned(ends[0])?, owned(ends[1])?);
                 set_nonblocking(&write)?;
-                c.fds = Some((read, write));
+                Means::Fds { read, write }
             }
-            WakeMethod::Mq => c.mq = Some(open_queue()?),
+            WakeMethod::Mq => {
+                let (handler, task) = open_queue()?;
+                Means::Mq { handler, task }
+            }
+            WakeMethod::Signal => Means::Signal,
             WakeMethod::Sem => {
                 // SAFETY: sem_t is plain data; sem_init initialises it in place, where it stays.
                 let sem = Semaphore(Box::new(UnsafeCell::new(unsafe { std::mem::zeroed() })));
                 check(unsafe { libc::sem_init(sem.0.get(), 0, 0) })?;
-                c.sem = Some(sem);
+                Means::Sem(sem)
             }
-            WakeMethod::Futex | WakeMethod::Signal | WakeMethod::PiMutex => {}
-        }
-        Ok(c)
+            WakeMethod::PiMutex => Means::PiMutex,
+        };
+        Ok(WakeChannel {
+            means,
+            word: AtomicU32::new(0),
+            pi: [AtomicU32::new(0), AtomicU32::new(0)],
+            // SAFETY: getpid takes no arguments.
+            pid: unsafe { libc::getpid() },
+            handler_tid: AtomicI32::new(0),
+            task_tid: AtomicI32::new(0),
+        })
     }
 
     /// In the handler thread, before the run: the PI method takes its first lock (the task
     /// blocks on it). The handler's state for [`WakeChannel::post`] starts at 0.
     pub fn handler_setup(&self) -> io::Result<()> {
         self.handler_tid.store(gettid(), Ordering::Release);
-        if self.method == WakeMethod::PiMutex {
+        if matches!(self.means, Means::PiMutex) {
             pi_lock(&self.pi[0], gettid())?;
         }
         Ok(())
@@ -187,7 +202,7 @@ impl WakeChannel {
     /// taken with `sigwaitinfo`) and publishes the thread's id.
     pub fn task_setup(&self) -> io::Result<()> {
         self.task_tid.store(gettid(), Ordering::Release);
-        if self.method == WakeMethod::Signal {
+        if matches!(self.means, Means::Signal) {
             // SAFETY: `set` is a valid sigset_t initialised by sigemptyset.
             unsafe {
                 let mut set: libc::sigset_t = std::mem::zeroed();
@@ -207,7 +222,7 @@ impl WakeChannel {
     /// inherits the handler's priority meanwhile).
     #[inline(always)]
     pub fn post(&self, state: &mut u32) {
-        if self.method == WakeMethod::PiMutex {
+        if matches!(self.means, Means::PiMutex) {
             let (held, tid) = (*state as usize & 1, self.handler_tid.load(Ordering::Relaxed));
             let _ = pi_lock(&self.pi[held ^ 1], tid);
             pi_unlock(&self.pi[held], tid);
@@ -219,7 +234,7 @@ impl WakeChannel {
 
     /// Wakes the task for the last time (the handler, when it ends); no PI lock stays held.
     pub fn finish(&self, state: u32) {
-        if self.method == WakeMethod::PiMutex {
+        if matches!(self.means, Means::PiMutex) {
             self.release(state);
         } else {
             self.signal_task();
@@ -229,7 +244,7 @@ impl WakeChannel {
     /// Lets go of what the poster holds without waking anyone (a ping-pong's sender, when its
     /// receiver has ended): the PI method's lock; nothing for the others.
     pub fn release(&self, state: u32) {
-        if self.method == WakeMethod::PiMutex {
+        if matches!(self.means, Means::PiMutex) {
             pi_unlock(&self.pi[state as usize & 1], self.handler_tid.load(Ordering::Relaxed));
         }
     }
@@ -239,27 +254,25 @@ impl WakeChannel {
         let one = 1u64.to_ne_bytes();
         // SAFETY (each arm): valid descriptors, handles and pointers owned by this channel; the
         // buffers outlive the calls.
-        match self.method {
-            WakeMethod::Futex => {
+        match &self.means {
+            Means::Futex => {
                 self.word.fetch_add(1, Ordering::Release);
                 futex(&self.word, libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1);
             }
-            WakeMethod::Eventfd | WakeMethod::Pipe => {
-                let fd = self.fds.as_ref().expect("made in new").1.as_raw_fd();
-                unsafe { libc::write(fd, one.as_ptr().cast(), 8) };
+            Means::Fds { write, .. } => {
+                unsafe { libc::write(write.as_raw_fd(), one.as_ptr().cast(), 8) };
             }
-            WakeMethod::Mq => {
-                let q = self.mq.expect("made in new").0;
-                unsafe { libc::mq_send(q, one.as_ptr().cast(), 8, 0) };
+            Means::Mq { handler, .. } => {
+                unsafe { libc::mq_send(*handler, one.as_ptr().cast(), 8, 0) };
             }
-            WakeMethod::Signal => {
+            Means::Signal => {
                 let tid = self.task_tid.load(Ordering::Acquire);
                 unsafe { libc::syscall(libc::SYS_tgkill, self.pid, tid, wake_signal()) };
             }
-            WakeMethod::Sem => {
-                unsafe { libc::sem_post(self.sem.as_ref().expect("made in new").0.get()) };
+            Means::Sem(sem) => {
+                unsafe { libc::sem_post(sem.0.get()) };
             }
-            WakeMethod::PiMutex => {}
+            Means::PiMutex => {}
         }
     }
 
@@ -270,8 +283,8 @@ impl WakeChannel {
     pub fn wait(&self, seen: &mut u32) {
         let mut buf = [0u8; 8];
         // SAFETY (each arm): as in `signal_task`; `buf` and `set` outlive the calls.
-        match self.method {
-            WakeMethod::Futex => loop {
+        match &self.means {
+            Means::Futex => loop {
                 let now = self.word.load(Ordering::Acquire);
                 if now != *seen {
                     *seen = now;
@@ -279,26 +292,25 @@ impl WakeChannel {
                 }
                 futex(&self.word, libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, now);
             },
-            WakeMethod::Eventfd | WakeMethod::Pipe => {
-                let fd = self.fds.as_ref().expect("made in new").0.as_raw_fd();
+            Means::Fds { read, .. } => {
+                let fd = read.as_raw_fd();
                 while unsafe { libc::read(fd, buf.as_mut_ptr().cast(), 8) } < 0 && interrupted() {}
             }
-            WakeMethod::Mq => {
-                let q = self.mq.expect("made in new").1;
+            Means::Mq { task, .. } => {
                 let mut prio = 0;
-                while unsafe { libc::mq_receive(q, buf.as_mut_ptr().cast(), 8, &mut prio) } < 0 && interrupted() {}
+                while unsafe { libc::mq_receive(*task, buf.as_mut_ptr().cast(), 8, &mut prio) } < 0 && interrupted() {}
             }
-            WakeMethod::Signal => unsafe {
+            Means::Signal => unsafe {
                 let mut set: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut set);
                 libc::sigaddset(&mut set, wake_signal());
                 while libc::sigwaitinfo(&set, std::ptr::null_mut()) < 0 && interrupted() {}
             },
-            WakeMethod::Sem => {
-                let sem = self.sem.as_ref().expect("made in new").0.get();
+            Means::Sem(sem) => {
+                let sem = sem.0.get();
                 while unsafe { libc::sem_wait(sem) } < 0 && interrupted() {}
             }
-            WakeMethod::PiMutex => {
+            Means::PiMutex => {
                 let _ = pi_lock(&self.pi[*seen as usize & 1], self.task_tid.load(Ordering::Relaxed));
             }
         }
@@ -308,7 +320,7 @@ impl WakeChannel {
     /// waits on the other next.
     #[inline(always)]
     pub fn woken(&self, seen: &mut u32) {
-        if self.method == WakeMethod::PiMutex {
+        if matches!(self.means, Means::PiMutex) {
             pi_unlock(&self.pi[*seen as usize & 1], self.task_tid.load(Ordering::Relaxed));
             *seen ^= 1;
         }
@@ -348,13 +360,45 @@ impl Drop for WakeChannel {
         // SAFETY: the queue descriptors and the semaphore were made in `new` and are released
         // once, after both threads have ended (the channel is shared by `Arc`).
         unsafe {
-            if let Some((a, b)) = self.mq.take() {
-                libc::mq_close(a);
-                libc::mq_close(b);
+            match &self.means {
+                Means::Mq { handler, task } => {
+                    libc::mq_close(*handler);
+                    libc::mq_close(*task);
+                }
+                Means::Sem(s) => {
+                    libc::sem_destroy(s.0.get());
+                }
+                _ => {}
             }
-            if let Some(s) = self.sem.take() {
-                libc::sem_destroy(s.0.get());
-            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each method made in one thread passes a post to a wait (the PI method needs two threads).
+    #[test]
+    fn a_post_reaches_the_wait_by_every_single_thread_method() {
+        for method in
+            [WakeMethod::Futex, WakeMethod::Eventfd, WakeMethod::Pipe, WakeMethod::Mq, WakeMethod::Signal, WakeMethod::Sem]
+        {
+            let c = match WakeChannel::new(method) {
+                Ok(c) => c,
+                Err(e) if method == WakeMethod::Mq => {
+                    eprintln!("SKIPPED {method:?}: {e}");
+                    continue;
+                }
+                Err(e) => panic!("{method:?}: {e}"),
+            };
+            c.handler_setup().unwrap();
+            c.task_setup().unwrap();
+            let (mut state, mut seen) = (0, 0);
+            c.post(&mut state);
+            c.wait(&mut seen);
+            c.woken(&mut seen);
+            c.finish(state);
         }
     }
 }

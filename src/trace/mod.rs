@@ -102,7 +102,7 @@ impl Session {
     pub fn start(j: &mut Journal, cpus: &[usize], threshold_ns: Option<u64>) -> Session {
         let mut s =
             Session { cpus: vec![], threshold_ns, tracefs: None, mounted: false, events: vec![], tracers: vec![], error: None };
-        let found = crate::sys::random_u64()
+        let found = crate::sys::host::random_u64()
             .map_err(|e| format!("cannot read random bytes for the trace instances' names: {e}"))
             .and_then(|token| Ok((token, tracefs::find_or_mount(j)?)));
         let (token, mut fs) = match found {

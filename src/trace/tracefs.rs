@@ -96,7 +96,7 @@ pub fn find_or_mount(j: &mut Journal) -> Result<Tracefs, String> {
     }
     let root = PathBuf::from(MOUNT_AT);
     j.record(&[Undo::Unmount { path: root.display().to_string() }])?;
-    crate::sys::mount_kernel_fs(MOUNT_SOURCE, "tracefs", MOUNT_AT).map_err(|e| {
+    crate::sys::fs::mount_kernel_fs(MOUNT_SOURCE, "tracefs", MOUNT_AT).map_err(|e| {
         let fix = if e.kind() == std::io::ErrorKind::PermissionDenied { ": run as root" } else { "" };
         format!("cannot mount tracefs at {MOUNT_AT}: {e}{fix}")
     })?;

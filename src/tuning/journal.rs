@@ -127,7 +127,7 @@ fn check_dir(path: &Path) -> Result<(), OpenError> {
         .map_err(|e| OpenError::Unavailable(format!("cannot make {}: {e}", shown_path(dir))))?;
     // No link another user could have planted on the way to it.
     if let Err(e) = crate::sys::files::open_dir_checked(dir) {
-        return Err(if e.kind() == std::io::ErrorKind::InvalidInput {
+        return Err(if crate::sys::files::is_refusal(&e) {
             refused(path, e)
         } else {
             OpenError::Unavailable(format!("cannot open {}: {e}", shown_path(dir)))
@@ -196,10 +196,10 @@ fn open_locked(path: &Path) -> Result<Option<(File, Contents)>, OpenError> {
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(OpenError::Unavailable(format!("cannot make {}: {e}", shown_path(path)))),
             },
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Err(refused(path, e)),
+            Err(e) if crate::sys::files::is_refusal(&e) => return Err(refused(path, e)),
             Err(e) => return Err(OpenError::Unavailable(format!("cannot open {}: {e}", shown_path(path)))),
         };
-        let locked = crate::sys::try_lock_exclusive(&file)
+        let locked = crate::sys::fd::try_lock_exclusive(&file)
             .map_err(|e| OpenError::Unavailable(format!("cannot lock {}: {e}", shown_path(path))))?;
         if !locked {
             // (A live run's journal is empty only for the moment between making it and writing it.)
@@ -358,11 +358,11 @@ pub fn recover_at(path: &Path, wait: std::time::Duration) -> Result<Restored, Op
         let mut file = match crate::sys::files::open_existing_rw(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Restored::default()),
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Err(refused(path, e)),
+            Err(e) if crate::sys::files::is_refusal(&e) => return Err(refused(path, e)),
             // Not this process's to open (an unprivileged user): nothing it may restore.
             Err(_) => return Ok(Restored::default()),
         };
-        match crate::sys::try_lock_exclusive(&file) {
+        match crate::sys::fd::try_lock_exclusive(&file) {
             Ok(true) => {
                 let r = match recognise(path, &mut file)? {
                     Contents::Empty => Restored::default(),
@@ -578,10 +578,11 @@ fn undo(u: &Undo) -> Result<Option<String>, String> {
         Undo::Affinity { pid, starttime, cpus } => {
             let same = crate::audit::tasks::TaskStat::of(*pid).is_some_and(|t| t.starttime == *starttime)
                 || crate::audit::tasks::TaskStat::of_thread(*pid, *pid).is_some_and(|t| t.starttime == *starttime);
-            if !same || crate::sys::task_affinity(*pid).is_ok_and(|now| now == *cpus) {
+            if !same || crate::sys::sched::task_affinity(*pid).is_ok_and(|now| now == *cpus) {
                 return Ok(None);
             }
-            crate::sys::set_task_affinity(*pid, cpus).map_err(|e| format!("task {pid}: cannot give back its CPUs: {e}"))?;
+            crate::sys::sched::set_task_affinity(*pid, cpus)
+                .map_err(|e| format!("task {pid}: cannot give back its CPUs: {e}"))?;
             Ok(Some(format!("task {pid} may run on CPUs {} again", crate::vocab::cpus::format_cpu_list(cpus))))
         }
         Undo::MoveAll { from, to } => {
@@ -638,7 +639,7 @@ fn release_tracefs(path: &str) -> Result<Option<String>, String> {
             if left > 0 {
                 return Ok(None);
             }
-            crate::sys::unmount(path).map_err(|e| format!("{path}: cannot unmount it: {e}"))?;
+            crate::sys::fs::unmount(path).map_err(|e| format!("{path}: cannot unmount it: {e}"))?;
             Ok(Some(format!("{path} unmounted")))
         }
     }

@@ -175,7 +175,7 @@ impl Tuning {
         if changes.is_empty() && !trace {
             return Ok(t);
         }
-        if crate::sys::effective_uid() != 0 {
+        if crate::sys::process::effective_uid() != 0 {
             t.journal_error = Some("changing system settings needs root: run rtgauge as root (nothing was changed)".into());
             for i in changes {
                 t.records.push(record(i.name(), "").failed(t.journal_error.clone().unwrap_or_default()));

@@ -115,7 +115,7 @@ fn make_v1(
         .iter()
         .filter_map(|&t| {
             let stat = TaskStat::of(t)?;
-            let cpus = crate::sys::task_affinity(t).ok()?;
+            let cpus = crate::sys::sched::task_affinity(t).ok()?;
             (cpus != online).then_some(Undo::Affinity { pid: t, starttime: stat.starttime, cpus })
         })
         .collect();

@@ -4,6 +4,7 @@
 //! a requirement that would judge none of the planned series ([`why_unjudged`]) by the same
 //! rule the verdict uses ([`applies`]). Pure: works on figures and descriptions.
 
+use crate::probe::{registry, Missed};
 use crate::result::{Check, ProbeConfig, ProbeResult, RunResult, Status, Verdict};
 use crate::scenario::require::{Metric, Op, Requirement};
 use crate::vocab::units::{us, Nanos};
@@ -177,7 +178,7 @@ pub fn intervals_of(probes: &[ProbeConfig]) -> Vec<(String, Vec<usize>, u64)> {
 /// is the cycle time or longer, not known, or the probe counts events (a lost event has no
 /// latency; its interval is only a window).
 fn missed_as_latency(p: &ProbeResult, ct: u64, facts: &RunFacts) -> Option<u64> {
-    if p.probe == crate::probe::event::NAME {
+    if registry::missed_of(&p.probe) == Missed::Event {
         return None;
     }
     let interval = interval_of(p, facts)?;
@@ -224,7 +225,7 @@ fn missed_rule(p: &ProbeResult, ct: u64, limit: u64, facts: &RunFacts) -> String
             Nanos(limit),
             Nanos(ct)
         ),
-        (None, _) if p.probe == crate::probe::event::NAME => {
+        (None, _) if registry::missed_of(&p.probe) == Missed::Event => {
             format!("a lost event of {SERIES} is a missed cycle: missed==0")
         }
         (None, Some(i)) => format!(

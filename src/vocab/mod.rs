@@ -5,6 +5,7 @@ pub mod cpus;
 pub mod percentiles;
 pub mod plural;
 pub mod policy;
+pub mod table;
 pub mod text;
 pub mod units;
 

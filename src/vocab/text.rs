@@ -72,9 +72,32 @@ pub fn shown_json(s: &str) -> Cow<'_, str> {
     )
 }
 
+/// Text as XML character data or an attribute value, for every XML export (JUnit, rteval): the
+/// five markup characters as entities, and a control character XML 1.0 cannot hold (every C0
+/// one but tab, line feed and carriage return) as a space.
+pub fn xml_escape(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '&' => "&amp;".into(),
+            '<' => "&lt;".into(),
+            '>' => "&gt;".into(),
+            '"' => "&quot;".into(),
+            '\'' => "&apos;".into(),
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => " ".into(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{shown, shown_json, shown_text};
+    use super::{shown, shown_json, shown_text, xml_escape};
+
+    #[test]
+    fn xml_escape_writes_entities_and_drops_what_xml_cannot_hold() {
+        assert_eq!(xml_escape("<a b=\"c\" d='e'>&</a>"), "&lt;a b=&quot;c&quot; d=&apos;e&apos;&gt;&amp;&lt;/a&gt;");
+        assert_eq!(xml_escape("x\x1by\tz\n\r µs"), "x y\tz\n\r µs");
+    }
 
     #[test]
     fn control_and_reordering_characters_are_escaped_and_nothing_else() {

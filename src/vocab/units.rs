@@ -54,6 +54,48 @@ pub fn parse_duration_ns(text: &str, bare_unit_ns: Option<f64>) -> Result<u64, D
     Ok(ns as u64)
 }
 
+/// Parses an age, a duration back from now with a unit (`--since 7d`, `12h`, `90m`), in the same
+/// grammar and units as [`parse_duration_ns`] but up to [`std::time::Duration`]'s range (an age
+/// reaching before 1970 is the caller's to refuse, in words). A whole number is counted exactly.
+pub fn parse_age(text: &str) -> Result<std::time::Duration, DurationError> {
+    let t = text.trim();
+    if t.starts_with('-') {
+        return Err(DurationError::Negative(text.to_string()));
+    }
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    if num.is_empty() || num == "." || num.matches('.').count() > 1 {
+        return Err(DurationError::NotADuration(text.to_string()));
+    }
+    let unit = unit.trim();
+    let scale = if unit.is_empty() && num.bytes().all(|b| b == b'0' || b == b'.') {
+        1.0 // zero needs no unit
+    } else if unit.is_empty() {
+        return Err(DurationError::NoUnit(text.to_string()));
+    } else {
+        UNITS
+            .iter()
+            .find(|(name, _)| *name == unit)
+            .map(|(_, s)| *s)
+            .ok_or_else(|| DurationError::UnknownUnit(text.to_string(), unit.to_string()))?
+    };
+    let too_large = || DurationError::TooLarge(text.to_string());
+    let ns: u128 = if num.contains('.') {
+        let value: f64 = num.parse().map_err(|_| DurationError::NotADuration(text.to_string()))?;
+        let ns = (value * scale).round();
+        if !ns.is_finite() || ns >= u128::MAX as f64 {
+            return Err(too_large());
+        }
+        ns as u128
+    } else {
+        // Every unit is a whole number of nanoseconds.
+        let value: u128 = num.parse().map_err(|_| too_large())?;
+        value.checked_mul(scale as u128).ok_or_else(too_large)?
+    };
+    let secs = u64::try_from(ns / 1_000_000_000).map_err(|_| too_large())?;
+    Ok(std::time::Duration::new(secs, (ns % 1_000_000_000) as u32))
+}
+
 /// Parses a percentage, `25%` or `25`, into a fraction in (0, 1].
 pub fn parse_percent(text: &str) -> Option<f64> {
     let t = text.trim().trim_end_matches('%');
@@ -92,6 +134,11 @@ pub fn us(ns: u64) -> String {
     format!("{:.3}", ns as f64 / 1000.0)
 }
 
+/// A value in µs as [`us`] shows it, or `-` for none.
+pub fn opt_us(v: Option<u64>) -> String {
+    v.map_or("-".to_string(), us)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +165,25 @@ mod tests {
         assert!(matches!(parse_duration_ns("1.2.3s", None), Err(DurationError::NotADuration(_))));
         assert!(matches!(parse_duration_ns("99999999999999999999h", None), Err(DurationError::TooLarge(_))));
         assert_eq!(parse_duration_ns("0", None), Ok(0));
+    }
+
+    #[test]
+    fn ages_in_the_units_of_durations() {
+        use std::time::Duration;
+        assert_eq!(parse_age("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        assert_eq!(parse_age("12h"), Ok(Duration::from_secs(12 * 3600)));
+        assert_eq!(parse_age("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_age("90m"), Ok(Duration::from_secs(90 * 60)));
+        assert_eq!(parse_age("1.5h"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_age("0"), Ok(Duration::ZERO));
+        // Beyond the nanosecond range of the other options, up to Duration's.
+        assert_eq!(parse_age("1000000d"), Ok(Duration::from_secs(86_400_000_000)));
+        assert_eq!(parse_age("18446744073709551615s"), Ok(Duration::from_secs(u64::MAX)));
+        assert!(matches!(parse_age("99999999999999999999d"), Err(DurationError::TooLarge(_))));
+        assert!(matches!(parse_age("7"), Err(DurationError::NoUnit(_))));
+        assert!(matches!(parse_age("2y"), Err(DurationError::UnknownUnit(..))));
+        assert!(matches!(parse_age("-1h"), Err(DurationError::Negative(_))));
+        assert!(matches!(parse_age("2026-11-01"), Err(DurationError::UnknownUnit(..))));
     }
 
     #[test]

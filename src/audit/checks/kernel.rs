@@ -65,7 +65,7 @@ pub(super) fn preemption(c: &Ctx) -> Finding {
 }
 
 pub(super) fn hrtimers(c: &Ctx) -> Finding {
-    let res = crate::sys::monotonic_resolution_ns().ok();
+    let res = crate::sys::time::monotonic_resolution_ns().ok();
     let (severity, observed) = match res {
         Some(1) => (Severity::Ok, "active: CLOCK_MONOTONIC resolves 1 ns".to_string()),
         Some(ns) => (Severity::Bad, format!("inactive: CLOCK_MONOTONIC resolves {} µs (a tick)", ns / 1000)),
@@ -82,7 +82,7 @@ pub(super) fn hrtimers(c: &Ctx) -> Finding {
 
 pub(super) fn hz(c: &Ctx) -> Finding {
     let hz: Option<u64> = c.kconfig.as_ref().and_then(|k| k.get("HZ")?.parse().ok());
-    let hres = crate::sys::monotonic_resolution_ns().ok() == Some(1);
+    let hres = crate::sys::time::monotonic_resolution_ns().ok() == Some(1);
     let (severity, observed) = match hz {
         Some(hz) if hres => {
             (Severity::Ok, format!("HZ={hz} (a tick every {} µs); timers are high-resolution", 1_000_000 / hz.max(1)))
@@ -337,7 +337,7 @@ pub(super) fn tracefs(_c: &Ctx) -> Finding {
 /// firmware's vendor, Xen's or the device tree's hypervisor node.
 pub(super) fn virtualization(_c: &Ctx) -> Finding {
     let mut signs = Vec::new();
-    let signature = crate::sys::hypervisor_signature();
+    let signature = crate::sys::host::hypervisor_signature();
     if let Some(s) = &signature {
         signs.push(format!("CPUID hypervisor '{s}'"));
     } else if cpu_flags().iter().any(|f| f == "hypervisor") {

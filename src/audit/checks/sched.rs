@@ -197,7 +197,7 @@ pub(super) fn timer_migration(_c: &Ctx) -> Finding {
 /// A threaded IRQ handler (`irq/26-ttyS0`) and where it may run.
 fn irq_thread(pid: i32) -> Option<(TaskStat, Vec<usize>)> {
     let t = TaskStat::of(pid).filter(|t| t.is_kernel_thread() && t.comm.starts_with("irq/"))?;
-    let cpus = crate::sys::task_affinity(pid).unwrap_or_default();
+    let cpus = crate::sys::sched::task_affinity(pid).unwrap_or_default();
     Some((t, cpus))
 }
 
@@ -249,7 +249,7 @@ pub(super) fn irq_threads(c: &Ctx) -> Finding {
 }
 
 pub(super) fn libc(_c: &Ctx) -> Finding {
-    let (name, version) = crate::sys::c_library();
+    let (name, version) = crate::sys::host::c_library();
     let observed = if version.is_empty() { name.to_string() } else { format!("{name} {version}") };
     let severity = if name == "unknown" { Severity::Info } else { Severity::Ok };
     Finding::new("libc", "C library", severity, format!("{observed} (the one rtgauge was built with)"))
@@ -266,7 +266,7 @@ pub(super) fn libc(_c: &Ctx) -> Finding {
 /// (`None`: without RT privileges only locking was tried).
 fn pi_trial(may_rt: bool) -> Result<Option<bool>, String> {
     use std::sync::{mpsc, Arc};
-    let m = Arc::new(crate::sys::PiMutex::new().map_err(|e| format!("cannot make a PTHREAD_PRIO_INHERIT mutex: {e}"))?);
+    let m = Arc::new(crate::sys::sync::PiMutex::new().map_err(|e| format!("cannot make a PTHREAD_PRIO_INHERIT mutex: {e}"))?);
     if !may_rt {
         m.lock().and_then(|_| m.unlock()).map_err(|e| format!("cannot lock a PTHREAD_PRIO_INHERIT mutex: {e}"))?;
         return Ok(None);
@@ -276,7 +276,7 @@ fn pi_trial(may_rt: bool) -> Result<Option<bool>, String> {
     let hm = Arc::clone(&m);
     let holder = std::thread::spawn(move || {
         let locked = hm.lock();
-        let _ = held_tx.send((crate::sys::thread_id(), locked.is_ok()));
+        let _ = held_tx.send((crate::sys::process::thread_id(), locked.is_ok()));
         let _ = release_rx.recv();
         if locked.is_ok() {
             let _ = hm.unlock();
@@ -290,7 +290,7 @@ fn pi_trial(may_rt: bool) -> Result<Option<bool>, String> {
     }
     let wm = Arc::clone(&m);
     let waiter = std::thread::spawn(move || {
-        let ok = crate::sys::set_thread_scheduler(crate::vocab::policy::Policy::Fifo, 1).is_ok();
+        let ok = crate::sys::sched::set_thread_scheduler(crate::vocab::policy::Policy::Fifo, 1).is_ok();
         if wm.lock().is_ok() {
             let _ = wm.unlock();
         }

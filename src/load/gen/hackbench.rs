@@ -120,7 +120,8 @@ impl Hackbench {
         let (gate_r, mut gate_w) = io::pipe()?;
         let (mut ready_r, ready_w) = io::pipe()?;
         let gate = Arc::new((gate_r, ready_w));
-        let wait_gate = |g: &(io::PipeReader, io::PipeWriter)| (&g.1).write_all(b"R").is_ok() && sys::wait_readable(&g.0).is_ok();
+        let wait_gate =
+            |g: &(io::PipeReader, io::PipeWriter)| (&g.1).write_all(b"R").is_ok() && sys::fd::wait_readable(&g.0).is_ok();
         let (size, loops) = (self.size, self.loops);
         let tasks = receivers.len() + senders.len();
         let mut handles = Vec::new();
@@ -167,14 +168,15 @@ impl Hackbench {
         // byte written to the gate releases every task at once.
         let (mut gate_r, mut gate_w) = io::pipe()?;
         let (mut ready_r, mut ready_w) = io::pipe()?;
-        let wait_gate =
-            |g: &mut io::PipeReader, ready: &mut io::PipeWriter| ready.write_all(b"R").is_ok() && sys::wait_readable(g).is_ok();
+        let wait_gate = |g: &mut io::PipeReader, ready: &mut io::PipeWriter| {
+            ready.write_all(b"R").is_ok() && sys::fd::wait_readable(g).is_ok()
+        };
         let mut pids = Vec::new();
         for _ in 0..self.groups {
             let mut writers: Vec<Writer> = Vec::new();
             for _ in 0..self.fds {
                 let (r, w) = self.channel()?;
-                pids.push(sys::fork_run(|| {
+                pids.push(sys::process::fork_run(|| {
                     let mut buf = vec![0u8; size];
                     i32::from(!(wait_gate(&mut gate_r, &mut ready_w) && receive(r, per_receiver, &mut buf).is_ok()))
                 })?);
@@ -185,7 +187,7 @@ impl Hackbench {
             }
             for _ in 0..self.fds {
                 let outs = &mut writers;
-                pids.push(sys::fork_run(|| {
+                pids.push(sys::process::fork_run(|| {
                     let msg = vec![0x48u8; size];
                     i32::from(!(wait_gate(&mut gate_r, &mut ready_w) && send_all(outs, &msg, loops).is_ok()))
                 })?);
@@ -198,7 +200,7 @@ impl Hackbench {
         gate_w.write_all(b"g")?;
         let mut failed = 0;
         for pid in pids {
-            if sys::wait_pid(pid).map_or(true, |code| code != 0) {
+            if sys::process::wait_pid(pid).map_or(true, |code| code != 0) {
                 failed += 1;
             }
         }

@@ -21,7 +21,7 @@ fn on_threads(workers: u32, work: impl Fn(u32, &AtomicU64) + Sync) -> u64 {
         }
         // The waiting thread leaves SIGTERM to the working ones: at an RT policy they hold
         // every CPU it could run its handler on, and the stop would wait for the SIGKILL.
-        let _ = sys::block_process_signals();
+        let _ = sys::signal::block_process_signals();
     });
     total.load(Relaxed)
 }
@@ -49,7 +49,7 @@ pub fn vm(workers: u32, bytes: u64, stop: &AtomicBool) -> Result<Counters, Strin
     let last_error = std::sync::Mutex::new(None::<String>);
     let touched = on_threads(workers, |_, n| {
         while !stop.load(Relaxed) {
-            match sys::map_touch_unmap(bytes as usize) {
+            match sys::mem::map_touch_unmap(bytes as usize) {
                 Ok(pages) => drop(n.fetch_add(pages, Relaxed)),
                 Err(e) if n.load(Relaxed) == 0 => {
                     let _ = last_error.lock().map(|mut l| *l = Some(e.to_string()));
@@ -90,7 +90,7 @@ pub fn io(workers: u32, size: u64, block: u64, dir: &Path, stop: &AtomicBool) ->
             }
             let _ = f.sync_all();
             written.fetch_add(done, Relaxed);
-            sys::drop_file_cache(&f);
+            sys::mem::drop_file_cache(&f);
             let _ = f.seek(SeekFrom::Start(0));
             while let Ok(k) = f.read(&mut back) {
                 if k == 0 || stop.load(Relaxed) {
@@ -108,7 +108,7 @@ pub fn io(workers: u32, size: u64, block: u64, dir: &Path, stop: &AtomicBool) ->
 pub fn fork(workers: u32, stop: &AtomicBool) -> Counters {
     let forks = on_threads(workers, |_, n| {
         while !stop.load(Relaxed) {
-            if sys::fork_exit_and_reap().is_ok() {
+            if sys::process::fork_exit_and_reap().is_ok() {
                 n.fetch_add(1, Relaxed);
             }
         }

@@ -27,12 +27,14 @@
 //! not a lock around data) and print nothing; the event's number and post time pass through a
 //! sequence lock of atomics.
 
+pub mod options;
 pub mod pingpong;
+mod summary;
 pub mod sweep;
 
 use super::seqlock::SeqFacts;
-use super::{Handoff, Probe, Role, RtLoop, Schedule, Step};
-use crate::sys::{self, WakeChannel, WakeMethod};
+use super::{Accounting, Class, Handoff, Missed, Plugin, Probe, Role, RtLoop, Schedule, Step};
+use crate::sys::{self, wake::WakeChannel, wake::WakeMethod};
 use crate::vocab::units::Nanos;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::Arc;
@@ -72,6 +74,19 @@ pub enum Shape {
 
 /// The shapes by name (`wakeup:shape=NAME`).
 pub const SHAPES: &[(&str, Shape)] = &[("chain", Shape::Chain), ("ping-pong", Shape::PingPong)];
+
+/// The wake-up probe, for the registry.
+pub const PLUGIN: Plugin = Plugin {
+    name: NAME,
+    shapes: &[SERIES, PING_PONG_SERIES],
+    options: options::SUMMARY,
+    help: options::help,
+    parse: options::parse,
+    missed: Missed::Period,
+    published: |series| (series == Some(SERIES[0])).then_some(Class::WakeupChain),
+    foreign: &[],
+    summary: Some(summary::summary),
+};
 
 /// The wake-up chain probe, resolved before the run.
 #[derive(Debug, Clone, Copy)]
@@ -130,8 +145,12 @@ impl Probe for WakeupProbe {
             Shape::PingPong => PING_PONG_SERIES,
         }
     }
-    fn events(&self) -> bool {
-        self.sweep.is_some()
+    fn accounting(&self) -> Accounting {
+        if self.sweep.is_some() {
+            Accounting::Events
+        } else {
+            Accounting::Periods
+        }
     }
     fn steps(&self) -> Vec<Step> {
         let Some(s) = self.sweep else { return Vec::new() };
@@ -146,10 +165,10 @@ impl Probe for WakeupProbe {
             })
             .collect()
     }
-    fn lowest_priority(&self) -> Option<i32> {
+    fn priorities(&self) -> Option<(i32, i32)> {
         Some(match self.shape {
-            Shape::Chain => self.priority - 1,
-            Shape::PingPong => self.priority,
+            Shape::Chain => (self.priority - 1, self.priority),
+            Shape::PingPong => (self.priority, self.priority),
         })
     }
     fn check_cpus(&self, cpus: &[usize]) -> Result<(), String> {
@@ -229,8 +248,9 @@ fn waiter_setup(channel: &WakeChannel, via: &str, who: &str) -> Result<(), Strin
 }
 
 /// The periodic timer that wakes the thread `who`.
-fn periodic_timer(who: &str) -> Result<sys::PeriodicTimer, String> {
-    sys::PeriodicTimer::new().map_err(|e| format!("the {who} cannot make its timerfd ({e}): this kernel lacks CONFIG_TIMERFD"))
+fn periodic_timer(who: &str) -> Result<sys::timer::PeriodicTimer, String> {
+    sys::timer::PeriodicTimer::new()
+        .map_err(|e| format!("the {who} cannot make its timerfd ({e}): this kernel lacks CONFIG_TIMERFD"))
 }
 
 /// The CPU after `cpu` in the probe's list, wrapping around.
@@ -287,7 +307,7 @@ impl Shared {
 /// one event per wake-up.
 struct HandlerLoop {
     schedule: Schedule,
-    timer: sys::PeriodicTimer,
+    timer: sys::timer::PeriodicTimer,
     shared: Arc<Shared>,
 }
 
@@ -302,10 +322,10 @@ impl RtLoop for HandlerLoop {
         let armed = self.timer.arm(start_ns + interval, interval).is_ok();
         while armed && period <= last && !stop.load(Relaxed) {
             let expired = self.timer.wait();
-            let now = sys::monotonic_ns();
+            let now = sys::time::monotonic_ns();
             let deadline = start_ns + period * interval;
             let latency = now.saturating_sub(deadline);
-            shared.publish(period, deadline, sys::monotonic_ns());
+            shared.publish(period, deadline, sys::time::monotonic_ns());
             shared.channel.post(&mut state);
             let missed_after = expired.saturating_sub(1).min(last - period);
             out.served(period, latency, missed_after);
@@ -347,7 +367,7 @@ fn task_events(shared: &Shared, mut take: impl FnMut(u64, Posted, u64)) -> u64 {
     let (mut taken, mut seen) = (0u64, 0u32);
     loop {
         shared.channel.wait(&mut seen);
-        let now = sys::monotonic_ns();
+        let now = sys::time::monotonic_ns();
         shared.channel.woken(&mut seen);
         // The handler's end is read before the event: once it is seen, the event read is its last.
         let done = shared.done.load(Acquire);
@@ -365,7 +385,7 @@ fn task_events(shared: &Shared, mut take: impl FnMut(u64, Posted, u64)) -> u64 {
 /// (unless the sweep runs every rate).
 struct SweepHandlerLoop {
     sweep: Sweep,
-    timer: sys::PeriodicTimer,
+    timer: sys::timer::PeriodicTimer,
     shared: Arc<Shared>,
 }
 
@@ -385,9 +405,9 @@ impl RtLoop for SweepHandlerLoop {
                     break 'steps;
                 }
                 let expired = self.timer.wait();
-                let now = sys::monotonic_ns();
+                let now = sys::time::monotonic_ns();
                 let (event, deadline) = (first + k - 1, step_start + k * interval);
-                shared.publish(event, deadline, sys::monotonic_ns());
+                shared.publish(event, deadline, sys::time::monotonic_ns());
                 shared.channel.post(&mut state);
                 out.event_after(sw.window_in(s, event), Some(now.saturating_sub(deadline)), 0);
                 // Expirations of this step that passed meanwhile; the task sees their gap.

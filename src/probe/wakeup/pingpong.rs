@@ -1,5 +1,5 @@
 //! The wake-up probe's ping-pong shape (`shape=ping-pong`): what rt-tests' ptsematest, pmqtest
-//! and sigwaittest time, on rtgauge's lifecycle. A receiver woken by a periodic timer every
+//! and sigwaittest time, on rtgauge's run. A receiver woken by a periodic timer every
 //! interval posts the period's event to a sender and blocks; the sender, woken, posts back at
 //! once. Both threads run at the probe's priority (as the rt-tests tools' do), on one CPU or, with
 //! `cross`, the sender on the next. Two series per CPU:
@@ -15,7 +15,7 @@
 
 use super::{periodic_timer, poster_setup, task_events, waiter_setup, Shared, WakeupProbe};
 use crate::probe::{Handoff, Role, RtLoop, Schedule};
-use crate::sys::{self, WakeChannel};
+use crate::sys::{self, wake::WakeChannel};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::Arc;
 
@@ -70,7 +70,7 @@ pub(super) fn roles(p: &WakeupProbe, (cpu, sender_cpu): (usize, usize), ping: Wa
 /// blocks until the sender's reply and times its wake-up from the reply's post.
 struct ReceiverLoop {
     schedule: Schedule,
-    timer: sys::PeriodicTimer,
+    timer: sys::timer::PeriodicTimer,
     shared: Arc<PingPong>,
 }
 
@@ -85,10 +85,10 @@ impl RtLoop for ReceiverLoop {
         let armed = self.timer.arm(start_ns + interval, interval).is_ok();
         while armed && period <= last && !stop.load(Relaxed) {
             let expired = self.timer.wait();
-            pp.ping.publish(period, start_ns + period * interval, sys::monotonic_ns());
+            pp.ping.publish(period, start_ns + period * interval, sys::time::monotonic_ns());
             pp.ping.channel.post(&mut posted);
             pp.pong.wait(&mut seen);
-            let now = sys::monotonic_ns();
+            let now = sys::time::monotonic_ns();
             pp.pong.woken(&mut seen);
             let reply = now.saturating_sub(pp.replied.load(Acquire));
             let missed_after = expired.saturating_sub(1).min(last - period);
@@ -114,7 +114,7 @@ impl RtLoop for SenderLoop {
         let taken = task_events(&pp.ping, |now, (event, _, ping_ns), taken| {
             if event > taken {
                 out.served(event, now.saturating_sub(ping_ns), 0);
-                pp.replied.store(sys::monotonic_ns(), Release);
+                pp.replied.store(sys::time::monotonic_ns(), Release);
                 pp.pong.post(&mut posted);
             }
         });
