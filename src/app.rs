@@ -1,6 +1,7 @@
 //! The program as the binary runs it: the command line parsed (`commands::parse`), what a killed
-//! run left changed put back first where the command changes the system, the command dispatched
-//! to its file in `commands`, and the outcome mapped to an exit status (0 passed, 1 a criterion
+//! run left changed put back first where the command changes the system
+//! (`commands::restore::before`), the command dispatched to its file in `commands`, and the
+//! outcome mapped to an exit status (0 passed, 1 a criterion
 //! failed, 2 usage or runtime error; 141 when the reader of standard output went away, see
 //! `report::out`).
 
@@ -22,20 +23,14 @@ pub fn main() -> ExitCode {
         Ok(command) => command,
         Err(code) => return code,
     };
-    // A run killed with its guardian may have left settings changed, and its loads' cgroup with
-    // whatever a load left running in it: put them back and remove it first.
-    let restoring = matches!(command, Command::Restore);
-    let recovered = match commands::recovers_first(&command).then(|| commands::restore::recover_killed_run(restoring)) {
-        None => None,
-        Some(Ok(r)) => r,
-        Some(Err(e)) => {
+    // What a killed run left changed is put back first, before a command that changes the system.
+    let recovered = match commands::restore::before(&command) {
+        Ok(r) => r,
+        Err(e) => {
             out::err_line(&format!("rtgauge: error: {}", report::shown(&e)));
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    if let Some(r) = recovered.as_ref().filter(|_| !restoring) {
-        commands::restore::say_recovered(r);
-    }
     let outcome = match command {
         Command::Restore => commands::restore::restore(recovered.as_ref()),
         Command::Run(a) => commands::run::run(&a),

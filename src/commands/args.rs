@@ -557,3 +557,15 @@ impl RunArgs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// `--help` names every source the summaries and reports cite (their full references are
+    /// `report::reference::SOURCES`).
+    #[test]
+    fn every_source_has_a_line_in_the_help() {
+        for s in crate::report::reference::SOURCES {
+            assert!(super::SOURCES_HELP.contains(&format!("{}: ", s.short)), "--help says what {} is", s.short);
+        }
+    }
+}

@@ -56,7 +56,15 @@ fn since_rfc3339(v: &str) -> Result<String> {
         let (m, d) = (v[5..7].parse::<u32>().unwrap_or(0), v[8..10].parse::<u32>().unwrap_or(0));
         return if (1..=12).contains(&m) && (1..=31).contains(&d) { Ok(format!("{v}T00:00:00.000Z")) } else { Err(bad()) };
     }
-    if let Ok(age) = crate::vocab::units::parse_age(v) {
+    let age = crate::vocab::units::parse_age(v);
+    // A number followed by a word that is not one of the grammar's units (`1y`, `1h30m`) is an
+    // age mistyped: say which unit (a date or time goes on to be read below).
+    if let Err(e @ crate::vocab::units::DurationError::UnknownUnit(_, unit)) = &age {
+        if unit.starts_with(char::is_alphabetic) {
+            return Err(anyhow!("--since {v}: {e}; give an age (7d, 2w), a date (2026-11-01) or a time (2026-11-01T08:00:00Z)"));
+        }
+    }
+    if let Ok(age) = age {
         // Counted from the epoch in checked arithmetic: an age reaching before 1970 (`1000000d`)
         // or beyond any date is an error, not a panic.
         let now = std::time::SystemTime::now()
@@ -98,6 +106,12 @@ mod tests {
         assert_eq!(since_rfc3339("2026-11-01 08:00:00").unwrap(), "2026-11-01T08:00:00.000Z");
         for bad in ["2999-13-01", "yesterday", "2026-11-01T25:00:00Z", ""] {
             assert!(since_rfc3339(bad).is_err(), "{bad}");
+        }
+        // Ages in the one duration grammar of every option, weeks included; another unit is named.
+        assert!(since_rfc3339("2w").is_ok() && since_rfc3339("1.5h").is_ok());
+        for (bad, unit) in [("1y", "'y'"), ("1h30m", "'h30m'"), ("7days", "'days'")] {
+            let e = since_rfc3339(bad).unwrap_err().to_string();
+            assert!(e.contains(&format!("unknown unit {unit}")) && e.contains("give an age"), "{bad}: {e}");
         }
     }
 }

@@ -2,14 +2,31 @@
 //! ([`recover_killed_run`]): put back what a killed run left changed (its tuning journal) and
 //! remove what it left running (its loads' cgroup, its trace instances).
 
+use super::Command;
 use crate::report::{self, out};
+
+/// What every command that changes the system does first (see [`super::recovers_first`]): a run
+/// killed with its guardian may have left settings changed, and its loads' cgroup with whatever
+/// a load left running in it; they are put back and removed, and said (by `restore` as its
+/// output). Returns what was put back, for `restore`.
+pub fn before(command: &Command) -> Result<Option<crate::tuning::journal::Restored>, String> {
+    if !super::recovers_first(command) {
+        return Ok(None);
+    }
+    let restoring = matches!(command, Command::Restore);
+    let recovered = recover_killed_run(restoring)?;
+    if let Some(r) = recovered.as_ref().filter(|_| !restoring) {
+        say_recovered(r);
+    }
+    Ok(recovered)
+}
 
 /// Restores what a run killed with its guardian left changed, and removes its loads' cgroups
 /// and trace instances. Only `restore` says which cgroups it removed (`say_removed`): a run that
 /// starts while another was just killed may meet that cgroup while its guardian is still
 /// removing it, and must not print a line about it. A file at the journal's path that is not
 /// rtgauge's own is an error, and is left untouched.
-pub fn recover_killed_run(say_removed: bool) -> Result<Option<crate::tuning::journal::Restored>, String> {
+fn recover_killed_run(say_removed: bool) -> Result<Option<crate::tuning::journal::Restored>, String> {
     let recovered = crate::tuning::journal::recover()?;
     let mut removed = crate::load::contain::remove_stale();
     // And the trace instances such a run left tracing (tracefs is one for the system).
@@ -21,7 +38,7 @@ pub fn recover_killed_run(say_removed: bool) -> Result<Option<crate::tuning::jou
 }
 
 /// Says, before another command, what was put back (`restore` says it as its output).
-pub fn say_recovered(r: &crate::tuning::journal::Restored) {
+fn say_recovered(r: &crate::tuning::journal::Restored) {
     for line in r.notes.iter().chain(&r.done) {
         out::err_line(&format!("rtgauge: restored: {line}"));
     }

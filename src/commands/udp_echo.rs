@@ -1,9 +1,9 @@
 //! `rtgauge udp-echo`: the other end of the UDP probe, run on the other host.
 
 use super::args::UdpEchoArgs;
+use crate::probe;
 use crate::run::checks::check_cpus;
 use crate::run::Interrupts;
-use crate::{probe, sys};
 use anyhow::{anyhow, bail, Result};
 
 /// `rtgauge udp-echo`: the other end of the UDP probe. Binds, takes its CPU and priority, says
@@ -26,22 +26,9 @@ pub fn udp_echo(args: &UdpEchoArgs) -> Result<u8> {
     if let Some(cpu) = args.cpu {
         check_cpus("--cpu", &[cpu], &crate::audit::probe_system())?;
     }
-    let socket =
-        std::net::UdpSocket::bind(addr).map_err(|e| anyhow!("cannot listen on {addr}: {e}; choose another address or port"))?;
-    socket.set_nonblocking(true)?;
-    if let Some(cpu) = args.cpu {
-        sys::sched::pin_thread_to_cpu(cpu).map_err(|e| anyhow!("cannot pin to CPU {cpu}: {e}"))?;
-    }
-    if args.priority > 0 {
-        sys::sched::set_thread_scheduler(crate::vocab::policy::Policy::Fifo, args.priority)
-            .map_err(|e| anyhow!("cannot run at SCHED_FIFO {}: {e}; run as root or give --priority 0", args.priority))?;
-    }
-    let _ = sys::mem::lock_all_memory();
-    crate::report::out::err_line(&format!("rtgauge udp-echo: listening on {}", socket.local_addr()?));
-    // The end is looked at by the echo itself: a thread to end it would share its CPU and
-    // priority, and wait behind it as long as datagrams come.
-    let until = duration.map(|ns| sys::time::monotonic_ns().saturating_add(ns));
-    let e = probe::udp::echo(&socket, &interrupts.stop, until)?;
+    let plan = probe::udp::EchoPlan { addr, cpu: args.cpu, priority: args.priority, duration_ns: duration };
+    let listening = |at| crate::report::out::err_line(&format!("rtgauge udp-echo: listening on {at}"));
+    let e = probe::udp::serve(&plan, &interrupts.stop, listening).map_err(anyhow::Error::msg)?;
     let dropped = serde_json::json!({
         "from_itself": e.from_itself, "replies": e.replies, "short": e.short, "from_service": e.from_service
     });

@@ -147,8 +147,7 @@ fn summary(r: &RunResult) -> String {
 /// and RT throttling named when its signature shows (see [`throttling_gaps`]).
 fn noise_report(r: &RunResult) -> String {
     let mut s = String::new();
-    for p in r.probes.iter().filter(|p| p.noise.is_some()) {
-        let n = p.noise.expect("filtered");
+    for (p, n) in r.probes.iter().filter_map(|p| p.noise.map(|n| (p, n))) {
         if s.is_empty() {
             let _ = writeln!(s, "\nNoise floor (busy loop; gaps over {}), per CPU:", Nanos(n.threshold_ns));
         }

@@ -163,8 +163,8 @@ impl RunningProbes {
     /// ends with the process) and its unserved periods are counted by the collector.
     pub fn join_finished(&mut self) {
         for h in &mut self.handles {
-            if h.as_ref().is_some_and(|h| h.is_finished()) {
-                let _ = h.take().expect("checked").join();
+            if let Some(done) = h.take_if(|h| h.is_finished()) {
+                let _ = done.join();
             }
         }
     }

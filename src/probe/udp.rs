@@ -408,6 +408,36 @@ pub struct Echoed {
     pub from_service: u64,
 }
 
+/// What `rtgauge udp-echo` serves: where it listens, on which CPU, at which SCHED_FIFO priority
+/// (0: SCHED_OTHER), for how long (`None`: until stopped).
+pub struct EchoPlan {
+    pub addr: SocketAddr,
+    pub cpu: Option<usize>,
+    pub priority: i32,
+    pub duration_ns: Option<u64>,
+}
+
+/// The other end of the probe, as `rtgauge udp-echo` runs it: binds, takes its CPU and priority,
+/// locks memory, says where it listens (`listening`), and [`echo`]es until `stop` or the plan's
+/// end (looked at by the echo itself: a thread to end it would share its CPU and priority, and
+/// wait behind it as long as datagrams come).
+pub fn serve(plan: &EchoPlan, stop: &AtomicBool, listening: impl FnOnce(SocketAddr)) -> Result<Echoed, String> {
+    let addr = plan.addr;
+    let socket = UdpSocket::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}; choose another address or port"))?;
+    socket.set_nonblocking(true).map_err(|e| e.to_string())?;
+    if let Some(cpu) = plan.cpu {
+        sys::sched::pin_thread_to_cpu(cpu).map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))?;
+    }
+    if plan.priority > 0 {
+        sys::sched::set_thread_scheduler(crate::vocab::policy::Policy::Fifo, plan.priority)
+            .map_err(|e| format!("cannot run at SCHED_FIFO {}: {e}; run as root or give --priority 0", plan.priority))?;
+    }
+    let _ = sys::mem::lock_all_memory();
+    listening(socket.local_addr().map_err(|e| e.to_string())?);
+    let until = plan.duration_ns.map(|ns| sys::time::monotonic_ns().saturating_add(ns));
+    echo(&socket, stop, until).map_err(|e| e.to_string())
+}
+
 /// `rtgauge udp-echo`: sends every datagram of the probe's back to where it came from, marked
 /// as a reply, on one thread at an RT priority, until `stop` is set or CLOCK_MONOTONIC passes
 /// `until_ns`: both looked at after every datagram (a flood does not hold it; no other thread of

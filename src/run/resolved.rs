@@ -1,17 +1,13 @@
 //! The plan resolved against the audited machine ([`Resolved`]): the probes built for the run's
 //! timing with their CPUs, the loads, the timeline's window; and what the later stages ask of
-//! it (series, names, labels, the phases' bounds, each series' figures and sweep).
+//! it (series, names, labels, the phases' bounds).
 
 use super::checks::{check_cpus, check_requirements, resolve_cpus, resolve_loads, timeline_window};
-use crate::aggregate::Collector;
 use crate::load::spec::LoadSpec;
 use crate::probe::registry::{self, RunTiming};
 use crate::probe::{self, ProbePlan, RunningProbes, SeriesKey, ThreadSched};
-use crate::result::sweep::{SweepResult, SweepStep};
 use crate::result::system::SystemInfo;
-use crate::result::ProbeResult;
 use crate::scenario::RunPlan;
-use crate::vocab::cpus::format_cpu_list;
 use anyhow::{anyhow, Result};
 
 /// The plan resolved against the audited machine: the probes with their CPUs, the loads.
@@ -43,71 +39,6 @@ impl Resolved {
     }
     pub(super) fn label(&self, k: SeriesKey) -> String {
         series_label(&self.probes, k)
-    }
-    /// Adds the probe's own counts (see `Probe::counters`) to its result.
-    pub(super) fn with_counts(&self, k: SeriesKey, mut r: ProbeResult, counts: [u64; probe::MAX_COUNTS]) -> ProbeResult {
-        let names = self.probes[k.probe].probe.counters();
-        r.counts = names.iter().zip(counts).map(|(n, c)| (n.to_string(), c)).collect();
-        r
-    }
-    /// What each probe with a timeline of its own does at `at_ns` (`wakeup@0-1: 2000/s`).
-    pub(super) fn steps_at(&self, at_ns: u64) -> Vec<String> {
-        let step = |p: &ProbePlan| p.probe.steps().into_iter().find(|s| s.start_ns <= at_ns && at_ns < s.end_ns);
-        let label =
-            |p: &ProbePlan, s: probe::Step| format!("{}@{}: {}/s", p.probe.name(), format_cpu_list(&p.cpus), s.rate_per_s);
-        self.probes.iter().filter_map(|p| step(p).map(|s| label(p, s))).collect()
-    }
-    /// The sweep of series `k` on `cpu` (`None`: all its CPUs together), for a probe with steps:
-    /// each step's figures from the collector's phases (measuring over, phases not yet taken).
-    pub(super) fn sweep(&self, k: SeriesKey, cpu: Option<usize>, collector: &Collector) -> Option<SweepResult> {
-        let steps = self.probes[k.probe].probe.steps();
-        if steps.is_empty() {
-            return None;
-        }
-        let accounts: Vec<usize> =
-            collector.of_series(k.probe, k.series).filter(|(_, a)| cpu.is_none_or(|c| a.key.cpu == c)).map(|(i, _)| i).collect();
-        let steps = steps
-            .iter()
-            .map(|s| {
-                let mut t = crate::aggregate::Tally::default();
-                accounts.iter().for_each(|&i| t.merge(&collector.span_tally(i, s.start_ns, s.end_ns)));
-                let max_ns = t.min_max().map(|m| m.1);
-                let planned = s.planned * accounts.len() as u64;
-                SweepStep {
-                    rate_per_s: s.rate_per_s,
-                    interval_ns: s.interval_ns,
-                    start_ns: s.start_ns,
-                    end_ns: s.end_ns,
-                    bound_ns: s.bound_ns,
-                    planned,
-                    events: t.samples,
-                    missed: t.missed,
-                    max_ns,
-                    p99_ns: t.hist.percentile(99.0),
-                    outcome: SweepStep::judge(t.samples, t.missed, max_ns, planned, s.bound_ns),
-                }
-            })
-            .collect();
-        Some(SweepResult::new(steps))
-    }
-    /// The result of series `k` on `cpu` (`None`: all its CPUs) measured from `span.0` to
-    /// `span.1` (from the start of the run; the probe's warm-up is not measured); an event-
-    /// accounted probe's noise figures are per CPU-second.
-    pub(super) fn result(
-        &self,
-        k: SeriesKey,
-        cpu: Option<usize>,
-        (stats, hist): crate::aggregate::Figures,
-        span: (u64, u64),
-    ) -> ProbeResult {
-        let plan = &self.probes[k.probe];
-        let mut r = crate::aggregate::probe_result(self.names(k), cpu, &stats, &hist);
-        r.measures = plan.probe.measures(k.series).map(str::to_string);
-        let Some(threshold) = plan.probe.accounting().noise_threshold() else { return r };
-        let s = plan.probe.schedule();
-        let measured = span.1.saturating_sub(span.0.max(s.warmup_periods * s.interval_ns));
-        let cpus = if cpu.is_some() { 1 } else { plan.cpus.len() as u64 };
-        r.with_noise(threshold, stats.sum_ns, measured * cpus)
     }
 }
 

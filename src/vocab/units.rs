@@ -4,8 +4,18 @@
 use std::fmt;
 
 /// Nanoseconds per unit, for the units accepted in durations.
-const UNITS: &[(&str, f64)] =
-    &[("ns", 1.0), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9), ("min", 60e9), ("h", 3600e9), ("d", 86400e9)];
+const UNITS: &[(&str, f64)] = &[
+    ("ns", 1.0),
+    ("us", 1e3),
+    ("µs", 1e3),
+    ("ms", 1e6),
+    ("s", 1e9),
+    ("m", 60e9),
+    ("min", 60e9),
+    ("h", 3600e9),
+    ("d", 86400e9),
+    ("w", 7.0 * 86400e9),
+];
 
 /// Why a duration could not be parsed; the message names the problem, the caller adds the fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -16,27 +26,27 @@ pub enum DurationError {
     NotADuration(String),
     #[error("'{0}' has no unit")]
     NoUnit(String),
-    #[error("'{0}' has an unknown unit '{1}' (use ns, us, ms, s, m, h or d)")]
+    #[error("'{0}' has an unknown unit '{1}' (use ns, us, ms, s, m, h, d or w)")]
     UnknownUnit(String, String),
     #[error("'{0}' is too large")]
     TooLarge(String),
 }
 
-/// Parses a duration with a unit into nanoseconds: `100us`, `0.5ms`, `1ms`, `10s`, `5m`, `24h`.
-/// A bare number is rejected unless `bare_unit_ns` gives the unit it means.
-pub fn parse_duration_ns(text: &str, bare_unit_ns: Option<f64>) -> Result<u64, DurationError> {
+/// The one grammar of a duration, shared by [`parse_duration_ns`] and [`parse_age`]: a number
+/// (digits with at most one point) and a unit of [`UNITS`]; zero needs no unit, and a bare
+/// number means `bare_unit_ns` when given. Returns the number as typed and the unit's scale.
+fn split(text: &str, bare_unit_ns: Option<f64>) -> Result<(&str, f64), DurationError> {
     let t = text.trim();
     if t.starts_with('-') {
         return Err(DurationError::Negative(text.to_string()));
     }
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
+    let at = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(at);
     if num.is_empty() || num == "." || num.matches('.').count() > 1 {
         return Err(DurationError::NotADuration(text.to_string()));
     }
-    let value: f64 = num.parse().map_err(|_| DurationError::NotADuration(text.to_string()))?;
     let unit = unit.trim();
-    let scale = if unit.is_empty() && value == 0.0 {
+    let scale = if unit.is_empty() && num.bytes().all(|b| b == b'0' || b == b'.') {
         1.0 // zero needs no unit
     } else if unit.is_empty() {
         bare_unit_ns.ok_or_else(|| DurationError::NoUnit(text.to_string()))?
@@ -47,6 +57,14 @@ pub fn parse_duration_ns(text: &str, bare_unit_ns: Option<f64>) -> Result<u64, D
             .map(|(_, s)| *s)
             .ok_or_else(|| DurationError::UnknownUnit(text.to_string(), unit.to_string()))?
     };
+    Ok((num, scale))
+}
+
+/// Parses a duration with a unit into nanoseconds: `100us`, `0.5ms`, `1ms`, `10s`, `5m`, `24h`.
+/// A bare number is rejected unless `bare_unit_ns` gives the unit it means.
+pub fn parse_duration_ns(text: &str, bare_unit_ns: Option<f64>) -> Result<u64, DurationError> {
+    let (num, scale) = split(text, bare_unit_ns)?;
+    let value: f64 = num.parse().map_err(|_| DurationError::NotADuration(text.to_string()))?;
     let ns = (value * scale).round();
     if !ns.is_finite() || ns > u64::MAX as f64 / 2.0 {
         return Err(DurationError::TooLarge(text.to_string()));
@@ -54,31 +72,11 @@ pub fn parse_duration_ns(text: &str, bare_unit_ns: Option<f64>) -> Result<u64, D
     Ok(ns as u64)
 }
 
-/// Parses an age, a duration back from now with a unit (`--since 7d`, `12h`, `90m`), in the same
+/// Parses an age, a duration back from now with a unit (`--since 7d`, `12h`, `2w`), in the same
 /// grammar and units as [`parse_duration_ns`] but up to [`std::time::Duration`]'s range (an age
 /// reaching before 1970 is the caller's to refuse, in words). A whole number is counted exactly.
 pub fn parse_age(text: &str) -> Result<std::time::Duration, DurationError> {
-    let t = text.trim();
-    if t.starts_with('-') {
-        return Err(DurationError::Negative(text.to_string()));
-    }
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    if num.is_empty() || num == "." || num.matches('.').count() > 1 {
-        return Err(DurationError::NotADuration(text.to_string()));
-    }
-    let unit = unit.trim();
-    let scale = if unit.is_empty() && num.bytes().all(|b| b == b'0' || b == b'.') {
-        1.0 // zero needs no unit
-    } else if unit.is_empty() {
-        return Err(DurationError::NoUnit(text.to_string()));
-    } else {
-        UNITS
-            .iter()
-            .find(|(name, _)| *name == unit)
-            .map(|(_, s)| *s)
-            .ok_or_else(|| DurationError::UnknownUnit(text.to_string(), unit.to_string()))?
-    };
+    let (num, scale) = split(text, None)?;
     let too_large = || DurationError::TooLarge(text.to_string());
     let ns: u128 = if num.contains('.') {
         let value: f64 = num.parse().map_err(|_| DurationError::NotADuration(text.to_string()))?;

@@ -40,8 +40,8 @@ fn chain_report(probes: &[ProbeResult]) -> String {
 /// highest rate sustained (the ARM9/ARM11 paper's question).
 fn sweep_report(probes: &[ProbeResult]) -> String {
     let mut s = String::new();
-    for p in probes.iter().filter(|p| p.cpu.is_some() && p.sweep.is_some() && p.is_headline()) {
-        let sweep = p.sweep.as_ref().expect("filtered");
+    let swept = probes.iter().filter(|p| p.cpu.is_some() && p.is_headline()).filter_map(|p| p.sweep.as_ref().map(|s| (p, s)));
+    for (p, sweep) in swept {
         if s.is_empty() {
             s += "\nRate sweep, per CPU (a step is sustained when none of its events is missed and the worst case stays \
                   within its bound):\n";
