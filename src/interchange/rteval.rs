@@ -150,8 +150,8 @@ pub fn write(r: &RunResult) -> String {
     s
 }
 
-/// The RT priority `p`'s thread ran at: its probe's own (`priority=99 (task 98)`: the task's
-/// and chain series one below), else the run's; `None` when not known or not an RT priority.
+/// The RT priority `p`'s thread ran at: its probe's own, as its stored settings say (the
+/// registry's `series_priority`), else the run's; `None` when not known or not an RT priority.
 fn priority_of(r: &RunResult, p: &ProbeResult) -> Option<i32> {
     let c = &r.config;
     if !c.policy.has_priority()
@@ -161,14 +161,8 @@ fn priority_of(r: &RunResult, p: &ProbeResult) -> Option<i32> {
         return None;
     }
     let config = c.probes.iter().find(|pc| pc.name == p.probe && p.cpu.is_none_or(|cpu| pc.cpus.contains(&cpu)));
-    let own = config.and_then(|pc| pc.settings.iter().find_map(|s| s.strip_prefix("priority=")));
-    match own.and_then(|v| v.split_whitespace().next()?.parse::<i32>().ok()) {
-        Some(n) if own.is_some_and(|v| v.contains("(task")) && matches!(p.series.as_deref(), Some("task" | "chain")) => {
-            Some(n - 1)
-        }
-        Some(n) => Some(n),
-        None => Some(c.priority),
-    }
+    let own = config.and_then(|pc| crate::probe::registry::series_priority(&p.probe, &pc.settings, p.series.as_deref()));
+    Some(own.unwrap_or(c.priority))
 }
 
 #[cfg(test)]

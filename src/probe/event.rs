@@ -131,6 +131,9 @@ pub const PLUGIN: Plugin = Plugin {
     published: |series| series.is_none().then_some(Class::Irq),
     foreign: &[],
     summary: Some(summary),
+    series_priority: super::priority_setting,
+    swept: |_| false,
+    offers: &[],
 };
 
 /// `--measure`'s help on the event probe.

@@ -36,8 +36,8 @@ pub mod wakeup;
 
 pub use handoff::{Handoff, Sample, ThreadCounters, MAX_COUNTS};
 pub use plugin::{
-    missed_after, series_count, series_name, Accounting, Missed, Plugin, Probe, Role, RtLoop, Schedule, Step, ThreadSetup,
-    MAX_INTERVAL_NS, MAX_RUN_NS, MIN_INTERVAL_NS,
+    missed_after, priority_setting, series_count, series_name, Accounting, Figure, Missed, Offer, Plugin, Probe, Role, RtLoop,
+    Schedule, Step, ThreadSetup, MAX_INTERVAL_NS, MAX_RUN_NS, MIN_INTERVAL_NS,
 };
 pub use published::Class;
 pub use spawn::{

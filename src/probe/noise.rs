@@ -35,6 +35,9 @@ pub const PLUGIN: Plugin = Plugin {
     published: |_| None,
     foreign: &["oslat"],
     summary: Some(summary),
+    series_priority: super::priority_setting,
+    swept: |_| false,
+    offers: &[],
 };
 
 /// `--measure`'s help on the noise probe.

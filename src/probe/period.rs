@@ -14,7 +14,7 @@
 //! [`Handoff`].
 
 use super::options::{schedule, Given, ProbeOptions, RunTiming};
-use super::{missed_after, Accounting, Handoff, Missed, Plugin, Probe, Role, RtLoop, Schedule, MAX_RUN_NS};
+use super::{missed_after, Accounting, Figure, Handoff, Missed, Offer, Plugin, Probe, Role, RtLoop, Schedule, MAX_RUN_NS};
 use crate::result::{ProbeResult, RunResult};
 use crate::sys;
 use crate::vocab::units::opt_us;
@@ -44,6 +44,9 @@ pub const PLUGIN: Plugin = Plugin {
     published: |_| None,
     foreign: &[],
     summary: Some(summary),
+    series_priority: super::priority_setting,
+    swept: |_| false,
+    offers: &[Offer { figure: Figure::Bounds, by: "a period loop's cycles", measure: "period (e.g. period:interval=10ms)" }],
 };
 
 /// `--measure`'s help on the period probe.

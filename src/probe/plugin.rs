@@ -237,6 +237,41 @@ pub struct Plugin {
     /// Its own section of the summary, after the figures (`None`: it has none); it reads the
     /// result document alone, so a stored run is summarised the same.
     pub summary: Option<fn(&RunResult) -> String>,
+    /// The RT priority its series `series` (`None`: its only, unnamed one) ran at, as its stored
+    /// `settings` say (its threads' own `priority=`; the wake-up chain's task one below), or
+    /// `None`: at the run's. Exports that state each thread's priority read a stored run by it.
+    pub series_priority: fn(settings: &[String], series: Option<&str>) -> Option<i32>,
+    /// Whether its stored `settings` say it swept its rate (see [`Probe::steps`]): it then has
+    /// no one interval, and may end before the run does.
+    pub swept: fn(settings: &[String]) -> bool,
+    /// The figures only some probes give that it gives (see [`Offer`]).
+    pub offers: &'static [Offer],
+}
+
+/// The priority a probe's `priority=` setting gives its threads, every series alike: the
+/// number that opens its value (`priority=90 (...)`).
+pub fn priority_setting(settings: &[String], _series: Option<&str>) -> Option<i32> {
+    let own = settings.iter().find_map(|s| s.strip_prefix("priority="))?;
+    own.split_whitespace().next()?.parse::<i32>().ok()
+}
+
+/// A figure only some probes give, that a requirement's metric may judge: when a run gives none,
+/// the message names a probe that does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    /// Cycles counted under and over bounds (the metrics `below` and `above`).
+    Bounds,
+    /// The highest rate a sweep sustained (the metric `rate`).
+    Rate,
+}
+
+/// How a probe gives a [`Figure`]: what gives it, as a message says it (`a period loop's
+/// cycles`), and the `--measure` to add for it, with an example.
+#[derive(Debug, Clone, Copy)]
+pub struct Offer {
+    pub figure: Figure,
+    pub by: &'static str,
+    pub measure: &'static str,
 }
 
 #[cfg(test)]

@@ -38,6 +38,9 @@ pub const PLUGIN: Plugin = Plugin {
     published: |_| Some(Class::Timer),
     foreign: &["cyclictest", "jitterdebugger"],
     summary: None,
+    series_priority: super::priority_setting,
+    swept: |_| false,
+    offers: &[],
 };
 
 /// `--measure`'s help on the timer probe.

@@ -61,6 +61,9 @@ pub const PLUGIN: Plugin = Plugin {
     published: |_| Some(Class::UdpRoundTrip),
     foreign: &[],
     summary: Some(summary),
+    series_priority: super::priority_setting,
+    swept: |_| false,
+    offers: &[],
 };
 
 /// `--measure`'s help on the UDP probe.

@@ -268,8 +268,8 @@ pub(super) fn how_obtained(r: &RunResult) -> String {
     s
 }
 
-/// The priority a probe's threads set themselves (the wake-up probe's `priority=99 (task 98)`):
-/// (the priority, what follows it).
+/// The priority a probe's threads set themselves, as its `priority=` setting states it
+/// (`priority=99 (...)`): (the priority, what follows it).
 fn own_priority(p: &crate::result::ProbeConfig) -> Option<(&str, &str)> {
     let v = p.settings.iter().find_map(|t| t.strip_prefix("priority="))?;
     Some(v.split_once(' ').map_or((v, ""), |(n, rest)| (n, rest.trim())))
@@ -282,7 +282,7 @@ fn probe_line(r: &RunResult, p: &crate::result::ProbeConfig) -> String {
         p.settings.iter().map(String::as_str).filter(|s| !s.starts_with("interval=") && !s.starts_with("priority=")).collect();
     let more = if more.is_empty() { String::new() } else { format!(" ({})", more.join("; ")) };
     // A sweep's interval changes with its steps (its settings say how).
-    let interval = if p.settings.iter().any(|s| s.starts_with("rate=sweep")) {
+    let interval = if crate::probe::registry::swept(&p.name, &p.settings) {
         String::new()
     } else if p.interval_ns == 0 || crate::result::imported::unknown(r, "config.interval_ns") {
         ", interval unknown".to_string()
@@ -338,7 +338,7 @@ fn measured_line(r: &RunResult) -> String {
         },
         (Some((p, ns)), Status::Partial) if *ns != r.measured_ns => format!("measured {measured} of the planned {p}"),
         (Some((p, ns)), Status::Complete) if r.measured_ns + c.interval_ns.max(1) <= *ns && r.imported.is_none() => {
-            let why = if c.probes.iter().any(|p| p.settings.iter().any(|s| s.starts_with("rate=sweep"))) {
+            let why = if c.probes.iter().any(|p| crate::probe::registry::swept(&p.name, &p.settings)) {
                 "the probes ended early: a rate sweep stops after its first failed step"
             } else {
                 "the probes ended early"

@@ -50,6 +50,9 @@ struct ScenarioToml {
     tune: Option<std::collections::BTreeMap<String, Spanned<bool>>>,
 }
 
+/// `[probes.timer]`: the run's own settings (`--interval`, `--priority`, `--policy`), under the
+/// timer probe's name for compatibility with the files written before probes had options; not
+/// the timer probe's options, which go in `measure = [...]` like every probe's.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ProbesToml {

@@ -4,7 +4,7 @@
 //! a requirement that would judge none of the planned series ([`why_unjudged`]) by the same
 //! rule the verdict uses ([`applies`]). Pure: works on figures and descriptions.
 
-use crate::probe::{registry, Missed};
+use crate::probe::{registry, Figure, Missed};
 use crate::result::{Check, ProbeConfig, ProbeResult, RunResult, Status, Verdict};
 use crate::scenario::require::{Metric, Op, Requirement};
 use crate::vocab::units::{us, Nanos};
@@ -122,14 +122,17 @@ pub fn why_unjudged(r: &Requirement, targets: &[Target]) -> Option<String> {
         return Some(format!("the {n} probe as configured here reports {has}, not '{s}'; name one of those, or none"));
     }
     Some(match r.metric {
-        Metric::Below | Metric::Above => {
-            "below and above count a period loop's cycles outside its bounds; add --measure period (e.g. \
-             period:interval=10ms) or drop the requirement"
-                .to_string()
-        }
-        Metric::Rate => {
-            "rate is the rate a wake-up sweep sustained; add --measure wakeup:rate=sweep or drop the requirement".to_string()
-        }
+        // Figures only some probes give: name the probe that does, as it says.
+        Metric::Below | Metric::Above => match registry::offering(Figure::Bounds) {
+            Some(o) => {
+                format!("below and above count {} outside its bounds; add --measure {} or drop the requirement", o.by, o.measure)
+            }
+            None => "below and above count cycles outside bounds, which no probe counts; drop the requirement".to_string(),
+        },
+        Metric::Rate => match registry::offering(Figure::Rate) {
+            Some(o) => format!("rate is the rate {} sustained; add --measure {} or drop the requirement", o.by, o.measure),
+            None => "rate is the rate a sweep sustained, which no probe sweeps; drop the requirement".to_string(),
+        },
         _ => {
             // What it names are a UIO source's intervals or a sweep's figures: say how to name them.
             let t = named.first().copied().or(targets.first())?;
@@ -570,6 +573,13 @@ mod tests {
         assert!(why("wakeup.task.max<1ms", &ping_pong).unwrap().contains("reports the series pong, ping, not 'task'"));
         assert!(why("timer.max<1ms", &ping_pong).unwrap().contains("it measures wakeup"));
         assert_eq!(why("wakeup.ping.p99<1ms", &ping_pong), None);
+        // A figure no probe here gives: the probe that gives it, as its module says it.
+        let bounds = "below and above count a period loop's cycles outside its bounds; add --measure period (e.g. \
+                      period:interval=10ms) or drop the requirement";
+        assert_eq!(why("below==0", &uio).as_deref(), Some(bounds));
+        assert_eq!(why("above==0", &ping_pong).as_deref(), Some(bounds));
+        let rate = "rate is the rate a wake-up sweep sustained; add --measure wakeup:rate=sweep or drop the requirement";
+        assert_eq!(why("rate>=1000", &uio).as_deref(), Some(rate));
         assert!(why("event.max<1ms", &[t("event", None, (false, false, false, true))]).is_none());
         assert!(why("event.interval.max<1ms", &[t("event", None, (false, false, false, true))])
             .unwrap()

@@ -33,7 +33,7 @@ mod summary;
 pub mod sweep;
 
 use super::seqlock::SeqFacts;
-use super::{Accounting, Class, Handoff, Missed, Plugin, Probe, Role, RtLoop, Schedule, Step};
+use super::{priority_setting, Accounting, Class, Figure, Handoff, Missed, Offer, Plugin, Probe, Role, RtLoop, Schedule, Step};
 use crate::sys::{self, wake::WakeChannel, wake::WakeMethod};
 use crate::vocab::units::Nanos;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
@@ -86,7 +86,19 @@ pub const PLUGIN: Plugin = Plugin {
     published: |series| (series == Some(SERIES[0])).then_some(Class::WakeupChain),
     foreign: &[],
     summary: Some(summary::summary),
+    series_priority,
+    swept: |settings| settings.iter().any(|s| s.starts_with("rate=sweep")),
+    offers: &[Offer { figure: Figure::Rate, by: "a wake-up sweep", measure: "wakeup:rate=sweep" }],
 };
+
+/// The RT priority series `series` ran at, as the stored settings say: the handler's
+/// `priority=N (task M)`, the task one below it, and so the chain, timed at the task's wake-up;
+/// ping-pong's receiver and sender both at it.
+fn series_priority(settings: &[String], series: Option<&str>) -> Option<i32> {
+    let n = priority_setting(settings, series)?;
+    let chain = settings.iter().find_map(|s| s.strip_prefix("priority=")).is_some_and(|v| v.contains("(task"));
+    Some(if chain && (series == Some(SERIES[TASK]) || series == Some(SERIES[CHAIN])) { n - 1 } else { n })
+}
 
 /// The wake-up chain probe, resolved before the run.
 #[derive(Debug, Clone, Copy)]

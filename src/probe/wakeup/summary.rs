@@ -29,7 +29,7 @@ fn chain_report(probes: &[ProbeResult]) -> String {
             "  {}: {} taken by the task; {} the handler missed; {} posted but never taken",
             c.scope(),
             Count(c.samples, "event"),
-            Count(h.missed, if c.sweep.is_some() { "event" } else { "period" }),
+            if c.sweep.is_some() { Count(h.missed, "event") } else { Count(h.missed, "period") },
             Count(c.missed.saturating_sub(h.missed), "event")
         );
     }
