@@ -6,7 +6,7 @@ use std::io;
 /// `/sys/bus/pci/devices/*/resourceN`): the event probe writes its `ack=` value there after
 /// each UIO interrupt, as a UIO driver's user space acknowledges its device.
 pub struct Register {
-    base: *mut libc::c_void,
+    base: *mut std::ffi::c_void,
     len: usize,
     offset: usize,
 }
@@ -17,7 +17,7 @@ unsafe impl Send for Register {}
 impl Register {
     /// Maps the page of `file` holding `offset` (which must be 4-byte aligned and within the file).
     pub fn map(file: &std::fs::File, offset: u64) -> io::Result<Register> {
-        use std::os::fd::AsRawFd;
+        use rustix::mm::{MapFlags, ProtFlags};
         let size = file.metadata()?.len();
         if !offset.is_multiple_of(4) || offset.checked_add(4).is_none_or(|end| end > size) {
             return Err(io::Error::new(
@@ -31,18 +31,8 @@ impl Register {
         // SAFETY: a shared mapping of `len` bytes of the file from a page-aligned offset within it;
         // it is unmapped on drop and reached only through `write`, within its bounds.
         let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                start as libc::off_t,
-            )
+            rustix::mm::mmap(std::ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, file, start)?
         };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
         Ok(Register { base, len, offset: (offset - start) as usize })
     }
 
@@ -57,6 +47,6 @@ impl Register {
 impl Drop for Register {
     fn drop(&mut self) {
         // SAFETY: `base`/`len` are the mapping made in `map`, unmapped once.
-        unsafe { libc::munmap(self.base, self.len) };
+        let _ = unsafe { rustix::mm::munmap(self.base, self.len) };
     }
 }

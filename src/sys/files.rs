@@ -40,11 +40,8 @@ impl KernelFs {
 pub fn kernel_fs(path: &Path) -> io::Result<Option<KernelFs>> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-    // SAFETY: statfs is plain data; all-zero is a valid value.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid NUL-terminated path and a writable statfs buffer, both outliving the call.
-    super::check(unsafe { libc::statfs(c.as_ptr(), &mut st) })?;
-    #[allow(clippy::unnecessary_cast)] // f_type's width differs between C libraries
+    let st = rustix::fs::statfs(c.as_c_str())?;
+    #[allow(clippy::unnecessary_cast)] // f_type is 32 bits wide on 32-bit targets
     Ok(KernelFs::from_magic(st.f_type as i64))
 }
 
@@ -279,7 +276,6 @@ pub fn open_dir_checked(dir: &Path) -> io::Result<File> {
 /// following a link at its last component and without waiting (a FIFO with no reader is an
 /// error now, not a wait for ever), then made blocking again for the writes.
 pub fn open_special_for_writing(path: &Path) -> io::Result<File> {
-    use std::os::fd::AsRawFd;
     let file = OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
@@ -291,15 +287,8 @@ pub fn open_special_for_writing(path: &Path) -> io::Result<File> {
                 e
             }
         })?;
-    // SAFETY: F_GETFL/F_SETFL on a descriptor `file` owns; no pointers.
-    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
-    if flags == -1 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: as above.
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) } == -1 {
-        return Err(io::Error::last_os_error());
-    }
+    let flags = rustix::fs::fcntl_getfl(&file)?;
+    rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
     Ok(file)
 }
 

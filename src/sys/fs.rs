@@ -1,7 +1,6 @@
 //! File systems: free space (`statvfs`), unnamed files given a name once written (`O_TMPFILE`,
 //! `linkat`), and mounting and unmounting the kernel's file systems (tracefs).
 
-use super::check;
 use std::io;
 
 /// Bytes this process may still write to the file system holding `path` (`statvfs`): the
@@ -9,13 +8,9 @@ use std::io;
 pub fn free_space(path: &std::path::Path) -> io::Result<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: statvfs is plain data; `c` is a NUL-terminated path that outlives the call.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    check(unsafe { libc::statvfs(c.as_ptr(), &mut st) })?;
+    let st = rustix::fs::statvfs(c.as_c_str())?;
     let blocks = if super::process::effective_uid() == 0 { st.f_bfree } else { st.f_bavail };
-    // fsblkcnt_t and f_frsize are 32 bits wide on some 32-bit targets.
-    #[allow(clippy::unnecessary_cast)]
-    Ok((blocks as u64).saturating_mul(st.f_frsize as u64))
+    Ok(blocks.saturating_mul(st.f_frsize))
 }
 
 /// Opens an unnamed file in directory `dir` (`O_TMPFILE`): it has no name until
@@ -28,12 +23,12 @@ pub fn open_unnamed_in(dir: &std::path::Path) -> io::Result<std::fs::File> {
 /// Gives the unnamed file `file` the name `path` (`linkat` through `/proc/self/fd`, which
 /// needs no privilege). Fails if `path` exists.
 pub fn link_into(file: &std::fs::File, path: &std::path::Path) -> io::Result<()> {
+    use rustix::fs::{AtFlags, CWD};
     use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
     let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(io::Error::other)?;
     let to = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)?;
-    // SAFETY: both strings are valid NUL-terminated paths that outlive the call.
-    check(unsafe { libc::linkat(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::AT_SYMLINK_FOLLOW) })
+    Ok(rustix::fs::linkat(CWD, from.as_c_str(), CWD, to.as_c_str(), AtFlags::SYMLINK_FOLLOW)?)
 }
 
 /// Mounts a kernel file system of type `fstype` (`tracefs`, ...) at `dir` (`mount(2)`, no flags),

@@ -3,16 +3,10 @@
 
 use std::io;
 
-/// The machine (architecture) field of `uname(2)`, e.g. `x86_64` or `aarch64`.
+/// The machine (architecture) field of `uname(2)`, e.g. `x86_64` or `aarch64` (the call cannot
+/// fail: its only error is a bad buffer address).
 pub fn uname_machine() -> String {
-    // SAFETY: utsname is plain data; uname fills it with NUL-terminated strings.
-    unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut u) != 0 {
-            return std::env::consts::ARCH.to_string();
-        }
-        std::ffi::CStr::from_ptr(u.machine.as_ptr()).to_string_lossy().into_owned()
-    }
+    rustix::system::uname().machine().to_string_lossy().into_owned()
 }
 
 /// The C library rtgauge was built with and runs on: `("glibc", "2.36")`, or `("musl", "")`
@@ -20,6 +14,7 @@ pub fn uname_machine() -> String {
 pub fn c_library() -> (&'static str, String) {
     #[cfg(target_env = "gnu")]
     {
+        // Raw: the C library's own function (no system call behind it).
         // SAFETY: gnu_get_libc_version returns a pointer to a static NUL-terminated string.
         let v = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
         ("glibc", v.to_string_lossy().into_owned())
@@ -63,16 +58,11 @@ pub fn random_u64() -> io::Result<u64> {
     let mut bytes = [0u8; 8];
     let mut got = 0;
     while got < bytes.len() {
-        // SAFETY: the pointer and length describe the unfilled rest of `bytes`.
-        let n = unsafe { libc::getrandom(bytes[got..].as_mut_ptr().cast(), bytes.len() - got, 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
+        match rustix::rand::getrandom(&mut bytes[got..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => got += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
         }
-        got += n as usize;
     }
     Ok(u64::from_le_bytes(bytes))
 }

@@ -10,6 +10,7 @@ use std::io;
 /// the measurement threads do not allocate in their loops, so they never contend for it.
 pub fn tame_malloc() {
     #[cfg(target_env = "gnu")]
+    // Raw: the C library's allocator's own settings (no system call).
     // SAFETY: mallopt takes two integers and only changes future allocations.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);
@@ -35,6 +36,7 @@ pub fn lock_all_memory() -> io::Result<()> {
 /// Page faults (minor and major) the calling thread has taken so far (`getrusage(RUSAGE_THREAD)`).
 #[inline(never)]
 pub fn thread_page_faults() -> u64 {
+    // Raw: rustix has no `getrusage`.
     // SAFETY: getrusage writes one rusage into the zeroed struct passed.
     unsafe {
         let mut u: libc::rusage = std::mem::zeroed();
@@ -72,38 +74,29 @@ pub fn release_code_pages() -> usize {
         let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16)) else { continue };
         // SAFETY: the range is a whole mapping of the process, read-only and executable: dropping
         // its pages only makes the next access fault them back in from the file.
-        if unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) } == 0 {
+        if unsafe { rustix::mm::madvise(start as *mut std::ffi::c_void, end - start, rustix::mm::Advice::LinuxDontNeed) }.is_ok()
+        {
             released += 1;
         }
     }
     released
 }
 
-/// Asks the kernel to drop `file`'s pages from the page cache (so reading it goes to the disk).
+/// Asks the kernel to drop `file`'s pages from the page cache (so reading it goes to the disk;
+/// `posix_fadvise(POSIX_FADV_DONTNEED)` on the whole file).
 pub fn drop_file_cache(file: &std::fs::File) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: the descriptor is valid for the lifetime of `file`; no pointers are passed.
-    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed);
 }
 
 /// Maps `bytes` of fresh anonymous memory, writes one byte in every page (a page fault each),
 /// and unmaps it: one unit of the vm load. Returns the number of pages touched.
 pub fn map_touch_unmap(bytes: usize) -> io::Result<u64> {
+    use rustix::mm::{MapFlags, ProtFlags};
     const PAGE: usize = 4096;
     // SAFETY: a private anonymous mapping of `bytes`; only offsets below `bytes` are written,
     // and the mapping is unmapped before returning, with nothing referring to it.
     unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            bytes,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        let p = rustix::mm::mmap_anonymous(std::ptr::null_mut(), bytes, ProtFlags::READ | ProtFlags::WRITE, MapFlags::PRIVATE)?;
         let base = p as *mut u8;
         let mut pages = 0;
         let mut off = 0;
@@ -112,7 +105,7 @@ pub fn map_touch_unmap(bytes: usize) -> io::Result<u64> {
             off += PAGE;
             pages += 1;
         }
-        libc::munmap(p, bytes);
+        let _ = rustix::mm::munmap(p, bytes);
         Ok(pages)
     }
 }

@@ -5,8 +5,29 @@
 //!
 //! Each wrapper documents the syscall it makes; the unsafe blocks only pass valid pointers
 //! to stack values that live for the duration of the call. The calls are grouped by domain, as
-//! rustix groups them; where rustix covers a call it makes it, and the raw calls are kept for
-//! what it does not cover (sched_setattr, POSIX timers, message queues, semaphores, ...).
+//! rustix groups them, and rustix makes every call it covers (rustix's errors become
+//! `io::Error`s with the same text). Raw calls are kept only where it does not, each with its
+//! reason where it is made:
+//!
+//! - calls rustix does not have: the scheduling policy (`sched_setscheduler`,
+//!   `sched_getscheduler`, `sched_getparam`, `sched_setattr`), POSIX timers (`timer_create`,
+//!   `timer_settime`, `timer_delete`), `setitimer`, message queues (`mq_*`), semaphores
+//!   (`sem_*`), `wait4` and `getrusage` (resource usage), and the socket options `SO_BUSY_POLL`
+//!   and `SO_PRIORITY` (rustix's `sockopt` has a setter per option, none for these two);
+//! - calls rustix has only in its unstable `runtime` feature, which bypasses the C library:
+//!   signal masks (`pthread_sigmask`), `sigwaitinfo`, `tgkill`, `fork` (the C library's runs
+//!   its at-fork handlers) and `_exit`;
+//! - the C library's own functions, not a system call rustix could make: its allocator's
+//!   settings (`mallopt`), its version (`gnu_get_libc_version`), its priority-inheritance mutex
+//!   (`pthread_mutex_*`);
+//! - calls rustix covers in another form, kept as they are: the timer probe's `select` and
+//!   `ppoll` wait methods (what they measure is the C library's functions as an application
+//!   calls them), `poll` in `fd::readable_first`, an RT wait (the C library makes `poll` on
+//!   x86_64 and armv7, rustix always `ppoll`), `write` in `fd::stop_trace`, on
+//!   the RT thread (rustix's needs a `BorrowedFd`, whose `borrow_raw` asserts), `futex` in
+//!   `wake` (rustix's `debug_assert`s its result in the RT loops), `clock_getres` (rustix's has no
+//!   error path), and `kill`/`killpg` (rustix's take a positive `Pid` and a `Signal`; these pass
+//!   any number on to the kernel).
 #![allow(unsafe_code)]
 
 use std::io;

@@ -3,7 +3,8 @@
 use super::check;
 use std::io;
 
-/// Sets an integer socket option at level SOL_SOCKET (`SO_BUSY_POLL`, `SO_PRIORITY`).
+/// Sets an integer socket option at level SOL_SOCKET (`SO_BUSY_POLL`, `SO_PRIORITY`). Raw:
+/// rustix's `sockopt` has a typed setter per option, and none for these two.
 fn socket_option(fd: &impl std::os::fd::AsRawFd, option: libc::c_int, value: libc::c_int) -> io::Result<()> {
     // SAFETY: `value` is a valid int for the call, its size given.
     check(unsafe {

@@ -1,26 +1,23 @@
 //! The process and its threads: ids, names and timer slack, resource limits, and the child
 //! processes of the loads (fork, reap, what a contained child applies to itself, its start report).
 
-use super::check;
+use rustix::process::Resource;
 use rustix::thread::CpuSet;
 use std::io;
 
-/// The effective user id of the process.
+/// The effective user id of the process (`geteuid`).
 pub fn effective_uid() -> u32 {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
-/// The effective group id of the process.
+/// The effective group id of the process (`getegid`).
 pub fn effective_gid() -> u32 {
-    // SAFETY: getegid has no arguments and cannot fail.
-    unsafe { libc::getegid() }
+    rustix::process::getegid().as_raw()
 }
 
 /// The calling thread's id (`gettid`).
 pub fn thread_id() -> i32 {
-    // SAFETY: gettid has no arguments and cannot fail.
-    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+    rustix::thread::gettid().as_raw_nonzero().get()
 }
 
 /// Names the calling thread (`prctl(PR_SET_NAME)`; the kernel keeps 15 bytes).
@@ -40,38 +37,30 @@ pub fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
 /// The soft limit of the main thread's stack (RLIMIT_STACK, `ulimit -s`) in bytes (`None` =
 /// unlimited).
 pub fn stack_limit() -> io::Result<Option<u64>> {
-    rlimit(libc::RLIMIT_STACK)
+    Ok(soft_limit(Resource::Stack))
 }
 
 /// The soft limit of the size of a file this process writes (RLIMIT_FSIZE, `ulimit -f`) in
 /// bytes (`None` = unlimited).
 pub fn file_size_limit() -> io::Result<Option<u64>> {
-    rlimit(libc::RLIMIT_FSIZE)
+    Ok(soft_limit(Resource::Fsize))
 }
 
 /// The soft limit of RLIMIT_RTPRIO (`None` = unlimited).
 pub fn rtprio_limit() -> io::Result<Option<u64>> {
-    rlimit(libc::RLIMIT_RTPRIO)
+    Ok(soft_limit(Resource::Rtprio))
 }
 
 /// The soft limit of RLIMIT_MEMLOCK in bytes (`None` = unlimited).
 pub fn memlock_limit() -> io::Result<Option<u64>> {
-    rlimit(libc::RLIMIT_MEMLOCK)
+    Ok(soft_limit(Resource::Memlock))
 }
 
-/// The type of getrlimit's resource argument: glibc has its own, musl uses int.
-#[cfg(target_env = "gnu")]
-type RlimitResource = libc::__rlimit_resource_t;
-#[cfg(not(target_env = "gnu"))]
-type RlimitResource = libc::c_int;
-
-fn rlimit(resource: RlimitResource) -> io::Result<Option<u64>> {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: `lim` is a valid, writable rlimit.
-    check(unsafe { libc::getrlimit(resource, &mut lim) })?;
-    // rlim_t is 32 bits wide on 32-bit ARM: the cast is needed there.
-    #[allow(clippy::unnecessary_cast)]
-    Ok(if lim.rlim_cur == libc::RLIM_INFINITY { None } else { Some(lim.rlim_cur as u64) })
+/// A soft limit of the process (`prlimit64(0, ..)`, which glibc's 64-bit and musl's `getrlimit`
+/// make too; it cannot fail for the calling process). The kernel's 64-bit value as it is: 32-bit
+/// glibc's `getrlimit` (`ugetrlimit`) reports any limit of 4 GiB − 1 or more as unlimited.
+fn soft_limit(resource: Resource) -> Option<u64> {
+    rustix::process::getrlimit(resource).current
 }
 
 /// Exit status and resource usage of a reaped child.
@@ -110,6 +99,7 @@ fn usage_from(ru: &libc::rusage) -> ChildUsage {
 /// With `block` false, returns `Ok(None)` while the child still runs.
 pub fn wait_child(pid: i32, block: bool) -> io::Result<Option<(ChildEnd, ChildUsage)>> {
     let mut status = 0;
+    // Raw: rustix's `wait`/`waitpid` do not return the child's rusage (no `wait4`).
     // SAFETY: rusage is plain data; `status` and `ru` are valid for writing during the call.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
@@ -138,8 +128,8 @@ pub fn wait_child(pid: i32, block: bool) -> io::Result<Option<(ChildEnd, ChildUs
 /// exits at once if the parent is already gone (`expected_parent` no longer the parent).
 pub fn die_with_parent(expected_parent: u32) -> io::Result<()> {
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
-    // SAFETY: getppid has no arguments and cannot fail.
-    if unsafe { libc::getppid() } as u32 != expected_parent {
+    if rustix::process::Pid::as_raw(rustix::process::getppid()) as u32 != expected_parent {
+        // Raw: the C library's `_exit` (rustix has it only in its unstable `runtime` feature).
         // SAFETY: _exit ends the process without running any Rust code.
         unsafe { libc::_exit(1) };
     }
@@ -188,8 +178,7 @@ pub fn contain_self(c: &Containment) -> Result<(), String> {
             .map_err(|e| format!("cannot run at {name} priority {priority}: {e}"))?;
     }
     if let Some(n) = c.nice {
-        // SAFETY: no pointers are passed; who 0 is the calling process.
-        check(unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, n) }).map_err(|e| format!("cannot set nice {n}: {e}"))?;
+        rustix::process::setpriority_process(None, n).map_err(|e| format!("cannot set nice {n}: {}", io::Error::from(e)))?;
     }
     Ok(())
 }
@@ -198,30 +187,22 @@ pub fn contain_self(c: &Containment) -> Result<(), String> {
 /// child's standard input; the child moves it aside ([`take_start_report`]) where exec closes
 /// it. Reading the other end to its end waits until the child has run its program or failed.
 pub fn start_report_pipe() -> io::Result<(std::fs::File, std::os::fd::OwnedFd)> {
-    use std::os::fd::FromRawFd;
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    Ok(unsafe { (std::fs::File::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) })
+    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    Ok((std::fs::File::from(read), write))
 }
 
-/// In the child: moves standard input (the start-report pipe) to a descriptor closed on exec.
+/// In the child: moves standard input (the start-report pipe) to a descriptor closed on exec
+/// (`fcntl(0, F_DUPFD_CLOEXEC, 3)`).
 pub fn take_start_report() -> io::Result<std::fs::File> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: F_DUPFD_CLOEXEC duplicates descriptor 0 onto a new one at or above 3.
-    let fd = unsafe { libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just created and is owned by nobody else.
-    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+    Ok(std::fs::File::from(rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stdin(), 3)?))
 }
 
 /// Forks; the child (which dies with its parent) runs `f` and exits with its result without
 /// returning. Returns the child's pid to the parent. Call only from a single-threaded process.
 pub fn fork_run(f: impl FnOnce() -> i32) -> io::Result<i32> {
     let parent = std::process::id();
+    // Raw: the C library's `fork` runs its at-fork handlers (the allocator's locks); rustix's
+    // `kernel_fork` (unstable `runtime` feature) would not.
     // SAFETY: fork has no arguments; the child below runs `f` and leaves with _exit, never
     // returning into the caller (so no destructor or atexit handler of the parent runs twice).
     match unsafe { libc::fork() } {
@@ -247,6 +228,7 @@ pub fn wait_pid(pid: i32) -> io::Result<i32> {
 /// Creates a process that exits at once, and reaps it: one unit of the fork load.
 /// Safe to call from a multi-threaded process (the child makes no call but `_exit`).
 pub fn fork_exit_and_reap() -> io::Result<()> {
+    // Raw: the C library's `fork` and `_exit`, as in `fork_run`.
     // SAFETY: the child only calls _exit, which is async-signal-safe.
     match unsafe { libc::fork() } {
         -1 => Err(io::Error::last_os_error()),

@@ -1,5 +1,7 @@
 //! Scheduling: a thread's policy and priority (SCHED_FIFO, SCHED_RR, SCHED_DEADLINE), CPU
 //! affinity of the calling thread and of other tasks, and the raw policy values the loads run at.
+//! Affinity is rustix's; the policy calls (`sched_setscheduler`, `sched_getscheduler`,
+//! `sched_getparam`, `sched_setattr`) are raw system calls: rustix has none of them.
 
 use super::check_syscall;
 use crate::vocab::policy::Policy;

@@ -58,6 +58,8 @@ pub fn survive_write_limits() -> io::Result<()> {
 /// SIGPIPE, SIGXFSZ) in the calling thread so that they are delivered to the non-RT
 /// coordinating thread, never to a measurement thread.
 pub fn block_process_signals() -> io::Result<()> {
+    // Raw: the C library's `pthread_sigmask` (rustix has signal masks only in its unstable
+    // `runtime` feature, which bypasses the C library's own signals).
     // SAFETY: `set` is a valid sigset_t initialised by sigemptyset before use.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -76,12 +78,15 @@ pub fn block_process_signals() -> io::Result<()> {
 
 /// Sends `signal` to every process of process group `pgid`.
 pub fn signal_group(pgid: i32, signal: i32) -> io::Result<()> {
+    // Raw: rustix's `kill_process_group` takes a positive `Pid` and a `Signal`; this passes any
+    // number on to the kernel as it is (as `kill_process` below).
     // SAFETY: no pointers are passed.
     check(unsafe { libc::killpg(pgid, signal) })
 }
 
 /// Sends `signal` to process `pid` (errors ignored: it may be gone already).
 pub fn kill_process(pid: i32, signal: i32) {
+    // Raw: as `signal_group`.
     // SAFETY: no pointers are passed.
     unsafe { libc::kill(pid, signal) };
 }

@@ -1,5 +1,6 @@
 //! Locks shared between threads of different priorities: the C library's priority-inheritance
-//! mutex, which the audit tries.
+//! mutex, which the audit tries. Raw: the mutex is the C library's (`pthread_mutex_*`), not a
+//! system call rustix could make.
 
 use std::io;
 

@@ -36,6 +36,8 @@ pub enum WaitMethod {
 /// this first, so the interval timer's signal (`WaitMethod::Itimer`) reaches only the thread
 /// that waits for it. Child processes start with an empty mask (the standard library resets it).
 pub fn block_alarm() -> io::Result<()> {
+    // Raw: the C library's `pthread_sigmask` (rustix has signal masks only in its unstable
+    // `runtime` feature, which bypasses the C library's own signals).
     // SAFETY: `set` is a valid sigset_t initialised by sigemptyset.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -91,6 +93,8 @@ impl Waiter {
             WaitMethod::Timerfd => How::Timerfd(new_timerfd()?),
             WaitMethod::PosixTimer => {
                 let sig = libc::SIGRTMIN() + 1;
+                let tid = rustix::thread::gettid().as_raw_nonzero().get();
+                // Raw: rustix has no POSIX timers (`timer_create`) and no `pthread_sigmask`.
                 // SAFETY: zeroed sigset_t/sigevent are valid starting values; every pointer passed
                 // refers to a local that outlives the call; the timer id is written by the kernel.
                 unsafe {
@@ -104,7 +108,7 @@ impl Waiter {
                     let mut ev: libc::sigevent = std::mem::zeroed();
                     ev.sigev_notify = libc::SIGEV_THREAD_ID;
                     ev.sigev_signo = sig;
-                    ev.sigev_notify_thread_id = libc::gettid();
+                    ev.sigev_notify_thread_id = tid;
                     let mut id: libc::timer_t = std::mem::zeroed();
                     check(libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut id))?;
                     How::PosixTimer { id, set }
@@ -134,6 +138,7 @@ impl Waiter {
                 let _ = rustix::io::read(fd, &mut expirations);
             }
             How::PosixTimer { id, set } => {
+                // Raw: POSIX timers and `sigwaitinfo` (rustix: neither, but in `runtime`).
                 let spec = libc::itimerspec { it_interval: timespec_of(0), it_value: timespec_of(deadline_ns.max(1)) };
                 // SAFETY: `id` is this waiter's timer, `spec` and `set` are valid for the calls.
                 unsafe {
@@ -144,6 +149,7 @@ impl Waiter {
                 }
             }
             How::Select => {
+                // Raw: the method measured is the C library's `select`, as an application calls it.
                 let left = deadline_ns.saturating_sub(time::monotonic_ns());
                 let mut tv = libc::timeval { tv_sec: (left / 1_000_000_000) as _, tv_usec: ((left % 1_000_000_000) / 1000) as _ };
                 // SAFETY: no descriptor sets (null), `tv` is a valid timeval for the call.
@@ -152,11 +158,13 @@ impl Waiter {
                 }
             }
             How::Poll => {
+                // Raw: the method measured is the C library's `ppoll`, as an application calls it.
                 let left = timespec_of(deadline_ns.saturating_sub(time::monotonic_ns()));
                 // SAFETY: no descriptors (null, 0), `left` is a valid timespec, no signal mask.
                 unsafe { libc::ppoll(std::ptr::null_mut(), 0, &left, std::ptr::null()) };
             }
             How::Itimer => {
+                // Raw: rustix has no `setitimer`, and `sigwaitinfo` only in `runtime`.
                 // At least 1 µs: a zero value would disarm the timer instead.
                 let left = deadline_ns.saturating_sub(time::monotonic_ns()).max(1000);
                 let value = libc::timeval { tv_sec: (left / 1_000_000_000) as _, tv_usec: ((left % 1_000_000_000) / 1000) as _ };
@@ -179,6 +187,7 @@ impl Waiter {
 impl Drop for Waiter {
     fn drop(&mut self) {
         if let How::PosixTimer { id, .. } = self.how {
+            // Raw: POSIX timers, as in `new`.
             // SAFETY: `id` was made by timer_create in `new` and is deleted once, here.
             unsafe { libc::timer_delete(id) };
         }
@@ -221,16 +230,13 @@ impl PeriodicTimer {
     /// error the caller cannot recover from).
     #[inline(always)]
     pub fn wait(&self) -> u64 {
-        let mut expirations = 0u64;
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.fd);
+        let mut expirations = [0u8; 8];
         loop {
-            // SAFETY: `expirations` is 8 writable bytes; `fd` is this timer's.
-            let n = unsafe { libc::read(fd, (&mut expirations as *mut u64).cast(), 8) };
-            if n == 8 {
-                return expirations;
-            }
-            if n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-                return 0;
+            // One `read` of 8 bytes (rustix's makes the system call itself: no lock, no panic path).
+            match rustix::io::read(&self.fd, &mut expirations) {
+                Ok(8) => return u64::from_ne_bytes(expirations),
+                Err(rustix::io::Errno::INTR) => {}
+                _ => return 0,
             }
         }
     }

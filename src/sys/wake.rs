@@ -4,9 +4,10 @@
 //! handler (which posts) and the task (which waits); posting and waiting allocate nothing.
 
 use super::{check, check_syscall};
+use rustix::io::Errno;
 use std::cell::UnsafeCell;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
 /// The mechanism a handler wakes its task with.
@@ -79,20 +80,10 @@ enum Means {
 unsafe impl Sync for WakeChannel {}
 unsafe impl Send for WakeChannel {}
 
-fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just returned by the kernel and is owned by nothing else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
+/// Makes `fd` non-blocking (`fcntl(F_GETFL)`, then `F_SETFL` with `O_NONBLOCK` added).
 fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
-    // SAFETY: fcntl on a descriptor we own, integer arguments only.
-    unsafe {
-        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-        check(libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK))
-    }
+    let flags = rustix::fs::fcntl_getfl(fd)?;
+    Ok(rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK)?)
 }
 
 /// Opens an unnamed POSIX message queue of 8-byte messages: (the handler's non-blocking
@@ -103,6 +94,7 @@ fn open_queue() -> io::Result<(libc::mqd_t, libc::mqd_t)> {
     // Another queue of the same random name is all but impossible; a few tries say it was not chance.
     for _ in 0..3 {
         let name = format!("/rtgauge-{}-{:016x}\0", std::process::id(), super::host::random_u64()?);
+        // Raw: rustix has no POSIX message queues.
         // SAFETY: `name` is NUL-terminated and outlives the calls; `attr` is a valid mq_attr.
         unsafe {
             let mut attr: libc::mq_attr = std::mem::zeroed();
@@ -137,14 +129,15 @@ fn open_queue() -> io::Result<(libc::mqd_t, libc::mqd_t)> {
     ))
 }
 
+/// Raw `futex`: rustix's `futex::wait`, `lock_pi` and `unlock_pi` `debug_assert` their return
+/// value, a panic path in the RT loops of a debug build (the system call is the same).
 fn futex(word: &AtomicU32, op: libc::c_int, val: u32) -> libc::c_long {
     // SAFETY: `word` is a valid, aligned u32 for the call; no timeout (null) or second word.
     unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op, val, std::ptr::null::<libc::timespec>(), 0usize, 0u32) }
 }
 
 fn gettid() -> i32 {
-    // SAFETY: gettid takes no arguments.
-    unsafe { libc::gettid() }
+    rustix::thread::gettid().as_raw_nonzero().get()
 }
 
 impl WakeChannel {
@@ -157,10 +150,7 @@ impl WakeChannel {
                 Means::Fds { read: fd.try_clone()?, write: fd }
             }
             WakeMethod::Pipe => {
-                let mut ends = [0; 2];
-                // SAFETY: `ends` is a valid array of two ints for the kernel to fill.
-                check(unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) })?;
-                let (read, write) = (owned(ends[0])?, owned(ends[1])?);
+                let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
                 set_nonblocking(&write)?;
                 Means::Fds { read, write }
             }
@@ -170,6 +160,7 @@ impl WakeChannel {
             }
             WakeMethod::Signal => Means::Signal,
             WakeMethod::Sem => {
+                // Raw: rustix has no POSIX semaphores.
                 // SAFETY: sem_t is plain data; sem_init initialises it in place, where it stays.
                 let sem = Semaphore(Box::new(UnsafeCell::new(unsafe { std::mem::zeroed() })));
                 check(unsafe { libc::sem_init(sem.0.get(), 0, 0) })?;
@@ -181,8 +172,7 @@ impl WakeChannel {
             means,
             word: AtomicU32::new(0),
             pi: [AtomicU32::new(0), AtomicU32::new(0)],
-            // SAFETY: getpid takes no arguments.
-            pid: unsafe { libc::getpid() },
+            pid: rustix::process::getpid().as_raw_nonzero().get(),
             handler_tid: AtomicI32::new(0),
             task_tid: AtomicI32::new(0),
         })
@@ -203,6 +193,7 @@ impl WakeChannel {
     pub fn task_setup(&self) -> io::Result<()> {
         self.task_tid.store(gettid(), Ordering::Release);
         if matches!(self.means, Means::Signal) {
+            // Raw: the C library's `pthread_sigmask` (rustix: only in its unstable `runtime`).
             // SAFETY: `set` is a valid sigset_t initialised by sigemptyset.
             unsafe {
                 let mut set: libc::sigset_t = std::mem::zeroed();
@@ -253,14 +244,16 @@ impl WakeChannel {
     fn signal_task(&self) {
         let one = 1u64.to_ne_bytes();
         // SAFETY (each arm): valid descriptors, handles and pointers owned by this channel; the
-        // buffers outlive the calls.
+        // buffers outlive the calls. Raw (each arm but `Fds`): futexes (see `futex`), message
+        // queues and semaphores (not in rustix), `tgkill` (rustix: only in `runtime`).
         match &self.means {
             Means::Futex => {
                 self.word.fetch_add(1, Ordering::Release);
                 futex(&self.word, libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1);
             }
             Means::Fds { write, .. } => {
-                unsafe { libc::write(write.as_raw_fd(), one.as_ptr().cast(), 8) };
+                // One `write` of 8 bytes (rustix makes the system call itself: no lock, no panic).
+                let _ = rustix::io::write(write, &one);
             }
             Means::Mq { handler, .. } => {
                 unsafe { libc::mq_send(*handler, one.as_ptr().cast(), 8, 0) };
@@ -282,7 +275,8 @@ impl WakeChannel {
     #[inline(always)]
     pub fn wait(&self, seen: &mut u32) {
         let mut buf = [0u8; 8];
-        // SAFETY (each arm): as in `signal_task`; `buf` and `set` outlive the calls.
+        // SAFETY (each arm): as in `signal_task`; `buf` and `set` outlive the calls. Raw (each arm
+        // but `Fds`): as in `signal_task`, and `sigwaitinfo` (rustix: only in `runtime`).
         match &self.means {
             Means::Futex => loop {
                 let now = self.word.load(Ordering::Acquire);
@@ -293,8 +287,8 @@ impl WakeChannel {
                 futex(&self.word, libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, now);
             },
             Means::Fds { read, .. } => {
-                let fd = read.as_raw_fd();
-                while unsafe { libc::read(fd, buf.as_mut_ptr().cast(), 8) } < 0 && interrupted() {}
+                // One `read` of 8 bytes, again only when interrupted (as `write` above).
+                while rustix::io::read(read, &mut buf) == Err(Errno::INTR) {}
             }
             Means::Mq { task, .. } => {
                 let mut prio = 0;
@@ -357,6 +351,7 @@ fn interrupted() -> bool {
 
 impl Drop for WakeChannel {
     fn drop(&mut self) {
+        // Raw: message queues and semaphores (not in rustix).
         // SAFETY: the queue descriptors and the semaphore were made in `new` and are released
         // once, after both threads have ended (the channel is shared by `Arc`).
         unsafe {
