@@ -11,6 +11,12 @@ use crate::result::{ProbeResult, RunResult};
 use std::fmt::Write;
 
 /// Escapes text for HTML.
+/// A text of several lines for a `<pre>` block: each line escaped as [`esc`] does, the line
+/// breaks kept (a line break inside a line of outside text is shown as `\x0a`, as everywhere).
+fn esc_lines(s: &str) -> String {
+    s.split('\n').map(esc).collect::<Vec<_>>().join("\n")
+}
+
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
@@ -136,11 +142,12 @@ fn run_section(n: &Named) -> Result<String, String> {
         let _ = write!(
             h,
             "<h3>Why the worst case (trace)</h3><pre>{}</pre>",
-            esc(super::trace::render(r.trace.as_ref()).trim_start())
+            esc_lines(super::trace::render(r.trace.as_ref()).trim_start())
         );
     }
     h += &audit_section(&r.findings);
-    let _ = write!(h, "<h3>How it was obtained (audit and configuration)</h3><pre>{}</pre>", esc(&summary::how_obtained(r)));
+    let _ =
+        write!(h, "<h3>How it was obtained (audit and configuration)</h3><pre>{}</pre>", esc_lines(&summary::how_obtained(r)));
     if !r.tuning.is_empty() {
         let rows: Vec<Vec<String>> = r
             .tuning
@@ -395,5 +402,12 @@ mod tests {
     #[test]
     fn text_is_escaped() {
         assert_eq!(super::esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+    }
+
+    /// The report's `<pre>` blocks (how the run was obtained, the trace) showed `\x0a` where
+    /// their lines break: their own line breaks are kept, every line escaped.
+    #[test]
+    fn a_pre_block_keeps_its_lines() {
+        assert_eq!(super::esc_lines("a <b>\nc\x1b"), "a &lt;b&gt;\nc\\x1b");
     }
 }
