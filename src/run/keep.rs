@@ -55,9 +55,9 @@ impl Outputs {
         Ok(Outputs { sink, store, warnings, said_before })
     }
 
-    /// The warnings gathered, each once, for the result.
+    /// The warnings gathered so far, for the result (which keeps each once: see `assemble`).
     pub(super) fn take_warnings(&mut self) -> Vec<String> {
-        once(std::mem::take(&mut self.warnings))
+        std::mem::take(&mut self.warnings)
     }
 }
 

@@ -33,19 +33,6 @@ pub struct Released {
     pub ended_at: std::time::SystemTime,
 }
 
-/// The tuning stage: memory locked, settings held ([`apply_tuning`]), the trace started.
-pub(super) fn hold(
-    plan: &RunPlan,
-    system: &mut SystemInfo,
-    cpus: &[usize],
-    command_line: &[String],
-    warnings: &mut Vec<String>,
-) -> Result<Held> {
-    let mut held = apply_tuning(plan, system, cpus, command_line, warnings)?;
-    held.trace = start_trace(plan, &mut held, cpus, warnings);
-    Ok(held)
-}
-
 /// The probes' stage: every measurement thread set up (pinned, at its priority, its trace
 /// trigger given), and whether each got the RT priority asked for.
 pub(super) fn probes(
@@ -93,10 +80,11 @@ pub(super) fn release(
     (released, held.guardian)
 }
 
-/// Settings held for the run: memory locked, the CPU latency request, what `--tune` changes
-/// (its journal watched by a guardian from before the first change). What could not be applied
-/// becomes a warning; another rtgauge tuning the system now is an error.
-fn apply_tuning(
+/// The tuning stage: settings held for the run — memory locked, the CPU latency request, what
+/// `--tune` changes (its journal watched by a guardian from before the first change) — and the
+/// trace started. What could not be applied becomes a warning; another rtgauge tuning the system
+/// now is an error.
+pub(super) fn hold(
     plan: &RunPlan,
     system: &mut SystemInfo,
     cpus: &[usize],
@@ -135,7 +123,9 @@ fn apply_tuning(
         ));
     }
     warnings.extend(tuning.warnings());
-    Ok(Held { tuning, guardian, trace: None })
+    let mut held = Held { tuning, guardian, trace: None };
+    held.trace = start_trace(plan, &mut held, cpus, warnings);
+    Ok(held)
 }
 
 /// `--trace`: a trace instance per measured CPU, recorded in the journal; without the privilege
