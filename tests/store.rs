@@ -161,7 +161,9 @@ fn a_store_locked_at_the_end_rescues_the_run_to_a_file_that_import_stores() {
 }
 
 /// Documents are stored compressed (layout 2); a store of layout 1, whose documents are JSON
-/// text, is brought forward on opening and its runs still read whole beside new ones.
+/// text, is brought forward on opening and its runs still read whole beside new ones. Layout 4
+/// gives every run a UUID: its document's own, else one made from the document (two runs with
+/// the same document get two), and the board its host.
 #[test]
 fn a_layout_1_store_with_text_documents_is_migrated_and_still_read() {
     let dir = tempfile::tempdir().unwrap();
@@ -183,6 +185,18 @@ fn a_layout_1_store_with_text_documents_is_migrated_and_still_read() {
             rusqlite::params![old_doc["started_at"].as_str().unwrap(), old_doc.to_string()],
         )
         .unwrap();
+        // A document of before UUIDs, twice.
+        let mut older = old_doc.clone();
+        older.as_object_mut().unwrap().remove("uuid");
+        older.as_object_mut().unwrap().remove("board");
+        for label in ["older", "older-again"] {
+            c.execute(
+                "INSERT INTO runs (started_at, label, host, kernel, preemption, probes, verdict, status, document)
+                 VALUES (?1, ?2, 'h', 'k', 'p', 'timer', 'none', 'complete', ?3)",
+                rusqlite::params![old_doc["started_at"].as_str().unwrap(), label, older.to_string()],
+            )
+            .unwrap();
+        }
     }
     let (code, new_doc, out) = run_json(&["--loops", "100", "--warmup", "0", "--load", "none", "--db", &db, "--label", "new"]);
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
@@ -193,12 +207,30 @@ fn a_layout_1_store_with_text_documents_is_migrated_and_still_read() {
     }
     let c = rusqlite::Connection::open(&db).unwrap();
     let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
+    let uuids: Vec<(String, String)> = c
+        .prepare("SELECT uuid, board FROM runs ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(uuids.len(), 4);
+    assert_eq!(uuids[0].0, old_doc["uuid"].as_str().unwrap(), "the document's own");
+    assert_eq!((&uuids[1].1[..], &uuids[3].1[..]), ("h", new_doc["board"]["name"].as_str().unwrap()), "the host for runs before");
+    let distinct: std::collections::BTreeSet<&String> = uuids.iter().map(|(u, _)| u).collect();
+    assert_eq!(distinct.len(), 4, "every row its own: {uuids:?}");
+    for (label, (uuid, _)) in [("older", &uuids[1]), ("older-again", &uuids[2])] {
+        let shown: Value = serde_json::from_str(&ok(&["show", label, "--json", "--db", &db])).unwrap();
+        assert_eq!(shown["uuid"], uuid.as_str(), "{label}: the store's UUID in the document");
+        let by_uuid: Value = serde_json::from_str(&ok(&["show", &uuid[..8], "--json", "--db", &db])).unwrap();
+        assert_eq!(by_uuid, shown);
+    }
     // Layout 3: the new run's timelines in a table of their own (one blob per CPU), the old
     // run's still inside its document.
     let blobs = |id: i64| -> i64 { c.query_row("SELECT count(*) FROM timelines WHERE run = ?1", [id], |r| r.get(0)).unwrap() };
     assert_eq!(blobs(1), 0);
-    assert_eq!(blobs(2), new_doc["probes"].as_array().unwrap().len() as i64);
+    assert_eq!(blobs(4), new_doc["probes"].as_array().unwrap().len() as i64);
     let kinds: Vec<String> = c
         .prepare("SELECT typeof(document) FROM runs ORDER BY id")
         .unwrap()
@@ -206,7 +238,7 @@ fn a_layout_1_store_with_text_documents_is_migrated_and_still_read() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(kinds, ["text", "blob"], "the old document kept as it was, the new one compressed");
+    assert_eq!(kinds, ["text", "text", "text", "blob"], "the old documents kept as they were, the new one compressed");
 }
 
 fn fixture(name: &str) -> std::path::PathBuf {
@@ -435,4 +467,143 @@ fn an_import_of_one_cpu_says_1_cpu_not_1_cpus() {
     std::fs::write(&one, serde_json::to_vec(&doc).unwrap()).unwrap();
     let text = ok(&["import", "--db", &db, one.to_str().unwrap()]);
     assert!(text.contains(", 1 CPU, ") && !text.contains("1 CPUs"), "{text}");
+}
+
+/// Every run has a UUID: a measured run a new one each time; an imported file one made from its
+/// content, so the same file imported twice is stored once ("already stored as run N"). `show`
+/// finds a run by its UUID and by its first 8 hex digits as well as by id and label.
+#[test]
+fn a_run_is_identified_by_its_uuid_and_a_file_imported_twice_is_stored_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let file = fixture("cyclictest-h100.json");
+    let first = ok(&["import", "--db", &db, file.to_str().unwrap()]);
+    assert!(first.starts_with("Imported "), "{first}");
+    let again = ok(&["import", "--db", &db, file.to_str().unwrap()]);
+    assert!(again.contains("already stored as run 1") && !again.starts_with("Imported "), "{again}");
+    let rows = list(&db, &[]);
+    assert_eq!(rows.len(), 1, "stored once: {rows:?}");
+    let uuid = rows[0]["uuid"].as_str().unwrap().to_string();
+    assert_eq!(uuid.len(), 36, "{uuid}");
+    // Another store gives the same file the same UUID.
+    let other = dir.path().join("other.db").to_string_lossy().into_owned();
+    ok(&["import", "--db", &other, file.to_str().unwrap()]);
+    assert_eq!(list(&other, &[])[0]["uuid"].as_str(), Some(&uuid[..]), "the file's identity, whatever the store");
+    let run = ["--loops", "20", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &db];
+    let (_, a, _) = run_json(&run);
+    let (_, b, _) = run_json(&run);
+    let (a_uuid, b_uuid) = (a["uuid"].as_str().unwrap(), b["uuid"].as_str().unwrap());
+    assert_ne!(a_uuid, b_uuid, "each measured run its own");
+    assert_eq!(&a_uuid[14..15], "4", "a random (v4) UUID: {a_uuid}");
+    assert_eq!(list(&db, &[]).len(), 3);
+    for which in [a_uuid, &a_uuid[..8], &a_uuid.to_uppercase()[..13]] {
+        let shown: Value = serde_json::from_str(&ok(&["show", which, "--json", "--db", &db])).unwrap();
+        assert_eq!(shown, a, "show {which}");
+    }
+    assert_eq!(serde_json::from_str::<Value>(&ok(&["show", &uuid, "--json", "--db", &db])).unwrap()["uuid"], uuid.as_str());
+    for (which, says) in [(&a_uuid[..7], "no run"), ("ffffffff", "no run")] {
+        let out = rtgauge(&["show", which, "--db", &db]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{which}: {err}");
+        assert!(err.contains(says) && err.trim_end().lines().count() == 1, "{which}: {err}");
+    }
+}
+
+/// `--board NAME` names the board (the host name by default) in the result and the store, and
+/// `list` filters by board, kernel, scenario, label, verdict and date, all of them together.
+#[test]
+fn runs_are_filtered_by_board_kernel_scenario_label_verdict_and_date_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let run = ["--loops", "20", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &db];
+    let (_, default, _) = run_json(&run);
+    assert_eq!(default["board"]["name"], default["system"]["hostname"], "the host name by default");
+    let (_, named, _) =
+        run_json(&[&run[..], &["--board", "rpi4-lab-3", "--label", "nightly", "--require", "samples>=1"]].concat());
+    assert_eq!(named["board"]["name"], "rpi4-lab-3");
+    if let Some(k) = named["board"]["kernel_config"].as_object() {
+        assert_eq!(k["sha256"].as_str().map(str::len), Some(64), "{k:?}");
+        // The same board's second run: its kernel options compared with the first's (none differ).
+        assert_eq!(named["board"]["config_changes"], Value::Null, "the board's first run");
+        let (_, next, _) = run_json(&[&run[..], &["--board", "rpi4-lab-3"]].concat());
+        let changes = &next["board"]["config_changes"];
+        assert_eq!(changes["since_run"], 2, "{changes}");
+        assert!(changes["added"].as_array().unwrap().is_empty() && changes["changed"].as_array().unwrap().is_empty());
+    }
+    ok(&["import", "--db", &db, "--board", "x86-box", "--label", "nightly", fixture("oslat.json").to_str().unwrap()]);
+    let kernel = default["system"]["kernel_release"].as_str().unwrap();
+    let ids = |extra: &[&str]| -> Vec<u64> { list(&db, extra).iter().map(|r| u(&r["id"])).collect() };
+    assert_eq!(ids(&["--board", "rpi4-lab-3"]).len(), if named["board"]["kernel_config"].is_object() { 2 } else { 1 });
+    assert_eq!(ids(&["--board", "rpi4-lab-3", "--label", "nightly", "--verdict", "pass"]), [2]);
+    assert_eq!(ids(&["--label", "nightly"]).len(), 2);
+    assert_eq!(ids(&["--label", "nightly", "--board", "x86-box", "--verdict", "none"]).len(), 1);
+    assert_eq!(ids(&["--label", "nightly", "--board", "x86-box", "--verdict", "pass"]), Vec::<u64>::new());
+    assert_eq!(ids(&["--board", "rpi4-lab-3", "--kernel", kernel, "--since", "1h"]).first(), Some(&2));
+    assert_eq!(ids(&["--board", "rpi4-lab-3", "--kernel", "no-such-kernel"]), Vec::<u64>::new());
+    assert_eq!(ids(&["--scenario", "no-such-scenario"]), Vec::<u64>::new());
+    assert_eq!(list(&db, &["--board", default["system"]["hostname"].as_str().unwrap()])[0]["id"], 1);
+    let out = rtgauge(&["list", "--verdict", "maybe", "--db", &db]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = ok(&["list", "--db", &db]);
+    assert!(text.lines().next().unwrap().contains("board"), "{text}");
+    assert!(text.contains("rpi4-lab-3") && text.contains("x86-box"), "{text}");
+}
+
+/// A label and a board holding quotes, SQL, control characters or 10 000 characters are stored
+/// and given back exactly as text (JSON), shown escaped (`list`, `show`), and filter exactly.
+#[test]
+fn labels_and_boards_with_quotes_sql_controls_and_10000_characters_are_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let long = "é".repeat(10_000);
+    let names = ["o'brien \"lab\"", "x'; DROP TABLE runs; --", "a' OR '1'='1", "ctl\u{1b}[2J\u{7}\r\nfake row", long.as_str()];
+    for (i, name) in names.iter().enumerate() {
+        let mut doc: Value = serde_json::from_slice(&std::fs::read(fixture("cyclictest-no-h.json")).unwrap()).unwrap();
+        doc["thread"]["0"]["max"] = (u(&doc["thread"]["0"]["max"]) + i as u64).into(); // a file of its own
+        let file = dir.path().join(format!("f{i}.json"));
+        std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+        let label = format!("label {name}");
+        ok(&["import", "--db", &db, "--board", name, "--label", &label, file.to_str().unwrap()]);
+        let rows = list(&db, &["--board", name]);
+        assert_eq!(rows.len(), 1, "{name:?}: {rows:?}");
+        assert_eq!((rows[0]["board"].as_str(), rows[0]["label"].as_str()), (Some(*name), Some(&label[..])));
+        assert_eq!(list(&db, &["--label", &label]).len(), 1);
+        let shown: Value = serde_json::from_str(&ok(&["show", &label, "--json", "--db", &db])).unwrap();
+        assert_eq!(shown["board"]["name"], *name);
+    }
+    assert_eq!(list(&db, &[]).len(), names.len(), "every run stored, the table whole");
+    let text = ok(&["list", "--db", &db]);
+    assert_eq!(text.lines().count(), names.len() + 1, "a header and one row per run: {text}");
+    assert_eq!(raw_control(&text), None, "{text}");
+    assert!(text.contains("\\x1b") && text.lines().all(|l| l.chars().count() < 400), "long names cut in the table: {text}");
+}
+
+/// `--db postgres://...` (and `postgresql://`, and RTGAUGE_DB) is a PostgreSQL database, not a
+/// file; until that backend is built in it is refused with one line, exit 2, before measuring,
+/// the URL's password never shown, and no file made.
+#[test]
+fn a_postgresql_url_is_refused_cleanly_until_its_backend_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in ["postgres://lab:s3cret@db.example:5432/rt", "POSTGRESQL://lab:s3cret@db.example/rt?sslmode=require"] {
+        for (args, env) in [
+            (vec!["list", "--db", url], false),
+            (vec!["show", "last", "--db", url], false),
+            (vec!["import", "--db", url, fixture("oslat.json").to_str().unwrap()], false),
+            (vec!["run", "-D", "30s", "--load", "none"], true),
+        ] {
+            let mut c = rtgauge(&args);
+            c.current_dir(dir.path());
+            if env {
+                c.env("RTGAUGE_DB", url);
+            }
+            let t = std::time::Instant::now();
+            let out = c.output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains("PostgreSQL stores are not built in yet") && err.trim_end().lines().count() == 1, "{err}");
+            assert!(!err.contains("s3cret") && err.contains("lab@db.example"), "{err}");
+            assert!(out.stdout.is_empty() && t.elapsed() < std::time::Duration::from_secs(20), "before measuring");
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no file made");
 }

@@ -48,6 +48,11 @@ impl KernelConfig {
         self.options.get(name).map(String::as_str)
     }
 
+    /// Every option set, by name (without `CONFIG_`).
+    pub fn options(&self) -> &BTreeMap<String, String> {
+        &self.options
+    }
+
     /// Whether `CONFIG_<name>` is built in (`y`).
     pub fn enabled(&self, name: &str) -> bool {
         self.get(name) == Some("y")

@@ -3,6 +3,7 @@
 //! Recorded in every result (as `result::system::SystemInfo`) so a figure always says how it
 //! was obtained. Never changes anything.
 
+pub mod board;
 pub mod cgroups;
 pub mod checks;
 pub mod kconfig;

@@ -344,6 +344,10 @@ pub struct RunArgs {
     /// Name the run in the store ('rtgauge show LABEL')
     #[arg(long, value_name = "TEXT", conflicts_with = "no_store")]
     pub label: Option<String>,
+    /// The board's name, recorded in the result and the store ('rtgauge list --board NAME')
+    /// [default: the host name]
+    #[arg(long, value_name = "NAME")]
+    pub board: Option<String>,
     #[command(flatten)]
     pub store: StoreArg,
     /// Do not keep the run in the store
@@ -382,6 +386,18 @@ pub struct ListArgs {
     /// Only runs with this label
     #[arg(long)]
     pub label: Option<String>,
+    /// Only runs on this board ('rtgauge run --board NAME'; the host name by default)
+    #[arg(long)]
+    pub board: Option<String>,
+    /// Only runs on this kernel release (uname -r, as 'list' shows it)
+    #[arg(long, value_name = "RELEASE")]
+    pub kernel: Option<String>,
+    /// Only runs of this scenario
+    #[arg(long, value_name = "NAME")]
+    pub scenario: Option<String>,
+    /// Only runs with this verdict: pass, fail, or none (passed without criteria)
+    #[arg(long, value_name = "VERDICT", value_parser = ["pass", "fail", "none"])]
+    pub verdict: Option<String>,
     /// Only runs started since then: a date (2026-11-01), a time (2026-11-01T08:00:00Z) or an age (7d, 12h)
     #[arg(long, value_name = "WHEN")]
     pub since: Option<String>,
@@ -392,7 +408,8 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// The run: its id, its label (the latest run so named) or 'last'
+    /// The run: its id, its label (the latest run so named), its UUID (or its first 8 or more
+    /// hex digits) or 'last'
     pub run: String,
     #[command(flatten)]
     pub store: StoreArg,
@@ -403,7 +420,8 @@ pub struct ShowArgs {
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The run: its id, its label (the latest run so named) or 'last'
+    /// The run: its id, its label (the latest run so named), its UUID (or its first 8 or more
+    /// hex digits) or 'last'
     pub run: String,
     #[command(flatten)]
     pub store: StoreArg,
@@ -425,7 +443,8 @@ pub struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The runs: ids, labels (the latest run so named) or 'last'
+    /// The runs: ids, labels (the latest run so named), UUIDs (or their first 8 or more hex
+    /// digits) or 'last'
     #[arg(required = true, value_name = "RUN")]
     pub runs: Vec<String>,
     #[command(flatten)]
@@ -440,7 +459,8 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The runs: ids, labels (the latest run so named) or 'last'; the first is the baseline
+    /// The runs: ids, labels (the latest run so named), UUIDs (or their first 8 or more hex
+    /// digits) or 'last'; the first is the baseline
     /// unless --baseline names one
     #[arg(value_name = "RUN")]
     pub runs: Vec<String>,
@@ -483,11 +503,16 @@ pub struct ImportArgs {
     /// Name the imported runs
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
+    /// The board the imported runs were measured on [default: the one an rtgauge document
+    /// names, else the host the file records, else this host's name]
+    #[arg(long, value_name = "NAME")]
+    pub board: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct DeleteArgs {
-    /// The run: its id, its label (the latest run so named) or 'last'
+    /// The run: its id, its label (the latest run so named), its UUID (or its first 8 or more
+    /// hex digits) or 'last'
     pub run: String,
     #[command(flatten)]
     pub store: StoreArg,

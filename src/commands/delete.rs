@@ -10,6 +10,6 @@ pub fn delete(a: &DeleteArgs) -> Result<u8> {
     let s = existing_for_writing(a.store.db.as_deref())?;
     let id = s.resolve(&a.run).map_err(anyhow::Error::msg)?;
     s.delete(id).map_err(anyhow::Error::msg)?;
-    out::text(&format!("deleted run {id} from {}\n", s.path().display()))?;
+    out::text(&format!("deleted run {id} from {}\n", s.shown()))?;
     Ok(0)
 }

@@ -1,5 +1,6 @@
 //! `rtgauge import FILE...`: other tools' results (and rtgauge's own documents) read, checked
-//! and understood (`crate::interchange`), then kept in the store.
+//! and understood (`crate::interchange`), then kept in the store. A file is stored once: its
+//! run's UUID, made from the file's SHA-256, already in the store names the run it is.
 
 use super::args::ImportArgs;
 use crate::report::{self, out};
@@ -11,14 +12,28 @@ use anyhow::{anyhow, Result};
 pub fn import(a: &ImportArgs) -> Result<u8> {
     let mut runs =
         a.files.iter().map(|f| crate::interchange::import(f)).collect::<Result<Vec<_>, String>>().map_err(anyhow::Error::msg)?;
-    let keep = store::Request::new(a.store.db.as_deref(), false, a.label.as_deref()).map_err(anyhow::Error::msg)?;
-    let Some(path) = keep.path.clone() else {
+    let keep = store::Request::new(a.store.db.as_deref(), false, a.label.as_deref())
+        .and_then(|k| k.with_board(a.board.as_deref()))
+        .map_err(anyhow::Error::msg)?;
+    let Some(location) = keep.location.clone() else {
         return Err(anyhow!("{}", keep.why_not.unwrap_or_else(|| "no store".into())));
     };
-    let s = Store::open(&path).map_err(|e| anyhow!("{e}"))?;
+    for r in &mut runs {
+        name_board(r, keep.board.as_deref());
+    }
+    let s = Store::open(&location).map_err(|e| anyhow!("{e}"))?;
     for (file, r) in a.files.iter().zip(&mut runs) {
         let source = r.imported.as_ref().map(|i| i.source.clone());
-        let id = s.save(r, a.label.as_deref(), source.as_deref()).map_err(anyhow::Error::msg)?;
+        let saved = s.save(r, a.label.as_deref(), source.as_deref(), None).map_err(anyhow::Error::msg)?;
+        let id = saved.id;
+        if saved.already {
+            out::text(&format!(
+                "{} is already stored as run {id} in {} ('rtgauge show {id}'); not stored again.\n",
+                report::shown(&file.display().to_string()),
+                report::shown(&s.shown())
+            ))?;
+            continue;
+        }
         let what = r
             .imported
             .as_ref()
@@ -29,8 +44,27 @@ pub fn import(a: &ImportArgs) -> Result<u8> {
             report::shown(&file.display().to_string()),
             report::shown(&what),
             crate::vocab::Count(r.probes.len() as u64, "CPU"),
-            report::shown(&s.path().display().to_string())
+            report::shown(&s.shown())
         ))?;
     }
     Ok(0)
+}
+
+/// The board of an imported run: `--board`; else the one an rtgauge document names; else the
+/// host the file records; else this host's name.
+fn name_board(r: &mut crate::result::RunResult, given: Option<&str>) {
+    match (&mut r.board, given) {
+        (Some(b), Some(name)) => b.name = name.to_string(),
+        (Some(_), None) => {}
+        (None, _) => {
+            let recorded = Some(r.system.hostname.as_str()).filter(|h| !h.is_empty() && *h != "unknown");
+            let name = given.map(str::to_string).or_else(|| recorded.map(str::to_string)).unwrap_or_else(this_host);
+            r.board = Some(crate::audit::board::named(&name));
+        }
+    }
+}
+
+/// This host's name (`unknown` when the system does not say).
+fn this_host() -> String {
+    crate::audit::read_trim("/proc/sys/kernel/hostname").filter(|h| !h.is_empty()).unwrap_or_else(|| "unknown".into())
 }

@@ -1,4 +1,5 @@
-//! `rtgauge list`: a line per stored run (or JSON), filtered by host, label and date.
+//! `rtgauge list`: a line per stored run (or JSON), filtered by host, board, kernel, scenario,
+//! label, verdict and date, every filter given together.
 
 use super::args::ListArgs;
 use crate::report::{out, summary};
@@ -9,7 +10,15 @@ use anyhow::{anyhow, Result};
 /// `rtgauge list`.
 pub fn list(a: &ListArgs) -> Result<u8> {
     let since = a.since.as_deref().map(since_rfc3339).transpose()?;
-    let filter = Filter { host: a.host.clone(), label: a.label.clone(), since };
+    let filter = Filter {
+        host: a.host.clone(),
+        board: a.board.clone(),
+        kernel: a.kernel.clone(),
+        scenario: a.scenario.clone(),
+        label: a.label.clone(),
+        verdict: a.verdict.clone(),
+        since,
+    };
     let rows = match store::open_existing(a.store.db.as_deref()).map_err(anyhow::Error::msg)? {
         Some(s) => s.list(&filter).map_err(anyhow::Error::msg)?,
         None => Vec::new(),
@@ -19,7 +28,8 @@ pub fn list(a: &ListArgs) -> Result<u8> {
         return Ok(0);
     }
     if rows.is_empty() {
-        let matching = if a.host.is_some() || a.label.is_some() || a.since.is_some() { " that match" } else { "" };
+        let filtered = [&a.host, &a.board, &a.kernel, &a.scenario, &a.label, &a.verdict, &a.since].iter().any(|f| f.is_some());
+        let matching = if filtered { " that match" } else { "" };
         out::text(&format!("no runs stored{matching}\n"))?;
         return Ok(0);
     }
@@ -29,7 +39,8 @@ pub fn list(a: &ListArgs) -> Result<u8> {
             vec![
                 r.id.to_string(),
                 r.started_at.chars().take(19).collect::<String>().replace('T', " "),
-                r.label.clone().unwrap_or_default(),
+                cut(r.label.as_deref().unwrap_or_default()),
+                cut(&r.board),
                 r.host.clone(),
                 r.kernel.clone(),
                 r.preemption.clone(),
@@ -40,9 +51,23 @@ pub fn list(a: &ListArgs) -> Result<u8> {
             ]
         })
         .collect();
-    let header = ["id", "date (UTC)", "label", "host", "kernel", "preemption", "scenario", "probes", "worst µs", "verdict"];
-    out::text(&summary::table(&header, 8..9, cells))?;
+    let header =
+        ["id", "date (UTC)", "label", "board", "host", "kernel", "preemption", "scenario", "probes", "worst µs", "verdict"];
+    out::text(&summary::table(&header, 9..10, cells))?;
     Ok(0)
+}
+
+/// The most of a label or a board's name a line of `list` shows (`list --json` and
+/// `show --json` give it whole): a name of 10 000 characters keeps the table readable.
+const NAME_SHOWN: usize = 32;
+
+/// A label or a board's name as `list` shows it: up to [`NAME_SHOWN`] characters, longer ones
+/// cut with `…`.
+fn cut(name: &str) -> String {
+    if name.chars().count() <= NAME_SHOWN {
+        return name.to_string();
+    }
+    name.chars().take(NAME_SHOWN - 1).chain(['…']).collect()
 }
 
 /// `--since`: a date, a time, or an age (`7d`) before now; as RFC 3339 for comparing.

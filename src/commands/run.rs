@@ -7,7 +7,9 @@ use crate::{run, scenario, store};
 /// `rtgauge run`.
 pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     let plan = plan_run(args)?;
-    let keep = store::Request::new(args.store.db.as_deref(), args.no_store, args.label.as_deref()).map_err(anyhow::Error::msg)?;
+    let keep = store::Request::new(args.store.db.as_deref(), args.no_store, args.label.as_deref())
+        .and_then(|k| k.with_board(args.board.as_deref()))
+        .map_err(anyhow::Error::msg)?;
     run::run(plan, std::env::args().collect(), keep)
 }
 

@@ -383,6 +383,8 @@ fn build(f: Foreign, source: &str, sha256: String) -> Result<RunResult, String> 
         measured_ns: measured.unwrap_or(0),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         command_line: std::env::args().collect(),
+        uuid: crate::result::content_uuid_of_hex(&sha256),
+        board: None,
         imported: None,
         config,
         system,

@@ -8,6 +8,7 @@
 //! depends on `vocab` alone. The stages (`audit`, `tuning`, `load`, `aggregate`, `interchange`,
 //! the run) build and fill these types; what they read or compute stays with them.
 
+pub mod board;
 pub mod findings;
 pub mod histogram;
 pub mod imported;
@@ -30,6 +31,28 @@ pub const SCHEMA: &str = "rtgauge.result.v3";
 
 /// Version of the document `rtgauge load --json` writes.
 pub const LOAD_SCHEMA: &str = "rtgauge.load.v1";
+
+/// The UUID of content whose SHA-256 is `sha256`: its first 16 bytes as a version 8 UUID (RFC
+/// 9562, the version and variant bits set over them). The same file imported twice gets the
+/// same UUID, and is stored once.
+pub fn content_uuid(sha256: &[u8; 32]) -> uuid::Uuid {
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&sha256[..16]);
+    uuid::Builder::from_custom_bytes(bytes).into_uuid()
+}
+
+/// [`content_uuid`] of a SHA-256 written in hex (as `imported.sha256` is); `None` when it is not one.
+pub fn content_uuid_of_hex(sha256: &str) -> Option<uuid::Uuid> {
+    let b = sha256.as_bytes();
+    if b.len() != 64 {
+        return None;
+    }
+    let mut bytes = [0u8; 32];
+    for (i, pair) in b.chunks_exact(2).enumerate() {
+        bytes[i] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    Some(content_uuid(&bytes))
+}
 
 /// What `rtgauge load` did: the loads on their own.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -86,6 +109,15 @@ pub struct RunResult {
     pub measured_ns: u64,
     pub tool_version: String,
     pub command_line: Vec<String>,
+    /// The run's identity across stores: a random (v4) UUID made when it was measured; for an
+    /// imported run (any format, rtgauge's own included), made from the file's SHA-256
+    /// ([`content_uuid`]). Absent in documents of older versions (a store gives them one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<uuid::Uuid>,
+    /// The board the run was measured on, named and described (absent in documents of older
+    /// versions and in imports of other tools' files without `--board`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub board: Option<board::Board>,
     /// For a run imported from another tool's file (`rtgauge import`): which tool, version, format
     /// and file; absent for a run rtgauge measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]

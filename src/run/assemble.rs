@@ -194,6 +194,8 @@ fn assemble(a: Assembly) -> RunResult {
     };
     let verdict = verdict::evaluate(&per_thread, &combined, plan.cycle_time_ns, plan.budget, &plan.requirements, &facts);
     RunResult {
+        uuid: Some(uuid::Uuid::new_v4()),
+        board: None,
         schema: SCHEMA.to_string(),
         status: a.status,
         interrupted_by: a.interrupted_by,

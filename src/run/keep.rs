@@ -55,6 +55,20 @@ impl Outputs {
         Ok(Outputs { sink, store, warnings, said_before })
     }
 
+    /// Names in `board` the kernel options that differ from the last run of the same board in
+    /// the store (before measuring: the store is open); a store that cannot say is a warning.
+    pub(super) fn compare_config(&mut self, board: &mut crate::result::board::Board, now: Option<&store::KernelOptions>) {
+        let (Some(store), Some(now)) = (&self.store, now) else { return };
+        match store.kernel_config_before(&board.name) {
+            Ok(Some(before)) => {
+                board.config_changes =
+                    Some(crate::audit::board::config_changes(before.id, before.uuid, &before.options, &now.options));
+            }
+            Ok(None) => {}
+            Err(e) => self.warnings.push(format!("the kernel configuration is not compared with the board's last run: {e}")),
+        }
+    }
+
     /// The warnings gathered so far, for the result (which keeps each once: see `assemble`).
     pub(super) fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.warnings)
@@ -63,13 +77,18 @@ impl Outputs {
 
 /// The reporting stage: the summary and the JSON document written, the result kept in the
 /// store (or a rescue file); the exit status, or the error that ends the command.
-pub(super) fn report_and_keep(mut result: RunResult, outputs: Outputs, keep: &store::Request) -> Result<u8> {
+pub(super) fn report_and_keep(
+    mut result: RunResult,
+    outputs: Outputs,
+    keep: &store::Request,
+    kernel_config: Option<store::KernelOptions>,
+) -> Result<u8> {
     let json_on_stdout = outputs.sink.as_ref().is_some_and(JsonSink::is_stdout);
     // The result is kept even when the JSON document could not be written (and the other way
     // round): each failure is said, none loses the other.
     let reported = report(&result, outputs.sink, outputs.store.is_some(), &outputs.said_before);
     crate::sys::mem::release_code_pages();
-    match keep_result(&mut result, outputs.store, keep) {
+    match keep_result(&mut result, outputs.store, keep, kernel_config) {
         // Where the summary went.
         // Also under --quiet: the run's id is what a script needs to show, export or compare it.
         Kept::Stored(line) => {
@@ -117,20 +136,29 @@ enum Kept {
 /// (locked, full, its temporary directory full, damaged) does not lose the run: it is written
 /// to a rescue file (`store::rescue`), which the message names with the command that stores
 /// it later.
-fn keep_result(result: &mut RunResult, store: Option<Store>, keep: &store::Request) -> Kept {
+fn keep_result(
+    result: &mut RunResult,
+    store: Option<Store>,
+    keep: &store::Request,
+    kernel_config: Option<store::KernelOptions>,
+) -> Kept {
     let Some(store) = store else {
         if let Some(why) = &keep.why_not {
             let _ = say(true, &format!("rtgauge: warning: {why}\n"));
         }
         return Kept::Nowhere;
     };
-    let e = match store.save(result, keep.label.as_deref(), None) {
-        Ok(id) => return Kept::Stored(format!("Stored as run {id} in {} ('rtgauge show {id}').", store.path().display())),
+    let e = match store.save(result, keep.label.as_deref(), None, kernel_config) {
+        Ok(saved) => {
+            let (id, shown) = (saved.id, store.shown());
+            let stored = if saved.already { "Already stored" } else { "Stored" };
+            return Kept::Stored(format!("{stored} as run {id} in {shown} ('rtgauge show {id}')."));
+        }
         Err(e) => e,
     };
-    let db = store.path().to_path_buf();
+    let (db, beside) = (store.shown(), store.rescue_dir());
     drop(store);
-    Kept::Rescued(match store::rescue(result, Some(&db)) {
+    Kept::Rescued(match store::rescue(result, beside) {
         Ok(file) => {
             let label = keep.label.as_deref().map_or(String::new(), |l| format!(" --label '{l}'"));
             format!(
@@ -138,7 +166,7 @@ fn keep_result(result: &mut RunResult, store: Option<Store>, keep: &store::Reque
                  'rtgauge import {} --db {}{label}' stores it",
                 file.display(),
                 file.display(),
-                db.display()
+                db
             )
         }
         Err(e2) => format!("the run was measured but not stored: {e}; {e2}"),

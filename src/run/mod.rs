@@ -47,6 +47,10 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     // The JSON destination and the store are checked before anything runs; the warnings known
     // before measuring are said.
     let mut outputs = keep::Outputs::open(&plan, &resolved, &system, &keep)?;
+    // The board as it describes itself, its kernel configuration compared with its last stored run's.
+    let (mut board, kernel_config) =
+        crate::audit::board::read(keep.board.as_deref().unwrap_or(&system.hostname), &system.kernel_release);
+    outputs.compare_config(&mut board, kernel_config.as_ref());
     let mut held = setup::hold(&plan, &mut system, &resolved.cpus, &command_line, &mut outputs.warnings)?;
     // The measurement threads are ready (pinned, at their priority) before any load starts.
     let prepared = setup::probes(&plan, &resolved, &interrupts, &mut system, &mut held)?;
@@ -54,7 +58,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     let measured = measure::run(&plan, &resolved, prepared, &mut loads, watchdog, &interrupts, &mut held, &mut outputs.warnings);
     // Everything tuned is put back here (the PM QoS request released), before the end-of-run work.
     let (released, _guardian) = setup::release(held, &mut loads, &mut outputs.warnings);
-    let result = assemble::run_result(
+    let mut result = assemble::run_result(
         &plan,
         &resolved,
         measured,
@@ -65,5 +69,6 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
         findings,
         outputs.take_warnings(),
     );
-    keep::report_and_keep(result, outputs, &keep)
+    result.board = Some(board);
+    keep::report_and_keep(result, outputs, &keep, kernel_config)
 }

@@ -1,77 +1,25 @@
 //! Stage nine of the flow: the store. Every run's whole result document (histograms included)
-//! is kept in an embedded SQLite database (rusqlite, SQLite bundled), so reports and comparisons
-//! can be redrawn without measuring again. The file is opened (and checked) before anything is
-//! measured, and written only after the measurement threads have stopped.
+//! is kept, so reports and comparisons can be redrawn without measuring again. The store is
+//! opened (and checked) before anything is measured, and written only after the measurement
+//! threads have stopped.
 //!
-//! The file is rtgauge's own: SQLite's `application_id` says so, `user_version` is the layout's
-//! version, and migrations move an older layout forward in one transaction. A file that is not
-//! a SQLite database, is corrupt, belongs to another program or to a newer rtgauge, or stays
-//! locked is refused with an error — never overwritten, created over or "repaired". Commands
-//! that only read (`list`, `show`, `export`, `report`, `compare`) open it read-only, as they
-//! are: a read-only store, or another user's, serves them, and an older layout is read
-//! without being migrated.
-//!
-//! Documents are kept as zlib-compressed JSON (layout 2 on; serialised straight into the
-//! compressor, spooled to an unnamed temporary file and copied into the row's blob in pieces, so
-//! a long run's document never sits in memory whole); layout 1's text documents stay readable
-//! as they are. From layout 3 on, each series' timeline is kept out of the document as a compact
-//! blob in a table of its own (`columns`): a day on 64 CPUs is 5.5 million windows, which as
-//! compressed JSON took seconds to store.
+//! This file is the store's logic, the same for every backend: where the store is (`--db`: a
+//! file, or a server's URL), what a run asks of it and how it is checked before measuring
+//! ([`Request`]), the rescue file when it fails at the end, which run a name means (an id, a
+//! label, `last`, a UUID or its start: [`Store::resolve`]), what `list` shows and filters
+//! ([`RunRow`], [`Filter`]), and a run's identity: every run is stored once, by its UUID. What
+//! a backend does is the [`Backend`] trait; the SQLite file (`sqlite.rs`, with `columns.rs`)
+//! is the one built in. A PostgreSQL URL is understood ([`Location::Postgres`]) and refused
+//! until its backend exists: [`Location`]'s `open` and `open_read` are the seam where it plugs in.
 
 mod columns;
+mod sqlite;
 
+use crate::result::timeline::TimelineData;
 use crate::result::RunResult;
 use crate::sys;
-use rusqlite::types::ValueRef;
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-/// SQLite's `application_id` of an rtgauge store: "rtga".
-const APPLICATION_ID: i32 = 0x7274_6761;
-/// The layouts, in order: migration `i` takes `user_version` `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[
-    "
-    CREATE TABLE runs (
-        id INTEGER PRIMARY KEY,
-        started_at TEXT NOT NULL,
-        label TEXT,
-        host TEXT NOT NULL,
-        kernel TEXT NOT NULL,
-        preemption TEXT NOT NULL,
-        scenario TEXT,
-        probes TEXT NOT NULL,
-        worst_ns INTEGER,
-        verdict TEXT NOT NULL,
-        status TEXT NOT NULL,
-        imported_from TEXT,
-        document TEXT NOT NULL
-    );
-    CREATE INDEX runs_label ON runs (label);
-    CREATE INDEX runs_started ON runs (started_at);
-",
-    "
-    -- Layout 2: documents are zlib-compressed JSON (BLOB); layout 1's stay TEXT. An older
-    -- rtgauge refuses the file (a newer layout) instead of failing on a compressed document.
-    CREATE INDEX runs_host ON runs (host);
-",
-    "
-    -- Layout 3: each series' timeline as a compact blob of its own (see columns.rs), kept out of
-    -- the document; documents of layout 2 keep theirs inside and still read.
-    CREATE TABLE timelines (
-        run INTEGER NOT NULL,
-        entry INTEGER NOT NULL,
-        data BLOB NOT NULL,
-        PRIMARY KEY (run, entry)
-    );
-",
-];
-/// The most a stored document may take once decompressed (a 24 h run on 64 CPUs is ~130 MB).
-const MAX_DOCUMENT: u64 = 1 << 30;
-/// How long a write waits for another rtgauge holding the file.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-/// The first bytes of every SQLite database file.
-const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// Why a store cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,18 +40,122 @@ impl std::fmt::Display for OpenError {
     }
 }
 
+/// Where a store is: `--db` or `RTGAUGE_DB` as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A PostgreSQL database (`postgres://` or `postgresql://`): the URL as given. It may hold
+    /// a password, so it is never shown as it is: see [`Location::shown`].
+    Postgres(String),
+}
+
+impl Location {
+    /// `--db`'s value: a PostgreSQL URL, or a file's path.
+    pub fn of(db: &Path) -> Location {
+        let text = db.as_os_str().as_encoded_bytes();
+        let is_url = |scheme: &[u8]| text.len() >= scheme.len() && text[..scheme.len()].eq_ignore_ascii_case(scheme);
+        if is_url(b"postgres://") || is_url(b"postgresql://") {
+            return Location::Postgres(db.to_string_lossy().into_owned());
+        }
+        Location::File(db.to_path_buf())
+    }
+
+    /// As messages show it: a file's path; a URL without its password.
+    pub fn shown(&self) -> String {
+        match self {
+            Location::File(p) => p.display().to_string(),
+            Location::Postgres(url) => without_password(url),
+        }
+    }
+
+    /// The backend for this location, opened for writing (created, checked and migrated).
+    fn open(&self) -> Result<Box<dyn Backend>, OpenError> {
+        match self {
+            Location::File(p) => Ok(Box::new(sqlite::Sqlite::open(p)?)),
+            Location::Postgres(_) => Err(OpenError::Refused(self.not_built_in())),
+        }
+    }
+
+    /// The backend for this location, opened as it is for reading.
+    fn open_read(&self) -> Result<Box<dyn Backend>, OpenError> {
+        match self {
+            Location::File(p) => Ok(Box::new(sqlite::Sqlite::open_read(p)?)),
+            Location::Postgres(_) => Err(OpenError::Refused(self.not_built_in())),
+        }
+    }
+
+    /// Why a PostgreSQL store cannot be used yet.
+    fn not_built_in(&self) -> String {
+        format!(
+            "PostgreSQL stores are not built in yet ({}): give a SQLite file with --db PATH",
+            crate::vocab::text::shown(&self.shown())
+        )
+    }
+}
+
+/// A URL with its password (`user:password@`) left out.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((user, host)) => {
+            let user = user.split_once(':').map_or(user, |(u, _)| u);
+            format!("{scheme}://{user}@{host}{tail}")
+        }
+        None => url.to_string(),
+    }
+}
+
+/// What a backend does; the store's logic (`Store`) is the same for all of them.
+trait Backend {
+    /// Where it is, as messages show it (a file's path, a URL without its password).
+    fn shown(&self) -> String;
+    /// The directory a rescue file goes to first, if the store is a local file.
+    fn rescue_dir(&self) -> Option<PathBuf>;
+    /// Checks, before measuring, that every part of the store reads.
+    fn check_whole(&self) -> Result<(), OpenError>;
+    /// Checks, before measuring, that a result of up to `bytes` has room.
+    fn check_room(&self, bytes: u64) -> Result<(), OpenError>;
+    /// Keeps the document `r` (its timelines lent apart, `timelines`) as `row`, in one
+    /// transaction; a run whose UUID is there already is not stored again.
+    fn save(&self, r: &RunResult, timelines: &[(usize, TimelineData)], row: &NewRow) -> Result<Saved, String>;
+    /// The runs that pass `filter`, oldest first.
+    fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, String>;
+    /// The latest run's id.
+    fn last_id(&self) -> Result<Option<i64>, String>;
+    /// Whether run `id` is there.
+    fn has_id(&self, id: i64) -> Result<bool, String>;
+    /// The latest run labelled `label`.
+    fn latest_labelled(&self, label: &str) -> Result<Option<i64>, String>;
+    /// The runs (up to 10) whose UUID, written in its canonical form, starts with `prefix`.
+    fn by_uuid_prefix(&self, prefix: &str) -> Result<Vec<i64>, String>;
+    /// The kernel configuration of the latest run of `board` that recorded one.
+    fn kernel_config_before(&self, board: &str) -> Result<Option<Earlier>, String>;
+    /// The whole result of run `id`, its UUID in it.
+    fn load(&self, id: i64) -> Result<RunResult, String>;
+    /// The label of run `id`, if it has one.
+    fn label(&self, id: i64) -> Result<Option<String>, String>;
+    /// Deletes run `id`.
+    fn delete(&self, id: i64) -> Result<(), String>;
+}
+
 /// An open store.
 pub struct Store {
-    conn: Connection,
-    path: PathBuf,
+    backend: Box<dyn Backend>,
 }
 
 /// One run as `rtgauge list` shows it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RunRow {
     pub id: i64,
+    /// Its identity across stores (null only in a store of an older layout read as it is).
+    pub uuid: Option<String>,
     pub started_at: String,
     pub label: Option<String>,
+    /// The board's name (`--board`; the host name by default and for runs stored before).
+    pub board: String,
     pub host: String,
     pub kernel: String,
     pub preemption: String,
@@ -115,19 +167,55 @@ pub struct RunRow {
     pub imported_from: Option<String>,
 }
 
-/// Which runs `rtgauge list` shows.
+/// A run on its way into the store: its row, its UUID, and the kernel configuration it ran on.
+pub struct NewRow {
+    row: RunRow,
+    uuid: String,
+    kernel_config: Option<KernelOptions>,
+}
+
+/// A kernel configuration as the store keeps it, once per text: its SHA-256 and its options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelOptions {
+    pub sha256: String,
+    pub options: BTreeMap<String, String>,
+}
+
+/// The kernel configuration of an earlier run of a board.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Earlier {
+    pub id: i64,
+    pub uuid: Option<String>,
+    pub options: BTreeMap<String, String>,
+}
+
+/// What a save did: the run's id, and whether it was there already (its UUID stored before).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Saved {
+    pub id: i64,
+    pub already: bool,
+}
+
+/// Which runs `rtgauge list` shows: every condition given, together.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
     pub host: Option<String>,
+    pub board: Option<String>,
+    pub kernel: Option<String>,
+    pub scenario: Option<String>,
     pub label: Option<String>,
+    /// `pass`, `fail` or `none` (as `list` shows it).
+    pub verdict: Option<String>,
     /// RFC 3339 time: runs started at or after it.
     pub since: Option<String>,
 }
 
-/// What `rtgauge run` asks of the store: where (`None`: keep nothing) and the run's label.
+/// What `rtgauge run` asks of the store: where (`None`: keep nothing), the run's label and board.
 #[derive(Debug, Clone, Default)]
 pub struct Request {
-    pub path: Option<PathBuf>,
+    pub location: Option<Location>,
+    /// The board's name (`--board`; `None`: the host name).
+    pub board: Option<String>,
     pub label: Option<String>,
     /// Why nothing is kept when no path is known, for a warning.
     pub why_not: Option<String>,
@@ -148,18 +236,28 @@ impl Request {
         }
         let label = label.map(str::to_string);
         if no_store {
-            return Ok(Request { path: None, label, why_not: None, explicit: false });
+            return Ok(Request { location: None, label, board: None, why_not: None, explicit: false });
         }
         let explicit = db.is_some() || std::env::var_os("RTGAUGE_DB").is_some_and(|v| !v.is_empty());
-        match db.map(Path::to_path_buf).or_else(default_path) {
-            Some(path) => Ok(Request { path: Some(path), label, why_not: None, explicit }),
+        match db.map(Location::of).or_else(default_location) {
+            Some(location) => Ok(Request { location: Some(location), label, board: None, why_not: None, explicit }),
             None => Ok(Request {
-                path: None,
+                location: None,
                 label,
+                board: None,
                 why_not: Some("the run is not stored: neither RTGAUGE_DB, XDG_DATA_HOME nor HOME is set; give --db PATH".into()),
                 explicit,
             }),
         }
+    }
+
+    /// With `--board NAME` (`None`: the host name); an empty name is refused.
+    pub fn with_board(mut self, board: Option<&str>) -> Result<Request, String> {
+        if board == Some("") {
+            return Err("--board '' is empty; give the board's name, e.g. rpi4-lab-3 (or leave it out: the host name)".into());
+        }
+        self.board = board.map(str::to_string);
+        Ok(self)
     }
 
     /// Opens the store before measuring, checked as fully as it can be (every page read, room
@@ -167,10 +265,13 @@ impl Request {
     /// default store cannot be reached (`warnings` says why); a file that is not a store rtgauge
     /// may write, is damaged, or has no room is an error.
     pub fn open(&self, result_bytes: u64, warnings: &mut Vec<String>) -> Result<Option<Store>, String> {
-        let Some(path) = &self.path else { return Ok(None) };
-        let checked = check_file_size_limit(path, result_bytes)
-            .and_then(|()| Store::open(path))
-            .and_then(|s| s.check_whole().and_then(|()| s.check_room(result_bytes)).map(|()| s));
+        let Some(location) = &self.location else { return Ok(None) };
+        let checked = match location {
+            Location::File(path) => sqlite::check_file_size_limit(path, result_bytes),
+            Location::Postgres(_) => Ok(()),
+        }
+        .and_then(|()| Store::open(location))
+        .and_then(|s| s.check_whole().and_then(|()| s.check_room(result_bytes)).map(|()| s));
         match checked {
             Ok(s) => Ok(Some(s)),
             Err(OpenError::Unreachable(m)) if !self.explicit => {
@@ -182,29 +283,6 @@ impl Request {
     }
 }
 
-/// Room the store needs beyond the result itself: pages a save touches besides the document's
-/// (the row, three indexes, the timelines' table and index, the header), at the largest page.
-const WAL_MARGIN: u64 = 16 * 65536;
-
-/// Refuses, before anything is created or measured, a file size limit (`ulimit -f`) under which
-/// the store cannot take a result of up to `bytes`: a write past it fails (EFBIG), and the
-/// result would be saved only to a rescue file.
-fn check_file_size_limit(path: &Path, bytes: u64) -> Result<(), OpenError> {
-    let Ok(Some(limit)) = sys::process::file_size_limit() else { return Ok(()) };
-    let size = std::fs::metadata(path).map_or(0, |m| m.len());
-    let need = size.saturating_add(bytes).saturating_add(WAL_MARGIN);
-    if limit >= need {
-        return Ok(());
-    }
-    Err(OpenError::Refused(format!(
-        "the file size limit (ulimit -f) is {} KiB; the store {} needs files of up to {} KiB to keep this run: \
-         raise it with 'ulimit -f unlimited', or give --no-store",
-        limit / 1024,
-        path.display(),
-        need.div_ceil(1024)
-    )))
-}
-
 /// The directory a file is in (`.` for a bare name).
 fn dir_of(path: &Path) -> &Path {
     path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))
@@ -214,22 +292,24 @@ fn dir_of(path: &Path) -> &Path {
 /// the default, opened read-only; `Ok(None)` when there is no such file (one that cannot be
 /// reached is an error naming why).
 pub fn open_existing(db: Option<&Path>) -> Result<Option<Store>, String> {
-    existing_path(db)?.map(|p| Store::open_read(&p).map_err(|e| e.to_string())).transpose()
+    existing_location(db)?.map(|l| Store::open_read(&l).map_err(|e| e.to_string())).transpose()
 }
 
 /// The store a command changes (`delete`): as [`open_existing`], opened for writing.
 pub fn open_existing_for_writing(db: Option<&Path>) -> Result<Option<Store>, String> {
-    existing_path(db)?.map(|p| Store::open(&p).map_err(|e| e.to_string())).transpose()
+    existing_location(db)?.map(|l| Store::open(&l).map_err(|e| e.to_string())).transpose()
 }
 
-/// The store's path if there is a file there: `--db`, else the default.
-fn existing_path(db: Option<&Path>) -> Result<Option<PathBuf>, String> {
-    let Some(path) = db.map(Path::to_path_buf).or_else(default_path) else {
+/// The store if there is one: `--db`, else the default; a file that is not there is none (a
+/// server's database is always there to ask).
+fn existing_location(db: Option<&Path>) -> Result<Option<Location>, String> {
+    let Some(location) = db.map(Location::of).or_else(default_location) else {
         return Err("no store: neither RTGAUGE_DB, XDG_DATA_HOME nor HOME is set; give --db PATH".into());
     };
+    let Location::File(path) = &location else { return Ok(Some(location)) };
     // Not `exists()`, which reads a directory rtgauge may not search as "no file".
-    match std::fs::symlink_metadata(&path) {
-        Ok(_) => Ok(Some(path)),
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => Ok(Some(location)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("cannot read the store {}: {e}; give another with --db PATH", path.display())),
     }
@@ -246,415 +326,191 @@ pub fn default_path() -> Option<PathBuf> {
     Some(data.join("rtgauge").join("runs.db"))
 }
 
+/// [`default_path`] as a location (`RTGAUGE_DB` may be a URL).
+pub fn default_location() -> Option<Location> {
+    default_path().map(|p| Location::of(&p))
+}
+
 impl Store {
-    /// Opens the store at `path`, creating it (and its directory) if there is no file; checks
-    /// that an existing file is an rtgauge store and brings its layout up to date.
-    pub fn open(path: &Path) -> Result<Store, OpenError> {
-        let shown = path.display();
-        let unreachable = |what: &str, e: &dyn std::fmt::Display| {
-            OpenError::Unreachable(format!("cannot {what} the store {shown}: {e}; give another with --db PATH or --no-store"))
-        };
-        match std::fs::metadata(path) {
-            Ok(m) if m.is_file() => check_header(path)?,
-            Ok(_) => {
-                return Err(OpenError::Refused(format!("the store {shown} is not a file; give a database file with --db PATH")))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create(path)?,
-            Err(e) => return Err(unreachable("read", &e)),
-        }
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(|e| unreachable("open", &e))?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| refused(path, e))?;
-        let store = Store { conn, path: path.to_path_buf() };
-        store.check_and_migrate()?;
-        Ok(store)
+    /// Opens the store at `location`, creating it if there is none; checks that an existing one
+    /// is an rtgauge store and brings its layout up to date.
+    pub fn open(location: &Location) -> Result<Store, OpenError> {
+        Ok(Store { backend: location.open()? })
     }
 
-    /// Opens the existing store at `path` for reading only, as it is: its identity and layout
-    /// are checked, nothing is migrated or written, and a file rtgauge may read but not write
-    /// serves. SQLite's connection is read-write where the file allows (so that, as with a
-    /// writer, the last one to close tidies away the log files beside the store), read-only
-    /// where it does not, and reads the store as a file that does not change where not even
-    /// the log's index can be made and no writer holds it.
-    pub fn open_read(path: &Path) -> Result<Store, OpenError> {
-        let shown = path.display();
-        let unreadable = |e: &dyn std::fmt::Display| {
-            OpenError::Unreachable(format!("cannot read the store {shown}: {e}; give another with --db PATH"))
-        };
-        match std::fs::metadata(path) {
-            Ok(m) if m.is_file() => check_header(path)?,
-            Ok(_) => {
-                return Err(OpenError::Refused(format!("the store {shown} is not a file; give a database file with --db PATH")))
-            }
-            Err(e) => return Err(unreadable(&e)),
-        }
-        let open = |uri: &str| {
-            // Without SQLITE_OPEN_CREATE: a store that vanished meanwhile is not made again.
-            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
-            let conn = Connection::open_with_flags(uri, flags).map_err(|e| unreadable(&e))?;
-            conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| unreadable(&e))?;
-            let store = Store { conn, path: path.to_path_buf() };
-            store.identity(|e| match e.sqlite_error_code() {
-                Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::PermissionDenied) => {
-                    unreadable(&e)
-                }
-                _ => refused(path, e),
-            })?;
-            Ok::<_, OpenError>(store)
-        };
-        let uri = file_uri(path);
-        match open(&uri) {
-            // A store in write-ahead-log mode is read through a shared-memory file beside it,
-            // which a reader that may not write the directory cannot make: when no writer holds
-            // the store (no log beside it), it is read as a file that does not change.
-            Err(OpenError::Unreachable(_)) if !wal_of(path).exists() => open(&format!("{uri}?immutable=1")),
-            opened => opened,
-        }
+    /// Opens the existing store at `location` for reading only, as it is: nothing migrated or
+    /// written.
+    pub fn open_read(location: &Location) -> Result<Store, OpenError> {
+        Ok(Store { backend: location.open_read()? })
     }
 
-    /// Checks the file's identity (an rtgauge store, or an empty database) and that its layout
-    /// is one this rtgauge knows; returns the layout's version.
-    /// `fail` says what a SQLite error means to the caller (a reader's, a writer's).
-    fn identity(&self, fail: impl Fn(rusqlite::Error) -> OpenError) -> Result<i64, OpenError> {
-        let c = &self.conn;
-        let id: i32 = c.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(&fail)?;
-        let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(&fail)?;
-        let tables: i64 = c.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(&fail)?;
-        let shown = self.path.display();
-        if id != APPLICATION_ID && (id != 0 || tables > 0 || version != 0) {
-            return Err(OpenError::Refused(format!(
-                "{shown} is a SQLite database of another program, not an rtgauge store; it is left as it is: \
-                 give another file with --db PATH"
-            )));
-        }
-        let known = MIGRATIONS.len() as i64;
-        if version > known {
-            return Err(OpenError::Refused(format!(
-                "the store {shown} was written by a newer rtgauge (layout {version}, this one knows up to {known}); \
-                 use that version, or another file with --db PATH"
-            )));
-        }
-        Ok(version)
-    }
-
-    /// Checks the file's identity and version, then migrates it (in one transaction).
-    fn check_and_migrate(&self) -> Result<(), OpenError> {
-        let c = &self.conn;
-        let version = self.identity(|e| self.refuse(e))?;
-        let known = MIGRATIONS.len() as i64;
-        c.pragma_update(None, "journal_mode", "WAL").map_err(|e| self.refuse(e))?;
-        // A run's save at its end only appends to the write-ahead log (a day on 64 CPUs is tens of
-        // MB of timelines): the log is folded into the database here, before measuring, and a
-        // commit syncs the log once (a power cut may lose the last run, never the file's integrity).
-        c.pragma_update(None, "synchronous", "NORMAL").map_err(|e| self.refuse(e))?;
-        c.pragma_update(None, "wal_autocheckpoint", 0).map_err(|e| self.refuse(e))?;
-        let _ = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
-        // Whether it can be written now (not read-only, not held by another writer).
-        c.execute_batch("BEGIN IMMEDIATE; ROLLBACK").map_err(|e| self.refuse(e))?;
-        if version == known {
-            return Ok(());
-        }
-        // Another rtgauge may be migrating it this moment: the version is read again under the
-        // write lock.
-        let tx = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate).map_err(|e| self.refuse(e))?;
-        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| self.refuse(e))?;
-        for (i, m) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            tx.execute_batch(m).map_err(|e| self.refuse(e))?;
-            tx.pragma_update(None, "user_version", i as i64 + 1).map_err(|e| self.refuse(e))?;
-        }
-        tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(|e| self.refuse(e))?;
-        tx.commit().map_err(|e| self.refuse(e))
-    }
-
-    /// Reads every page of the store and checks its structure (`PRAGMA quick_check`): a file
-    /// damaged past its first page is refused now, before measuring, not when the run is saved.
+    /// Checks, before measuring, that every part of the store reads (a damaged one is refused
+    /// now, not when the run is saved).
     pub fn check_whole(&self) -> Result<(), OpenError> {
-        let mut q = self.conn.prepare("PRAGMA quick_check(1)").map_err(|e| self.refuse(e))?;
-        let first: String = q.query_row([], |r| r.get(0)).map_err(|e| self.refuse(e))?;
-        if first == "ok" {
-            return Ok(());
-        }
-        Err(OpenError::Refused(format!(
-            "the store {} is corrupt ({}); it is left as it is: move it away or give another file with --db PATH",
-            self.path.display(),
-            first.chars().take(120).map(|c| if c.is_control() { ' ' } else { c }).collect::<String>()
-        )))
+        self.backend.check_whole()
     }
 
-    /// Checks, before measuring, that a result of up to `bytes` can be written into the store's
-    /// file system: the write-ahead log grows by the compressed document, its timelines and the
-    /// pages they touch; a rescue file, should the store fail at the end, takes the document
-    /// again; and where the temporary directory has no room to spool the document, the store's
-    /// directory spools it (see `save`).
+    /// Checks, before measuring, that a result of up to `bytes` can be written into the store.
     pub fn check_room(&self, bytes: u64) -> Result<(), OpenError> {
-        const MIB: u64 = 1 << 20;
-        let spool_here = sys::fs::free_space(&std::env::temp_dir()).is_ok_and(|free| free < bytes);
-        let need = bytes.saturating_mul(if spool_here { 3 } else { 2 }).saturating_add(WAL_MARGIN);
-        match sys::fs::free_space(dir_of(&self.path)) {
-            Ok(free) if free < need => Err(OpenError::Refused(format!(
-                "the file system of the store {} has {} MiB free; this run needs up to {} MiB to keep its result: \
-                 free some space, or give another file with --db PATH (or --no-store)",
-                self.path.display(),
-                free / MIB,
-                need.div_ceil(MIB)
-            ))),
-            _ => Ok(()),
-        }
+        self.backend.check_room(bytes)
     }
 
-    /// An error while checking the file: locked, corrupt or unreadable.
-    fn refuse(&self, e: rusqlite::Error) -> OpenError {
-        refused(&self.path, e)
+    /// Where the store is, as messages show it (a file's path; a URL without its password).
+    pub fn shown(&self) -> String {
+        self.backend.shown()
     }
 
-    /// Where the store is.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The directory a rescue file goes to first (beside a store that is a file).
+    pub fn rescue_dir(&self) -> Option<PathBuf> {
+        self.backend.rescue_dir()
     }
 
-    /// Keeps a run's whole result; returns its id. The compressed document goes to an unnamed
-    /// temporary file first, then into a blob of its size in pieces: at no moment does a whole
-    /// copy of it sit in rtgauge's memory (a long run's phases and timelines make it large).
-    /// The timelines go to a table of their own, one compact blob per series (`columns`); `r`
-    /// is lent for that and comes back whole.
-    pub fn save(&self, r: &mut RunResult, label: Option<&str>, imported_from: Option<&str>) -> Result<i64, String> {
-        let timelines: Vec<(usize, crate::result::timeline::TimelineData)> =
+    /// Keeps a run's whole result: its id, and whether it was there already (a run is stored
+    /// once, by its UUID; a document without one gets a new one here). `r` is lent for the
+    /// save (its timelines go apart) and comes back whole. `kernel_config`: the configuration
+    /// the run's kernel was built with, kept once per text, to compare the board's runs.
+    pub fn save(
+        &self,
+        r: &mut RunResult,
+        label: Option<&str>,
+        imported_from: Option<&str>,
+        kernel_config: Option<KernelOptions>,
+    ) -> Result<Saved, String> {
+        let uuid = *r.uuid.get_or_insert_with(uuid::Uuid::new_v4);
+        let mut row = row_of(r);
+        row.label = label.map(str::to_string);
+        row.imported_from = imported_from.map(str::to_string);
+        let new = NewRow { row, uuid: uuid.to_string(), kernel_config };
+        let timelines: Vec<(usize, TimelineData)> =
             r.probes.iter_mut().enumerate().filter_map(|(i, p)| p.timeline.take().map(|t| (i, t))).collect();
-        let saved = self.save_parts(r, &timelines, label, imported_from);
+        let saved = self.backend.save(r, &timelines, &new);
         for (i, t) in timelines {
             r.probes[i].timeline = Some(t);
         }
         saved
     }
 
-    fn save_parts(
-        &self,
-        r: &RunResult,
-        timelines: &[(usize, crate::result::timeline::TimelineData)],
-        label: Option<&str>,
-        imported_from: Option<&str>,
-    ) -> Result<i64, String> {
-        let encoding = |e: std::io::Error| format!("encoding the run for the store: {e}");
-        let (mut document, size) = spool(r, &self.path).map_err(encoding)?;
-        let row = row_of(r);
-        let sql = |e| sql_error(&self.path, e);
-        let tx = self.conn.unchecked_transaction().map_err(sql)?;
-        tx.execute(
-            "INSERT INTO runs (started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
-             imported_from, document) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, zeroblob(?12))",
-            params![
-                row.started_at,
-                label,
-                row.host,
-                row.kernel,
-                row.preemption,
-                row.scenario,
-                row.probes,
-                row.worst_ns.map(|w| w as i64),
-                row.verdict,
-                row.status,
-                imported_from,
-                size as i64
-            ],
-        )
-        .map_err(sql)?;
-        let id = tx.last_insert_rowid();
-        {
-            let mut blob = tx.blob_open(rusqlite::MAIN_DB, "runs", "document", id, false).map_err(sql)?;
-            document.rewind().map_err(encoding)?;
-            std::io::copy(&mut document, &mut blob)
-                .map_err(|e| format!("writing the store {} failed: {e}", self.path.display()))?;
-        }
-        {
-            let mut insert = tx.prepare_cached("INSERT INTO timelines (run, entry, data) VALUES (?1, ?2, ?3)").map_err(sql)?;
-            // Encoded on every CPU at once (measuring is over), a CPU's worth of series at a time.
-            let batch = std::thread::available_parallelism().map_or(1, |n| n.get());
-            for chunk in timelines.chunks(batch) {
-                let blobs: Vec<Vec<u8>> = std::thread::scope(|s| {
-                    let handles: Vec<_> = chunk.iter().map(|(_, t)| s.spawn(move || columns::encode(t))).collect();
-                    handles.into_iter().map(|h| h.join().map_err(|_| "encoding a timeline failed".to_string())).collect::<Result<
-                        Vec<Vec<u8>>,
-                        String,
-                    >>(
-                    )
-                })?;
-                for ((i, _), blob) in chunk.iter().zip(blobs) {
-                    insert.execute(params![id, *i as i64, blob]).map_err(sql)?;
-                }
-            }
-        }
-        tx.commit().map_err(sql)?;
-        Ok(id)
-    }
-
     /// The runs that pass `filter`, oldest first.
     pub fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, String> {
-        let mut q = self
-            .conn
-            .prepare(
-                "SELECT id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
-                 imported_from FROM runs WHERE (?1 IS NULL OR host = ?1) AND (?2 IS NULL OR label = ?2) \
-                 AND (?3 IS NULL OR started_at >= ?3) ORDER BY id",
-            )
-            .map_err(|e| sql_error(&self.path, e))?;
-        let rows = q
-            .query_map(params![filter.host, filter.label, filter.since], |r| {
-                Ok(RunRow {
-                    id: r.get(0)?,
-                    started_at: r.get(1)?,
-                    label: r.get(2)?,
-                    host: r.get(3)?,
-                    kernel: r.get(4)?,
-                    preemption: r.get(5)?,
-                    scenario: r.get(6)?,
-                    probes: r.get(7)?,
-                    worst_ns: r.get::<_, Option<i64>>(8)?.map(|w| w as u64),
-                    verdict: r.get(9)?,
-                    status: r.get(10)?,
-                    imported_from: r.get(11)?,
-                })
-            })
-            .map_err(|e| sql_error(&self.path, e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| sql_error(&self.path, e))
+        self.backend.list(filter)
     }
 
-    /// The id of RUN: an id, a label (its latest run), or `last`.
+    /// The id of RUN: `last`, an id, a label (its latest run), or a UUID or its start (8 hex
+    /// digits or more; a label so written is taken as the label).
     pub fn resolve(&self, run: &str) -> Result<i64, String> {
-        let found: Option<i64> = if run == "last" {
-            self.conn.query_row("SELECT max(id) FROM runs", [], |r| r.get(0)).map_err(|e| sql_error(&self.path, e))?
+        let b = &self.backend;
+        let found = if run == "last" {
+            b.last_id()?
         } else if let Ok(id) = run.parse::<i64>() {
-            self.conn
-                .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
-                .optional()
-                .map_err(|e| sql_error(&self.path, e))?
+            if b.has_id(id)? {
+                Some(id)
+            } else {
+                self.by_uuid(run)?
+            }
         } else {
-            self.conn
-                .query_row("SELECT max(id) FROM runs WHERE label = ?1", [run], |r| r.get(0))
-                .map_err(|e| sql_error(&self.path, e))?
+            match b.latest_labelled(run)? {
+                Some(id) => Some(id),
+                None => self.by_uuid(run)?,
+            }
         };
         found.ok_or_else(|| {
             format!(
-                "no run '{run}' in the store {}; 'rtgauge list' shows the runs (give an id, a label or 'last')",
-                self.path.display()
+                "no run '{run}' in the store {}; 'rtgauge list' shows the runs (give an id, a label, a UUID or 'last')",
+                self.shown()
             )
         })
     }
 
+    /// The run whose UUID starts with `run`, if it reads as one; several is an error.
+    fn by_uuid(&self, run: &str) -> Result<Option<i64>, String> {
+        let Some(prefix) = uuid_prefix(run) else { return Ok(None) };
+        let ids = self.backend.by_uuid_prefix(&prefix)?;
+        match ids[..] {
+            [] => Ok(None),
+            [id] => Ok(Some(id)),
+            _ => Err(format!(
+                "'{run}' starts the UUIDs of several runs in the store {} ({}); give more of it",
+                self.shown(),
+                ids.iter().map(|i| format!("run {i}")).collect::<Vec<_>>().join(", ")
+            )),
+        }
+    }
+
+    /// The kernel configuration of the latest run of `board` that recorded one.
+    pub fn kernel_config_before(&self, board: &str) -> Result<Option<Earlier>, String> {
+        self.backend.kernel_config_before(board)
+    }
+
     /// The whole result of run `id`.
     pub fn load(&self, id: i64) -> Result<RunResult, String> {
-        let unreadable = |e: &dyn std::fmt::Display| format!("run {id} in the store {} cannot be read: {e}", self.path.display());
-        let mut statement =
-            self.conn.prepare_cached("SELECT document FROM runs WHERE id = ?1").map_err(|e| sql_error(&self.path, e))?;
-        let mut rows = statement.query([id]).map_err(|e| sql_error(&self.path, e))?;
-        let row = rows.next().map_err(|e| sql_error(&self.path, e))?.ok_or_else(|| unreadable(&"no such run"))?;
-        let mut r: RunResult = match row.get_ref(0).map_err(|e| sql_error(&self.path, e))? {
-            ValueRef::Text(text) => serde_json::from_slice(text).map_err(|e| unreadable(&e))?,
-            ValueRef::Blob(blob) => {
-                let json = std::io::Read::take(flate2::read::ZlibDecoder::new(blob), MAX_DOCUMENT);
-                serde_json::from_reader(std::io::BufReader::new(json)).map_err(|e| unreadable(&e))?
-            }
-            _ => return Err(unreadable(&"its document is neither JSON nor compressed JSON")),
-        };
-        // A store of layout 1 or 2 that was only read (not migrated) keeps every timeline inside
-        // its documents.
-        let layout_3: i64 = self
-            .conn
-            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'timelines'", [], |r| r.get(0))
-            .map_err(|e| sql_error(&self.path, e))?;
-        if layout_3 == 0 {
-            return Ok(r);
-        }
-        let mut timelines =
-            self.conn.prepare_cached("SELECT entry, data FROM timelines WHERE run = ?1").map_err(|e| sql_error(&self.path, e))?;
-        let mut rows = timelines.query([id]).map_err(|e| sql_error(&self.path, e))?;
-        while let Some(row) = rows.next().map_err(|e| sql_error(&self.path, e))? {
-            let entry: i64 = row.get(0).map_err(|e| sql_error(&self.path, e))?;
-            let data = row.get_ref(1).and_then(|v| v.as_blob().map_err(Into::into)).map_err(|e| sql_error(&self.path, e))?;
-            let t = columns::decode(data).ok_or_else(|| unreadable(&format!("the timeline of its entry {entry} is damaged")))?;
-            let p = r
-                .probes
-                .get_mut(entry as usize)
-                .ok_or_else(|| unreadable(&format!("a timeline for entry {entry}, which it lacks")))?;
-            p.timeline = Some(t);
-        }
-        Ok(r)
+        self.backend.load(id)
     }
 
     /// The label of run `id`, if it has one.
     pub fn label(&self, id: i64) -> Result<Option<String>, String> {
-        self.conn.query_row("SELECT label FROM runs WHERE id = ?1", [id], |r| r.get(0)).map_err(|e| sql_error(&self.path, e))
+        self.backend.label(id)
     }
 
     /// Deletes run `id`.
     pub fn delete(&self, id: i64) -> Result<(), String> {
-        let tx = self.conn.unchecked_transaction().map_err(|e| sql_error(&self.path, e))?;
-        tx.execute("DELETE FROM timelines WHERE run = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
-        tx.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
-        tx.commit().map_err(|e| sql_error(&self.path, e))
+        self.backend.delete(id)
     }
 }
 
-/// Where a compressed document waits until its size is known: an unnamed temporary file, or
-/// memory where no temporary file can be made.
-enum Spool {
-    File(std::fs::File),
-    Memory(std::io::Cursor<Vec<u8>>),
-}
-
-impl Spool {
-    fn rewind(&mut self) -> std::io::Result<()> {
-        use std::io::Seek;
-        match self {
-            Spool::File(f) => f.rewind(),
-            Spool::Memory(m) => m.rewind(),
+/// `run` as the start of a UUID in its canonical form (lower case, hyphens after the 8th, 12th,
+/// 16th and 20th digit), when it is 8 to 32 hexadecimal digits (hyphens anywhere ignored).
+fn uuid_prefix(run: &str) -> Option<String> {
+    let digits: String = run.chars().filter(|&c| c != '-').collect();
+    if !(8..=32).contains(&digits.len()) || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut out = String::with_capacity(36);
+    for (i, c) in digits.chars().enumerate() {
+        if [8, 12, 16, 20].contains(&i) {
+            out.push('-');
         }
+        out.push(c.to_ascii_lowercase());
     }
+    Some(out)
 }
 
-impl std::io::Write for Spool {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Spool::File(f) => f.write(buf),
-            Spool::Memory(m) => m.write(buf),
-        }
+/// The UUID a stored document says it has: its own `uuid`, else the one its import gives (from
+/// the SHA-256 of the file, `imported.sha256`); the document as stored, JSON text or
+/// zlib-compressed JSON. `None` when it says neither (or does not read).
+fn identity_of_document(bytes: &[u8]) -> Option<uuid::Uuid> {
+    #[derive(serde::Deserialize)]
+    struct Identity {
+        uuid: Option<uuid::Uuid>,
+        imported: Option<Imported>,
     }
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Spool::File(f) => f.flush(),
-            Spool::Memory(m) => m.flush(),
-        }
+    #[derive(serde::Deserialize)]
+    struct Imported {
+        sha256: Option<String>,
     }
-}
-
-impl std::io::Read for Spool {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Spool::File(f) => f.read(buf),
-            Spool::Memory(m) => m.read(buf),
-        }
-    }
-}
-
-/// `r` compressed into the first spool that takes it whole: an unnamed temporary file in the
-/// temporary directory, else (that directory full or unusable) one in the store's directory,
-/// else memory. Returns it with the compressed size.
-fn spool(r: &RunResult, store: &Path) -> std::io::Result<(Spool, u64)> {
-    let beside = || {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new().read(true).write(true).mode(0o600).custom_flags(libc::O_TMPFILE).open(dir_of(store))
+    let text = bytes.first() == Some(&b'{');
+    let id: Identity = if text {
+        serde_json::from_slice(bytes).ok()?
+    } else {
+        let json = std::io::Read::take(flate2::read::ZlibDecoder::new(bytes), sqlite::MAX_DOCUMENT);
+        serde_json::from_reader(std::io::BufReader::new(json)).ok()?
     };
-    let files: [&dyn Fn() -> std::io::Result<std::fs::File>; 2] = [&tempfile::tempfile, &beside];
-    for file in files {
-        if let Ok(f) = file() {
-            let mut s = Spool::File(f);
-            if let Ok(size) = compress_into(r, &mut s) {
-                return Ok((s, size));
-            }
-        }
+    id.uuid.or_else(|| crate::result::content_uuid_of_hex(id.imported?.sha256.as_deref()?))
+}
+
+/// A kernel configuration's options as the store keeps them: `NAME=value` lines, compressed.
+fn compress_options(options: &BTreeMap<String, String>) -> std::io::Result<Vec<u8>> {
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+    for (k, v) in options {
+        std::io::Write::write_all(&mut z, format!("{k}={v}\n").as_bytes())?;
     }
-    let mut s = Spool::Memory(std::io::Cursor::new(Vec::new()));
-    let size = compress_into(r, &mut s)?;
-    Ok((s, size))
+    z.finish()
+}
+
+/// [`compress_options`] read back.
+fn decompress_options(blob: &[u8]) -> std::io::Result<BTreeMap<String, String>> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(flate2::read::ZlibDecoder::new(blob), 16 << 20), &mut text)?;
+    Ok(text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect())
 }
 
 /// Saves a result that could not be kept in the store to a rescue file: the whole document as
@@ -663,8 +519,8 @@ fn spool(r: &RunResult, store: &Path) -> std::io::Result<(Spool, u64)> {
 /// written through); in the store's directory, else the current directory, else the temporary
 /// one. A file that cannot be written whole is removed. `rtgauge import FILE` stores it later.
 /// Returns where it is.
-pub fn rescue(r: &RunResult, store: Option<&Path>) -> Result<PathBuf, String> {
-    let mut dirs: Vec<PathBuf> = store.map(|p| dir_of(p).to_path_buf()).into_iter().collect();
+pub fn rescue(r: &RunResult, beside: Option<PathBuf>) -> Result<PathBuf, String> {
+    let mut dirs: Vec<PathBuf> = beside.into_iter().collect();
     dirs.extend([PathBuf::from("."), std::env::temp_dir()]);
     sys::files::save_new(&dirs, "rtgauge-rescued-", |f| {
         let mut w = std::io::BufWriter::with_capacity(64 * 1024, f);
@@ -675,160 +531,16 @@ pub fn rescue(r: &RunResult, store: Option<&Path>) -> Result<PathBuf, String> {
     .map_err(|e| format!("no rescue file could be written ({e})"))
 }
 
-/// A result as the store keeps it: JSON serialised straight into a zlib compressor writing to
-/// `out`; returns the compressed size.
-fn compress_into(r: &RunResult, out: &mut impl std::io::Write) -> std::io::Result<u64> {
-    let mut counted = Counted { inner: out, bytes: 0 };
-    let mut z = flate2::write::ZlibEncoder::new(&mut counted, flate2::Compression::fast());
-    let mut w = std::io::BufWriter::with_capacity(64 * 1024, &mut z);
-    serde_json::to_writer(&mut w, r)?;
-    std::io::Write::flush(&mut w)?;
-    drop(w);
-    z.finish()?;
-    Ok(counted.bytes)
-}
-
-/// A writer that counts what passes through it.
-struct Counted<W> {
-    inner: W,
-    bytes: u64,
-}
-
-impl<W: std::io::Write> std::io::Write for Counted<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-/// The `file:` URI of `path` for SQLite: every byte but letters, digits and `/._-~` written
-/// as `%XX` (`?` and `#` would start a query and a fragment), an absolute path with an empty
-/// authority (`file:///abs`).
-fn file_uri(path: &Path) -> String {
-    let mut uri = String::from(if path.is_absolute() { "file://" } else { "file:" });
-    for &b in path.as_os_str().as_encoded_bytes() {
-        if b.is_ascii_alphanumeric() || b"/._-~".contains(&b) {
-            uri.push(b as char);
-        } else {
-            uri += &format!("%{b:02X}");
-        }
-    }
-    uri
-}
-
-/// The write-ahead log beside a store.
-fn wal_of(path: &Path) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push("-wal");
-    PathBuf::from(p)
-}
-
-/// Refuses a file that exists but does not begin as a SQLite database does (an empty file
-/// included: a store is never half-made, see [`create`]).
-fn check_header(path: &Path) -> Result<(), OpenError> {
-    use std::io::Read;
-    let mut head = [0u8; 16];
-    let shown = path.display();
-    let unreadable = |e: std::io::Error| {
-        OpenError::Unreachable(format!("cannot read the store {shown}: {e}; give another with --db PATH or --no-store"))
-    };
-    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).map_err(unreadable)?;
-    if n < 16 || &head != SQLITE_HEADER {
-        return Err(OpenError::Refused(format!(
-            "{shown} is not a SQLite database (an rtgauge store); it is left as it is: give another file with --db PATH"
-        )));
-    }
-    Ok(())
-}
-
-/// Creates a new store at `path` as a whole: made complete (layout, identity, WAL) under a
-/// temporary name beside it, then linked into place, so no rtgauge ever sees a half-made one;
-/// if another rtgauge linked its own first, that one is used.
-fn create(path: &Path) -> Result<(), OpenError> {
-    let shown = path.display();
-    let unreachable = |what: &str, e: &dyn std::fmt::Display| {
-        OpenError::Unreachable(format!("cannot {what} the store {shown}: {e}; give another with --db PATH or --no-store"))
-    };
-    let dir = dir_of(path);
-    // (Its mode whatever the umask: readable by all, written by its owner.)
-    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o755)
-        .create(dir)
-        .map_err(|e| unreachable("make the directory of", &e))?;
-    let tmp = tempfile::Builder::new().prefix(".rtgauge-store-").tempfile_in(dir).map_err(|e| unreachable("create", &e))?;
-    // Dropped before `tmp` on every way out, success or failure (a full disk, a file size
-    // limit): no `.rtgauge-store-*` file is left beside the store.
-    let _companions = Companions(tmp.path().to_path_buf());
-    {
-        let conn = Connection::open(tmp.path()).map_err(|e| unreachable("create", &e))?;
-        // Large pages: a long run's timelines are tens of MB of blobs, written page by page.
-        conn.pragma_update(None, "page_size", 65536).map_err(|e| refused(path, e))?;
-        let store = Store { conn, path: tmp.path().to_path_buf() };
-        store.check_and_migrate()?;
-        // Back to a single file before it is linked (the WAL mode stays in its header).
-        store.conn.pragma_update(None, "wal_checkpoint", "TRUNCATE").map_err(|e| refused(path, e))?;
-    }
-    match std::fs::hard_link(tmp.path(), path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(unreachable("create", &e)),
-    }
-}
-
-/// SQLite's companion files of a store being made (`-wal`, `-shm`, `-journal`), removed when
-/// dropped (its connection closed first).
-struct Companions(PathBuf);
-
-impl Drop for Companions {
-    fn drop(&mut self) {
-        for suffix in ["-wal", "-shm", "-journal"] {
-            let mut p = self.0.clone().into_os_string();
-            p.push(suffix);
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
-/// A SQLite error while checking a store: it is refused, or cannot be reached.
-fn refused(path: &Path, e: rusqlite::Error) -> OpenError {
-    use rusqlite::ErrorCode::*;
-    match e.sqlite_error_code() {
-        Some(ReadOnly | CannotOpen | PermissionDenied) => OpenError::Unreachable(sql_error(path, e)),
-        _ => OpenError::Refused(sql_error(path, e)),
-    }
-}
-
-/// A SQLite error as one line naming the file and what to do.
-fn sql_error(path: &Path, e: rusqlite::Error) -> String {
-    use rusqlite::ErrorCode::*;
-    let shown = path.display();
-    match e.sqlite_error_code() {
-        Some(DatabaseBusy | DatabaseLocked) => format!(
-            "the store {shown} is locked by another program (waited {} s); let it finish, or give another file with --db PATH",
-            BUSY_TIMEOUT.as_secs()
-        ),
-        Some(DatabaseCorrupt | NotADatabase) => {
-            format!("the store {shown} is corrupt; it is left as it is: move it away or give another file with --db PATH")
-        }
-        Some(ReadOnly | CannotOpen | PermissionDenied) => {
-            format!("the store {shown} cannot be written ({e}); give another file with --db PATH")
-        }
-        Some(DiskFull) => format!("the store {shown} cannot grow: the disk is full"),
-        _ => format!("the store {shown}: {e}"),
-    }
-}
-
 /// What `rtgauge list` shows of a result.
 pub fn row_of(r: &RunResult) -> RunRow {
     let probes: Vec<&str> = r.config.probes.iter().map(|p| p.name.as_str()).collect();
     let worst = r.probes.iter().filter(|p| p.in_worst_case()).filter_map(|p| p.max_ns).max();
     RunRow {
         id: 0,
+        uuid: r.uuid.map(|u| u.to_string()),
         started_at: r.started_at.clone(),
         label: None,
+        board: r.board.as_ref().map_or_else(|| r.system.hostname.clone(), |b| b.name.clone()),
         host: r.system.hostname.clone(),
         kernel: r.system.kernel_release.clone(),
         preemption: r.system.preemption.model.clone(),
@@ -845,5 +557,43 @@ pub fn row_of(r: &RunResult) -> RunRow {
         },
         status: format!("{:?}", r.status).to_lowercase(),
         imported_from: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_uuid_prefix_is_8_to_32_hex_digits_written_canonically() {
+        assert_eq!(uuid_prefix("3F2A9C41").as_deref(), Some("3f2a9c41"));
+        assert_eq!(uuid_prefix("3f2a9c41-0b1c").as_deref(), Some("3f2a9c41-0b1c"));
+        assert_eq!(uuid_prefix("3f2a9c410b1c").as_deref(), Some("3f2a9c41-0b1c"));
+        let full = "3f2a9c41-0b1c-4d2e-8f3a-0123456789ab";
+        assert_eq!(uuid_prefix(full).as_deref(), Some(full));
+        for not in ["3f2a9c4", "rt-kernel", "3f2a9c4g", "", "3f2a9c41-0b1c-4d2e-8f3a-0123456789abc"] {
+            assert_eq!(uuid_prefix(not), None, "{not}");
+        }
+    }
+
+    #[test]
+    fn a_postgresql_url_is_a_location_of_its_own_shown_without_its_password() {
+        let l = Location::of(Path::new("postgres://lab:s3cret@db:5432/rt?sslmode=require"));
+        assert!(matches!(l, Location::Postgres(_)));
+        assert_eq!(l.shown(), "postgres://lab@db:5432/rt?sslmode=require");
+        assert!(matches!(Location::of(Path::new("PostgreSQL://db/rt")), Location::Postgres(_)));
+        assert_eq!(Location::of(Path::new("postgres.db")), Location::File("postgres.db".into()));
+        assert_eq!(without_password("postgres://db/rt"), "postgres://db/rt");
+        assert_eq!(without_password("postgresql://u@db/p@ss"), "postgresql://u@db/p@ss");
+    }
+
+    #[test]
+    fn an_import_and_a_migration_give_a_file_the_same_uuid() {
+        let sha = "ab".repeat(32);
+        let u = crate::result::content_uuid_of_hex(&sha).unwrap();
+        assert_eq!(u.get_version_num(), 8);
+        let doc = format!(r#"{{"schema":"x","imported":{{"sha256":"{sha}"}}}}"#);
+        assert_eq!(identity_of_document(doc.as_bytes()), Some(u));
+        assert_eq!(identity_of_document(b"{\"schema\":\"x\"}"), None);
     }
 }

@@ -1,0 +1,814 @@
+//! The SQLite backend of the store: one embedded file (rusqlite, SQLite bundled). Everything
+//! that knows SQLite is here (and in `columns`, the timelines' blobs); `store` holds what every
+//! backend shares and reaches this file through [`super::Backend`].
+//!
+//! The file is rtgauge's own: SQLite's `application_id` says so, `user_version` is the layout's
+//! version, and migrations move an older layout forward in one transaction. A file that is not
+//! a SQLite database, is corrupt, belongs to another program or to a newer rtgauge, or stays
+//! locked is refused with an error — never overwritten, created over or "repaired". Commands
+//! that only read (`list`, `show`, `export`, `report`, `compare`) open it read-only, as they
+//! are: a read-only store, or another user's, serves them, and an older layout is read
+//! without being migrated.
+//!
+//! Documents are kept as zlib-compressed JSON (layout 2 on; serialised straight into the
+//! compressor, spooled to an unnamed temporary file and copied into the row's blob in pieces, so
+//! a long run's document never sits in memory whole); layout 1's text documents stay readable
+//! as they are. From layout 3 on, each series' timeline is kept out of the document as a compact
+//! blob in a table of its own (`columns`): a day on 64 CPUs is 5.5 million windows, which as
+//! compressed JSON took seconds to store. Layout 4 gives every run its UUID (unique) and its
+//! board, and keeps each kernel configuration once, by its SHA-256, to compare a board's runs.
+
+use super::columns;
+use super::{dir_of, Filter, NewRow, OpenError, RunRow, Saved};
+use crate::result::timeline::TimelineData;
+use crate::result::RunResult;
+use crate::sys;
+use rusqlite::types::ValueRef;
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// SQLite's `application_id` of an rtgauge store: "rtga".
+const APPLICATION_ID: i32 = 0x7274_6761;
+/// One step of the layout: SQL, then what SQL alone cannot do (layout 4: a UUID for every run
+/// already stored, from its document), then SQL again.
+struct Migration {
+    sql: &'static str,
+    fill: Option<fn(&Connection) -> rusqlite::Result<()>>,
+    then: &'static str,
+}
+
+/// The layouts, in order: migration `i` takes `user_version` `i` to `i + 1`.
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        sql: "
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        started_at TEXT NOT NULL,
+        label TEXT,
+        host TEXT NOT NULL,
+        kernel TEXT NOT NULL,
+        preemption TEXT NOT NULL,
+        scenario TEXT,
+        probes TEXT NOT NULL,
+        worst_ns INTEGER,
+        verdict TEXT NOT NULL,
+        status TEXT NOT NULL,
+        imported_from TEXT,
+        document TEXT NOT NULL
+    );
+    CREATE INDEX runs_label ON runs (label);
+    CREATE INDEX runs_started ON runs (started_at);
+",
+        fill: None,
+        then: "",
+    },
+    Migration {
+        sql: "
+    -- Layout 2: documents are zlib-compressed JSON (BLOB); layout 1's stay TEXT. An older
+    -- rtgauge refuses the file (a newer layout) instead of failing on a compressed document.
+    CREATE INDEX runs_host ON runs (host);
+",
+        fill: None,
+        then: "",
+    },
+    Migration {
+        sql: "
+    -- Layout 3: each series' timeline as a compact blob of its own (see columns.rs), kept out of
+    -- the document; documents of layout 2 keep theirs inside and still read.
+    CREATE TABLE timelines (
+        run INTEGER NOT NULL,
+        entry INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (run, entry)
+    );
+",
+        fill: None,
+        then: "",
+    },
+    Migration {
+        sql: "
+    -- Layout 4: every run's UUID (its identity across stores: the document's own, or for a run
+    -- stored before, one made from its document; unique) and its board (the host name for runs
+    -- stored before); each kernel configuration once, by the SHA-256 of its text, so a board's
+    -- runs can be compared option by option.
+    ALTER TABLE runs ADD COLUMN uuid TEXT;
+    ALTER TABLE runs ADD COLUMN board TEXT;
+    ALTER TABLE runs ADD COLUMN kernel_config TEXT;
+    UPDATE runs SET board = host;
+    CREATE TABLE kernel_configs (
+        sha256 TEXT PRIMARY KEY,
+        options BLOB NOT NULL
+    );
+",
+        fill: Some(fill_uuids),
+        then: "
+    CREATE UNIQUE INDEX runs_uuid ON runs (uuid);
+    CREATE INDEX runs_board ON runs (board, started_at);
+",
+    },
+];
+/// Layout 4's fill: every run stored before gets a UUID, in one pass — its document's own (a run
+/// stored by an rtgauge that made one, as a migrated layout-1 text may hold), else the one an
+/// import of its file gives (from the file's SHA-256, so importing that file again finds it),
+/// else one made from the stored document's bytes; a UUID a row before took already (the same
+/// file imported twice) is made from the document's bytes and the row's id, so every row has
+/// its own.
+fn fill_uuids(c: &Connection) -> rusqlite::Result<()> {
+    let mut rows = c.prepare("SELECT id, document FROM runs WHERE uuid IS NULL ORDER BY id")?;
+    let mut set = c.prepare("UPDATE runs SET uuid = ?2 WHERE id = ?1")?;
+    let mut taken = std::collections::HashSet::new();
+    let mut found = rows.query([])?;
+    while let Some(row) = found.next()? {
+        let id: i64 = row.get(0)?;
+        let bytes: &[u8] = match row.get_ref(1)? {
+            ValueRef::Text(t) | ValueRef::Blob(t) => t,
+            _ => &[],
+        };
+        let of_bytes = |salt: Option<i64>| {
+            use sha2::Digest;
+            let mut h = sha2::Sha256::new();
+            h.update(bytes);
+            if let Some(id) = salt {
+                h.update(id.to_le_bytes());
+            }
+            crate::result::content_uuid(&h.finalize().into())
+        };
+        let uuid = super::identity_of_document(bytes).unwrap_or_else(|| of_bytes(None));
+        let uuid = if taken.insert(uuid) { uuid } else { of_bytes(Some(id)) };
+        taken.insert(uuid);
+        set.execute(params![id, uuid.to_string()])?;
+    }
+    Ok(())
+}
+
+/// The most a stored document may take once decompressed (a 24 h run on 64 CPUs is ~130 MB).
+pub(super) const MAX_DOCUMENT: u64 = 1 << 30;
+/// How long a write waits for another rtgauge holding the file.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The first bytes of every SQLite database file.
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// Room the store needs beyond the result itself: pages a save touches besides the document's
+/// (the row, three indexes, the timelines' table and index, the header), at the largest page.
+const WAL_MARGIN: u64 = 16 * 65536;
+
+/// Refuses, before anything is created or measured, a file size limit (`ulimit -f`) under which
+/// the store cannot take a result of up to `bytes`: a write past it fails (EFBIG), and the
+/// result would be saved only to a rescue file.
+pub(super) fn check_file_size_limit(path: &Path, bytes: u64) -> Result<(), OpenError> {
+    let Ok(Some(limit)) = sys::process::file_size_limit() else { return Ok(()) };
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    let need = size.saturating_add(bytes).saturating_add(WAL_MARGIN);
+    if limit >= need {
+        return Ok(());
+    }
+    Err(OpenError::Refused(format!(
+        "the file size limit (ulimit -f) is {} KiB; the store {} needs files of up to {} KiB to keep this run: \
+         raise it with 'ulimit -f unlimited', or give --no-store",
+        limit / 1024,
+        path.display(),
+        need.div_ceil(1024)
+    )))
+}
+
+/// An open SQLite store.
+pub struct Sqlite {
+    conn: Connection,
+    path: PathBuf,
+    /// The layout as opened: the latest once migrated; a store only read keeps its own.
+    layout: i64,
+}
+
+impl Sqlite {
+    /// Opens the store at `path`, creating it (and its directory) if there is no file; checks
+    /// that an existing file is an rtgauge store and brings its layout up to date.
+    pub fn open(path: &Path) -> Result<Sqlite, OpenError> {
+        let shown = path.display();
+        let unreachable = |what: &str, e: &dyn std::fmt::Display| {
+            OpenError::Unreachable(format!("cannot {what} the store {shown}: {e}; give another with --db PATH or --no-store"))
+        };
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => check_header(path)?,
+            Ok(_) => {
+                return Err(OpenError::Refused(format!("the store {shown} is not a file; give a database file with --db PATH")))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create(path)?,
+            Err(e) => return Err(unreachable("read", &e)),
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| unreachable("open", &e))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| refused(path, e))?;
+        let mut store = Sqlite { conn, path: path.to_path_buf(), layout: 0 };
+        store.check_and_migrate()?;
+        store.layout = MIGRATIONS.len() as i64;
+        Ok(store)
+    }
+
+    /// Opens the existing store at `path` for reading only, as it is: its identity and layout
+    /// are checked, nothing is migrated or written, and a file rtgauge may read but not write
+    /// serves. SQLite's connection is read-write where the file allows (so that, as with a
+    /// writer, the last one to close tidies away the log files beside the store), read-only
+    /// where it does not, and reads the store as a file that does not change where not even
+    /// the log's index can be made and no writer holds it.
+    pub fn open_read(path: &Path) -> Result<Sqlite, OpenError> {
+        let shown = path.display();
+        let unreadable = |e: &dyn std::fmt::Display| {
+            OpenError::Unreachable(format!("cannot read the store {shown}: {e}; give another with --db PATH"))
+        };
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => check_header(path)?,
+            Ok(_) => {
+                return Err(OpenError::Refused(format!("the store {shown} is not a file; give a database file with --db PATH")))
+            }
+            Err(e) => return Err(unreadable(&e)),
+        }
+        let open = |uri: &str| {
+            // Without SQLITE_OPEN_CREATE: a store that vanished meanwhile is not made again.
+            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+            let conn = Connection::open_with_flags(uri, flags).map_err(|e| unreadable(&e))?;
+            conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| unreadable(&e))?;
+            let mut store = Sqlite { conn, path: path.to_path_buf(), layout: 0 };
+            store.layout = store.identity(|e| match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::PermissionDenied) => {
+                    unreadable(&e)
+                }
+                _ => refused(path, e),
+            })?;
+            Ok::<_, OpenError>(store)
+        };
+        let uri = file_uri(path);
+        match open(&uri) {
+            // A store in write-ahead-log mode is read through a shared-memory file beside it,
+            // which a reader that may not write the directory cannot make: when no writer holds
+            // the store (no log beside it), it is read as a file that does not change.
+            Err(OpenError::Unreachable(_)) if !wal_of(path).exists() => open(&format!("{uri}?immutable=1")),
+            opened => opened,
+        }
+    }
+
+    /// Checks the file's identity (an rtgauge store, or an empty database) and that its layout
+    /// is one this rtgauge knows; returns the layout's version.
+    /// `fail` says what a SQLite error means to the caller (a reader's, a writer's).
+    fn identity(&self, fail: impl Fn(rusqlite::Error) -> OpenError) -> Result<i64, OpenError> {
+        let c = &self.conn;
+        let id: i32 = c.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(&fail)?;
+        let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(&fail)?;
+        let tables: i64 = c.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(&fail)?;
+        let shown = self.path.display();
+        if id != APPLICATION_ID && (id != 0 || tables > 0 || version != 0) {
+            return Err(OpenError::Refused(format!(
+                "{shown} is a SQLite database of another program, not an rtgauge store; it is left as it is: \
+                 give another file with --db PATH"
+            )));
+        }
+        let known = MIGRATIONS.len() as i64;
+        if version > known {
+            return Err(OpenError::Refused(format!(
+                "the store {shown} was written by a newer rtgauge (layout {version}, this one knows up to {known}); \
+                 use that version, or another file with --db PATH"
+            )));
+        }
+        Ok(version)
+    }
+
+    /// Checks the file's identity and version, then migrates it (in one transaction).
+    fn check_and_migrate(&self) -> Result<(), OpenError> {
+        let c = &self.conn;
+        let version = self.identity(|e| self.refuse(e))?;
+        let known = MIGRATIONS.len() as i64;
+        c.pragma_update(None, "journal_mode", "WAL").map_err(|e| self.refuse(e))?;
+        // A run's save at its end only appends to the write-ahead log (a day on 64 CPUs is tens of
+        // MB of timelines): the log is folded into the database here, before measuring, and a
+        // commit syncs the log once (a power cut may lose the last run, never the file's integrity).
+        c.pragma_update(None, "synchronous", "NORMAL").map_err(|e| self.refuse(e))?;
+        c.pragma_update(None, "wal_autocheckpoint", 0).map_err(|e| self.refuse(e))?;
+        let _ = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+        // Whether it can be written now (not read-only, not held by another writer).
+        c.execute_batch("BEGIN IMMEDIATE; ROLLBACK").map_err(|e| self.refuse(e))?;
+        if version == known {
+            return Ok(());
+        }
+        // Another rtgauge may be migrating it this moment: the version is read again under the
+        // write lock.
+        let tx = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate).map_err(|e| self.refuse(e))?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| self.refuse(e))?;
+        for (i, m) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            tx.execute_batch(m.sql).map_err(|e| self.refuse(e))?;
+            if let Some(fill) = m.fill {
+                fill(&tx).map_err(|e| self.refuse(e))?;
+            }
+            tx.execute_batch(m.then).map_err(|e| self.refuse(e))?;
+            tx.pragma_update(None, "user_version", i as i64 + 1).map_err(|e| self.refuse(e))?;
+        }
+        tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(|e| self.refuse(e))?;
+        tx.commit().map_err(|e| self.refuse(e))
+    }
+
+    /// An error while checking the file: locked, corrupt or unreadable.
+    fn refuse(&self, e: rusqlite::Error) -> OpenError {
+        refused(&self.path, e)
+    }
+}
+
+impl super::Backend for Sqlite {
+    fn shown(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn rescue_dir(&self) -> Option<PathBuf> {
+        Some(dir_of(&self.path).to_path_buf())
+    }
+
+    /// Reads every page of the store and checks its structure (`PRAGMA quick_check`): a file
+    /// damaged past its first page is refused now, before measuring, not when the run is saved.
+    fn check_whole(&self) -> Result<(), OpenError> {
+        let mut q = self.conn.prepare("PRAGMA quick_check(1)").map_err(|e| self.refuse(e))?;
+        let first: String = q.query_row([], |r| r.get(0)).map_err(|e| self.refuse(e))?;
+        if first == "ok" {
+            return Ok(());
+        }
+        Err(OpenError::Refused(format!(
+            "the store {} is corrupt ({}); it is left as it is: move it away or give another file with --db PATH",
+            self.path.display(),
+            first.chars().take(120).map(|c| if c.is_control() { ' ' } else { c }).collect::<String>()
+        )))
+    }
+
+    /// Checks, before measuring, that a result of up to `bytes` can be written into the store's
+    /// file system: the write-ahead log grows by the compressed document, its timelines and the
+    /// pages they touch; a rescue file, should the store fail at the end, takes the document
+    /// again; and where the temporary directory has no room to spool the document, the store's
+    /// directory spools it (see `save`).
+    fn check_room(&self, bytes: u64) -> Result<(), OpenError> {
+        const MIB: u64 = 1 << 20;
+        let spool_here = sys::fs::free_space(&std::env::temp_dir()).is_ok_and(|free| free < bytes);
+        let need = bytes.saturating_mul(if spool_here { 3 } else { 2 }).saturating_add(WAL_MARGIN);
+        match sys::fs::free_space(dir_of(&self.path)) {
+            Ok(free) if free < need => Err(OpenError::Refused(format!(
+                "the file system of the store {} has {} MiB free; this run needs up to {} MiB to keep its result: \
+                 free some space, or give another file with --db PATH (or --no-store)",
+                self.path.display(),
+                free / MIB,
+                need.div_ceil(MIB)
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Keeps a run's whole result; returns its id. The compressed document goes to an unnamed
+    /// temporary file first, then into a blob of its size in pieces: at no moment does a whole
+    /// copy of it sit in rtgauge's memory (a long run's phases and timelines make it large).
+    /// The timelines go to a table of their own, one compact blob per series (`columns`). A run
+    /// whose UUID is stored already is not stored again: its id comes back.
+    fn save(&self, r: &RunResult, timelines: &[(usize, TimelineData)], row: &NewRow) -> Result<Saved, String> {
+        let encoding = |e: std::io::Error| format!("encoding the run for the store: {e}");
+        let sql = |e| sql_error(&self.path, e);
+        // Under the write lock from the start: the UUID looked up is still free when inserted.
+        let tx = rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate).map_err(sql)?;
+        let stored: Option<i64> =
+            tx.query_row("SELECT id FROM runs WHERE uuid = ?1", [&row.uuid], |r| r.get(0)).optional().map_err(sql)?;
+        if let Some(id) = stored {
+            return Ok(Saved { id, already: true });
+        }
+        let (mut document, size) = spool(r, &self.path).map_err(encoding)?;
+        let kernel_config = match &row.kernel_config {
+            Some(k) => {
+                tx.execute(
+                    "INSERT OR IGNORE INTO kernel_configs (sha256, options) VALUES (?1, ?2)",
+                    params![k.sha256, super::compress_options(&k.options).map_err(encoding)?],
+                )
+                .map_err(sql)?;
+                Some(k.sha256.as_str())
+            }
+            None => None,
+        };
+        let run = &row.row;
+        tx.execute(
+            "INSERT INTO runs (started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
+             imported_from, document, uuid, board, kernel_config) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, zeroblob(?12), ?13, ?14, ?15)",
+            params![
+                run.started_at,
+                run.label,
+                run.host,
+                run.kernel,
+                run.preemption,
+                run.scenario,
+                run.probes,
+                run.worst_ns.map(|w| w as i64),
+                run.verdict,
+                run.status,
+                run.imported_from,
+                size as i64,
+                row.uuid,
+                run.board,
+                kernel_config,
+            ],
+        )
+        .map_err(sql)?;
+        let id = tx.last_insert_rowid();
+        {
+            let mut blob = tx.blob_open(rusqlite::MAIN_DB, "runs", "document", id, false).map_err(sql)?;
+            document.rewind().map_err(encoding)?;
+            std::io::copy(&mut document, &mut blob)
+                .map_err(|e| format!("writing the store {} failed: {e}", self.path.display()))?;
+        }
+        {
+            let mut insert = tx.prepare_cached("INSERT INTO timelines (run, entry, data) VALUES (?1, ?2, ?3)").map_err(sql)?;
+            // Encoded on every CPU at once (measuring is over), a CPU's worth of series at a time.
+            let batch = std::thread::available_parallelism().map_or(1, |n| n.get());
+            for chunk in timelines.chunks(batch) {
+                let blobs: Vec<Vec<u8>> = std::thread::scope(|s| {
+                    let handles: Vec<_> = chunk.iter().map(|(_, t)| s.spawn(move || columns::encode(t))).collect();
+                    handles.into_iter().map(|h| h.join().map_err(|_| "encoding a timeline failed".to_string())).collect::<Result<
+                        Vec<Vec<u8>>,
+                        String,
+                    >>(
+                    )
+                })?;
+                for ((i, _), blob) in chunk.iter().zip(blobs) {
+                    insert.execute(params![id, *i as i64, blob]).map_err(sql)?;
+                }
+            }
+        }
+        tx.commit().map_err(sql)?;
+        Ok(Saved { id, already: false })
+    }
+
+    /// The runs that pass `filter`, oldest first: each condition given is one clause, its value
+    /// bound, never written into the SQL.
+    fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, String> {
+        let layout_4 = self.layout >= 4;
+        // A store of an older layout only read (not migrated): its board is its host.
+        let board = if layout_4 { "board" } else { "host" };
+        let mut clauses: Vec<String> = Vec::new();
+        let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
+        let conditions: [(&str, &str, &Option<String>); 7] = [
+            ("host", "=", &filter.host),
+            (board, "=", &filter.board),
+            ("kernel", "=", &filter.kernel),
+            ("scenario", "=", &filter.scenario),
+            ("label", "=", &filter.label),
+            ("verdict", "=", &filter.verdict),
+            ("started_at", ">=", &filter.since),
+        ];
+        for (column, op, value) in conditions {
+            if let Some(v) = value {
+                values.push(v);
+                clauses.push(format!("{column} {op} ?{}", values.len()));
+            }
+        }
+        let wher = if clauses.is_empty() { String::new() } else { format!(" WHERE {}", clauses.join(" AND ")) };
+        let extra = if layout_4 { "uuid, board" } else { "NULL, host" };
+        let mut q = self
+            .conn
+            .prepare(&format!(
+                "SELECT id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
+                 imported_from, {extra} FROM runs{wher} ORDER BY id"
+            ))
+            .map_err(|e| sql_error(&self.path, e))?;
+        let rows = q
+            .query_map(values.as_slice(), |r| {
+                Ok(RunRow {
+                    id: r.get(0)?,
+                    uuid: r.get(12)?,
+                    started_at: r.get(1)?,
+                    label: r.get(2)?,
+                    board: r.get(13)?,
+                    host: r.get(3)?,
+                    kernel: r.get(4)?,
+                    preemption: r.get(5)?,
+                    scenario: r.get(6)?,
+                    probes: r.get(7)?,
+                    worst_ns: r.get::<_, Option<i64>>(8)?.map(|w| w as u64),
+                    verdict: r.get(9)?,
+                    status: r.get(10)?,
+                    imported_from: r.get(11)?,
+                })
+            })
+            .map_err(|e| sql_error(&self.path, e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| sql_error(&self.path, e))
+    }
+
+    fn last_id(&self) -> Result<Option<i64>, String> {
+        self.conn.query_row("SELECT max(id) FROM runs", [], |r| r.get(0)).map_err(|e| sql_error(&self.path, e))
+    }
+
+    fn has_id(&self, id: i64) -> Result<bool, String> {
+        let found: Option<i64> = self
+            .conn
+            .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .optional()
+            .map_err(|e| sql_error(&self.path, e))?;
+        Ok(found.is_some())
+    }
+
+    fn latest_labelled(&self, label: &str) -> Result<Option<i64>, String> {
+        self.conn
+            .query_row("SELECT max(id) FROM runs WHERE label = ?1", [label], |r| r.get(0))
+            .map_err(|e| sql_error(&self.path, e))
+    }
+
+    fn by_uuid_prefix(&self, prefix: &str) -> Result<Vec<i64>, String> {
+        if self.layout < 4 {
+            return Ok(Vec::new());
+        }
+        // A range on the index: every character of a UUID sorts below 'g'.
+        let mut q = self
+            .conn
+            .prepare_cached("SELECT id FROM runs WHERE uuid >= ?1 AND uuid < ?1 || 'g' ORDER BY id LIMIT 10")
+            .map_err(|e| sql_error(&self.path, e))?;
+        let ids = q.query_map([prefix], |r| r.get(0)).map_err(|e| sql_error(&self.path, e))?;
+        ids.collect::<Result<_, _>>().map_err(|e| sql_error(&self.path, e))
+    }
+
+    fn kernel_config_before(&self, board: &str) -> Result<Option<super::Earlier>, String> {
+        if self.layout < 4 {
+            return Ok(None);
+        }
+        let sql = |e| sql_error(&self.path, e);
+        let found: Option<(i64, Option<String>, Vec<u8>)> = self
+            .conn
+            .query_row(
+                "SELECT runs.id, runs.uuid, kernel_configs.options FROM runs JOIN kernel_configs \
+                 ON kernel_configs.sha256 = runs.kernel_config WHERE runs.board = ?1 ORDER BY runs.id DESC LIMIT 1",
+                [board],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()
+            .map_err(sql)?;
+        let Some((id, uuid, blob)) = found else { return Ok(None) };
+        let options = super::decompress_options(&blob)
+            .map_err(|e| format!("the kernel configuration of run {id} in the store {} cannot be read: {e}", self.shown()))?;
+        Ok(Some(super::Earlier { id, uuid, options }))
+    }
+
+    /// The whole result of run `id`.
+    fn load(&self, id: i64) -> Result<RunResult, String> {
+        let unreadable = |e: &dyn std::fmt::Display| format!("run {id} in the store {} cannot be read: {e}", self.path.display());
+        // (A store of an older layout only read has no UUIDs.)
+        let query = if self.layout >= 4 {
+            "SELECT document, uuid FROM runs WHERE id = ?1"
+        } else {
+            "SELECT document, NULL FROM runs WHERE id = ?1"
+        };
+        let mut statement = self.conn.prepare_cached(query).map_err(|e| sql_error(&self.path, e))?;
+        let mut rows = statement.query([id]).map_err(|e| sql_error(&self.path, e))?;
+        let row = rows.next().map_err(|e| sql_error(&self.path, e))?.ok_or_else(|| unreadable(&"no such run"))?;
+        let mut r: RunResult = match row.get_ref(0).map_err(|e| sql_error(&self.path, e))? {
+            ValueRef::Text(text) => serde_json::from_slice(text).map_err(|e| unreadable(&e))?,
+            ValueRef::Blob(blob) => {
+                let json = std::io::Read::take(flate2::read::ZlibDecoder::new(blob), MAX_DOCUMENT);
+                serde_json::from_reader(std::io::BufReader::new(json)).map_err(|e| unreadable(&e))?
+            }
+            _ => return Err(unreadable(&"its document is neither JSON nor compressed JSON")),
+        };
+        // A document stored before runs had UUIDs gets the one the store gave it.
+        if r.uuid.is_none() {
+            let uuid: Option<String> = row.get(1).map_err(|e| sql_error(&self.path, e))?;
+            r.uuid = uuid.and_then(|u| uuid::Uuid::parse_str(&u).ok());
+        }
+        // A store of layout 1 or 2 that was only read (not migrated) keeps every timeline inside
+        // its documents.
+        if self.layout < 3 {
+            return Ok(r);
+        }
+        let mut timelines =
+            self.conn.prepare_cached("SELECT entry, data FROM timelines WHERE run = ?1").map_err(|e| sql_error(&self.path, e))?;
+        let mut rows = timelines.query([id]).map_err(|e| sql_error(&self.path, e))?;
+        while let Some(row) = rows.next().map_err(|e| sql_error(&self.path, e))? {
+            let entry: i64 = row.get(0).map_err(|e| sql_error(&self.path, e))?;
+            let data = row.get_ref(1).and_then(|v| v.as_blob().map_err(Into::into)).map_err(|e| sql_error(&self.path, e))?;
+            let t = columns::decode(data).ok_or_else(|| unreadable(&format!("the timeline of its entry {entry} is damaged")))?;
+            let p = r
+                .probes
+                .get_mut(entry as usize)
+                .ok_or_else(|| unreadable(&format!("a timeline for entry {entry}, which it lacks")))?;
+            p.timeline = Some(t);
+        }
+        Ok(r)
+    }
+
+    /// The label of run `id`, if it has one.
+    fn label(&self, id: i64) -> Result<Option<String>, String> {
+        self.conn.query_row("SELECT label FROM runs WHERE id = ?1", [id], |r| r.get(0)).map_err(|e| sql_error(&self.path, e))
+    }
+
+    /// Deletes run `id`.
+    fn delete(&self, id: i64) -> Result<(), String> {
+        let tx = self.conn.unchecked_transaction().map_err(|e| sql_error(&self.path, e))?;
+        tx.execute("DELETE FROM timelines WHERE run = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
+        tx.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
+        tx.commit().map_err(|e| sql_error(&self.path, e))
+    }
+}
+
+/// Where a compressed document waits until its size is known: an unnamed temporary file, or
+/// memory where no temporary file can be made.
+enum Spool {
+    File(std::fs::File),
+    Memory(std::io::Cursor<Vec<u8>>),
+}
+
+impl Spool {
+    fn rewind(&mut self) -> std::io::Result<()> {
+        use std::io::Seek;
+        match self {
+            Spool::File(f) => f.rewind(),
+            Spool::Memory(m) => m.rewind(),
+        }
+    }
+}
+
+impl std::io::Write for Spool {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Spool::File(f) => f.write(buf),
+            Spool::Memory(m) => m.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Spool::File(f) => f.flush(),
+            Spool::Memory(m) => m.flush(),
+        }
+    }
+}
+
+impl std::io::Read for Spool {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Spool::File(f) => f.read(buf),
+            Spool::Memory(m) => m.read(buf),
+        }
+    }
+}
+
+/// `r` compressed into the first spool that takes it whole: an unnamed temporary file in the
+/// temporary directory, else (that directory full or unusable) one in the store's directory,
+/// else memory. Returns it with the compressed size.
+fn spool(r: &RunResult, store: &Path) -> std::io::Result<(Spool, u64)> {
+    let beside = || {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new().read(true).write(true).mode(0o600).custom_flags(libc::O_TMPFILE).open(dir_of(store))
+    };
+    let files: [&dyn Fn() -> std::io::Result<std::fs::File>; 2] = [&tempfile::tempfile, &beside];
+    for file in files {
+        if let Ok(f) = file() {
+            let mut s = Spool::File(f);
+            if let Ok(size) = compress_into(r, &mut s) {
+                return Ok((s, size));
+            }
+        }
+    }
+    let mut s = Spool::Memory(std::io::Cursor::new(Vec::new()));
+    let size = compress_into(r, &mut s)?;
+    Ok((s, size))
+}
+
+/// A result as the store keeps it: JSON serialised straight into a zlib compressor writing to
+/// `out`; returns the compressed size.
+fn compress_into(r: &RunResult, out: &mut impl std::io::Write) -> std::io::Result<u64> {
+    let mut counted = Counted { inner: out, bytes: 0 };
+    let mut z = flate2::write::ZlibEncoder::new(&mut counted, flate2::Compression::fast());
+    let mut w = std::io::BufWriter::with_capacity(64 * 1024, &mut z);
+    serde_json::to_writer(&mut w, r)?;
+    std::io::Write::flush(&mut w)?;
+    drop(w);
+    z.finish()?;
+    Ok(counted.bytes)
+}
+
+/// A writer that counts what passes through it.
+struct Counted<W> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: std::io::Write> std::io::Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The `file:` URI of `path` for SQLite: every byte but letters, digits and `/._-~` written
+/// as `%XX` (`?` and `#` would start a query and a fragment), an absolute path with an empty
+/// authority (`file:///abs`).
+fn file_uri(path: &Path) -> String {
+    let mut uri = String::from(if path.is_absolute() { "file://" } else { "file:" });
+    for &b in path.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || b"/._-~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri += &format!("%{b:02X}");
+        }
+    }
+    uri
+}
+
+/// The write-ahead log beside a store.
+fn wal_of(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push("-wal");
+    PathBuf::from(p)
+}
+
+/// Refuses a file that exists but does not begin as a SQLite database does (an empty file
+/// included: a store is never half-made, see [`create`]).
+fn check_header(path: &Path) -> Result<(), OpenError> {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    let shown = path.display();
+    let unreadable = |e: std::io::Error| {
+        OpenError::Unreachable(format!("cannot read the store {shown}: {e}; give another with --db PATH or --no-store"))
+    };
+    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).map_err(unreadable)?;
+    if n < 16 || &head != SQLITE_HEADER {
+        return Err(OpenError::Refused(format!(
+            "{shown} is not a SQLite database (an rtgauge store); it is left as it is: give another file with --db PATH"
+        )));
+    }
+    Ok(())
+}
+
+/// Creates a new store at `path` as a whole: made complete (layout, identity, WAL) under a
+/// temporary name beside it, then linked into place, so no rtgauge ever sees a half-made one;
+/// if another rtgauge linked its own first, that one is used.
+fn create(path: &Path) -> Result<(), OpenError> {
+    let shown = path.display();
+    let unreachable = |what: &str, e: &dyn std::fmt::Display| {
+        OpenError::Unreachable(format!("cannot {what} the store {shown}: {e}; give another with --db PATH or --no-store"))
+    };
+    let dir = dir_of(path);
+    // (Its mode whatever the umask: readable by all, written by its owner.)
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o755)
+        .create(dir)
+        .map_err(|e| unreachable("make the directory of", &e))?;
+    let tmp = tempfile::Builder::new().prefix(".rtgauge-store-").tempfile_in(dir).map_err(|e| unreachable("create", &e))?;
+    // Dropped before `tmp` on every way out, success or failure (a full disk, a file size
+    // limit): no `.rtgauge-store-*` file is left beside the store.
+    let _companions = Companions(tmp.path().to_path_buf());
+    {
+        let conn = Connection::open(tmp.path()).map_err(|e| unreachable("create", &e))?;
+        // Large pages: a long run's timelines are tens of MB of blobs, written page by page.
+        conn.pragma_update(None, "page_size", 65536).map_err(|e| refused(path, e))?;
+        let store = Sqlite { conn, path: tmp.path().to_path_buf(), layout: 0 };
+        store.check_and_migrate()?;
+        // Back to a single file before it is linked (the WAL mode stays in its header).
+        store.conn.pragma_update(None, "wal_checkpoint", "TRUNCATE").map_err(|e| refused(path, e))?;
+    }
+    match std::fs::hard_link(tmp.path(), path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(unreachable("create", &e)),
+    }
+}
+
+/// SQLite's companion files of a store being made (`-wal`, `-shm`, `-journal`), removed when
+/// dropped (its connection closed first).
+struct Companions(PathBuf);
+
+impl Drop for Companions {
+    fn drop(&mut self) {
+        for suffix in ["-wal", "-shm", "-journal"] {
+            let mut p = self.0.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// A SQLite error while checking a store: it is refused, or cannot be reached.
+fn refused(path: &Path, e: rusqlite::Error) -> OpenError {
+    use rusqlite::ErrorCode::*;
+    match e.sqlite_error_code() {
+        Some(ReadOnly | CannotOpen | PermissionDenied) => OpenError::Unreachable(sql_error(path, e)),
+        _ => OpenError::Refused(sql_error(path, e)),
+    }
+}
+
+/// A SQLite error as one line naming the file and what to do.
+fn sql_error(path: &Path, e: rusqlite::Error) -> String {
+    use rusqlite::ErrorCode::*;
+    let shown = path.display();
+    match e.sqlite_error_code() {
+        Some(DatabaseBusy | DatabaseLocked) => format!(
+            "the store {shown} is locked by another program (waited {} s); let it finish, or give another file with --db PATH",
+            BUSY_TIMEOUT.as_secs()
+        ),
+        Some(DatabaseCorrupt | NotADatabase) => {
+            format!("the store {shown} is corrupt; it is left as it is: move it away or give another file with --db PATH")
+        }
+        Some(ReadOnly | CannotOpen | PermissionDenied) => {
+            format!("the store {shown} cannot be written ({e}); give another file with --db PATH")
+        }
+        Some(DiskFull) => format!("the store {shown} cannot grow: the disk is full"),
+        _ => format!("the store {shown}: {e}"),
+    }
+}
