@@ -13,11 +13,14 @@
 //! until its backend exists: [`Location`]'s `open` and `open_read` are the seam where it plugs in.
 
 mod columns;
+pub mod postgres;
 mod sqlite;
 
 use crate::result::timeline::TimelineData;
+// (What the PostgreSQL backend shares with SQLite's.)
 use crate::result::RunResult;
 use crate::sys;
+use sqlite::{compress_into, MAX_DOCUMENT};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -669,7 +669,7 @@ fn spool(r: &RunResult, store: &Path) -> std::io::Result<(Spool, u64)> {
 
 /// A result as the store keeps it: JSON serialised straight into a zlib compressor writing to
 /// `out`; returns the compressed size.
-fn compress_into(r: &RunResult, out: &mut impl std::io::Write) -> std::io::Result<u64> {
+pub(super) fn compress_into(r: &RunResult, out: &mut impl std::io::Write) -> std::io::Result<u64> {
     let mut counted = Counted { inner: out, bytes: 0 };
     let mut z = flate2::write::ZlibEncoder::new(&mut counted, flate2::Compression::fast());
     let mut w = std::io::BufWriter::with_capacity(64 * 1024, &mut z);

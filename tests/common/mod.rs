@@ -2,6 +2,9 @@
 //! and check the structural invariants every result must satisfy.
 #![allow(dead_code)]
 
+/// A throw-away PostgreSQL cluster (the store's PostgreSQL backend).
+pub mod pg;
+
 use serde_json::Value;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;

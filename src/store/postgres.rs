@@ -1,0 +1,1141 @@
+//! The store in a PostgreSQL database (`--db postgres://USER@HOST:PORT/DBNAME`): a lab's many
+//! boards keep their runs, whole, in one shared database. The same guarantees as the SQLite
+//! store (see the parent module): the database says it is rtgauge's (the table `rtgauge_meta`
+//! holds `application = rtgauge` and `layout = N`), migrations move an older layout forward in
+//! one transaction (under an advisory lock, so two rtgauges never migrate at once), and a
+//! database of another program (tables in rtgauge's schema but no marker) or of a newer rtgauge
+//! is refused and left as it is. A writer checks before measuring that it can connect,
+//! authenticate, read the layout and write (a trial insert rolled back); the run is written
+//! after the measurement threads stopped, once (`ON CONFLICT (uuid) DO NOTHING`: concurrent
+//! writers and repeated pushes store a run once).
+//!
+//! Documents are the same zlib-compressed JSON as SQLite's (layout 2 on), in a BYTEA; timelines
+//! are kept out of them, one compact blob per series in the table `timelines` (see `columns`).
+//!
+//! Passwords come from the URL, `PGPASSWORD` or `~/.pgpass` (`PGPASSFILE`), looked up as libpq
+//! does; they appear in no message: the URL is shown without its password. TLS with rustls:
+//! `sslmode=require` encrypts (as libpq, without checking who answers), `verify-ca` and
+//! `verify-full` check the server's certificate against the system's roots (or `sslrootcert`),
+//! `verify-full` its name too.
+
+use super::{columns, row_of, OpenError, RunRow, MAX_DOCUMENT};
+use crate::result::timeline::TimelineData;
+use crate::result::RunResult;
+use postgres::error::SqlState;
+use postgres::types::ToSql;
+use postgres::{Client, Config};
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+/// The layouts, in order: migration `i` takes layout `i` to `i + 1` (layout 0: an empty schema).
+/// The version is PostgreSQL's own, not SQLite's `user_version`.
+const MIGRATIONS: &[&str] = &["
+    CREATE TABLE rtgauge_meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    CREATE TABLE runs (
+        id BIGSERIAL PRIMARY KEY,
+        uuid UUID NOT NULL UNIQUE,
+        started_at TEXT NOT NULL,
+        label TEXT,
+        board TEXT NOT NULL,
+        host TEXT NOT NULL,
+        kernel TEXT NOT NULL,
+        preemption TEXT NOT NULL,
+        scenario TEXT,
+        probes TEXT NOT NULL,
+        worst_ns BIGINT,
+        verdict TEXT NOT NULL,
+        status TEXT NOT NULL,
+        imported_from TEXT,
+        document BYTEA NOT NULL
+    );
+    -- Already compressed: stored out of line without a second (futile) compression.
+    ALTER TABLE runs ALTER COLUMN document SET STORAGE EXTERNAL;
+    -- Hash indexes for the names: a label or board of 10 000 characters is stored (a B-tree
+    -- entry cannot exceed a third of a page).
+    CREATE INDEX runs_board ON runs USING hash (board);
+    CREATE INDEX runs_label ON runs USING hash (label);
+    CREATE INDEX runs_started ON runs (started_at);
+    CREATE TABLE timelines (
+        run BIGINT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        entry INTEGER NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (run, entry)
+    );
+    ALTER TABLE timelines ALTER COLUMN data SET STORAGE EXTERNAL;
+"];
+/// The advisory lock a migration holds (per database): \"rtga\".
+const MIGRATION_LOCK: i64 = 0x7274_6761;
+/// How long a connection attempt waits for a host that does not answer, unless the URL says.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a write waits for data the server does not acknowledge (a dropped link).
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a write waits for a lock another session holds.
+const LOCK_TIMEOUT: &str = "10s";
+/// Where libpq (Debian's) looks for the server when the URL names no host.
+const DEFAULT_SOCKET_DIR: &str = "/var/run/postgresql";
+
+/// Whether `--db` names a PostgreSQL database rather than a SQLite file.
+pub fn is_url(db: &str) -> bool {
+    db.starts_with("postgres://") || db.starts_with("postgresql://")
+}
+
+/// How the connection is encrypted (`sslmode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SslMode {
+    Disable,
+    Prefer,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+/// Where to connect and as whom, the password resolved; shown only as [`Target::shown`].
+struct Target {
+    config: Config,
+    tls: MakeRustlsConnect,
+    /// The URL without its password.
+    shown: String,
+    /// `HOST:PORT` (or the socket's directory), for messages.
+    at: String,
+    user: String,
+    dbname: String,
+    /// The password, to scrub from any message that might echo it.
+    secret: Option<String>,
+    /// Why `~/.pgpass` was not read (it may be read by others, it is another user's).
+    pgpass_note: Option<String>,
+}
+
+impl Target {
+    /// Parses a `postgres://` or `postgresql://` URL and resolves its password.
+    fn parse(url: &str) -> Result<Target, String> {
+        let shown = redact(url);
+        let bad = |why: &dyn std::fmt::Display| {
+            format!("the database URL {shown} does not parse ({why}); write it as postgres://USER@HOST:PORT/DBNAME")
+        };
+        if !is_url(url) {
+            return Err(bad(&"it does not begin with postgres:// or postgresql://"));
+        }
+        // sslmode and sslrootcert are rtgauge's to read (tokio-postgres knows neither verify-*
+        // nor root certificates); the rest goes to tokio-postgres as it is.
+        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let (mut sslmode, mut rootcert, mut rest) = (SslMode::Prefer, None, Vec::new());
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            match k {
+                "sslmode" => {
+                    sslmode = match v {
+                        "disable" => SslMode::Disable,
+                        "allow" | "prefer" => SslMode::Prefer,
+                        "require" => SslMode::Require,
+                        "verify-ca" => SslMode::VerifyCa,
+                        "verify-full" => SslMode::VerifyFull,
+                        _ => {
+                            return Err(bad(&format_args!(
+                                "sslmode={v}; give disable, prefer, require, verify-ca or verify-full"
+                            )))
+                        }
+                    }
+                }
+                "sslrootcert" => rootcert = Some(percent_decode(v)),
+                _ => rest.push(pair),
+            }
+        }
+        let rebuilt = if rest.is_empty() { base.to_string() } else { format!("{base}?{}", rest.join("&")) };
+        let mut config: Config = rebuilt.parse().map_err(|e: postgres::Error| bad(&e))?;
+        // libpq: sslrootcert=system checks against the system's roots, and means verify-full
+        // unless a mode is given.
+        if rootcert.as_deref() == Some("system") && !query.split('&').any(|p| p.starts_with("sslmode=")) {
+            sslmode = SslMode::VerifyFull;
+        }
+        if config.get_hosts().is_empty() && config.get_hostaddrs().is_empty() {
+            config.host_path(DEFAULT_SOCKET_DIR);
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(TCP_USER_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("rtgauge");
+        }
+        config.ssl_mode(match sslmode {
+            SslMode::Disable => postgres::config::SslMode::Disable,
+            SslMode::Prefer => postgres::config::SslMode::Prefer,
+            _ => postgres::config::SslMode::Require,
+        });
+        let user = match config.get_user() {
+            Some(u) => u.to_string(),
+            None => {
+                let u = std::env::var("PGUSER").ok().filter(|u| !u.is_empty()).or_else(|| whoami::username().ok());
+                let u = u.ok_or_else(|| bad(&"it names no user, and neither PGUSER nor the system says who you are"))?;
+                config.user(&u);
+                u
+            }
+        };
+        let dbname = config.get_dbname().unwrap_or(&user).to_string();
+        let host = match config.get_hosts().first() {
+            Some(postgres::config::Host::Tcp(h)) => h.clone(),
+            Some(postgres::config::Host::Unix(p)) => p.display().to_string(),
+            None => config.get_hostaddrs().first().map(|a| a.to_string()).unwrap_or_default(),
+        };
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let at = if host.starts_with('/') { format!("{host} (port {port})") } else { format!("{host}:{port}") };
+        let mut pgpass_note = None;
+        let secret = match config.get_password() {
+            Some(p) => Some(String::from_utf8_lossy(p).into_owned()),
+            None => {
+                let from_env = std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty());
+                let found = from_env.or_else(|| match pgpass(&host, port, &dbname, &user) {
+                    Ok(p) => p,
+                    Err(note) => {
+                        pgpass_note = Some(note);
+                        None
+                    }
+                });
+                if let Some(p) = &found {
+                    config.password(p);
+                }
+                found
+            }
+        };
+        let tls = tls_config(sslmode, rootcert.as_deref()).map_err(|e| format!("{e} (the database {shown})"))?;
+        Ok(Target { config, tls, shown, at, user, dbname, secret, pgpass_note })
+    }
+
+    fn connect(&self) -> Result<Client, postgres::Error> {
+        self.config.connect(self.tls.clone())
+    }
+
+    /// A PostgreSQL error as one line naming the problem and what to do, while `doing`
+    /// (e.g. "storing the run"); never with the password in it.
+    fn error(&self, doing: &str, e: &postgres::Error) -> String {
+        let (shown, at, user, db) = (&self.shown, &self.at, &self.user, &self.dbname);
+        let text = match e.as_db_error() {
+            Some(d) => {
+                let m = d.message();
+                match *d.code() {
+                    SqlState::INVALID_PASSWORD => format!(
+                        "PostgreSQL at {at} refused the password of user {user} ({m}); give the right one in PGPASSWORD, \
+                         ~/.pgpass or the URL"
+                    ),
+                    SqlState::INVALID_AUTHORIZATION_SPECIFICATION => format!(
+                        "PostgreSQL at {at} does not let user {user} into the database {db} ({m}); allow it in the \
+                         server's pg_hba.conf, or give another user in --db"
+                    ),
+                    SqlState::INVALID_CATALOG_NAME => {
+                        format!("there is no database {db} at {at}; create it (createdb -O {user} {db}) or name another in --db")
+                    }
+                    SqlState::INSUFFICIENT_PRIVILEGE => format!(
+                        "user {user} may not {doing} in the database {db} at {at} ({m}); have its owner grant it, or \
+                         give another database with --db"
+                    ),
+                    SqlState::READ_ONLY_SQL_TRANSACTION => format!(
+                        "the database {db} at {at} is read-only (a standby?) and cannot take the run; give the \
+                         primary's URL with --db"
+                    ),
+                    SqlState::DISK_FULL | SqlState::OUT_OF_MEMORY | SqlState::PROGRAM_LIMIT_EXCEEDED => {
+                        format!("the PostgreSQL server at {at} cannot take the run ({m}); free room on it, or give another --db")
+                    }
+                    SqlState::LOCK_NOT_AVAILABLE => format!(
+                        "the database {db} at {at} is locked by another session (waited {LOCK_TIMEOUT}); let it \
+                         finish, or give another --db"
+                    ),
+                    SqlState::ADMIN_SHUTDOWN | SqlState::CRASH_SHUTDOWN | SqlState::CANNOT_CONNECT_NOW => format!(
+                        "the PostgreSQL server at {at} is shutting down or starting ({m}) while {doing}; try again when \
+                         it is up"
+                    ),
+                    SqlState::TOO_MANY_CONNECTIONS => {
+                        format!("the PostgreSQL server at {at} takes no more connections ({m}); try again later")
+                    }
+                    _ => format!("the database {shown}: {m} (while {doing})"),
+                }
+            }
+            None if e.is_closed() => format!(
+                "the connection to PostgreSQL at {at} was lost while {doing}; check the network and the server, then \
+                 try again"
+            ),
+            None => {
+                let chain = chain(e);
+                let io = std::error::Error::source(e).and_then(|s| s.downcast_ref::<std::io::Error>());
+                match io.map(std::io::Error::kind) {
+                    Some(std::io::ErrorKind::ConnectionRefused) => format!(
+                        "nothing answers at {at} (connection refused); check that PostgreSQL runs there and the host \
+                         and port in --db"
+                    ),
+                    Some(std::io::ErrorKind::TimedOut) => {
+                        format!("the host at {at} does not answer ({chain}); check the network and the host and port in --db")
+                    }
+                    Some(std::io::ErrorKind::NotFound) if at.starts_with('/') => {
+                        format!("no PostgreSQL server listens in {at}; give its host in --db (postgres://USER@HOST:PORT/DBNAME)")
+                    }
+                    Some(
+                        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe,
+                    ) => {
+                        format!("the connection to PostgreSQL at {at} was lost while {doing} ({chain}); try again")
+                    }
+                    _ if chain.contains("password missing") => {
+                        let note = self.pgpass_note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
+                        format!(
+                            "PostgreSQL at {at} asks user {user} for a password and none was given{note}; set \
+                             PGPASSWORD, or add a line HOST:PORT:DBNAME:USER:PASSWORD to ~/.pgpass (mode 0600)"
+                        )
+                    }
+                    _ if chain.contains("lookup address") || chain.contains("Name or service not known") => {
+                        format!("the host of {shown} is not known ({chain}); check its name in --db")
+                    }
+                    _ if chain.contains("does not support TLS") => format!(
+                        "the server at {at} does not offer TLS, which the URL's sslmode asks for; enable ssl on the \
+                         server, or give sslmode=prefer"
+                    ),
+                    _ if chain.contains("certificate") || chain.contains("Certificate") => format!(
+                        "the server at {at} is not trusted ({chain}); install its CA in the system's roots or give \
+                         sslrootcert=PATH in --db"
+                    ),
+                    _ => format!("the database {shown}: {chain} (while {doing})"),
+                }
+            }
+        };
+        self.scrub(text)
+    }
+
+    /// A message with the password, should anything have echoed it, cut out.
+    fn scrub(&self, text: String) -> String {
+        match self.secret.as_deref().filter(|s| s.len() >= 3) {
+            Some(s) if text.contains(s) => text.replace(s, "********"),
+            _ => text,
+        }
+    }
+}
+
+/// An error and its causes, as one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(c) = source {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s += &format!(": {t}");
+        }
+        source = c.source();
+    }
+    s.replace(['\n', '\r'], " ")
+}
+
+/// The URL as it may be shown: without the password of its user part or a `password=` option.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.chars().take(200).collect() };
+    let (authority, tail) = rest.find(['/', '?']).map_or((rest, ""), |i| rest.split_at(i));
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, hosts)) => format!("{}@{hosts}", userinfo.split(':').next().unwrap_or("")),
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let kept: Vec<&str> = query.split('&').filter(|p| !p.starts_with("password=")).collect();
+            if kept.is_empty() {
+                path.to_string()
+            } else {
+                format!("{path}?{}", kept.join("&"))
+            }
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+/// `%XX` sequences decoded (a query value).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (b[i], b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The password for (host, port, dbname, user) in `PGPASSFILE` or `~/.pgpass`, looked up as
+/// libpq does: lines `hostname:port:database:username:password`, `*` matching anything, `\:`
+/// and `\\` escapes, the first matching line wins; a socket directory matches `localhost`.
+/// `Err` says why the file was not read (not the user's, or readable by others): libpq ignores
+/// such a file too.
+fn pgpass(host: &str, port: u16, dbname: &str, user: &str) -> Result<Option<String>, String> {
+    use std::os::unix::fs::MetadataExt;
+    let path = match std::env::var_os("PGPASSFILE").filter(|p| !p.is_empty()) {
+        Some(p) => std::path::PathBuf::from(p),
+        None => match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            Some(h) => std::path::Path::new(&h).join(".pgpass"),
+            None => return Ok(None),
+        },
+    };
+    let shown = path.display();
+    let Ok(meta) = std::fs::metadata(&path) else { return Ok(None) };
+    if !meta.is_file() {
+        return Err(format!("{shown} is not a file"));
+    }
+    if meta.uid() != rustix::process::geteuid().as_raw() {
+        return Err(format!("{shown} is ignored: it belongs to another user"));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(format!("{shown} is ignored: others may read it (mode {:04o}); chmod 600 it", meta.mode() & 0o7777));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{shown} cannot be read: {e}"))?;
+    Ok(pgpass_match(&text, host, port, dbname, user))
+}
+
+/// The password of the first line of a `.pgpass` text that matches.
+fn pgpass_match(text: &str, host: &str, port: u16, dbname: &str, user: &str) -> Option<String> {
+    let port = port.to_string();
+    for line in text.lines() {
+        if line.trim_start().starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let fields = pgpass_fields(line);
+        let [h, p, d, u, password] = fields.as_slice() else { continue };
+        let host_ok = h == "*" || h == host || (host.starts_with('/') && h == "localhost");
+        if host_ok && (p == "*" || *p == port) && (d == "*" || d == dbname) && (u == "*" || u == user) {
+            return Some(password.clone());
+        }
+    }
+    None
+}
+
+/// A `.pgpass` line split at its unescaped colons into at most five fields (the password takes
+/// the rest), escapes undone.
+fn pgpass_fields(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => fields.last_mut().into_iter().for_each(|f| f.extend(chars.next())),
+            ':' if fields.len() < 5 => fields.push(String::new()),
+            _ => fields.last_mut().into_iter().for_each(|f| f.push(c)),
+        }
+    }
+    fields
+}
+
+/// rustls' configuration for `mode`: the server's certificate checked against `rootcert` (a PEM
+/// file, or `system`) or the system's roots for `verify-*`, not checked for `prefer`/`require`
+/// (libpq's meaning: encrypted, whoever answers).
+fn tls_config(mode: SslMode, rootcert: Option<&str>) -> Result<MakeRustlsConnect, String> {
+    use rustls::client::WebPkiServerVerifier;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS cannot be set up: {e}"))?;
+    let config = match mode {
+        SslMode::Disable | SslMode::Prefer | SslMode::Require => {
+            builder.dangerous().with_custom_certificate_verifier(Arc::new(Unchecked(provider))).with_no_client_auth()
+        }
+        SslMode::VerifyCa | SslMode::VerifyFull => {
+            let mut roots = rustls::RootCertStore::empty();
+            match rootcert.filter(|r| *r != "system") {
+                Some(path) => {
+                    use rustls::pki_types::pem::PemObject;
+                    let certs = rustls::pki_types::CertificateDer::pem_file_iter(path)
+                        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+                        .map_err(|e| {
+                            format!("the root certificates in {path} cannot be read ({e}); give a PEM file as sslrootcert")
+                        })?;
+                    roots.add_parsable_certificates(certs);
+                }
+                None => {
+                    roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+                }
+            }
+            if roots.is_empty() {
+                return Err(
+                    "no root certificates to check the server with (none in the system's store); install ca-certificates, \
+                     or give sslrootcert=PATH"
+                        .into(),
+                );
+            }
+            let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                .build()
+                .map_err(|e| format!("TLS cannot be set up: {e}"))?;
+            let verifier = Verified { inner, check_name: mode == SslMode::VerifyFull };
+            builder.dangerous().with_custom_certificate_verifier(Arc::new(verifier)).with_no_client_auth()
+        }
+    };
+    Ok(MakeRustlsConnect::new(config))
+}
+
+/// `sslmode=prefer|require`: the certificate is not checked (libpq's meaning); the handshake's
+/// signatures still are.
+#[derive(Debug)]
+struct Unchecked(Arc<rustls::crypto::CryptoProvider>);
+
+/// `sslmode=verify-ca|verify-full`: the chain checked against the roots; the name too for
+/// verify-full.
+#[derive(Debug)]
+struct Verified {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    check_name: bool,
+}
+
+mod verifiers {
+    use super::{Unchecked, Verified};
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use rustls::{CertificateError, DigitallySignedStruct, Error, SignatureScheme};
+
+    impl ServerCertVerifier for Unchecked {
+        fn verify_server_cert(
+            &self,
+            _: &CertificateDer<'_>,
+            _: &[CertificateDer<'_>],
+            _: &ServerName<'_>,
+            _: &[u8],
+            _: UnixTime,
+        ) -> Result<ServerCertVerified, Error> {
+            Ok(ServerCertVerified::assertion())
+        }
+        fn verify_tls12_signature(
+            &self,
+            m: &[u8],
+            c: &CertificateDer<'_>,
+            d: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, Error> {
+            rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
+        }
+        fn verify_tls13_signature(
+            &self,
+            m: &[u8],
+            c: &CertificateDer<'_>,
+            d: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, Error> {
+            rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
+        }
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.0.signature_verification_algorithms.supported_schemes()
+        }
+    }
+
+    impl ServerCertVerifier for Verified {
+        fn verify_server_cert(
+            &self,
+            end: &CertificateDer<'_>,
+            intermediates: &[CertificateDer<'_>],
+            name: &ServerName<'_>,
+            ocsp: &[u8],
+            now: UnixTime,
+        ) -> Result<ServerCertVerified, Error> {
+            match self.inner.verify_server_cert(end, intermediates, name, ocsp, now) {
+                Err(Error::InvalidCertificate(
+                    CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+                )) if !self.check_name => Ok(ServerCertVerified::assertion()),
+                other => other,
+            }
+        }
+        fn verify_tls12_signature(
+            &self,
+            m: &[u8],
+            c: &CertificateDer<'_>,
+            d: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, Error> {
+            self.inner.verify_tls12_signature(m, c, d)
+        }
+        fn verify_tls13_signature(
+            &self,
+            m: &[u8],
+            c: &CertificateDer<'_>,
+            d: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, Error> {
+            self.inner.verify_tls13_signature(m, c, d)
+        }
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.inner.supported_verify_schemes()
+        }
+    }
+}
+
+/// What identifies a stored run besides its document.
+#[derive(Debug, Clone, Copy)]
+pub struct Keep<'a> {
+    /// The run's UUID (`xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`): a run with one already stored
+    /// is not stored again.
+    pub uuid: &'a str,
+    pub board: &'a str,
+    pub label: Option<&'a str>,
+    pub imported_from: Option<&'a str>,
+}
+
+/// Where a run was stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Saved {
+    pub id: i64,
+    /// False: a run with its UUID was there already (nothing written).
+    pub new: bool,
+}
+
+/// One run as `rtgauge list` shows it, with its identity across stores.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Listed {
+    #[serde(flatten)]
+    pub row: RunRow,
+    pub uuid: String,
+    pub board: String,
+}
+
+/// Which runs `rtgauge list` shows: each given field must match (text exactly; `since` is an
+/// RFC 3339 time, runs started at or after it).
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub board: Option<String>,
+    pub host: Option<String>,
+    pub kernel: Option<String>,
+    pub scenario: Option<String>,
+    pub label: Option<String>,
+    pub since: Option<String>,
+    pub verdict: Option<String>,
+}
+
+/// An open store in a PostgreSQL database.
+pub struct PgStore {
+    client: RefCell<Client>,
+    target: Target,
+}
+
+/// What a database holds in rtgauge's schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Identity {
+    /// No table at all: a store can be made there.
+    Empty,
+    /// An rtgauge store of this layout.
+    Store(i64),
+}
+
+impl PgStore {
+    /// Opens the store at `url` for writing: connects, checks that the database is an rtgauge
+    /// store (or holds nothing) of a layout this rtgauge knows, and brings the layout up to
+    /// date (creating the store in an empty database).
+    pub fn open(url: &str) -> Result<PgStore, OpenError> {
+        let store = PgStore::connect(url)?;
+        store.check_and_migrate()?;
+        Ok(store)
+    }
+
+    /// Opens the store at `url` for reading only, as it is (nothing is migrated or written):
+    /// `Ok(None)` when the database holds no store yet.
+    pub fn open_read(url: &str) -> Result<Option<PgStore>, OpenError> {
+        let store = PgStore::connect(url)?;
+        let doing = "reading the store";
+        let identity = store.identity(&mut *store.client.borrow_mut(), doing)?;
+        Ok(match identity {
+            Identity::Empty => None,
+            Identity::Store(_) => Some(store),
+        })
+    }
+
+    fn connect(url: &str) -> Result<PgStore, OpenError> {
+        let target = Target::parse(url).map_err(OpenError::Refused)?;
+        let client = target.connect().map_err(|e| open_error(&target, "connecting", &e))?;
+        Ok(PgStore { client: RefCell::new(client), target })
+    }
+
+    /// The URL without its password.
+    pub fn shown(&self) -> &str {
+        &self.target.shown
+    }
+
+    /// What the database holds in the schema rtgauge uses (the first of the search path).
+    fn identity(&self, c: &mut impl postgres::GenericClient, doing: &str) -> Result<Identity, OpenError> {
+        let t = &self.target;
+        let fail = |e: postgres::Error| open_error(t, doing, &e);
+        let schema: Option<String> = c.query_one("SELECT current_schema()::text", &[]).map_err(fail)?.get(0);
+        let Some(schema) = schema else {
+            return Err(OpenError::Refused(format!(
+                "the database {} has no schema to keep runs in (its search_path names none that exists); create one, \
+                 or give another database with --db",
+                t.shown
+            )));
+        };
+        let another = || {
+            OpenError::Refused(format!(
+                "the database {} holds tables of another program (schema {schema}), not an rtgauge store; it is left as \
+                 it is: give another database (or a search_path=SCHEMA option) with --db",
+                t.shown
+            ))
+        };
+        // One scan of the catalog, so one snapshot: another rtgauge's migration, committed between
+        // two looks, would show its tables without its marker.
+        let row = c
+            .query_one(
+                "SELECT count(*) FILTER (WHERE c.relname = 'rtgauge_meta' AND c.relkind = 'r'), count(*) \
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')",
+                &[],
+            )
+            .map_err(fail)?;
+        let (meta, tables): (i64, i64) = (row.get(0), row.get(1));
+        if meta == 0 {
+            return if tables == 0 { Ok(Identity::Empty) } else { Err(another()) };
+        }
+        let rows = match c.query("SELECT key::text, value::text FROM rtgauge_meta", &[]) {
+            Ok(rows) => rows,
+            // A table of that name with other columns: not ours.
+            Err(e) if e.code() == Some(&SqlState::UNDEFINED_COLUMN) => return Err(another()),
+            Err(e) => return Err(fail(e)),
+        };
+        let value = |k: &str| rows.iter().find(|r| r.get::<_, String>(0) == k).map(|r| r.get::<_, String>(1));
+        if value("application").as_deref() != Some("rtgauge") {
+            return Err(another());
+        }
+        let layout = value("layout").and_then(|v| v.parse::<i64>().ok()).ok_or_else(another)?;
+        let known = MIGRATIONS.len() as i64;
+        if layout > known {
+            return Err(OpenError::Refused(format!(
+                "the store {} was written by a newer rtgauge (layout {layout}, this one knows up to {known}); use that \
+                 version, or another database with --db",
+                t.shown
+            )));
+        }
+        Ok(Identity::Store(layout))
+    }
+
+    /// Checks the database's identity and layout, then migrates it in one transaction, under
+    /// an advisory lock, its identity read again under the lock.
+    fn check_and_migrate(&self) -> Result<(), OpenError> {
+        let t = &self.target;
+        let c = &mut *self.client.borrow_mut();
+        let known = MIGRATIONS.len() as i64;
+        if self.identity(c, "opening the store")? == Identity::Store(known) {
+            return Ok(());
+        }
+        let doing = "create the store's tables";
+        let fail = |e: postgres::Error| refused(t, doing, &e);
+        let encoding: String = c.query_one("SHOW server_encoding", &[]).map_err(fail)?.get(0);
+        if encoding != "UTF8" {
+            return Err(OpenError::Refused(format!(
+                "the database {} is encoded in {encoding}; rtgauge keeps text as UTF-8: create it with createdb -E UTF8 \
+                 -T template0, or give another database with --db",
+                t.shown
+            )));
+        }
+        let mut tx = c.transaction().map_err(fail)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).map_err(fail)?;
+        let from = match self.identity(&mut tx, "opening the store")? {
+            Identity::Empty => 0,
+            Identity::Store(v) => v,
+        };
+        for (i, m) in MIGRATIONS.iter().enumerate().skip(from as usize) {
+            tx.batch_execute(m).map_err(fail)?;
+            let layout = (i + 1).to_string();
+            tx.execute(
+                "INSERT INTO rtgauge_meta (key, value) VALUES ('layout', $1) ON CONFLICT (key) DO UPDATE SET value = $1",
+                &[&layout],
+            )
+            .map_err(fail)?;
+        }
+        tx.execute("INSERT INTO rtgauge_meta (key, value) VALUES ('application', 'rtgauge') ON CONFLICT (key) DO NOTHING", &[])
+            .map_err(fail)?;
+        tx.commit().map_err(fail)
+    }
+
+    /// Checks that the store's tables are all there (the server keeps their integrity).
+    pub fn check_whole(&self) -> Result<(), OpenError> {
+        let t = &self.target;
+        let mut c = self.client.borrow_mut();
+        let row = c
+            .query_one(
+                "SELECT to_regclass(format('%I.runs', current_schema())) IS NOT NULL \
+                 AND to_regclass(format('%I.timelines', current_schema())) IS NOT NULL",
+                &[],
+            )
+            .map_err(|e| refused(t, "checking the store", &e))?;
+        if row.get::<_, bool>(0) {
+            return Ok(());
+        }
+        Err(OpenError::Refused(format!(
+            "the store {} lacks some of its tables (runs, timelines); it is left as it is: give another database with --db",
+            t.shown
+        )))
+    }
+
+    /// Checks, before measuring, that a run can be written: a trial row in `runs` and in
+    /// `timelines`, rolled back (no id is used up). `_bytes` (the result's size) is not checked:
+    /// the server's room is not known to a client.
+    pub fn check_room(&self, _bytes: u64) -> Result<(), OpenError> {
+        let t = &self.target;
+        let doing = "write the store's tables";
+        let fail = |e: postgres::Error| refused(t, doing, &e);
+        let mut c = self.client.borrow_mut();
+        let mut tx = c.transaction().map_err(fail)?;
+        tx.batch_execute(&format!("SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")).map_err(fail)?;
+        tx.execute(
+            "INSERT INTO runs (id, uuid, started_at, board, host, kernel, preemption, probes, verdict, status, document) \
+             VALUES (-1, '00000000-0000-0000-0000-000000000000', '', '', '', '', '', '', '', 'check', '')",
+            &[],
+        )
+        .map_err(fail)?;
+        tx.execute("INSERT INTO timelines (run, entry, data) VALUES (-1, 0, '')", &[]).map_err(fail)?;
+        // The trial gave its id; a run takes one from the sequence.
+        let sequence: bool = tx
+            .query_one(
+                "SELECT has_sequence_privilege(pg_get_serial_sequence(format('%I.runs', current_schema()), 'id'), 'USAGE')",
+                &[],
+            )
+            .map_err(fail)?
+            .get(0);
+        tx.rollback().map_err(fail)?;
+        if sequence {
+            return Ok(());
+        }
+        Err(OpenError::Refused(format!(
+            "user {} may not write the store's tables in the database {} at {} (no USAGE on the sequence of runs.id); \
+             have its owner grant it, or give another database with --db",
+            t.user, t.dbname, t.at
+        )))
+    }
+
+    /// Keeps a run's whole result: the compressed document in `runs`, the timelines in
+    /// `timelines`, in one transaction; a run whose UUID is stored already is not stored again
+    /// (its id is returned, `new` false). A connection that was lost while measuring is made
+    /// again, once. `r` lends its timelines and comes back whole.
+    pub fn save(&self, r: &mut RunResult, keep: &Keep) -> Result<Saved, String> {
+        if !is_uuid(keep.uuid) {
+            return Err(format!("'{}' is not a UUID; the run is not stored", keep.uuid.escape_debug()));
+        }
+        let timelines: Vec<(usize, TimelineData)> =
+            r.probes.iter_mut().enumerate().filter_map(|(i, p)| p.timeline.take().map(|t| (i, t))).collect();
+        let prepared = prepare(r, &timelines);
+        for (i, t) in timelines {
+            r.probes[i].timeline = Some(t);
+        }
+        let prepared = prepared?;
+        let t = &self.target;
+        let mut c = self.client.borrow_mut();
+        if c.is_closed() {
+            *c = t.connect().map_err(|e| t.error("connecting again to store the run", &e))?;
+        }
+        match write(&mut c, &prepared, keep) {
+            // Lost (idle through a long run, a server restart): once more on a new connection; the
+            // UUID makes a write that did commit after all a no-op.
+            Err(e) if lost(&e) => {
+                *c = t.connect().map_err(|e| t.error("connecting again to store the run", &e))?;
+                write(&mut c, &prepared, keep).map_err(|e| t.error("storing the run", &e))
+            }
+            saved => saved.map_err(|e| t.error("storing the run", &e)),
+        }
+    }
+
+    /// The runs that pass `filter`, oldest first.
+    pub fn list(&self, filter: &Filter) -> Result<Vec<Listed>, String> {
+        let mut conditions: Vec<String> = Vec::new();
+        let mut values: Vec<&(dyn ToSql + Sync)> = Vec::new();
+        let fields: [(&str, &Option<String>, &str); 7] = [
+            ("board", &filter.board, "="),
+            ("host", &filter.host, "="),
+            ("kernel", &filter.kernel, "="),
+            ("scenario", &filter.scenario, "="),
+            ("label", &filter.label, "="),
+            ("verdict", &filter.verdict, "="),
+            ("started_at", &filter.since, ">="),
+        ];
+        for (column, value, op) in fields {
+            if let Some(v) = value {
+                values.push(v);
+                conditions.push(format!("{column} {op} ${}", values.len()));
+            }
+        }
+        let filter = if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) };
+        let sql = format!(
+            "SELECT id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
+             imported_from, uuid::text, board FROM runs{filter} ORDER BY id"
+        );
+        let t = &self.target;
+        let rows = self.client.borrow_mut().query(&sql, &values).map_err(|e| t.error("listing the runs", &e))?;
+        Ok(rows
+            .iter()
+            .map(|r| Listed {
+                row: RunRow {
+                    id: r.get(0),
+                    uuid: r.get(12),
+                    board: r.get(13),
+                    started_at: r.get(1),
+                    label: r.get(2),
+                    host: r.get(3),
+                    kernel: r.get(4),
+                    preemption: r.get(5),
+                    scenario: r.get(6),
+                    probes: r.get(7),
+                    worst_ns: r.get::<_, Option<i64>>(8).map(|w| w as u64),
+                    verdict: r.get(9),
+                    status: r.get(10),
+                    imported_from: r.get(11),
+                },
+                uuid: r.get(12),
+                board: r.get(13),
+            })
+            .collect())
+    }
+
+    /// The id of RUN: an id, a UUID, a label (its latest run), or `last`.
+    pub fn resolve(&self, run: &str) -> Result<i64, String> {
+        let t = &self.target;
+        let mut c = self.client.borrow_mut();
+        let found: Option<i64> = if run == "last" {
+            c.query_one("SELECT max(id) FROM runs", &[]).map(|r| r.get(0))
+        } else if let Ok(id) = run.parse::<i64>() {
+            c.query_opt("SELECT id FROM runs WHERE id = $1", &[&id]).map(|r| r.map(|r| r.get(0)))
+        } else if is_uuid(run) {
+            c.query_opt("SELECT id FROM runs WHERE uuid = $1::text::uuid", &[&run]).map(|r| r.map(|r| r.get(0)))
+        } else {
+            c.query_one("SELECT max(id) FROM runs WHERE label = $1", &[&column_text(run)]).map(|r| r.get(0))
+        }
+        .map_err(|e| t.error("finding the run", &e))?;
+        found.ok_or_else(|| {
+            format!(
+                "no run '{}' in the store {}; 'rtgauge list' shows the runs (give an id, a UUID, a label or 'last')",
+                crate::vocab::shown(run),
+                t.shown
+            )
+        })
+    }
+
+    /// The whole result of run `id`.
+    pub fn load(&self, id: i64) -> Result<RunResult, String> {
+        let t = &self.target;
+        let unreadable = |e: &dyn std::fmt::Display| format!("run {id} in the store {} cannot be read: {e}", t.shown);
+        let mut c = self.client.borrow_mut();
+        let mut tx = c.build_transaction().read_only(true).start().map_err(|e| t.error("reading the run", &e))?;
+        let row = tx
+            .query_opt("SELECT document FROM runs WHERE id = $1", &[&id])
+            .map_err(|e| t.error("reading the run", &e))?
+            .ok_or_else(|| unreadable(&"no such run"))?;
+        let document: &[u8] = row.get(0);
+        let json = std::io::Read::take(flate2::read::ZlibDecoder::new(document), MAX_DOCUMENT);
+        let mut r: RunResult = serde_json::from_reader(std::io::BufReader::new(json)).map_err(|e| unreadable(&e))?;
+        drop(row);
+        let rows =
+            tx.query("SELECT entry, data FROM timelines WHERE run = $1", &[&id]).map_err(|e| t.error("reading the run", &e))?;
+        for row in rows {
+            let entry: i32 = row.get(0);
+            let timeline = columns::decode(row.get(1))
+                .ok_or_else(|| unreadable(&format!("the timeline of its entry {entry} is damaged")))?;
+            let p = r
+                .probes
+                .get_mut(entry as usize)
+                .ok_or_else(|| unreadable(&format!("a timeline for entry {entry}, which it lacks")))?;
+            p.timeline = Some(timeline);
+        }
+        tx.commit().map_err(|e| t.error("reading the run", &e))?;
+        Ok(r)
+    }
+
+    /// The label of run `id`, if it has one.
+    pub fn label(&self, id: i64) -> Result<Option<String>, String> {
+        let t = &self.target;
+        let row = self
+            .client
+            .borrow_mut()
+            .query_opt("SELECT label FROM runs WHERE id = $1", &[&id])
+            .map_err(|e| t.error("reading the run", &e))?;
+        Ok(row.and_then(|r| r.get(0)))
+    }
+
+    /// The UUID of run `id`.
+    pub fn uuid(&self, id: i64) -> Result<Option<String>, String> {
+        let t = &self.target;
+        let row = self
+            .client
+            .borrow_mut()
+            .query_opt("SELECT uuid::text FROM runs WHERE id = $1", &[&id])
+            .map_err(|e| t.error("reading the run", &e))?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    /// Deletes run `id` (its timelines go with it).
+    pub fn delete(&self, id: i64) -> Result<(), String> {
+        let t = &self.target;
+        self.client
+            .borrow_mut()
+            .execute("DELETE FROM runs WHERE id = $1", &[&id])
+            .map(drop)
+            .map_err(|e| t.error("deleting the run", &e))
+    }
+}
+
+/// A run ready to be written: its row, its compressed document, its timelines' blobs.
+struct Prepared {
+    row: RunRow,
+    document: Vec<u8>,
+    entries: Vec<i32>,
+    blobs: Vec<Vec<u8>>,
+}
+
+/// Encodes a run for the store (the document compressed, the timelines encoded on every CPU
+/// at once: measuring is over). The same for every backend; it could move to the store's
+/// backend-neutral part.
+fn prepare(r: &RunResult, timelines: &[(usize, TimelineData)]) -> Result<Prepared, String> {
+    let mut document = Vec::new();
+    super::compress_into(r, &mut document).map_err(|e| format!("encoding the run for the store: {e}"))?;
+    let batch = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut blobs = Vec::with_capacity(timelines.len());
+    for chunk in timelines.chunks(batch) {
+        let encoded: Vec<Vec<u8>> = std::thread::scope(|s| {
+            let handles: Vec<_> = chunk.iter().map(|(_, t)| s.spawn(move || columns::encode(t))).collect();
+            handles.into_iter().map(|h| h.join().map_err(|_| "encoding a timeline failed".to_string())).collect::<Result<_, _>>()
+        })?;
+        blobs.extend(encoded);
+    }
+    let entries = timelines.iter().map(|(i, _)| *i as i32).collect();
+    Ok(Prepared { row: row_of(r), document, entries, blobs })
+}
+
+/// One transaction: the run's row (unless its UUID is there), then its timelines in one
+/// statement.
+fn write(c: &mut Client, p: &Prepared, keep: &Keep) -> Result<Saved, postgres::Error> {
+    let mut tx = c.transaction()?;
+    tx.batch_execute(&format!("SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))?;
+    let r = &p.row;
+    let worst = r.worst_ns.map(|w| i64::try_from(w).unwrap_or(i64::MAX));
+    let text = column_text;
+    let inserted = tx.query_opt(
+        "INSERT INTO runs (uuid, started_at, label, board, host, kernel, preemption, scenario, probes, worst_ns, \
+         verdict, status, imported_from, document) \
+         VALUES ($1::text::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+         ON CONFLICT (uuid) DO NOTHING RETURNING id",
+        &[
+            &keep.uuid,
+            &text(&r.started_at),
+            &keep.label.map(column_text),
+            &text(keep.board),
+            &text(&r.host),
+            &text(&r.kernel),
+            &text(&r.preemption),
+            &r.scenario.as_deref().map(column_text),
+            &text(&r.probes),
+            &worst,
+            &r.verdict,
+            &r.status,
+            &keep.imported_from.map(column_text),
+            &p.document,
+        ],
+    )?;
+    let Some(row) = inserted else {
+        let id: i64 = tx.query_one("SELECT id FROM runs WHERE uuid = $1::text::uuid", &[&keep.uuid])?.get(0);
+        tx.rollback()?;
+        return Ok(Saved { id, new: false });
+    };
+    let id: i64 = row.get(0);
+    if !p.entries.is_empty() {
+        tx.execute(
+            "INSERT INTO timelines (run, entry, data) SELECT $1, e, d FROM unnest($2::int4[], $3::bytea[]) AS t (e, d)",
+            &[&id, &p.entries, &p.blobs],
+        )?;
+    }
+    tx.commit()?;
+    Ok(Saved { id, new: true })
+}
+
+/// Text as a column keeps it: PostgreSQL's text holds no NUL, which is shown as `␀` (the
+/// document keeps the text exactly).
+fn column_text(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains('\0') {
+        s.replace('\0', "\u{2400}").into()
+    } else {
+        s.into()
+    }
+}
+
+/// Whether `s` is written as a UUID (`8-4-4-4-12` hexadecimal digits).
+pub fn is_uuid(s: &str) -> bool {
+    let groups: Vec<&str> = s.split('-').collect();
+    groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12]) && groups.iter().all(|g| g.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Whether an error means the connection is gone (closed, broken, or ended by the server's
+/// shutdown), so that the same work may be tried again on a new one.
+fn lost(e: &postgres::Error) -> bool {
+    let io = e.as_db_error().is_none() && std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
+    e.is_closed() || io || e.code() == Some(&SqlState::ADMIN_SHUTDOWN)
+}
+
+/// A failure while opening: the server cannot be reached or refuses us (`Unreachable`), or the
+/// database is not one rtgauge may use (`Refused`).
+fn open_error(t: &Target, doing: &str, e: &postgres::Error) -> OpenError {
+    match e.code() {
+        Some(&SqlState::INSUFFICIENT_PRIVILEGE | &SqlState::READ_ONLY_SQL_TRANSACTION) => OpenError::Refused(t.error(doing, e)),
+        _ => OpenError::Unreachable(t.error(doing, e)),
+    }
+}
+
+/// A failure while checking or migrating the store.
+fn refused(t: &Target, doing: &str, e: &postgres::Error) -> OpenError {
+    if e.as_db_error().is_some() {
+        OpenError::Refused(t.error(doing, e))
+    } else {
+        OpenError::Unreachable(t.error(doing, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_shown_without_its_password() {
+        assert_eq!(
+            redact("postgres://rt:s3cret@db.lab:5433/runs?sslmode=require"),
+            "postgres://rt@db.lab:5433/runs?sslmode=require"
+        );
+        assert_eq!(redact("postgresql://rt:p%40ss@h/db?password=x&sslmode=disable"), "postgresql://rt@h/db?sslmode=disable");
+        assert_eq!(redact("postgres://h/db?password=x"), "postgres://h/db");
+        assert_eq!(redact("postgres://u@h"), "postgres://u@h");
+        assert_eq!(redact("postgres://u:pw@h"), "postgres://u@h");
+    }
+
+    #[test]
+    fn pgpass_lines_match_as_libpq_reads_them() {
+        let text = "# comment\n\
+                    other:5432:*:rt:no\n\
+                    db\\:lab:*:runs:rt:colon\\:in\\\\it\n\
+                    *:5433:*:*:wild:card\n\
+                    localhost:5432:runs:rt:sock\n";
+        assert_eq!(pgpass_match(text, "db:lab", 5432, "runs", "rt").as_deref(), Some("colon:in\\it"));
+        assert_eq!(pgpass_match(text, "anyhost", 5433, "x", "y").as_deref(), Some("wild:card"), "the password keeps its colons");
+        assert_eq!(pgpass_match(text, "/var/run/postgresql", 5432, "runs", "rt").as_deref(), Some("sock"));
+        assert_eq!(pgpass_match(text, "other", 5432, "runs", "nobody"), None);
+    }
+
+    #[test]
+    fn a_url_parses_with_its_tls_mode_and_a_bad_one_says_how_to_write_it() {
+        let e = Target::parse("postgres://rt:pw@127.0.0.1:5999/lab?sslmode=verify-ca&sslrootcert=/nonexistent").err();
+        assert!(e.as_deref().is_some_and(|e| e.contains("sslrootcert") && !e.contains("pw@")), "{e:?}");
+        let t = match Target::parse("postgresql://rt:pw@127.0.0.1:5999/lab?sslmode=require&connect_timeout=3") {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!((t.at.as_str(), t.user.as_str(), t.dbname.as_str()), ("127.0.0.1:5999", "rt", "lab"));
+        assert_eq!(t.shown, "postgresql://rt@127.0.0.1:5999/lab?sslmode=require&connect_timeout=3");
+        let e = Target::parse("postgres://rt:pw@h/lab?sslmode=sometimes").err().unwrap_or_default();
+        assert!(e.contains("sslmode=sometimes") && e.contains("postgres://USER@HOST:PORT/DBNAME") && !e.contains(":pw"), "{e}");
+        let e = Target::parse("postgres://rt:pw@h:notaport/lab").err().unwrap_or_default();
+        assert!(e.starts_with("the database URL postgres://rt@h:notaport/lab does not parse"), "{e}");
+    }
+
+    #[test]
+    fn uuids_are_recognised() {
+        assert!(is_uuid("0b5c2a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21"));
+        assert!(!is_uuid("0b5c2a4e-1d2f-4c3b-9a8e-7f6d5c4b3a2"));
+        assert!(!is_uuid("rt-kernel"));
+    }
+}
