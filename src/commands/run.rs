@@ -10,7 +10,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
     let keep = store::Request::new(args.store.db.as_deref(), args.no_store, args.label.as_deref())
         .and_then(|k| k.with_board(args.board.as_deref()))
         .map_err(anyhow::Error::msg)?;
-    run::run(plan, std::env::args().collect(), keep)
+    // (A database URL's password is kept out of the result.)
+    run::run(plan, store::scrub_command_line(std::env::args().collect()), keep)
 }
 
 /// The plan of `rtgauge run`: the scenario's values (if any) with the command line's over them.

@@ -26,7 +26,7 @@ fn found(db: Option<&std::path::Path>, store: Option<Store>) -> Result<Store> {
         Some(s) => Ok(s),
         None => Err(anyhow!(
             "no store at {}: 'rtgauge run' keeps its runs there; give another with --db PATH",
-            db.map(std::path::Path::to_path_buf).or_else(store::default_path).unwrap_or_default().display()
+            db.map(store::Location::of).or_else(store::default_location).map(|l| l.shown()).unwrap_or_default()
         )),
     }
 }

@@ -8,19 +8,19 @@
 //! ([`Request`]), the rescue file when it fails at the end, which run a name means (an id, a
 //! label, `last`, a UUID or its start: [`Store::resolve`]), what `list` shows and filters
 //! ([`RunRow`], [`Filter`]), and a run's identity: every run is stored once, by its UUID. What
-//! a backend does is the [`Backend`] trait; the SQLite file (`sqlite.rs`, with `columns.rs`)
-//! is the one built in. A PostgreSQL URL is understood ([`Location::Postgres`]) and refused
-//! until its backend exists: [`Location`]'s `open` and `open_read` are the seam where it plugs in.
+//! a backend does is the [`Backend`] trait: the SQLite file (`sqlite.rs`, with `columns.rs`),
+//! the embedded default, and a lab's shared PostgreSQL database (`postgres.rs`, `--db
+//! postgres://…`). [`Location`]'s `open` and `open_read` are the one place that picks the
+//! backend. What both backends write is made here: the compressed document
+//! ([`compress_into`]), the timelines' blobs ([`encode_timelines`]), the row ([`row_of`]).
 
 mod columns;
 pub mod postgres;
 mod sqlite;
 
 use crate::result::timeline::TimelineData;
-// (What the PostgreSQL backend shares with SQLite's.)
 use crate::result::RunResult;
 use crate::sys;
-use sqlite::{compress_into, MAX_DOCUMENT};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -68,7 +68,7 @@ impl Location {
     pub fn shown(&self) -> String {
         match self {
             Location::File(p) => p.display().to_string(),
-            Location::Postgres(url) => without_password(url),
+            Location::Postgres(url) => postgres::redact(url),
         }
     }
 
@@ -76,39 +76,32 @@ impl Location {
     fn open(&self) -> Result<Box<dyn Backend>, OpenError> {
         match self {
             Location::File(p) => Ok(Box::new(sqlite::Sqlite::open(p)?)),
-            Location::Postgres(_) => Err(OpenError::Refused(self.not_built_in())),
+            Location::Postgres(url) => Ok(Box::new(postgres::PgStore::open(url)?)),
         }
     }
 
-    /// The backend for this location, opened as it is for reading.
-    fn open_read(&self) -> Result<Box<dyn Backend>, OpenError> {
+    /// The backend for this location, opened as it is for reading; `None`: a database that
+    /// holds no store yet (a file that is not there is found out before).
+    fn open_read(&self) -> Result<Option<Box<dyn Backend>>, OpenError> {
         match self {
-            Location::File(p) => Ok(Box::new(sqlite::Sqlite::open_read(p)?)),
-            Location::Postgres(_) => Err(OpenError::Refused(self.not_built_in())),
+            Location::File(p) => Ok(Some(Box::new(sqlite::Sqlite::open_read(p)?))),
+            Location::Postgres(url) => Ok(postgres::PgStore::open_read(url)?.map(|s| Box::new(s) as Box<dyn Backend>)),
         }
-    }
-
-    /// Why a PostgreSQL store cannot be used yet.
-    fn not_built_in(&self) -> String {
-        format!(
-            "PostgreSQL stores are not built in yet ({}): give a SQLite file with --db PATH",
-            crate::vocab::text::shown(&self.shown())
-        )
     }
 }
 
-/// A URL with its password (`user:password@`) left out.
-fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((user, host)) => {
-            let user = user.split_once(':').map_or(user, |(u, _)| u);
-            format!("{scheme}://{user}@{host}{tail}")
-        }
-        None => url.to_string(),
-    }
+/// A command line as the result records it: a PostgreSQL URL in it (`--db URL`, `--db=URL`)
+/// without its password.
+pub fn scrub_command_line(args: Vec<String>) -> Vec<String> {
+    args.into_iter()
+        .map(|a| {
+            let lower = a.to_ascii_lowercase();
+            match ["postgres://", "postgresql://"].iter().filter_map(|s| lower.find(s)).min() {
+                Some(at) => format!("{}{}", &a[..at], postgres::redact(&a[at..])),
+                None => a,
+            }
+        })
+        .collect()
 }
 
 /// What a backend does; the store's logic (`Store`) is the same for all of them.
@@ -117,7 +110,8 @@ trait Backend {
     fn shown(&self) -> String;
     /// The directory a rescue file goes to first, if the store is a local file.
     fn rescue_dir(&self) -> Option<PathBuf>;
-    /// Checks, before measuring, that every part of the store reads.
+    /// Checks, before measuring, that every part of the store reads (and, for a server, that
+    /// its tables are there).
     fn check_whole(&self) -> Result<(), OpenError>;
     /// Checks, before measuring, that a result of up to `bytes` has room.
     fn check_room(&self, bytes: u64) -> Result<(), OpenError>;
@@ -213,6 +207,23 @@ pub struct Filter {
     pub since: Option<String>,
 }
 
+impl Filter {
+    /// The conditions given: (column, operator, value); each backend binds the values.
+    pub(super) fn conditions(&self) -> impl Iterator<Item = (&'static str, &'static str, &String)> {
+        [
+            ("host", "=", &self.host),
+            ("board", "=", &self.board),
+            ("kernel", "=", &self.kernel),
+            ("scenario", "=", &self.scenario),
+            ("label", "=", &self.label),
+            ("verdict", "=", &self.verdict),
+            ("started_at", ">=", &self.since),
+        ]
+        .into_iter()
+        .filter_map(|(column, op, value)| value.as_ref().map(|v| (column, op, v)))
+    }
+}
+
 /// What `rtgauge run` asks of the store: where (`None`: keep nothing), the run's label and board.
 #[derive(Debug, Clone, Default)]
 pub struct Request {
@@ -295,12 +306,22 @@ fn dir_of(path: &Path) -> &Path {
 /// the default, opened read-only; `Ok(None)` when there is no such file (one that cannot be
 /// reached is an error naming why).
 pub fn open_existing(db: Option<&Path>) -> Result<Option<Store>, String> {
-    existing_location(db)?.map(|l| Store::open_read(&l).map_err(|e| e.to_string())).transpose()
+    match existing_location(db)? {
+        Some(l) => Store::open_read(&l).map_err(|e| e.to_string()),
+        None => Ok(None),
+    }
 }
 
 /// The store a command changes (`delete`): as [`open_existing`], opened for writing.
 pub fn open_existing_for_writing(db: Option<&Path>) -> Result<Option<Store>, String> {
-    existing_location(db)?.map(|l| Store::open(&l).map_err(|e| e.to_string())).transpose()
+    let Some(location) = existing_location(db)? else { return Ok(None) };
+    // A database that holds no store is none, as a file that is not there: nothing is made in it.
+    if let Location::Postgres(_) = location {
+        if Store::open_read(&location).map_err(|e| e.to_string())?.is_none() {
+            return Ok(None);
+        }
+    }
+    Store::open(&location).map(Some).map_err(|e| e.to_string())
 }
 
 /// The store if there is one: `--db`, else the default; a file that is not there is none (a
@@ -325,8 +346,15 @@ pub fn default_path() -> Option<PathBuf> {
     if let Some(p) = var("RTGAUGE_DB") {
         return Some(p);
     }
+    Some(local_data_dir()?.join("runs.db"))
+}
+
+/// rtgauge's local data directory (where the default store is): `$XDG_DATA_HOME/rtgauge`, else
+/// `~/.local/share/rtgauge`.
+pub fn local_data_dir() -> Option<PathBuf> {
+    let var = |k| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     let data = var("XDG_DATA_HOME").or_else(|| var("HOME").map(|h| h.join(".local/share")))?;
-    Some(data.join("rtgauge").join("runs.db"))
+    Some(data.join("rtgauge"))
 }
 
 /// [`default_path`] as a location (`RTGAUGE_DB` may be a URL).
@@ -342,9 +370,9 @@ impl Store {
     }
 
     /// Opens the existing store at `location` for reading only, as it is: nothing migrated or
-    /// written.
-    pub fn open_read(location: &Location) -> Result<Store, OpenError> {
-        Ok(Store { backend: location.open_read()? })
+    /// written; `None` when a database holds no store yet.
+    pub fn open_read(location: &Location) -> Result<Option<Store>, OpenError> {
+        Ok(location.open_read()?.map(|backend| Store { backend }))
     }
 
     /// Checks, before measuring, that every part of the store reads (a damaged one is refused
@@ -494,10 +522,84 @@ fn identity_of_document(bytes: &[u8]) -> Option<uuid::Uuid> {
     let id: Identity = if text {
         serde_json::from_slice(bytes).ok()?
     } else {
-        let json = std::io::Read::take(flate2::read::ZlibDecoder::new(bytes), sqlite::MAX_DOCUMENT);
+        let json = std::io::Read::take(flate2::read::ZlibDecoder::new(bytes), MAX_DOCUMENT);
         serde_json::from_reader(std::io::BufReader::new(json)).ok()?
     };
     id.uuid.or_else(|| crate::result::content_uuid_of_hex(id.imported?.sha256.as_deref()?))
+}
+
+/// The most a stored document may take once decompressed (a 24 h run on 64 CPUs is ~130 MB).
+pub(super) const MAX_DOCUMENT: u64 = 1 << 30;
+
+/// A result as the store keeps it: JSON serialised straight into a zlib compressor writing to
+/// `out`; returns the compressed size.
+pub(super) fn compress_into(r: &RunResult, out: &mut impl std::io::Write) -> std::io::Result<u64> {
+    let mut counted = Counted { inner: out, bytes: 0 };
+    let mut z = flate2::write::ZlibEncoder::new(&mut counted, flate2::Compression::fast());
+    let mut w = std::io::BufWriter::with_capacity(64 * 1024, &mut z);
+    serde_json::to_writer(&mut w, r)?;
+    std::io::Write::flush(&mut w)?;
+    drop(w);
+    z.finish()?;
+    Ok(counted.bytes)
+}
+
+/// A writer that counts what passes through it.
+struct Counted<W> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: std::io::Write> std::io::Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A compressed document ([`compress_into`]) read back.
+pub(super) fn decompress_document(blob: &[u8]) -> serde_json::Result<RunResult> {
+    let json = std::io::Read::take(flate2::read::ZlibDecoder::new(blob), MAX_DOCUMENT);
+    serde_json::from_reader(std::io::BufReader::new(json))
+}
+
+/// The timelines lent out of a run, encoded as the store keeps them (`columns`), on every CPU
+/// at once (measuring is over), a CPU's worth of series at a time; each blob handed to `keep`
+/// with its entry as it is made, so no more than a batch of them is in memory.
+pub(super) fn encode_timelines(
+    timelines: &[(usize, TimelineData)],
+    mut keep: impl FnMut(usize, Vec<u8>) -> Result<(), String>,
+) -> Result<(), String> {
+    let batch = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for chunk in timelines.chunks(batch) {
+        let blobs: Vec<Vec<u8>> = std::thread::scope(|s| {
+            let handles: Vec<_> = chunk.iter().map(|(_, t)| s.spawn(move || columns::encode(t))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().map_err(|_| "encoding a timeline failed".to_string()))
+                .collect::<Result<Vec<Vec<u8>>, String>>()
+        })?;
+        for ((i, _), blob) in chunk.iter().zip(blobs) {
+            keep(*i, blob)?;
+        }
+    }
+    Ok(())
+}
+
+/// A stored timeline's blob put back into the document it was lent from; `Err` says what is
+/// wrong with it.
+pub(super) fn restore_timeline(r: &mut RunResult, entry: i64, data: &[u8]) -> Result<(), String> {
+    let t = columns::decode(data).ok_or_else(|| format!("the timeline of its entry {entry} is damaged"))?;
+    let p = usize::try_from(entry)
+        .ok()
+        .and_then(|e| r.probes.get_mut(e))
+        .ok_or_else(|| format!("a timeline for entry {entry}, which it lacks"))?;
+    p.timeline = Some(t);
+    Ok(())
 }
 
 /// A kernel configuration's options as the store keeps them: `NAME=value` lines, compressed.
@@ -586,8 +688,16 @@ mod tests {
         assert_eq!(l.shown(), "postgres://lab@db:5432/rt?sslmode=require");
         assert!(matches!(Location::of(Path::new("PostgreSQL://db/rt")), Location::Postgres(_)));
         assert_eq!(Location::of(Path::new("postgres.db")), Location::File("postgres.db".into()));
-        assert_eq!(without_password("postgres://db/rt"), "postgres://db/rt");
-        assert_eq!(without_password("postgresql://u@db/p@ss"), "postgresql://u@db/p@ss");
+        assert_eq!(postgres::redact("postgres://db/rt"), "postgres://db/rt");
+        assert_eq!(postgres::redact("postgresql://u@db/p@ss"), "postgresql://u@db/p@ss");
+    }
+
+    #[test]
+    fn a_command_line_keeps_no_database_password() {
+        let args =
+            ["rtgauge", "run", "--db", "postgres://lab:s3cret@db/rt", "--db=POSTGRESQL://a:b%40c@h/x?password=p", "-D", "1s"];
+        let scrubbed = scrub_command_line(args.iter().map(|a| a.to_string()).collect());
+        assert_eq!(scrubbed, ["rtgauge", "run", "--db", "postgres://lab@db/rt", "--db=POSTGRESQL://a@h/x", "-D", "1s"]);
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! `verify-full` check the server's certificate against the system's roots (or `sslrootcert`),
 //! `verify-full` its name too.
 
-use super::{columns, row_of, OpenError, RunRow, MAX_DOCUMENT};
+use super::{Filter, NewRow, OpenError, RunRow, Saved};
 use crate::result::timeline::TimelineData;
 use crate::result::RunResult;
 use postgres::error::SqlState;
@@ -51,7 +51,9 @@ const MIGRATIONS: &[&str] = &["
         verdict TEXT NOT NULL,
         status TEXT NOT NULL,
         imported_from TEXT,
-        document BYTEA NOT NULL
+        document BYTEA NOT NULL,
+        -- The SHA-256 of the kernel's build configuration (its options in kernel_configs).
+        kernel_config TEXT
     );
     -- Already compressed: stored out of line without a second (futile) compression.
     ALTER TABLE runs ALTER COLUMN document SET STORAGE EXTERNAL;
@@ -67,6 +69,12 @@ const MIGRATIONS: &[&str] = &["
         PRIMARY KEY (run, entry)
     );
     ALTER TABLE timelines ALTER COLUMN data SET STORAGE EXTERNAL;
+    -- Each kernel configuration once, by the SHA-256 of its text: a board's runs compared
+    -- option by option.
+    CREATE TABLE kernel_configs (
+        sha256 TEXT PRIMARY KEY,
+        options BYTEA NOT NULL
+    );
 "];
 /// The advisory lock a migration holds (per database): \"rtga\".
 const MIGRATION_LOCK: i64 = 0x7274_6761;
@@ -79,9 +87,10 @@ const LOCK_TIMEOUT: &str = "10s";
 /// Where libpq (Debian's) looks for the server when the URL names no host.
 const DEFAULT_SOCKET_DIR: &str = "/var/run/postgresql";
 
-/// Whether `--db` names a PostgreSQL database rather than a SQLite file.
+/// Whether `--db` names a PostgreSQL database rather than a SQLite file (the scheme in any case).
 pub fn is_url(db: &str) -> bool {
-    db.starts_with("postgres://") || db.starts_with("postgresql://")
+    let starts = |scheme: &str| db.get(..scheme.len()).is_some_and(|s| s.eq_ignore_ascii_case(scheme));
+    starts("postgres://") || starts("postgresql://")
 }
 
 /// How the connection is encrypted (`sslmode`).
@@ -120,6 +129,15 @@ impl Target {
         if !is_url(url) {
             return Err(bad(&"it does not begin with postgres:// or postgresql://"));
         }
+        // (The scheme in lower case: POSTGRES:// is the same URL.)
+        let lowered;
+        let url = match url.split_once("://") {
+            Some((scheme, rest)) if scheme.bytes().any(|b| b.is_ascii_uppercase()) => {
+                lowered = format!("{}://{rest}", scheme.to_ascii_lowercase());
+                lowered.as_str()
+            }
+            _ => url,
+        };
         // sslmode and sslrootcert are rtgauge's to read (tokio-postgres knows neither verify-*
         // nor root certificates); the rest goes to tokio-postgres as it is.
         let (base, query) = url.split_once('?').unwrap_or((url, ""));
@@ -566,47 +584,6 @@ mod verifiers {
     }
 }
 
-/// What identifies a stored run besides its document.
-#[derive(Debug, Clone, Copy)]
-pub struct Keep<'a> {
-    /// The run's UUID (`xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`): a run with one already stored
-    /// is not stored again.
-    pub uuid: &'a str,
-    pub board: &'a str,
-    pub label: Option<&'a str>,
-    pub imported_from: Option<&'a str>,
-}
-
-/// Where a run was stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Saved {
-    pub id: i64,
-    /// False: a run with its UUID was there already (nothing written).
-    pub new: bool,
-}
-
-/// One run as `rtgauge list` shows it, with its identity across stores.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Listed {
-    #[serde(flatten)]
-    pub row: RunRow,
-    pub uuid: String,
-    pub board: String,
-}
-
-/// Which runs `rtgauge list` shows: each given field must match (text exactly; `since` is an
-/// RFC 3339 time, runs started at or after it).
-#[derive(Debug, Clone, Default)]
-pub struct Filter {
-    pub board: Option<String>,
-    pub host: Option<String>,
-    pub kernel: Option<String>,
-    pub scenario: Option<String>,
-    pub label: Option<String>,
-    pub since: Option<String>,
-    pub verdict: Option<String>,
-}
-
 /// An open store in a PostgreSQL database.
 pub struct PgStore {
     client: RefCell<Client>,
@@ -648,11 +625,6 @@ impl PgStore {
         let target = Target::parse(url).map_err(OpenError::Refused)?;
         let client = target.connect().map_err(|e| open_error(&target, "connecting", &e))?;
         Ok(PgStore { client: RefCell::new(client), target })
-    }
-
-    /// The URL without its password.
-    pub fn shown(&self) -> &str {
-        &self.target.shown
     }
 
     /// What the database holds in the schema rtgauge uses (the first of the search path).
@@ -805,55 +777,63 @@ impl PgStore {
         )))
     }
 
+    /// Where a run the server did not take is rescued: the local store's directory.
+    fn rescue_dir_local() -> Option<std::path::PathBuf> {
+        super::local_data_dir().filter(|d| d.is_dir())
+    }
+}
+
+impl super::Backend for PgStore {
+    fn shown(&self) -> String {
+        self.target.shown.clone()
+    }
+
+    /// A run the server did not take goes to the local store's directory (if there is one),
+    /// else the current one.
+    fn rescue_dir(&self) -> Option<std::path::PathBuf> {
+        PgStore::rescue_dir_local()
+    }
+
+    fn check_whole(&self) -> Result<(), OpenError> {
+        PgStore::check_whole(self)
+    }
+
+    fn check_room(&self, bytes: u64) -> Result<(), OpenError> {
+        PgStore::check_room(self, bytes)
+    }
+
     /// Keeps a run's whole result: the compressed document in `runs`, the timelines in
-    /// `timelines`, in one transaction; a run whose UUID is stored already is not stored again
-    /// (its id is returned, `new` false). A connection that was lost while measuring is made
-    /// again, once. `r` lends its timelines and comes back whole.
-    pub fn save(&self, r: &mut RunResult, keep: &Keep) -> Result<Saved, String> {
-        if !is_uuid(keep.uuid) {
-            return Err(format!("'{}' is not a UUID; the run is not stored", keep.uuid.escape_debug()));
-        }
-        let timelines: Vec<(usize, TimelineData)> =
-            r.probes.iter_mut().enumerate().filter_map(|(i, p)| p.timeline.take().map(|t| (i, t))).collect();
-        let prepared = prepare(r, &timelines);
-        for (i, t) in timelines {
-            r.probes[i].timeline = Some(t);
-        }
-        let prepared = prepared?;
+    /// `timelines`, the kernel configuration in `kernel_configs` (once per SHA-256), in one
+    /// transaction; a run whose UUID is stored already is not stored again (its id comes back,
+    /// `already`). A connection that was lost while measuring is made again, once.
+    fn save(&self, r: &RunResult, timelines: &[(usize, TimelineData)], row: &NewRow) -> Result<Saved, String> {
+        let prepared = prepare(r, timelines, row)?;
         let t = &self.target;
         let mut c = self.client.borrow_mut();
         if c.is_closed() {
             *c = t.connect().map_err(|e| t.error("connecting again to store the run", &e))?;
         }
-        match write(&mut c, &prepared, keep) {
+        match write(&mut c, &prepared, row) {
             // Lost (idle through a long run, a server restart): once more on a new connection; the
             // UUID makes a write that did commit after all a no-op.
             Err(e) if lost(&e) => {
                 *c = t.connect().map_err(|e| t.error("connecting again to store the run", &e))?;
-                write(&mut c, &prepared, keep).map_err(|e| t.error("storing the run", &e))
+                write(&mut c, &prepared, row).map_err(|e| t.error("storing the run", &e))
             }
             saved => saved.map_err(|e| t.error("storing the run", &e)),
         }
     }
 
-    /// The runs that pass `filter`, oldest first.
-    pub fn list(&self, filter: &Filter) -> Result<Vec<Listed>, String> {
+    /// The runs that pass `filter`, oldest first: each condition given is one clause, its
+    /// value bound, never written into the SQL.
+    fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, String> {
+        let texts: Vec<(&str, &str, String)> =
+            filter.conditions().map(|(column, op, v)| (column, op, column_text(v).into_owned())).collect();
         let mut conditions: Vec<String> = Vec::new();
         let mut values: Vec<&(dyn ToSql + Sync)> = Vec::new();
-        let fields: [(&str, &Option<String>, &str); 7] = [
-            ("board", &filter.board, "="),
-            ("host", &filter.host, "="),
-            ("kernel", &filter.kernel, "="),
-            ("scenario", &filter.scenario, "="),
-            ("label", &filter.label, "="),
-            ("verdict", &filter.verdict, "="),
-            ("started_at", &filter.since, ">="),
-        ];
-        for (column, value, op) in fields {
-            if let Some(v) = value {
-                values.push(v);
-                conditions.push(format!("{column} {op} ${}", values.len()));
-            }
+        for (column, op, v) in &texts {
+            values.push(v);
+            conditions.push(format!("{column} {op} ${}", values.len()));
         }
         let filter = if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) };
         let sql = format!(
@@ -864,84 +844,108 @@ impl PgStore {
         let rows = self.client.borrow_mut().query(&sql, &values).map_err(|e| t.error("listing the runs", &e))?;
         Ok(rows
             .iter()
-            .map(|r| Listed {
-                row: RunRow {
-                    id: r.get(0),
-                    uuid: r.get(12),
-                    board: r.get(13),
-                    started_at: r.get(1),
-                    label: r.get(2),
-                    host: r.get(3),
-                    kernel: r.get(4),
-                    preemption: r.get(5),
-                    scenario: r.get(6),
-                    probes: r.get(7),
-                    worst_ns: r.get::<_, Option<i64>>(8).map(|w| w as u64),
-                    verdict: r.get(9),
-                    status: r.get(10),
-                    imported_from: r.get(11),
-                },
+            .map(|r| RunRow {
+                id: r.get(0),
                 uuid: r.get(12),
+                started_at: r.get(1),
+                label: r.get(2),
                 board: r.get(13),
+                host: r.get(3),
+                kernel: r.get(4),
+                preemption: r.get(5),
+                scenario: r.get(6),
+                probes: r.get(7),
+                worst_ns: r.get::<_, Option<i64>>(8).map(|w| w as u64),
+                verdict: r.get(9),
+                status: r.get(10),
+                imported_from: r.get(11),
             })
             .collect())
     }
 
-    /// The id of RUN: an id, a UUID, a label (its latest run), or `last`.
-    pub fn resolve(&self, run: &str) -> Result<i64, String> {
-        let t = &self.target;
-        let mut c = self.client.borrow_mut();
-        let found: Option<i64> = if run == "last" {
-            c.query_one("SELECT max(id) FROM runs", &[]).map(|r| r.get(0))
-        } else if let Ok(id) = run.parse::<i64>() {
-            c.query_opt("SELECT id FROM runs WHERE id = $1", &[&id]).map(|r| r.map(|r| r.get(0)))
-        } else if is_uuid(run) {
-            c.query_opt("SELECT id FROM runs WHERE uuid = $1::text::uuid", &[&run]).map(|r| r.map(|r| r.get(0)))
-        } else {
-            c.query_one("SELECT max(id) FROM runs WHERE label = $1", &[&column_text(run)]).map(|r| r.get(0))
-        }
-        .map_err(|e| t.error("finding the run", &e))?;
-        found.ok_or_else(|| {
-            format!(
-                "no run '{}' in the store {}; 'rtgauge list' shows the runs (give an id, a UUID, a label or 'last')",
-                crate::vocab::shown(run),
-                t.shown
-            )
-        })
+    fn last_id(&self) -> Result<Option<i64>, String> {
+        self.one("SELECT max(id) FROM runs", &[])
     }
 
-    /// The whole result of run `id`.
-    pub fn load(&self, id: i64) -> Result<RunResult, String> {
+    fn has_id(&self, id: i64) -> Result<bool, String> {
+        self.one::<Option<i64>>("SELECT max(id) FROM runs WHERE id = $1", &[&id]).map(|f| f.is_some())
+    }
+
+    fn latest_labelled(&self, label: &str) -> Result<Option<i64>, String> {
+        self.one("SELECT max(id) FROM runs WHERE label = $1", &[&column_text(label)])
+    }
+
+    /// A range on the UUID's unique index: from the prefix followed by zeros to it followed by
+    /// `f`s.
+    fn by_uuid_prefix(&self, prefix: &str) -> Result<Vec<i64>, String> {
+        let digits: String = prefix.chars().filter(|c| *c != '-').collect();
+        let padded = |fill: char| {
+            let mut d = digits.clone();
+            while d.len() < 32 {
+                d.push(fill);
+            }
+            format!("{}-{}-{}-{}-{}", &d[0..8], &d[8..12], &d[12..16], &d[16..20], &d[20..32])
+        };
+        if digits.len() > 32 || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Ok(Vec::new());
+        }
+        let (low, high) = (padded('0'), padded('f'));
+        let t = &self.target;
+        let rows = self
+            .client
+            .borrow_mut()
+            .query(
+                "SELECT id FROM runs WHERE uuid BETWEEN $1::text::uuid AND $2::text::uuid ORDER BY id LIMIT 10",
+                &[&low, &high],
+            )
+            .map_err(|e| t.error("finding the run", &e))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    fn kernel_config_before(&self, board: &str) -> Result<Option<super::Earlier>, String> {
+        let t = &self.target;
+        let row = self
+            .client
+            .borrow_mut()
+            .query_opt(
+                "SELECT runs.id, runs.uuid::text, kernel_configs.options FROM runs JOIN kernel_configs \
+                 ON kernel_configs.sha256 = runs.kernel_config WHERE runs.board = $1 ORDER BY runs.id DESC LIMIT 1",
+                &[&column_text(board)],
+            )
+            .map_err(|e| t.error("reading the board's last run", &e))?;
+        let Some(row) = row else { return Ok(None) };
+        let id: i64 = row.get(0);
+        let options = super::decompress_options(row.get(2))
+            .map_err(|e| format!("the kernel configuration of run {id} in the store {} cannot be read: {e}", t.shown))?;
+        Ok(Some(super::Earlier { id, uuid: row.get(1), options }))
+    }
+
+    /// The whole result of run `id` (one snapshot: its document and timelines as one).
+    fn load(&self, id: i64) -> Result<RunResult, String> {
         let t = &self.target;
         let unreadable = |e: &dyn std::fmt::Display| format!("run {id} in the store {} cannot be read: {e}", t.shown);
         let mut c = self.client.borrow_mut();
         let mut tx = c.build_transaction().read_only(true).start().map_err(|e| t.error("reading the run", &e))?;
         let row = tx
-            .query_opt("SELECT document FROM runs WHERE id = $1", &[&id])
+            .query_opt("SELECT document, uuid::text FROM runs WHERE id = $1", &[&id])
             .map_err(|e| t.error("reading the run", &e))?
             .ok_or_else(|| unreadable(&"no such run"))?;
-        let document: &[u8] = row.get(0);
-        let json = std::io::Read::take(flate2::read::ZlibDecoder::new(document), MAX_DOCUMENT);
-        let mut r: RunResult = serde_json::from_reader(std::io::BufReader::new(json)).map_err(|e| unreadable(&e))?;
+        let mut r = super::decompress_document(row.get(0)).map_err(|e| unreadable(&e))?;
+        if r.uuid.is_none() {
+            r.uuid = uuid::Uuid::parse_str(row.get(1)).ok();
+        }
         drop(row);
         let rows =
             tx.query("SELECT entry, data FROM timelines WHERE run = $1", &[&id]).map_err(|e| t.error("reading the run", &e))?;
         for row in rows {
             let entry: i32 = row.get(0);
-            let timeline = columns::decode(row.get(1))
-                .ok_or_else(|| unreadable(&format!("the timeline of its entry {entry} is damaged")))?;
-            let p = r
-                .probes
-                .get_mut(entry as usize)
-                .ok_or_else(|| unreadable(&format!("a timeline for entry {entry}, which it lacks")))?;
-            p.timeline = Some(timeline);
+            super::restore_timeline(&mut r, entry.into(), row.get(1)).map_err(|e| unreadable(&e))?;
         }
         tx.commit().map_err(|e| t.error("reading the run", &e))?;
         Ok(r)
     }
 
-    /// The label of run `id`, if it has one.
-    pub fn label(&self, id: i64) -> Result<Option<String>, String> {
+    fn label(&self, id: i64) -> Result<Option<String>, String> {
         let t = &self.target;
         let row = self
             .client
@@ -951,19 +955,8 @@ impl PgStore {
         Ok(row.and_then(|r| r.get(0)))
     }
 
-    /// The UUID of run `id`.
-    pub fn uuid(&self, id: i64) -> Result<Option<String>, String> {
-        let t = &self.target;
-        let row = self
-            .client
-            .borrow_mut()
-            .query_opt("SELECT uuid::text FROM runs WHERE id = $1", &[&id])
-            .map_err(|e| t.error("reading the run", &e))?;
-        Ok(row.map(|r| r.get(0)))
-    }
-
     /// Deletes run `id` (its timelines go with it).
-    pub fn delete(&self, id: i64) -> Result<(), String> {
+    fn delete(&self, id: i64) -> Result<(), String> {
         let t = &self.target;
         self.client
             .borrow_mut()
@@ -973,51 +966,67 @@ impl PgStore {
     }
 }
 
-/// A run ready to be written: its row, its compressed document, its timelines' blobs.
+impl PgStore {
+    /// The one value of a query's one row.
+    fn one<T: for<'a> postgres::types::FromSql<'a>>(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<T, String> {
+        let t = &self.target;
+        self.client.borrow_mut().query_one(sql, params).map(|r| r.get(0)).map_err(|e| t.error("finding the run", &e))
+    }
+}
+
+/// A run ready to be written: its compressed document, its timelines' blobs, its kernel
+/// configuration's options compressed.
 struct Prepared {
-    row: RunRow,
     document: Vec<u8>,
     entries: Vec<i32>,
     blobs: Vec<Vec<u8>>,
+    kernel_options: Option<Vec<u8>>,
 }
 
-/// Encodes a run for the store (the document compressed, the timelines encoded on every CPU
-/// at once: measuring is over). The same for every backend; it could move to the store's
-/// backend-neutral part.
-fn prepare(r: &RunResult, timelines: &[(usize, TimelineData)]) -> Result<Prepared, String> {
+/// Encodes a run for the store, as every backend does (the parent module's encoders): in
+/// memory, as a BYTEA parameter is one buffer (the timelines, the bulk of a long run, are
+/// apart from the document).
+fn prepare(r: &RunResult, timelines: &[(usize, TimelineData)], row: &NewRow) -> Result<Prepared, String> {
+    let encoding = |e: std::io::Error| format!("encoding the run for the store: {e}");
     let mut document = Vec::new();
-    super::compress_into(r, &mut document).map_err(|e| format!("encoding the run for the store: {e}"))?;
-    let batch = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut blobs = Vec::with_capacity(timelines.len());
-    for chunk in timelines.chunks(batch) {
-        let encoded: Vec<Vec<u8>> = std::thread::scope(|s| {
-            let handles: Vec<_> = chunk.iter().map(|(_, t)| s.spawn(move || columns::encode(t))).collect();
-            handles.into_iter().map(|h| h.join().map_err(|_| "encoding a timeline failed".to_string())).collect::<Result<_, _>>()
-        })?;
-        blobs.extend(encoded);
-    }
-    let entries = timelines.iter().map(|(i, _)| *i as i32).collect();
-    Ok(Prepared { row: row_of(r), document, entries, blobs })
+    super::compress_into(r, &mut document).map_err(encoding)?;
+    let (mut entries, mut blobs) = (Vec::with_capacity(timelines.len()), Vec::with_capacity(timelines.len()));
+    super::encode_timelines(timelines, |i, blob| {
+        entries.push(i32::try_from(i).map_err(|_| format!("entry {i} is past what the store keeps"))?);
+        blobs.push(blob);
+        Ok(())
+    })?;
+    let kernel_options = row.kernel_config.as_ref().map(|k| super::compress_options(&k.options)).transpose().map_err(encoding)?;
+    Ok(Prepared { document, entries, blobs, kernel_options })
 }
 
-/// One transaction: the run's row (unless its UUID is there), then its timelines in one
-/// statement.
-fn write(c: &mut Client, p: &Prepared, keep: &Keep) -> Result<Saved, postgres::Error> {
+/// One transaction: the run's row (unless its UUID is there), its kernel configuration (unless
+/// that is there), then its timelines in one statement.
+fn write(c: &mut Client, p: &Prepared, new: &NewRow) -> Result<Saved, postgres::Error> {
     let mut tx = c.transaction()?;
     tx.batch_execute(&format!("SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))?;
-    let r = &p.row;
+    let r = &new.row;
     let worst = r.worst_ns.map(|w| i64::try_from(w).unwrap_or(i64::MAX));
     let text = column_text;
+    let kernel_config = new.kernel_config.as_ref().map(|k| k.sha256.as_str());
+    // A run stored before (an import repeated, a push again) is found first, so it takes no id
+    // from the sequence; two writers of one run at once meet at the UUID's unique index below.
+    let stored = tx.query_opt("SELECT id FROM runs WHERE uuid = $1::text::uuid", &[&new.uuid])?;
+    if let Some(row) = stored {
+        let id: i64 = row.get(0);
+        tx.rollback()?;
+        return Ok(Saved { id, already: true });
+    }
     let inserted = tx.query_opt(
         "INSERT INTO runs (uuid, started_at, label, board, host, kernel, preemption, scenario, probes, worst_ns, \
-         verdict, status, imported_from, document) \
-         VALUES ($1::text::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+         verdict, status, imported_from, document, kernel_config) \
+         VALUES ($1::text::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
          ON CONFLICT (uuid) DO NOTHING RETURNING id",
         &[
-            &keep.uuid,
+            &new.uuid,
             &text(&r.started_at),
-            &keep.label.map(column_text),
-            &text(keep.board),
+            &r.label.as_deref().map(column_text),
+            &text(&r.board),
             &text(&r.host),
             &text(&r.kernel),
             &text(&r.preemption),
@@ -1026,16 +1035,23 @@ fn write(c: &mut Client, p: &Prepared, keep: &Keep) -> Result<Saved, postgres::E
             &worst,
             &r.verdict,
             &r.status,
-            &keep.imported_from.map(column_text),
+            &r.imported_from.as_deref().map(column_text),
             &p.document,
+            &kernel_config,
         ],
     )?;
     let Some(row) = inserted else {
-        let id: i64 = tx.query_one("SELECT id FROM runs WHERE uuid = $1::text::uuid", &[&keep.uuid])?.get(0);
+        let id: i64 = tx.query_one("SELECT id FROM runs WHERE uuid = $1::text::uuid", &[&new.uuid])?.get(0);
         tx.rollback()?;
-        return Ok(Saved { id, new: false });
+        return Ok(Saved { id, already: true });
     };
     let id: i64 = row.get(0);
+    if let (Some(sha256), Some(options)) = (kernel_config, &p.kernel_options) {
+        tx.execute(
+            "INSERT INTO kernel_configs (sha256, options) VALUES ($1, $2) ON CONFLICT (sha256) DO NOTHING",
+            &[&sha256, options],
+        )?;
+    }
     if !p.entries.is_empty() {
         tx.execute(
             "INSERT INTO timelines (run, entry, data) SELECT $1, e, d FROM unnest($2::int4[], $3::bytea[]) AS t (e, d)",
@@ -1043,7 +1059,7 @@ fn write(c: &mut Client, p: &Prepared, keep: &Keep) -> Result<Saved, postgres::E
         )?;
     }
     tx.commit()?;
-    Ok(Saved { id, new: true })
+    Ok(Saved { id, already: false })
 }
 
 /// Text as a column keeps it: PostgreSQL's text holds no NUL, which is shown as `␀` (the
@@ -1054,12 +1070,6 @@ fn column_text(s: &str) -> std::borrow::Cow<'_, str> {
     } else {
         s.into()
     }
-}
-
-/// Whether `s` is written as a UUID (`8-4-4-4-12` hexadecimal digits).
-pub fn is_uuid(s: &str) -> bool {
-    let groups: Vec<&str> = s.split('-').collect();
-    groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12]) && groups.iter().all(|g| g.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// Whether an error means the connection is gone (closed, broken, or ended by the server's
@@ -1130,12 +1140,5 @@ mod tests {
         assert!(e.contains("sslmode=sometimes") && e.contains("postgres://USER@HOST:PORT/DBNAME") && !e.contains(":pw"), "{e}");
         let e = Target::parse("postgres://rt:pw@h:notaport/lab").err().unwrap_or_default();
         assert!(e.starts_with("the database URL postgres://rt@h:notaport/lab does not parse"), "{e}");
-    }
-
-    #[test]
-    fn uuids_are_recognised() {
-        assert!(is_uuid("0b5c2a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21"));
-        assert!(!is_uuid("0b5c2a4e-1d2f-4c3b-9a8e-7f6d5c4b3a2"));
-        assert!(!is_uuid("rt-kernel"));
     }
 }

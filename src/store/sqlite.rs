@@ -18,8 +18,7 @@
 //! compressed JSON took seconds to store. Layout 4 gives every run its UUID (unique) and its
 //! board, and keeps each kernel configuration once, by its SHA-256, to compare a board's runs.
 
-use super::columns;
-use super::{dir_of, Filter, NewRow, OpenError, RunRow, Saved};
+use super::{compress_into, dir_of, Filter, NewRow, OpenError, RunRow, Saved};
 use crate::result::timeline::TimelineData;
 use crate::result::RunResult;
 use crate::sys;
@@ -142,8 +141,6 @@ fn fill_uuids(c: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// The most a stored document may take once decompressed (a 24 h run on 64 CPUs is ~130 MB).
-pub(super) const MAX_DOCUMENT: u64 = 1 << 30;
 /// How long a write waits for another rtgauge holding the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The first bytes of every SQLite database file.
@@ -416,21 +413,7 @@ impl super::Backend for Sqlite {
         }
         {
             let mut insert = tx.prepare_cached("INSERT INTO timelines (run, entry, data) VALUES (?1, ?2, ?3)").map_err(sql)?;
-            // Encoded on every CPU at once (measuring is over), a CPU's worth of series at a time.
-            let batch = std::thread::available_parallelism().map_or(1, |n| n.get());
-            for chunk in timelines.chunks(batch) {
-                let blobs: Vec<Vec<u8>> = std::thread::scope(|s| {
-                    let handles: Vec<_> = chunk.iter().map(|(_, t)| s.spawn(move || columns::encode(t))).collect();
-                    handles.into_iter().map(|h| h.join().map_err(|_| "encoding a timeline failed".to_string())).collect::<Result<
-                        Vec<Vec<u8>>,
-                        String,
-                    >>(
-                    )
-                })?;
-                for ((i, _), blob) in chunk.iter().zip(blobs) {
-                    insert.execute(params![id, *i as i64, blob]).map_err(sql)?;
-                }
-            }
+            super::encode_timelines(timelines, |i, blob| insert.execute(params![id, i as i64, blob]).map(drop).map_err(sql))?;
         }
         tx.commit().map_err(sql)?;
         Ok(Saved { id, already: false })
@@ -444,20 +427,10 @@ impl super::Backend for Sqlite {
         let board = if layout_4 { "board" } else { "host" };
         let mut clauses: Vec<String> = Vec::new();
         let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
-        let conditions: [(&str, &str, &Option<String>); 7] = [
-            ("host", "=", &filter.host),
-            (board, "=", &filter.board),
-            ("kernel", "=", &filter.kernel),
-            ("scenario", "=", &filter.scenario),
-            ("label", "=", &filter.label),
-            ("verdict", "=", &filter.verdict),
-            ("started_at", ">=", &filter.since),
-        ];
-        for (column, op, value) in conditions {
-            if let Some(v) = value {
-                values.push(v);
-                clauses.push(format!("{column} {op} ?{}", values.len()));
-            }
+        for (column, op, v) in filter.conditions() {
+            let column = if column == "board" { board } else { column };
+            values.push(v);
+            clauses.push(format!("{column} {op} ?{}", values.len()));
         }
         let wher = if clauses.is_empty() { String::new() } else { format!(" WHERE {}", clauses.join(" AND ")) };
         let extra = if layout_4 { "uuid, board" } else { "NULL, host" };
@@ -558,10 +531,7 @@ impl super::Backend for Sqlite {
         let row = rows.next().map_err(|e| sql_error(&self.path, e))?.ok_or_else(|| unreadable(&"no such run"))?;
         let mut r: RunResult = match row.get_ref(0).map_err(|e| sql_error(&self.path, e))? {
             ValueRef::Text(text) => serde_json::from_slice(text).map_err(|e| unreadable(&e))?,
-            ValueRef::Blob(blob) => {
-                let json = std::io::Read::take(flate2::read::ZlibDecoder::new(blob), MAX_DOCUMENT);
-                serde_json::from_reader(std::io::BufReader::new(json)).map_err(|e| unreadable(&e))?
-            }
+            ValueRef::Blob(blob) => super::decompress_document(blob).map_err(|e| unreadable(&e))?,
             _ => return Err(unreadable(&"its document is neither JSON nor compressed JSON")),
         };
         // A document stored before runs had UUIDs gets the one the store gave it.
@@ -580,12 +550,7 @@ impl super::Backend for Sqlite {
         while let Some(row) = rows.next().map_err(|e| sql_error(&self.path, e))? {
             let entry: i64 = row.get(0).map_err(|e| sql_error(&self.path, e))?;
             let data = row.get_ref(1).and_then(|v| v.as_blob().map_err(Into::into)).map_err(|e| sql_error(&self.path, e))?;
-            let t = columns::decode(data).ok_or_else(|| unreadable(&format!("the timeline of its entry {entry} is damaged")))?;
-            let p = r
-                .probes
-                .get_mut(entry as usize)
-                .ok_or_else(|| unreadable(&format!("a timeline for entry {entry}, which it lacks")))?;
-            p.timeline = Some(t);
+            super::restore_timeline(&mut r, entry, data).map_err(|e| unreadable(&e))?;
         }
         Ok(r)
     }
@@ -665,36 +630,6 @@ fn spool(r: &RunResult, store: &Path) -> std::io::Result<(Spool, u64)> {
     let mut s = Spool::Memory(std::io::Cursor::new(Vec::new()));
     let size = compress_into(r, &mut s)?;
     Ok((s, size))
-}
-
-/// A result as the store keeps it: JSON serialised straight into a zlib compressor writing to
-/// `out`; returns the compressed size.
-pub(super) fn compress_into(r: &RunResult, out: &mut impl std::io::Write) -> std::io::Result<u64> {
-    let mut counted = Counted { inner: out, bytes: 0 };
-    let mut z = flate2::write::ZlibEncoder::new(&mut counted, flate2::Compression::fast());
-    let mut w = std::io::BufWriter::with_capacity(64 * 1024, &mut z);
-    serde_json::to_writer(&mut w, r)?;
-    std::io::Write::flush(&mut w)?;
-    drop(w);
-    z.finish()?;
-    Ok(counted.bytes)
-}
-
-/// A writer that counts what passes through it.
-struct Counted<W> {
-    inner: W,
-    bytes: u64,
-}
-
-impl<W: std::io::Write> std::io::Write for Counted<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
 }
 
 /// The `file:` URI of `path` for SQLite: every byte but letters, digits and `/._-~` written

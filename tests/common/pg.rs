@@ -8,7 +8,7 @@
 //! test binary has exited, however it ended. Each test takes a database of its own
 //! ([`Cluster::database`]).
 //!
-//! Where PostgreSQL is not installed the tests print a note and pass without testing; under CI
+//! Where PostgreSQL is not installed the tests print SKIPPED and pass without testing; under CI
 //! (`CI` set) that is a failure: `.ci/run` installs it.
 
 use std::path::{Path, PathBuf};
@@ -27,6 +27,8 @@ pub struct Cluster {
     dir: PathBuf,
     bin: PathBuf,
     pub port: u16,
+    /// The server's options (`pg_ctl -o`), to start it again.
+    options: String,
     /// Whether this value stops the cluster when dropped (a cluster of its own; the shared one
     /// is stopped by its guard).
     owned: bool,
@@ -59,7 +61,7 @@ fn skip(why: &str) -> Option<Cluster> {
     if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
         panic!("PostgreSQL is needed under CI: {why}");
     }
-    eprintln!("NOTE: the PostgreSQL store's tests are skipped: {why}");
+    eprintln!("SKIPPED: the PostgreSQL store's tests (PostgreSQL cannot start here): {why}");
     None
 }
 
@@ -167,7 +169,7 @@ impl Cluster {
             pg_ctl.arg("start");
             match run(pg_ctl, "pg_ctl start") {
                 Ok(()) => {
-                    let c = Cluster { dir, bin, port, owned };
+                    let c = Cluster { dir, bin, port, options, owned };
                     c.guard()?;
                     c.setup()?;
                     return Ok(c);
@@ -260,6 +262,14 @@ impl Cluster {
         let mut pg_ctl = as_server_user(&self.bin.join("pg_ctl"));
         pg_ctl.arg("-D").arg(self.dir.join("data")).args(["-m", "fast", "-w", "-s", "stop"]);
         run(pg_ctl, "pg_ctl stop").unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Starts the server again, on the same port (a cluster of the test's own, stopped).
+    pub fn start_again(&self) {
+        let mut pg_ctl = as_server_user(&self.bin.join("pg_ctl"));
+        pg_ctl.arg("-D").arg(self.dir.join("data")).arg("-l").arg(self.dir.join("log"));
+        pg_ctl.args(["-w", "-t", "60", "-s", "-o", &self.options, "start"]);
+        run(pg_ctl, "pg_ctl start").unwrap_or_else(|e| panic!("{e}"));
     }
 }
 
