@@ -4,8 +4,8 @@
 //! every file as `sys::files` says: `/proc` and `/sys` files only on those file systems, a
 //! `/boot` file only when regular, each read up to a cap.
 
+use crate::result::board::KernelOptions;
 use crate::result::board::{Board, ConfigChanges, KernelConfigId};
-use crate::store::KernelOptions;
 use crate::sys::files::{kernel_fs, open_regular, KernelFs};
 use std::collections::BTreeMap;
 use std::io::Read;

@@ -57,3 +57,11 @@ pub struct ConfigChanges {
     /// Options set both times to different values (`NAME: before -> now`).
     pub changed: Vec<String>,
 }
+
+/// A kernel's build configuration as it was read, for the store (which keeps each text once)
+/// and for [`ConfigChanges`]: the SHA-256 of its text and its options (`NAME` → value).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelOptions {
+    pub sha256: String,
+    pub options: std::collections::BTreeMap<String, String>,
+}

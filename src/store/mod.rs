@@ -171,12 +171,7 @@ pub struct NewRow {
     kernel_config: Option<KernelOptions>,
 }
 
-/// A kernel configuration as the store keeps it, once per text: its SHA-256 and its options.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KernelOptions {
-    pub sha256: String,
-    pub options: BTreeMap<String, String>,
-}
+pub use crate::result::board::KernelOptions;
 
 /// The kernel configuration of an earlier run of a board.
 #[derive(Debug, Clone, PartialEq)]
