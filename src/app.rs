@@ -39,6 +39,7 @@ pub fn main() -> ExitCode {
         Command::Delete(a) => commands::delete::delete(&a),
         Command::Export(a) => commands::export::export(&a),
         Command::Import(a) => commands::import::import(&a),
+        Command::Push(a) => commands::push::push(&a),
         Command::Report(a) => commands::report::report(&a),
         Command::Compare(a) => commands::compare::compare(&a),
         Command::Check(a) => commands::check::check(&a),

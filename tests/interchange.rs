@@ -152,15 +152,15 @@ fn a_run_exported_and_imported_again_keeps_every_number() {
     let file = dir.path().join("exported.json");
     let out = rtgauge(&["export", "last", "--db", &db, "--format", "json", "-o", file.to_str().unwrap()]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut again = import(&db, &file);
+    // The run keeps its identity: back in its own store it is there already, stored once.
+    let out = rtgauge(&["import", "--db", &db, file.to_str().unwrap()]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && said.contains("already stored as run 1"), "{said}");
+    let other = dir.path().join("other.db").to_string_lossy().into_owned();
+    let mut again = import(&other, &file);
     assert_eq!(again["imported"]["format"], "rtgauge-json");
     again.as_object_mut().unwrap().remove("imported");
-    // (An import is a run of its own in the store: its UUID is made from the file's content.)
-    assert_ne!(again["uuid"], doc["uuid"]);
-    let (mut again, mut doc) = (again, doc);
-    for d in [&mut again, &mut doc] {
-        d.as_object_mut().unwrap().remove("uuid");
-    }
+    assert_eq!(again["uuid"], doc["uuid"], "the run's own UUID");
     assert_eq!(again, doc, "every number of the run, back from its export");
 
     // Through cyclictest's formats: the figures at cyclictest's resolution (µs).
@@ -363,9 +363,12 @@ fn rtgauge_export(dir: &Path, db: &str) -> PathBuf {
     path
 }
 
-/// An rtgauge document at `path`, changed by `edit`, written as `name` beside it.
+/// An rtgauge document at `path`, changed by `edit`, written as `name` beside it: a run of its
+/// own, so without the UUID of the run it was made from (a document keeps its run's identity
+/// wherever it goes: the same UUID is stored once).
 fn edited_export(path: &Path, name: &str, edit: impl FnOnce(&mut Value)) -> PathBuf {
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("uuid");
     edit(&mut v);
     let out = path.with_file_name(name);
     std::fs::write(&out, serde_json::to_string_pretty(&v).unwrap()).unwrap();

@@ -248,15 +248,18 @@ fn a_label_with_quotes_sql_and_control_characters_is_stored_and_shown_as_text() 
 }
 
 #[test]
-fn a_run_the_server_did_not_take_at_its_end_is_rescued_to_a_file_that_import_stores_later() {
+fn a_run_the_server_did_not_take_nor_the_spool_is_rescued_to_a_file_that_import_stores_later() {
     let Some(own) = pg::own() else { return };
     let db = own.database("cli_rescue", true);
     let url = own.url(&db);
     let home = tempfile::tempdir().unwrap();
     let data = home.path().join("data");
     std::fs::create_dir_all(data.join("rtgauge")).unwrap();
+    // No spool can be made where it goes (a file is in the way): the rescue file is the last resort.
+    std::fs::write(home.path().join("spool"), "in the way").unwrap();
     let child = rtgauge(&["run", "-D", "3s", "--load", "none", "--db", &url, "--label", "rescued"])
         .env("XDG_DATA_HOME", &data)
+        .env("RTGAUGE_DB", home.path().join("runs.db"))
         .current_dir(home.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -269,7 +272,8 @@ fn a_run_the_server_did_not_take_at_its_end_is_rescued_to_a_file_that_import_sto
     // As for a SQLite store named with --db: the run did not do what was asked.
     assert_eq!(out.status.code(), Some(2), "{err}");
     no_password("rescue", &[&err, &String::from_utf8_lossy(&out.stdout)]);
-    assert!(err.contains("the run was measured but not stored") && err.contains("rtgauge import"), "{err}");
+    assert!(err.contains("the run was measured but not stored") && err.contains("nor kept in the spool"), "{err}");
+    assert!(err.contains("rtgauge import"), "{err}");
     let rescued: Vec<_> = std::fs::read_dir(data.join("rtgauge")).unwrap().flatten().map(|e| e.path()).collect();
     assert_eq!(rescued.len(), 1, "the rescue file beside the local store: {rescued:?} ({err})");
     let file = rescued[0].display().to_string();
@@ -283,7 +287,9 @@ fn a_run_the_server_did_not_take_at_its_end_is_rescued_to_a_file_that_import_sto
     let (code, out, err) = cli(&["show", "rescued", "--json", "--db", &url]);
     assert_eq!(code, 0, "{err}");
     let shown: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(shown["started_at"], doc["started_at"]);
+    assert_eq!((&shown["started_at"], &shown["uuid"]), (&doc["started_at"], &doc["uuid"]), "the run's own identity");
+    let (code, out, err) = cli(&["import", &file, "--db", &url]);
+    assert!(code == 0 && out.contains("already stored as run 1"), "imported again, stored once: {out}{err}");
 }
 
 /// A result with histograms (an imported cyclictest run) and a timeline of 500 windows.

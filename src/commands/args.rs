@@ -147,6 +147,15 @@ pub enum Command {
         rtgauge import hist.txt jitterdebugger/results.json oslat.json\n  rtgauge list; rtgauge show last"
     )]
     Import(ImportArgs),
+    /// Copy stored runs into another store (a board's runs into the lab's PostgreSQL, or back),
+    /// and deliver the runs waiting in the spool for it; a run already there is not copied again
+    #[command(
+        after_help = "Examples:\n  rtgauge push --to postgres://lab@db.lab/rt          every run of this board's store\n  \
+        rtgauge push last rt-kernel --to postgres://lab@db.lab/rt\n  \
+        rtgauge push --db board-7.db --board board-7 --to postgres://lab@db.lab/rt   a store copied off a board\n  \
+        rtgauge push --db postgres://lab@db.lab/rt --board board-7 --to board-7.db   and back"
+    )]
+    Push(PushArgs),
     /// Run load generators on their own, like stress or hackbench
     #[command(after_help = LOAD_EXAMPLES)]
     Load(LoadArgs),
@@ -370,9 +379,10 @@ pub struct PngArgs {
 /// Where the store is.
 #[derive(Debug, Args)]
 pub struct StoreArg {
-    /// The store, a SQLite file [default: $RTGAUGE_DB, else $XDG_DATA_HOME/rtgauge/runs.db, else
+    /// The store: a SQLite file, or a PostgreSQL database (postgres://USER@HOST[:PORT]/DB)
+    /// [default: $RTGAUGE_DB, else $XDG_DATA_HOME/rtgauge/runs.db, else
     /// ~/.local/share/rtgauge/runs.db]
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH|URL")]
     pub db: Option<std::path::PathBuf>,
 }
 
@@ -507,6 +517,27 @@ pub struct ImportArgs {
     /// names, else the host the file records, else this host's name]
     #[arg(long, value_name = "NAME")]
     pub board: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The runs to copy: ids, labels (the latest run so named), UUIDs (or their first 8 or more
+    /// hex digits) or 'last' [default: every run of the store that passes the filters]
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Where to copy them: a PostgreSQL database (postgres://USER@HOST[:PORT]/DB) or a SQLite
+    /// file (made if there is none)
+    #[arg(long, value_name = "URL|PATH", required = true)]
+    pub to: std::path::PathBuf,
+    /// The store the runs are copied from
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Only runs on this board
+    #[arg(long, value_name = "NAME")]
+    pub board: Option<String>,
+    /// Only runs started since then: a date (2026-11-01), a time (2026-11-01T08:00:00Z) or an age (7d, 12h)
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -71,7 +71,7 @@ fn cut(name: &str) -> String {
 }
 
 /// `--since`: a date, a time, or an age (`7d`) before now; as RFC 3339 for comparing.
-fn since_rfc3339(v: &str) -> Result<String> {
+pub(super) fn since_rfc3339(v: &str) -> Result<String> {
     let bad = || anyhow!("--since {v}: not a date (2026-11-01), a time (2026-11-01T08:00:00Z) or an age (7d, 12h)");
     // Dates and times compare as text with the stored RFC 3339 times (UTC), whatever the year: a
     // 32-bit system's clock ends in 2038.

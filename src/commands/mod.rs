@@ -4,7 +4,7 @@
 //!
 //! - measuring: [`run`], [`load`], [`udp_echo`], [`stall`];
 //! - the system: [`check`], [`restore`], [`scenarios`];
-//! - the store: [`list`], [`show`], [`delete`], [`import`], [`export`], [`report`], [`compare`]
+//! - the store: [`list`], [`show`], [`delete`], [`import`], [`push`], [`export`], [`report`], [`compare`]
 //!   (and [`stored`], what they share).
 
 pub mod args;
@@ -15,6 +15,7 @@ pub mod export;
 pub mod import;
 pub mod list;
 pub mod load;
+pub mod push;
 pub mod report;
 pub mod restore;
 pub mod run;

@@ -121,9 +121,11 @@ pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResul
             before.format.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').take(40).collect::<String>()
         ));
     }
-    // An import is a run of the store's own, identified by the file's content (the same file
-    // imported twice is stored once); the UUID the document had stays in the file.
-    r.uuid = crate::result::content_uuid_of_hex(&sha256);
+    // A run keeps its identity wherever its document goes: a document rtgauge wrote names its
+    // run's UUID (a run written with --json and stored too, or rescued to a file, is stored
+    // once however it arrives); one of an older version, without it, is identified by the
+    // file's content (the same file imported twice is stored once).
+    r.uuid = r.uuid.or_else(|| crate::result::content_uuid_of_hex(&sha256));
     r.imported = Some(Imported {
         tool: "rtgauge".into(),
         tool_version: Some(r.tool_version.clone()),

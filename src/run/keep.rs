@@ -105,6 +105,10 @@ pub(super) fn report_and_keep(
         Kept::Rescued(why) => {
             let _ = say(true, &format!("rtgauge: warning: {why}\n"));
         }
+        // Nothing lost and nothing to do: the spool delivers it.
+        Kept::Spooled(why) => {
+            let _ = say(true, &format!("rtgauge: warning: {why}\n"));
+        }
     }
     reported
 }
@@ -130,6 +134,8 @@ enum Kept {
     Nowhere,
     /// The store failed at the end: why, and the rescue file the result went to instead.
     Rescued(String),
+    /// The shared store failed at the end: why, and the spool the result waits in.
+    Spooled(String),
 }
 
 /// Keeps the result in the store, if there is one. A store that cannot be written at the end
@@ -148,16 +154,36 @@ fn keep_result(
         }
         return Kept::Nowhere;
     };
-    let e = match store.save(result, keep.label.as_deref(), None, kernel_config) {
+    // A shared store first takes the runs that wait in the spool for it (older: they go first).
+    let shared = keep.location.as_ref().filter(|l| matches!(l, store::Location::Postgres(_)));
+    let delivered = shared.map(|l| delivery(&store, l)).unwrap_or_default();
+    let e = match store.save(result, keep.label.as_deref(), None, kernel_config.clone()) {
         Ok(saved) => {
             let (id, shown) = (saved.id, store.shown());
             let stored = if saved.already { "Already stored" } else { "Stored" };
-            return Kept::Stored(format!("{stored} as run {id} in {shown} ('rtgauge show {id}')."));
+            return Kept::Stored(format!("{stored} as run {id} in {shown} ('rtgauge show {id}').{delivered}"));
         }
         Err(e) => e,
     };
     let (db, beside) = (store.shown(), store.rescue_dir());
     drop(store);
+    // A shared store that did not take it: the run waits in the spool, which the next run with
+    // this store (or 'rtgauge push') empties; only a spool that cannot be written costs a rescue file.
+    let mut spool_failed = String::new();
+    if let Some(location) = shared {
+        match store::spool::keep(result, location, keep.label.as_deref(), kernel_config) {
+            Ok(file) => {
+                let short = result.uuid.map(|u| u.to_string()[..8].to_string()).unwrap_or_default();
+                return Kept::Spooled(format!(
+                    "the run was measured but not stored in {db}: {e}; it waits in the spool {} (run {short}), \
+                     which the next run with this store delivers, or 'rtgauge push --to {db}'{delivered}",
+                    file.display()
+                ));
+            }
+            Err(e2) => spool_failed = format!("; nor kept in the spool: {e2}"),
+        }
+    }
+    let e = format!("{e}{spool_failed}");
     Kept::Rescued(match store::rescue(result, beside) {
         Ok(file) => {
             let label = keep.label.as_deref().map_or(String::new(), |l| format!(" --label '{l}'"));
@@ -188,4 +214,14 @@ fn report(result: &RunResult, sink: Option<JsonSink>, stored: bool, said_before:
         said.map_err(crate::report::out::OutputError::from)?;
     }
     Ok(if result.verdict.passed { EXIT_PASSED } else { EXIT_FAILED })
+}
+
+/// Delivers the runs waiting in the spool for the shared store `location` (opened: `store`);
+/// what it did, as lines to add after the one that says where the run went (empty when
+/// nothing waited).
+fn delivery(store: &Store, location: &store::Location) -> String {
+    match store::spool::deliver(store, location) {
+        Ok(d) => d.said(),
+        Err(e) => format!("\nThe runs waiting in the spool were not delivered: {e}."),
+    }
 }

@@ -16,6 +16,7 @@
 
 mod columns;
 pub mod postgres;
+pub mod spool;
 mod sqlite;
 
 use crate::result::timeline::TimelineData;
@@ -130,6 +131,8 @@ trait Backend {
     fn by_uuid_prefix(&self, prefix: &str) -> Result<Vec<i64>, String>;
     /// The kernel configuration of the latest run of `board` that recorded one.
     fn kernel_config_before(&self, board: &str) -> Result<Option<Earlier>, String>;
+    /// The options of the kernel configuration whose text has SHA-256 `sha256`, if kept.
+    fn kernel_options(&self, sha256: &str) -> Result<Option<BTreeMap<String, String>>, String>;
     /// The whole result of run `id`, its UUID in it.
     fn load(&self, id: i64) -> Result<RunResult, String>;
     /// The label of run `id`, if it has one.
@@ -467,6 +470,15 @@ impl Store {
         self.backend.kernel_config_before(board)
     }
 
+    /// The kernel configuration a run ran on, as this store keeps it (`None`: the run recorded
+    /// none, or its options are not kept here).
+    pub fn kernel_config_of(&self, r: &RunResult) -> Result<Option<KernelOptions>, String> {
+        let Some(sha256) = r.board.as_ref().and_then(|b| b.kernel_config.as_ref()).map(|k| k.sha256.clone()) else {
+            return Ok(None);
+        };
+        Ok(self.backend.kernel_options(&sha256)?.map(|options| KernelOptions { sha256, options }))
+    }
+
     /// The whole result of run `id`.
     pub fn load(&self, id: i64) -> Result<RunResult, String> {
         self.backend.load(id)
@@ -481,6 +493,14 @@ impl Store {
     pub fn delete(&self, id: i64) -> Result<(), String> {
         self.backend.delete(id)
     }
+}
+
+/// Copies run `row` of store `from` into store `to`, whole, as it is: its UUID (so a run copied
+/// twice is stored once), label, origin and kernel configuration kept.
+pub fn copy_run(from: &Store, row: &RunRow, to: &Store) -> Result<Saved, String> {
+    let mut r = from.load(row.id)?;
+    let kernel_config = from.kernel_config_of(&r)?;
+    to.save(&mut r, row.label.as_deref(), row.imported_from.as_deref(), kernel_config)
 }
 
 /// `run` as the start of a UUID in its canonical form (lower case, hyphens after the 8th, 12th,

@@ -25,6 +25,7 @@ use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, Config};
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -918,6 +919,18 @@ impl super::Backend for PgStore {
         let options = super::decompress_options(row.get(2))
             .map_err(|e| format!("the kernel configuration of run {id} in the store {} cannot be read: {e}", t.shown))?;
         Ok(Some(super::Earlier { id, uuid: row.get(1), options }))
+    }
+
+    fn kernel_options(&self, sha256: &str) -> Result<Option<BTreeMap<String, String>>, String> {
+        let t = &self.target;
+        let row = self
+            .client
+            .borrow_mut()
+            .query_opt("SELECT options FROM kernel_configs WHERE sha256 = $1", &[&sha256])
+            .map_err(|e| t.error("reading a kernel configuration", &e))?;
+        row.map(|r| super::decompress_options(r.get(0)))
+            .transpose()
+            .map_err(|e| format!("the kernel configuration {sha256} in the store {} cannot be read: {e}", t.shown))
     }
 
     /// The whole result of run `id` (one snapshot: its document and timelines as one).

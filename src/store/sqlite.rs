@@ -24,6 +24,7 @@ use crate::result::RunResult;
 use crate::sys;
 use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -515,6 +516,20 @@ impl super::Backend for Sqlite {
         let options = super::decompress_options(&blob)
             .map_err(|e| format!("the kernel configuration of run {id} in the store {} cannot be read: {e}", self.shown()))?;
         Ok(Some(super::Earlier { id, uuid, options }))
+    }
+
+    fn kernel_options(&self, sha256: &str) -> Result<Option<BTreeMap<String, String>>, String> {
+        if self.layout < 4 {
+            return Ok(None);
+        }
+        let blob: Option<Vec<u8>> = self
+            .conn
+            .query_row("SELECT options FROM kernel_configs WHERE sha256 = ?1", [sha256], |r| r.get(0))
+            .optional()
+            .map_err(|e| sql_error(&self.path, e))?;
+        blob.map(|b| super::decompress_options(&b))
+            .transpose()
+            .map_err(|e| format!("the kernel configuration {sha256} in the store {} cannot be read: {e}", self.shown()))
     }
 
     /// The whole result of run `id`.

@@ -1,0 +1,166 @@
+//! The spool: where a run waits when the shared store it was meant for (a lab's PostgreSQL)
+//! could not take it at the end (the network down, the server restarting, its disk full, a
+//! lock), and how it is delivered later — by the next run with that store, or by
+//! `rtgauge push --to URL` — exactly once.
+//!
+//! The spool is beside the local store (`spool/` in its directory), one SQLite store per
+//! destination, named after the destination (the URL without its password): a waiting run is
+//! kept whole, with its UUID, label, board and kernel configuration, by the same code as any
+//! store. Delivery copies each waiting run into the destination, where a run is stored once by
+//! its UUID, and only then removes it from the spool: a delivery cut short (the server gone
+//! again, rtgauge stopped) leaves the runs not yet removed waiting, and delivering one of them a
+//! second time finds it there already. Two deliveries at once store each run once too.
+
+use super::{default_location, dir_of, local_data_dir, Location, Store};
+use crate::result::RunResult;
+use crate::vocab::Count;
+use std::path::PathBuf;
+
+/// The spool's directory: `spool/` beside the local store (the directory of `RTGAUGE_DB` when
+/// it is a file, else rtgauge's local data directory); `None` without either.
+pub fn dir() -> Option<PathBuf> {
+    match default_location() {
+        Some(Location::File(p)) => Some(dir_of(&p).join("spool")),
+        _ => Some(local_data_dir()?.join("spool")),
+    }
+}
+
+/// The spool file of the runs waiting for `destination`: its URL without the password (the
+/// scheme written one way), readable, then 8 hex digits of its SHA-256 (two URLs that read
+/// alike stay apart).
+pub fn file_for(destination: &Location) -> Option<PathBuf> {
+    let key = key_of(destination);
+    let digest = sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(key.as_bytes()));
+    let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let readable: String = key
+        .split_once("://")
+        .map_or(key.as_str(), |(_, rest)| rest)
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "-.@".contains(c) { c } else { '_' })
+        .take(64)
+        .collect();
+    Some(dir()?.join(format!("{readable}-{hex}.db")))
+}
+
+/// What names a destination: its URL without the password, `postgresql://` written
+/// `postgres://`; a file's path as given.
+fn key_of(destination: &Location) -> String {
+    let shown = destination.shown();
+    let lower = shown.to_ascii_lowercase();
+    for scheme in ["postgresql://", "postgres://"] {
+        if lower.starts_with(scheme) {
+            return format!("postgres://{}", &shown[scheme.len()..]);
+        }
+    }
+    shown
+}
+
+/// Keeps `r` in the spool of `destination` (its directory made, mode 0700); returns the spool
+/// file. `label`, and the kernel configuration, travel with the run.
+pub fn keep(
+    r: &mut RunResult,
+    destination: &Location,
+    label: Option<&str>,
+    kernel_config: Option<super::KernelOptions>,
+) -> Result<PathBuf, String> {
+    let file =
+        file_for(destination).ok_or("there is no local data directory for a spool (neither XDG_DATA_HOME nor HOME is set)")?;
+    let dir = dir_of(&file);
+    crate::sys::files::make_dir_all(dir, 0o700)
+        .map_err(|e| format!("the spool directory {} cannot be made: {e}", dir.display()))?;
+    let spool = Store::open(&Location::File(file.clone())).map_err(|e| e.to_string())?;
+    spool.save(r, label, None, kernel_config)?;
+    Ok(file)
+}
+
+/// What a delivery did.
+#[derive(Debug, Default)]
+pub struct Delivered {
+    /// The destination's ids of the runs it stored now.
+    pub stored: Vec<i64>,
+    /// The destination's ids of the runs it had already (a delivery before was cut short
+    /// after storing them).
+    pub already: Vec<i64>,
+    /// Why the delivery stopped before the last run, if it did (the runs left wait on).
+    pub stopped: Option<String>,
+    /// How many runs still wait.
+    pub left: usize,
+    /// The spool file.
+    pub file: Option<PathBuf>,
+}
+
+/// Delivers the runs waiting in the spool of `destination` into `to` (the destination, opened),
+/// oldest first, each removed from the spool once the destination has it. `Ok` with nothing
+/// stored when nothing waits; a spool that cannot be read is an error.
+pub fn deliver(to: &Store, destination: &Location) -> Result<Delivered, String> {
+    let Some(file) = file_for(destination) else { return Ok(Delivered::default()) };
+    match std::fs::symlink_metadata(&file) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Delivered::default()),
+        Err(e) => return Err(format!("the spool {} cannot be read: {e}", file.display())),
+    }
+    let spool = Store::open(&Location::File(file.clone())).map_err(|e| format!("the spool: {e}"))?;
+    let waiting = spool.list(&super::Filter::default())?;
+    let mut done = Delivered { file: Some(file), ..Delivered::default() };
+    for (n, row) in waiting.iter().enumerate() {
+        match super::copy_run(&spool, row, to) {
+            Ok(saved) => {
+                if saved.already {
+                    done.already.push(saved.id)
+                } else {
+                    done.stored.push(saved.id)
+                }
+                // Only now: a run removed before the destination had it could be lost.
+                if let Err(e) = spool.delete(row.id) {
+                    done.stopped = Some(format!("a delivered run could not be removed from the spool: {e}"));
+                    done.left = waiting.len() - n;
+                    return Ok(done);
+                }
+            }
+            Err(e) => {
+                done.stopped = Some(e);
+                done.left = waiting.len() - n;
+                return Ok(done);
+            }
+        }
+    }
+    Ok(done)
+}
+
+impl Delivered {
+    /// What the delivery did, a line each, each begun with a line break (empty when nothing
+    /// waited).
+    pub fn said(&self) -> String {
+        let mut text = String::new();
+        let ids = |v: &[i64]| v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+        let file = self.file.as_ref().map(|f| f.display().to_string()).unwrap_or_default();
+        if !self.stored.is_empty() {
+            text += &format!(
+                "\nDelivered from the spool: {} (now {} {}).",
+                Count(self.stored.len() as u64, "run"),
+                if self.stored.len() == 1 { "run" } else { "runs" },
+                ids(&self.stored)
+            );
+        }
+        if !self.already.is_empty() {
+            text += &format!(
+                "\nFrom the spool, already stored: {} {}.",
+                if self.already.len() == 1 { "run" } else { "runs" },
+                ids(&self.already)
+            );
+        }
+        if let Some(why) = &self.stopped {
+            text += &format!(
+                "\n{} still {} in the spool {file}: {why}.",
+                Count(self.left as u64, "run"),
+                if self.left == 1 { "waits" } else { "wait" }
+            );
+        }
+        text
+    }
+}
+
+/// Whether two locations name one destination (URLs alike without their passwords).
+pub fn same_destination(a: &Location, b: &Location) -> bool {
+    key_of(a) == key_of(b)
+}

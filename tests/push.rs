@@ -1,0 +1,227 @@
+//! `rtgauge push` and the spool, through the real binary, against a throw-away cluster of
+//! Debian's PostgreSQL (tests/common/pg.rs): runs copied from a SQLite store to PostgreSQL and
+//! back, whole, with their UUIDs, labels and boards; pushing twice stores once; the filters and
+//! the runs named; a run the server did not take at its end waits in the spool, and `push` —
+//! or the next run — delivers it exactly once, two deliveries at once included. Every store,
+//! spool and journal is in the test's temporary directory.
+
+mod common;
+
+use common::{pg, rtgauge, wait_until_measuring};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The binary with `args`, its store and spool in `home` (RTGAUGE_DB there, so the spool is
+/// `home/spool`).
+fn cmd(home: &Path, args: &[&str]) -> Command {
+    let mut c = rtgauge(args);
+    c.env("RTGAUGE_DB", home.join("runs.db")).env("XDG_DATA_HOME", home.join("data"));
+    c
+}
+
+/// Runs it: exit status, stdout, stderr.
+fn cli(home: &Path, args: &[&str]) -> (i32, String, String) {
+    let out: Output = cmd(home, args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Its standard output, the command asserted to succeed.
+fn ok(home: &Path, args: &[&str]) -> String {
+    let (code, out, err) = cli(home, args);
+    assert_eq!(code, 0, "{args:?}: {err}{out}");
+    no_password(&[&out, &err]);
+    out
+}
+
+fn no_password(texts: &[&str]) {
+    for t in texts {
+        assert!(!t.contains(pg::ROLE_PASSWORD) && !t.contains(&pg::encode(pg::ROLE_PASSWORD)), "the password shown: {t}");
+    }
+}
+
+fn listed(home: &Path, db: &str, extra: &[&str]) -> Vec<Value> {
+    let out = ok(home, &[&["list", "--json", "--db", db][..], extra].concat());
+    serde_json::from_str::<Value>(&out).unwrap().as_array().unwrap().clone()
+}
+
+fn shown(home: &Path, db: &str, run: &str) -> Value {
+    serde_json::from_str(&ok(home, &["show", run, "--json", "--db", db])).unwrap()
+}
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import").join(name).display().to_string()
+}
+
+fn uuids(rows: &[Value]) -> Vec<String> {
+    let mut u: Vec<String> = rows.iter().map(|r| r["uuid"].as_str().unwrap().to_string()).collect();
+    u.sort();
+    u
+}
+
+/// A short measured run into `db` (no load, one CPU), with `extra` options.
+fn measure(home: &Path, db: &str, extra: &[&str]) -> Value {
+    let json = home.join(format!("run-{}.json", uuid_like()));
+    let args = [&["run", "--loops", "200", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", db][..], extra].concat();
+    let args = [&args[..], &["--json", json.to_str().unwrap()]].concat();
+    ok(home, &args);
+    serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!("{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Runs of a SQLite store pushed to PostgreSQL, again (stored once), by name and by filter, and
+/// back to another file: whole, with their UUIDs, labels, boards and origins.
+#[test]
+fn runs_pushed_to_postgresql_and_back_are_whole_and_stored_once() {
+    let Some(c) = pg::shared() else { return };
+    let url = c.url(&c.database("push", true));
+    let home = tempfile::tempdir().unwrap();
+    let local = home.path().join("runs.db").display().to_string();
+    let a = measure(home.path(), &local, &["--board", "bench-a", "--label", "first"]);
+    let b = measure(home.path(), &local, &["--board", "bench-b", "--label", "second"]);
+    ok(home.path(), &["import", "--db", &local, "--board", "bench-a", &fixture("cyclictest-h100.json")]);
+    let here = listed(home.path(), &local, &[]);
+    assert_eq!(here.len(), 3);
+
+    // By board: the two runs of bench-a.
+    let out = ok(home.path(), &["push", "--board", "bench-a", "--to", &url]);
+    assert!(out.starts_with("Copied 2 runs to ") && out.contains("runs 1 → 1, 3 → 2"), "{out}");
+    assert!(out.contains(&rtgauge::store::postgres::redact(&url)), "{out}");
+    // Everything: only the third goes; then nothing.
+    let out = ok(home.path(), &["push", "--to", &url]);
+    assert!(out.starts_with("Copied 1 run to ") && out.contains("(run 2 → 3); 2 runs there already."), "{out}");
+    let out = ok(home.path(), &["push", "--to", &url]);
+    assert!(out.starts_with("No run copied to ") && out.contains("3 runs there already."), "{out}");
+    // Named runs, again: stored once.
+    let out = ok(home.path(), &["push", "first", &a["uuid"].as_str().unwrap()[..8], "last", "--to", &url]);
+    assert!(out.contains("No run copied") && out.contains("2 runs there already"), "{out}");
+
+    let there = listed(home.path(), &url, &[]);
+    assert_eq!(there.len(), 3, "{there:?}");
+    assert_eq!(uuids(&there), uuids(&here), "the same runs, by their identity");
+    for (doc, label, board) in [(&a, "first", "bench-a"), (&b, "second", "bench-b")] {
+        let uuid = doc["uuid"].as_str().unwrap();
+        let row = there.iter().find(|r| r["uuid"] == uuid).unwrap();
+        assert_eq!((row["label"].as_str(), row["board"].as_str()), (Some(label), Some(board)), "{row}");
+        assert_eq!(&shown(home.path(), &url, uuid), doc, "the whole document, in PostgreSQL");
+    }
+    let imported = there.iter().find(|r| r["imported_from"].is_string()).expect("the import's origin travels");
+    assert!(imported["imported_from"].as_str().unwrap().ends_with("cyclictest-h100.json"), "{imported}");
+
+    // And back, into a new file: the same documents.
+    let back = home.path().join("back.db").display().to_string();
+    let out = ok(home.path(), &["push", "--db", &url, "--since", "2000-01-01", "--to", &back]);
+    assert!(out.starts_with("Copied 3 runs to "), "{out}");
+    for r in &here {
+        let uuid = r["uuid"].as_str().unwrap();
+        assert_eq!(shown(home.path(), &back, uuid), shown(home.path(), &local, uuid), "{uuid} back from PostgreSQL");
+    }
+    let out = ok(home.path(), &["push", "--db", &url, "--to", &back]);
+    assert!(out.contains("3 runs there already"), "{out}");
+
+    // Bad input: one line, exit 2, nothing copied.
+    for (args, says) in [
+        (vec!["push", "--to", &local], "the store the runs are read from"),
+        (vec!["push", "nosuchlabel", "--to", &url], "no run 'nosuchlabel'"),
+        (vec!["push", "--since", "yesterday-ish", "--to", &url], "--since yesterday-ish"),
+        (vec!["push", "--to", "postgres://rtg@127.0.0.1:1/x"], "127.0.0.1:1"),
+        (vec!["push"], "--to"),
+    ] {
+        let (code, out, err) = cli(home.path(), &args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says) && out.is_empty(), "{args:?}: {err}");
+        if !args.is_empty() && args.len() > 1 {
+            assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line: {err}");
+        }
+    }
+    assert_eq!(listed(home.path(), &url, &[]).len(), 3);
+}
+
+/// The server stopped while a run measures: the run ends as measured (its verdict's status),
+/// says that it waits in the spool, and the spool holds it (no password anywhere). The server
+/// back: the next run delivers it before itself, once; a run spooled again is delivered by
+/// `push --to` — twice at once, stored once.
+#[test]
+fn a_run_the_server_did_not_take_waits_in_the_spool_and_is_delivered_exactly_once() {
+    let Some(own) = pg::own() else { return };
+    let url = own.url(&own.database("spool", true));
+    let home = tempfile::tempdir().unwrap();
+    let spool_dir = home.path().join("spool");
+
+    let spooled = |label: &str| {
+        let json = home.path().join(format!("{label}.json"));
+        let child = cmd(
+            home.path(),
+            &["run", "-D", "3s", "--cpus", "0", "--load", "none", "--db", &url, "--label", label, "--json", json.to_str().unwrap()],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+        wait_until_measuring(child.id());
+        own.stop();
+        let out = child.wait_with_output().unwrap();
+        let (stdout, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        no_password(&[&stdout, &err]);
+        // Nothing lost: the run's own status, not an error.
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+        assert!(err.contains("waits in the spool") && err.contains("rtgauge push --to postgres://rtg@127.0.0.1"), "{err}");
+        let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert!(err.contains(&doc["uuid"].as_str().unwrap()[..8]), "the run named: {err}");
+        own.start_again();
+        doc
+    };
+
+    let first = spooled("first");
+    let files: Vec<_> = std::fs::read_dir(&spool_dir).unwrap().flatten().map(|e| e.path()).collect();
+    let spool = files.iter().find(|f| f.extension().is_some_and(|e| e == "db")).expect("a spool store").clone();
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&spool_dir).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o700, "the spool's directory is private");
+    let spool_db = spool.display().to_string();
+    let waiting = listed(home.path(), &spool_db, &[]);
+    assert_eq!((waiting.len(), waiting[0]["uuid"].as_str()), (1, first["uuid"].as_str()), "{waiting:?}");
+    no_password(&[&String::from_utf8_lossy(&std::fs::read(&spool).unwrap())]);
+    assert!(listed(home.path(), &url, &[]).is_empty(), "not stored before it is delivered");
+
+    // The next run with this store delivers it, then is stored itself.
+    let (code, out, err) = cli(home.path(), &["run", "--loops", "100", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &url]);
+    assert!(matches!(code, 0 | 1), "{err}");
+    assert!(out.contains("Stored as run 2 in ") && out.contains("Delivered from the spool: 1 run (now run 1)."), "{out}");
+    let there = listed(home.path(), &url, &[]);
+    assert_eq!(there.len(), 2);
+    assert_eq!((there[0]["uuid"].as_str(), there[0]["label"].as_str()), (first["uuid"].as_str(), Some("first")));
+    assert_eq!(shown(home.path(), &url, "first"), first, "delivered whole");
+    assert!(listed(home.path(), &spool_db, &[]).is_empty(), "gone from the spool once delivered");
+
+    // Spooled again; two pushes at once deliver it once.
+    let second = spooled("second");
+    let pushes: Vec<_> = (0..2)
+        .map(|_| cmd(home.path(), &["push", "--to", &url]).stdout(std::process::Stdio::piped()).spawn().unwrap())
+        .collect();
+    let said: Vec<String> = pushes
+        .into_iter()
+        .map(|p| {
+            let out = p.wait_with_output().unwrap();
+            assert!(out.status.success());
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        })
+        .collect();
+    assert!(said.iter().any(|s| s.contains("Delivered from the spool: 1 run (now run 3).")), "{said:?}");
+    let there = listed(home.path(), &url, &[]);
+    assert_eq!(there.len(), 3, "stored once: {there:?}");
+    assert_eq!(there.iter().filter(|r| r["uuid"] == second["uuid"]).count(), 1);
+    assert!(listed(home.path(), &spool_db, &[]).is_empty());
+    // Nothing waits: push says so and stores nothing.
+    let out = ok(home.path(), &["push", "--to", &url]);
+    assert!(out.starts_with("No run copied to ") && !out.contains("Delivered"), "{out}");
+    assert_eq!(listed(home.path(), &url, &[]).len(), 3);
+}
