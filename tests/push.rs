@@ -161,7 +161,21 @@ fn a_run_the_server_did_not_take_waits_in_the_spool_and_is_delivered_exactly_onc
         let json = home.path().join(format!("{label}.json"));
         let child = cmd(
             home.path(),
-            &["run", "-D", "3s", "--cpus", "0", "--load", "none", "--db", &url, "--label", label, "--json", json.to_str().unwrap()],
+            &[
+                "run",
+                "-D",
+                "3s",
+                "--cpus",
+                "0",
+                "--load",
+                "none",
+                "--db",
+                &url,
+                "--label",
+                label,
+                "--json",
+                json.to_str().unwrap(),
+            ],
         )
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -193,7 +207,8 @@ fn a_run_the_server_did_not_take_waits_in_the_spool_and_is_delivered_exactly_onc
     assert!(listed(home.path(), &url, &[]).is_empty(), "not stored before it is delivered");
 
     // The next run with this store delivers it, then is stored itself.
-    let (code, out, err) = cli(home.path(), &["run", "--loops", "100", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &url]);
+    let (code, out, err) =
+        cli(home.path(), &["run", "--loops", "100", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &url]);
     assert!(matches!(code, 0 | 1), "{err}");
     assert!(out.contains("Stored as run 2 in ") && out.contains("Delivered from the spool: 1 run (now run 1)."), "{out}");
     let there = listed(home.path(), &url, &[]);
@@ -204,9 +219,8 @@ fn a_run_the_server_did_not_take_waits_in_the_spool_and_is_delivered_exactly_onc
 
     // Spooled again; two pushes at once deliver it once.
     let second = spooled("second");
-    let pushes: Vec<_> = (0..2)
-        .map(|_| cmd(home.path(), &["push", "--to", &url]).stdout(std::process::Stdio::piped()).spawn().unwrap())
-        .collect();
+    let pushes: Vec<_> =
+        (0..2).map(|_| cmd(home.path(), &["push", "--to", &url]).stdout(std::process::Stdio::piped()).spawn().unwrap()).collect();
     let said: Vec<String> = pushes
         .into_iter()
         .map(|p| {

@@ -175,8 +175,8 @@ fn keep_result(
             Ok(file) => {
                 let short = result.uuid.map(|u| u.to_string()[..8].to_string()).unwrap_or_default();
                 return Kept::Spooled(format!(
-                    "the run was measured but not stored in {db}: {e}; it waits in the spool {} (run {short}), \
-                     which the next run with this store delivers, or 'rtgauge push --to {db}'{delivered}",
+                    "the run was measured but not stored in {db}: {e}. It waits in the spool {} (run {short}): \
+                     the next run with this store delivers it, or 'rtgauge push --to {db}'{delivered}",
                     file.display()
                 ));
             }

@@ -68,9 +68,33 @@ pub fn keep(
     let dir = dir_of(&file);
     crate::sys::files::make_dir_all(dir, 0o700)
         .map_err(|e| format!("the spool directory {} cannot be made: {e}", dir.display()))?;
-    let spool = Store::open(&Location::File(file.clone())).map_err(|e| e.to_string())?;
+    let spool = open_checked(&file)?;
     spool.save(r, label, None, kernel_config)?;
     Ok(file)
+}
+
+/// The spool store `file`, opened (made if there is none), after its directory and the file are
+/// checked: rtgauge, as root, keeps runs only in a directory no other user can write into, and
+/// never through a link.
+fn open_checked(file: &std::path::Path) -> Result<Store, String> {
+    let dir = dir_of(file);
+    let meta =
+        std::fs::symlink_metadata(dir).map_err(|e| format!("the spool directory {} cannot be read: {e}", dir.display()))?;
+    let why_not = if meta.is_dir() { crate::sys::files::trusted(&meta).err() } else { Some("it is not a directory".into()) };
+    if let Some(why) = why_not {
+        return Err(format!("the spool directory {} is not used: {why}; remove it, rtgauge makes it again", dir.display()));
+    }
+    match std::fs::symlink_metadata(file) {
+        Ok(m) if !m.is_file() => {
+            return Err(format!(
+                "the spool {} is {}, not a file; it is not used: remove it",
+                file.display(),
+                crate::sys::files::kind(&m)
+            ))
+        }
+        _ => {}
+    }
+    Store::open(&Location::File(file.to_path_buf())).map_err(|e| format!("the spool: {e}"))
 }
 
 /// What a delivery did.
@@ -99,7 +123,7 @@ pub fn deliver(to: &Store, destination: &Location) -> Result<Delivered, String> 
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Delivered::default()),
         Err(e) => return Err(format!("the spool {} cannot be read: {e}", file.display())),
     }
-    let spool = Store::open(&Location::File(file.clone())).map_err(|e| format!("the spool: {e}"))?;
+    let spool = open_checked(&file)?;
     let waiting = spool.list(&super::Filter::default())?;
     let mut done = Delivered { file: Some(file), ..Delivered::default() };
     for (n, row) in waiting.iter().enumerate() {
