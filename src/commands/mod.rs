@@ -77,8 +77,24 @@ fn clap_error(e: clap::Error) -> ExitCode {
                 rendered.split("\n\n").next().unwrap_or("invalid command line").lines().map(str::trim).collect();
             let first = first.join(" ");
             let known = |a: &String| {
-                ["run", "check", "restore", "load", "stall", "scenarios", "udp-echo", "list", "show", "delete"]
-                    .contains(&a.as_str())
+                [
+                    "run",
+                    "check",
+                    "restore",
+                    "load",
+                    "stall",
+                    "scenarios",
+                    "udp-echo",
+                    "list",
+                    "show",
+                    "delete",
+                    "import",
+                    "push",
+                    "export",
+                    "report",
+                    "compare",
+                ]
+                .contains(&a.as_str())
             };
             let help =
                 std::env::args().nth(1).filter(known).map_or("rtgauge --help".to_string(), |c| format!("rtgauge {c} --help"));
