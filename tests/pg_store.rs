@@ -87,6 +87,11 @@ fn a_run_is_stored_at_its_end_then_listed_shown_exported_reported_compared_and_d
     if !doc["board"]["kernel_config"].is_null() {
         let n: i64 = c.superuser(&db).query_one("SELECT count(*) FROM kernel_configs", &[]).unwrap().get(0);
         assert_eq!(n, 1);
+        // Its options, as `compare` reads them, by the SHA-256 the document names.
+        let mut r: RunResult = serde_json::from_value(doc.clone()).unwrap();
+        assert!(open(&url).kernel_config_of(&r).unwrap().is_some_and(|k| !k.options.is_empty()));
+        r.board.as_mut().unwrap().kernel_config.as_mut().unwrap().sha256 = "0".repeat(64);
+        assert_eq!(open(&url).kernel_config_of(&r).unwrap(), None);
     }
     // The whole document comes back, by id, label, UUID and its start.
     let uuid = doc["uuid"].as_str().unwrap();
@@ -111,6 +116,8 @@ fn a_run_is_stored_at_its_end_then_listed_shown_exported_reported_compared_and_d
     assert_eq!(code, 0, "report: {err}");
     let (code, out, err) = cli(&["compare", "1", "2", "--db", &url]);
     assert_eq!(code, 0, "compare: {err}");
+    // Run 1 on lab-a, run 2 on the host's board.
+    assert!(out.contains("the comparison is across boards"), "{out}");
     no_password("compare", &[&out, &err]);
     let (code, _, err) = cli(&["delete", "2", "--db", &url]);
     assert_eq!(code, 0, "delete: {err}");

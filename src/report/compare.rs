@@ -3,7 +3,9 @@
 //! figures with their ratio to the baseline's; for a `--cycle-time` the verdict of each run (as
 //! `rtgauge run` would give it); with `--fail-if-worse`, exit 1 when a run's figure over all
 //! CPUs of a series is worse than the baseline's by more than that share (for CI). Terminal,
-//! `--json` or `--html` (the histograms and percentile curves of the runs overlaid).
+//! `--json` or `--html` (the histograms and percentile curves of the runs overlaid). Each run's
+//! board, and how it stands to the baseline's (`super::board`): across boards, or the same board
+//! on the same or another kernel configuration, with the options that differ.
 //!
 //! A gate never passes for want of figures: a run that measured nothing, runs that share no
 //! series, and (with `--fail-if-worse`) a judged series or CPU without a measurement in either
@@ -63,6 +65,8 @@ struct RunInfo {
     host: String,
     kernel: String,
     preemption: String,
+    /// The board it was measured on (for a document of an older version: its host's name).
+    board: crate::result::board::Board,
     baseline: bool,
     /// For `--cycle-time`: passed, with the checks that failed.
     verdict: Option<bool>,
@@ -87,6 +91,8 @@ pub struct Comparison {
     fail_if_worse_percent: Option<f64>,
     metrics: Vec<&'static str>,
     runs: Vec<RunInfo>,
+    /// How each run after the baseline stands to it: its board, its kernel configuration.
+    boards: Vec<super::board::BoardRelation>,
     rows: Vec<Row>,
     regressions: Vec<Regression>,
 }
@@ -160,10 +166,13 @@ impl Comparison {
 }
 
 /// The runs compared under the options: refused when they are not comparable (see the module
-/// comment), else every row, verdict and regression.
-pub fn compare(runs: &[Named], o: &Options) -> Result<Comparison> {
+/// comment), else every row, verdict and regression, and how their boards stand to each other
+/// (`options`: the options of a kernel configuration, by its SHA-256, as the store keeps them).
+pub fn compare(runs: &[Named], o: &Options, options: &super::board::OptionsOf) -> Result<Comparison> {
     comparable(runs, o)?;
-    build(runs, o)
+    let mut c = build(runs, o)?;
+    c.boards = super::board::relations(runs, options).map_err(anyhow::Error::msg)?;
+    Ok(c)
 }
 
 /// The comparison's images for `--png`: each series' plots, named after the runs and series.
@@ -359,6 +368,7 @@ fn build(runs: &[Named], o: &Options) -> Result<Comparison> {
                 host: r.system.hostname.clone(),
                 kernel: r.system.kernel_release.clone(),
                 preemption: r.system.preemption.model.clone(),
+                board: super::board::board_of(r),
                 baseline: n.id == base.id,
                 verdict: v.as_ref().map(|v| v.passed),
                 failed_checks: v
@@ -380,6 +390,7 @@ fn build(runs: &[Named], o: &Options) -> Result<Comparison> {
         fail_if_worse_percent: o.worse,
         metrics: o.metrics.clone(),
         runs: runs_info,
+        boards: Vec::new(),
         rows,
         regressions,
     })
@@ -505,6 +516,8 @@ pub fn text(runs: &[Named], c: &Comparison) -> String {
     for l in run_lines(runs, c) {
         let _ = writeln!(s, "  {l}");
     }
+    s += "\n";
+    s += &super::board::compare_text(runs, &c.boards);
     let (header, rows) = table_rows(runs, c);
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let _ = writeln!(s, "\n(latencies in µs; ratios against the baseline, below 1 is better)");
@@ -549,6 +562,7 @@ pub fn html(runs: &[Named], c: &Comparison) -> Result<String, String> {
     if let Some(note) = unresolved_line(&rows) {
         let _ = write!(h, "<p class=\"muted note\">{}</p>", esc(&note.replace("\n  ", " ")));
     }
+    h += &super::board::compare_html(runs, &c.boards);
     for (label, plots) in series_plots(runs, c)? {
         let _ = write!(h, "<h2>{}</h2>", esc(&label));
         for (kind, svg) in plots {

@@ -3,8 +3,8 @@
 //! [`super::plot`]) and the style is in the file, so it opens from a USB stick on a lab PC.
 //! Per run: the verdict with every check, the results table, per series its histogram,
 //! percentile curve and latency against time with the load phases, the per-phase table, the
-//! loads, the placement among published figures, how the run was obtained (audit and
-//! configuration) and its warnings; at the end the published figures with their sources.
+//! loads, the placement among published figures, the board (`super::board`), how the run was
+//! obtained (audit and configuration) and its warnings; at the end the published figures with their sources.
 
 use super::{plot, reference, summary};
 use crate::result::{ProbeResult, RunResult};
@@ -46,6 +46,7 @@ pre{background:#f7f7f7;padding:.8em;overflow-x:auto;font-size:.82em;border-radiu
 figure{margin:1em 0} figure svg{width:100%;height:auto;border:1px solid #eee}
 .warn{background:#fff6dc;border-left:4px solid #e0b030;padding:.4em .8em;margin:.3em 0}
 td.unres{color:#999} .note{margin-top:-.3em}
+table.board th{width:14em;vertical-align:top} table.board td{vertical-align:top} table.board code{word-break:break-all} ul.kconfig{columns:2 24em;font-size:.85em;padding-left:1.2em}
 ";
 
 /// A stored run as reports name it: its id, its label, its document.
@@ -145,9 +146,13 @@ fn run_section(n: &Named) -> Result<String, String> {
             esc_lines(super::trace::render(r.trace.as_ref()).trim_start())
         );
     }
+    h += &super::board::html_block(r.board.as_ref());
     h += &audit_section(&r.findings);
-    let _ =
-        write!(h, "<h3>How it was obtained (audit and configuration)</h3><pre>{}</pre>", esc_lines(&summary::how_obtained(r)));
+    let _ = write!(
+        h,
+        "<h3>How it was obtained (audit and configuration)</h3><pre>{}</pre>",
+        esc_lines(&summary::how_obtained(r, false))
+    );
     if !r.tuning.is_empty() {
         let rows: Vec<Vec<String>> = r
             .tuning

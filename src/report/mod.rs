@@ -9,6 +9,7 @@
 //! row or hide part of itself. Standard output is written through [`out`] alone.
 
 pub mod audit;
+pub mod board;
 pub mod compare;
 pub mod html;
 pub mod json;

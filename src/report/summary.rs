@@ -206,8 +206,9 @@ fn row(p: &ProbeResult, columns: &[&'static Percentile]) -> Vec<String> {
 
 /// The lines before the figures: what ran, at what, how long, on which kernel, how it ended.
 /// Every field is what the run did or the file says; what an imported file does not state is
-/// "unknown" (`Imported::unknown`).
-pub(super) fn how_obtained(r: &RunResult) -> String {
+/// "unknown" (`Imported::unknown`). With `board`, the board's lines (`super::board`; the HTML
+/// report has a block of its own for it).
+pub(super) fn how_obtained(r: &RunResult, board: bool) -> String {
     let mut s = String::new();
     let c = &r.config;
     let sys = &r.system;
@@ -253,6 +254,9 @@ pub(super) fn how_obtained(r: &RunResult) -> String {
         shown(&sys.cpu_model),
         shown(sys.clocksource.as_deref().unwrap_or("unknown")),
     );
+    if board {
+        s += &super::board::summary_lines(r.board.as_ref());
+    }
     let status = match (r.status, &r.interrupted_by) {
         (Status::Complete, _) => "complete".to_string(),
         (Status::Partial, Some(sig)) => {
@@ -404,7 +408,7 @@ pub fn render(r: &RunResult) -> String {
 
 /// As [`render`], leaving out the warnings in `said` (said on the same screen before the run).
 pub fn render_after(r: &RunResult, said: &[String]) -> String {
-    let mut s = how_obtained(r);
+    let mut s = how_obtained(r, true);
     let c = &r.config;
     let (header, rows) = results_table(r);
     s += &table(&header, 2..header.len(), rows);
