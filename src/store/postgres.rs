@@ -79,6 +79,19 @@ const MIGRATIONS: &[&str] = &["
 "];
 /// The advisory lock a migration holds (per database): \"rtga\".
 const MIGRATION_LOCK: i64 = 0x7274_6761;
+/// A connection that could not be made.
+enum Connect {
+    /// What PostgreSQL (or the network) said.
+    Pg(postgres::Error),
+    /// Nothing within the connection's time-out.
+    NoAnswer(Duration),
+    /// The attempt could not be started.
+    NoThread(String),
+}
+
+/// How long a whole connection (TCP, TLS, start-up, password exchange) may take unless the URL
+/// says (`connect_timeout`): generous, for a server busy with many boards at once.
+const CONNECT_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a connection attempt waits for a host that does not answer, unless the URL says.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a write waits for data the server does not acknowledge (a dropped link).
@@ -118,6 +131,9 @@ struct Target {
     secret: Option<String>,
     /// Why `~/.pgpass` was not read (it may be read by others, it is another user's).
     pgpass_note: Option<String>,
+    /// How long the whole connection may take (the URL's `connect_timeout`, else
+    /// [`CONNECT_DEADLINE`]).
+    deadline: Duration,
 }
 
 impl Target {
@@ -161,7 +177,41 @@ impl Target {
                     }
                 }
                 "sslrootcert" => rootcert = Some(percent_decode(v)),
-                _ => rest.push(pair),
+                "connect_timeout"
+                | "application_name"
+                | "options"
+                | "keepalives"
+                | "keepalives_idle"
+                | "tcp_user_timeout"
+                | "target_session_attrs"
+                | "load_balance_hosts"
+                | "channel_binding"
+                | "user"
+                | "password"
+                | "host"
+                | "hostaddr"
+                | "port"
+                | "dbname"
+                | "sslnegotiation" => rest.push(pair),
+                _ => {
+                    return Err(bad(&format_args!(
+                        "'{k}' is not a parameter rtgauge knows; give sslmode, sslrootcert, connect_timeout, \
+                         application_name, options, keepalives, tcp_user_timeout or target_session_attrs"
+                    )))
+                }
+            }
+        }
+        // What the client library would only call "invalid": the port and the host, named.
+        let authority = base.split_once("://").map_or("", |(_, r)| r).split('/').next().unwrap_or("");
+        let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        for one in hostport.split(',').filter(|h| !h.starts_with('[')) {
+            if let Some((host, port)) = one.rsplit_once(':') {
+                if port.parse::<u16>().map_or(true, |p| p == 0) {
+                    return Err(bad(&format_args!("the port '{port}' is not a port number (1-65535)")));
+                }
+                if host.is_empty() {
+                    return Err(bad(&format_args!("it names a port but no host")));
+                }
             }
         }
         let rebuilt = if rest.is_empty() { base.to_string() } else { format!("{base}?{}", rest.join("&")) };
@@ -174,6 +224,7 @@ impl Target {
         if config.get_hosts().is_empty() && config.get_hostaddrs().is_empty() {
             config.host_path(DEFAULT_SOCKET_DIR);
         }
+        let deadline = config.get_connect_timeout().copied().unwrap_or(CONNECT_DEADLINE);
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -224,11 +275,43 @@ impl Target {
             }
         };
         let tls = tls_config(sslmode, rootcert.as_deref()).map_err(|e| format!("{e} (the database {shown})"))?;
-        Ok(Target { config, tls, shown, at, user, dbname, secret, pgpass_note })
+        Ok(Target { config, tls, shown, at, user, dbname, secret, pgpass_note, deadline })
     }
 
-    fn connect(&self) -> Result<Client, postgres::Error> {
-        self.config.connect(self.tls.clone())
+    /// Connects, logged in, within the URL's `connect_timeout` as libpq counts it (else within
+    /// [`CONNECT_DEADLINE`]): the whole connection (TCP, TLS, the start-up and the password
+    /// exchange), not only the TCP connect —
+    /// a host that takes the connection and then says nothing (a hung server, a proxy with
+    /// nothing behind it, another service on the port) is given up on in time. The attempt runs
+    /// on a thread of its own, which is left behind, blocked, when it does not end in time.
+    fn connect(&self) -> Result<Client, Connect> {
+        let (config, tls) = (self.config.clone(), self.tls.clone());
+        let limit = self.deadline;
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("rtgauge-pg-connect".into())
+            .spawn(move || {
+                let _ = tx.send(config.connect(tls));
+            })
+            .map_err(|e| Connect::NoThread(e.to_string()))?;
+        match rx.recv_timeout(limit) {
+            Ok(connected) => connected.map_err(Connect::Pg),
+            Err(_) => Err(Connect::NoAnswer(limit)),
+        }
+    }
+
+    /// [`Target::error`] for a connection that failed.
+    fn connect_error(&self, doing: &str, e: &Connect) -> String {
+        match e {
+            Connect::Pg(e) => self.error(doing, e),
+            Connect::NoAnswer(limit) => format!(
+                "the host at {} took the connection but did not answer as PostgreSQL within {} s (connect_timeout); \
+                 check that --db names a PostgreSQL server (host and port) and that it is not hung",
+                self.at,
+                limit.as_secs_f64()
+            ),
+            Connect::NoThread(e) => format!("connecting to {}: no thread for it ({e})", self.at),
+        }
     }
 
     /// A PostgreSQL error as one line naming the problem and what to do, while `doing`
@@ -624,7 +707,10 @@ impl PgStore {
 
     fn connect(url: &str) -> Result<PgStore, OpenError> {
         let target = Target::parse(url).map_err(OpenError::Refused)?;
-        let client = target.connect().map_err(|e| open_error(&target, "connecting", &e))?;
+        let client = target.connect().map_err(|e| match e {
+            Connect::Pg(e) => open_error(&target, "connecting", &e),
+            other => OpenError::Unreachable(target.connect_error("connecting", &other)),
+        })?;
         Ok(PgStore { client: RefCell::new(client), target })
     }
 
@@ -812,13 +898,13 @@ impl super::Backend for PgStore {
         let t = &self.target;
         let mut c = self.client.borrow_mut();
         if c.is_closed() {
-            *c = t.connect().map_err(|e| t.error("connecting again to store the run", &e))?;
+            *c = t.connect().map_err(|e| t.connect_error("connecting again to store the run", &e))?;
         }
         match write(&mut c, &prepared, row) {
             // Lost (idle through a long run, a server restart): once more on a new connection; the
             // UUID makes a write that did commit after all a no-op.
             Err(e) if lost(&e) => {
-                *c = t.connect().map_err(|e| t.error("connecting again to store the run", &e))?;
+                *c = t.connect().map_err(|e| t.connect_error("connecting again to store the run", &e))?;
                 write(&mut c, &prepared, row).map_err(|e| t.error("storing the run", &e))
             }
             saved => saved.map_err(|e| t.error("storing the run", &e)),
