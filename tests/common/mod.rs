@@ -129,14 +129,22 @@ pub fn nobody_can_run() -> bool {
     ok
 }
 
-/// The store of this test binary's runs.
-pub fn test_store() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("rtgauge-tests-{}.db", std::process::id()))
+/// The directory of this test binary's own files (made 0700): its store, the spool beside it
+/// (`spool/`), its journal.
+pub fn test_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("rtgauge-tests-{}.d", std::process::id()));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    dir
 }
 
-/// The tuning journal of this test binary's runs (in a directory of its own, made 0700).
+/// The store of this test binary's runs.
+pub fn test_store() -> std::path::PathBuf {
+    test_dir().join("runs.db")
+}
+
+/// The tuning journal of this test binary's runs.
 pub fn test_journal() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("rtgauge-tests-{}.journal.d", std::process::id()));
+    let dir = test_dir().join("journal.d");
     let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
     dir.join("tuning.journal")
 }
