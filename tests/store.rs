@@ -94,7 +94,7 @@ impl Backend {
         let t: &[&str] = if self.is_pg() {
             &["kernel_configs", "rtgauge_meta", "runs", "timelines"]
         } else {
-            &["kernel_configs", "runs", "timelines"]
+            &["documents", "kernel_configs", "runs", "timelines"]
         };
         t.iter().map(|s| s.to_string()).collect()
     }
@@ -719,8 +719,14 @@ fn filters_and_names_of_any_text(b: Backend) {
         verdict: Some(verdict),
         since: Some("2030-01-15T00:00:00Z".into()),
         host: None,
+        newest: None,
     };
     assert_eq!(only(together), [2]);
+    // The newest of them only (`list`'s bound), and how many there are in all.
+    assert_eq!(only(Filter { newest: Some(1), ..Filter::default() }), [2]);
+    assert_eq!(only(Filter { newest: Some(5), ..Filter::default() }), [1, 2]);
+    assert_eq!(store.count(&Filter { newest: Some(1), ..Filter::default() }).unwrap(), 2);
+    assert_eq!(store.count(&Filter { board: Some(long.clone()), ..Filter::default() }).unwrap(), 1);
     assert_eq!(store.resolve(odd).unwrap(), 1);
     assert_eq!(store.resolve(&long).unwrap(), 2);
     assert_eq!(b.tables(), b.store_tables(), "no table dropped");
@@ -1672,7 +1678,7 @@ fn a_layout_1_store_with_text_documents_is_migrated_and_still_read() {
     assert_eq!(blobs(1), 0);
     assert_eq!(blobs(4), new_doc["probes"].as_array().unwrap().len() as i64);
     let kinds: Vec<String> = c
-        .prepare("SELECT typeof(document) FROM runs ORDER BY id")
+        .prepare("SELECT typeof(document) FROM documents ORDER BY run")
         .unwrap()
         .query_map([], |r| r.get(0))
         .unwrap()
@@ -2048,3 +2054,38 @@ fn show_and_compare_name_the_board_and_list_the_kernel_options_that_differ() {
     let boards = text.lines().skip_while(|l| *l != "Boards:").take_while(|l| !l.is_empty());
     assert!(boards.clone().count() == 5 && boards.into_iter().all(|l| l.chars().count() <= 80), "{text}");
 }
+
+/// The table shows the newest 100 runs that match and says how many older ones it leaves out;
+/// `--limit N` shows the newest N, `--all` every one; `--json` gives every one unless `--limit`
+/// says (a lab's store holds 100 000 runs).
+fn list_shows_the_newest_runs_unless_told_and_says_how_many_more_match(b: Backend) {
+    let db = b.db();
+    // 103 files, each its own run (a different file: a different identity).
+    let files: Vec<String> = (0..103).map(|n| distinct_file(b.dir.path(), n)).collect();
+    let mut import = vec!["import", "--db", db, "--board", "rpi4-lab-3"];
+    import.extend(files.iter().map(String::as_str));
+    ok(&import);
+    let ids = |table: &str| -> Vec<u64> {
+        table.lines().filter(|l| !l.contains("not shown")).filter_map(|l| l.split_whitespace().next()?.parse().ok()).collect()
+    };
+    let table = ok(&["list", "--db", db]);
+    assert_eq!(ids(&table), (4..=103).collect::<Vec<u64>>(), "the newest 100, oldest first");
+    assert!(
+        table.ends_with("3 older runs not shown (the newest 100 are); --limit N shows the newest N, --all every one.\n"),
+        "{table}"
+    );
+    let table = ok(&["list", "--db", db, "--limit", "2", "--board", "rpi4-lab-3"]);
+    assert_eq!(ids(&table), [102, 103]);
+    assert!(table.contains("101 older runs not shown (the newest 2 are)"), "{table}");
+    assert_eq!(ids(&ok(&["list", "--db", db, "--all"])), (1..=103).collect::<Vec<u64>>());
+    let table = ok(&["list", "--db", db, "--limit", "103"]);
+    assert_eq!(ids(&table).len(), 103);
+    assert!(!table.contains("not shown"), "none left out: nothing said");
+    assert_eq!(list(db, &[]).len(), 103, "--json: every one");
+    assert_eq!(list(db, &["--limit", "3"]).iter().map(|r| u(&r["id"])).collect::<Vec<_>>(), [101, 102, 103]);
+    for bad in [&["--limit", "0"][..], &["--limit", "5", "--all"]] {
+        let (code, _, err) = cli(&[&["list", "--db", db][..], bad].concat());
+        assert_eq!(code, 2, "{bad:?}: {err}");
+    }
+}
+both!(list_shows_the_newest_runs_unless_told_and_says_how_many_more_match);

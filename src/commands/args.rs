@@ -411,6 +411,12 @@ pub struct ListArgs {
     /// Only runs started since then: a date (2026-11-01), a time (2026-11-01T08:00:00Z) or an age (7d, 12h)
     #[arg(long, value_name = "WHEN")]
     pub since: Option<String>,
+    /// Only the newest N runs that match [default: 100 in the table, every one with --json]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+    /// Every run that matches (the table shows the newest 100 unless told)
+    #[arg(long, conflicts_with = "limit")]
+    pub all: bool,
     /// As JSON (a list of runs)
     #[arg(long)]
     pub json: bool,

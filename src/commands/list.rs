@@ -1,5 +1,6 @@
 //! `rtgauge list`: a line per stored run (or JSON), filtered by host, board, kernel, scenario,
-//! label, verdict and date, every filter given together.
+//! label, verdict and date, every filter given together; the table shows the newest 100 unless
+//! `--limit N` or `--all` says (and how many older ones match).
 
 use super::args::ListArgs;
 use crate::report::{out, summary};
@@ -18,10 +19,20 @@ pub fn list(a: &ListArgs) -> Result<u8> {
         label: a.label.clone(),
         verdict: a.verdict.clone(),
         since,
+        // The table shows the newest runs unless told: a lab's store holds 100 000 of them.
+        newest: if a.all { None } else { a.limit.or((!a.json).then_some(SHOWN)) },
     };
-    let rows = match store::open_existing(a.store.db.as_deref()).map_err(anyhow::Error::msg)? {
-        Some(s) => s.list(&filter).map_err(anyhow::Error::msg)?,
-        None => Vec::new(),
+    let (rows, more) = match store::open_existing(a.store.db.as_deref()).map_err(anyhow::Error::msg)? {
+        Some(s) => {
+            let rows = s.list(&filter).map_err(anyhow::Error::msg)?;
+            // How many older ones match too (counted only when the bound was reached).
+            let more = match filter.newest {
+                Some(n) if rows.len() as u64 >= n && !a.json => s.count(&filter).map_err(anyhow::Error::msg)? - n,
+                _ => 0,
+            };
+            (rows, more)
+        }
+        None => (Vec::new(), 0),
     };
     if a.json {
         out::json(&rows)?;
@@ -54,8 +65,18 @@ pub fn list(a: &ListArgs) -> Result<u8> {
     let header =
         ["id", "date (UTC)", "label", "board", "host", "kernel", "preemption", "scenario", "probes", "worst µs", "verdict"];
     out::text(&summary::table(&header, 9..10, cells))?;
+    if more > 0 {
+        out::text(&format!(
+            "{} not shown (the newest {} are); --limit N shows the newest N, --all every one.\n",
+            crate::vocab::Count(more, "older run"),
+            rows.len()
+        ))?;
+    }
     Ok(0)
 }
+
+/// How many runs the table shows unless `--limit` or `--all` says.
+const SHOWN: u64 = 100;
 
 /// The most of a label or a board's name a line of `list` shows (`list --json` and
 /// `show --json` give it whole): a name of 10 000 characters keeps the table readable.

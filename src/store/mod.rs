@@ -119,8 +119,11 @@ trait Backend {
     /// Keeps the document `r` (its timelines lent apart, `timelines`) as `row`, in one
     /// transaction; a run whose UUID is there already is not stored again.
     fn save(&self, r: &RunResult, timelines: &[(usize, TimelineData)], row: &NewRow) -> Result<Saved, String>;
-    /// The runs that pass `filter`, oldest first.
+    /// The runs that pass `filter`, oldest first (only the newest `filter.newest` of them, if
+    /// given).
     fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, String>;
+    /// How many runs pass `filter` (`filter.newest` aside).
+    fn count(&self, filter: &Filter) -> Result<u64, String>;
     /// The latest run's id.
     fn last_id(&self) -> Result<Option<i64>, String>;
     /// Whether run `id` is there.
@@ -203,6 +206,8 @@ pub struct Filter {
     pub verdict: Option<String>,
     /// RFC 3339 time: runs started at or after it.
     pub since: Option<String>,
+    /// Only the newest this many of them (the highest ids); `None`: every one.
+    pub newest: Option<u64>,
 }
 
 impl Filter {
@@ -419,9 +424,15 @@ impl Store {
         saved
     }
 
-    /// The runs that pass `filter`, oldest first.
+    /// The runs that pass `filter`, oldest first (only the newest `filter.newest` of them, if
+    /// given).
     pub fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, String> {
         self.backend.list(filter)
+    }
+
+    /// How many runs pass `filter` (`filter.newest` aside).
+    pub fn count(&self, filter: &Filter) -> Result<u64, String> {
+        self.backend.count(filter)
     }
 
     /// The id of RUN: `last`, an id, a label (its latest run), or a UUID or its start (8 hex

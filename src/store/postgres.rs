@@ -62,6 +62,8 @@ const MIGRATIONS: &[&str] = &["
     -- entry cannot exceed a third of a page).
     CREATE INDEX runs_board ON runs USING hash (board);
     CREATE INDEX runs_label ON runs USING hash (label);
+    CREATE INDEX runs_kernel ON runs USING hash (kernel);
+    -- `list --since`, and with --board too (PostgreSQL combines the two indexes).
     CREATE INDEX runs_started ON runs (started_at);
     CREATE TABLE timelines (
         run BIGINT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
@@ -912,24 +914,22 @@ impl super::Backend for PgStore {
     }
 
     /// The runs that pass `filter`, oldest first: each condition given is one clause, its
-    /// value bound, never written into the SQL.
+    /// value bound, never written into the SQL; only the newest `filter.newest` of them when
+    /// given (taken from the top of the ids, then put back in order).
     fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, String> {
-        let texts: Vec<(&str, &str, String)> =
-            filter.conditions().map(|(column, op, v)| (column, op, column_text(v).into_owned())).collect();
-        let mut conditions: Vec<String> = Vec::new();
-        let mut values: Vec<&(dyn ToSql + Sync)> = Vec::new();
-        for (column, op, v) in &texts {
-            values.push(v);
-            conditions.push(format!("{column} {op} ${}", values.len()));
-        }
-        let filter = if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) };
+        let texts = texts_of(filter);
+        let (filter_sql, values) = clauses(&texts);
+        let order = match filter.newest {
+            Some(n) => format!(" DESC LIMIT {}", n.min(i64::MAX as u64)),
+            None => String::new(),
+        };
         let sql = format!(
             "SELECT id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
-             imported_from, uuid::text, board FROM runs{filter} ORDER BY id"
+             imported_from, uuid::text, board FROM runs{filter_sql} ORDER BY id{order}"
         );
         let t = &self.target;
         let rows = self.client.borrow_mut().query(&sql, &values).map_err(|e| t.error("listing the runs", &e))?;
-        Ok(rows
+        let mut rows: Vec<RunRow> = rows
             .iter()
             .map(|r| RunRow {
                 id: r.get(0),
@@ -947,7 +947,23 @@ impl super::Backend for PgStore {
                 status: r.get(10),
                 imported_from: r.get(11),
             })
-            .collect())
+            .collect();
+        if filter.newest.is_some() {
+            rows.reverse();
+        }
+        Ok(rows)
+    }
+
+    fn count(&self, filter: &Filter) -> Result<u64, String> {
+        let texts = texts_of(filter);
+        let (filter_sql, values) = clauses(&texts);
+        let t = &self.target;
+        let row = self
+            .client
+            .borrow_mut()
+            .query_one(&format!("SELECT count(*) FROM runs{filter_sql}"), &values)
+            .map_err(|e| t.error("counting the runs", &e))?;
+        Ok(row.get::<_, i64>(0) as u64)
     }
 
     fn last_id(&self) -> Result<Option<i64>, String> {
@@ -1159,6 +1175,23 @@ fn write(c: &mut Client, p: &Prepared, new: &NewRow) -> Result<Saved, postgres::
     }
     tx.commit()?;
     Ok(Saved { id, already: false })
+}
+
+/// `filter`'s conditions with their values as the columns keep text (see [`column_text`]).
+fn texts_of(filter: &Filter) -> Vec<(&'static str, &'static str, String)> {
+    filter.conditions().map(|(column, op, v)| (column, op, column_text(v).into_owned())).collect()
+}
+
+/// Conditions ([`texts_of`]) as a `WHERE` clause (empty without any) and the values it binds.
+fn clauses<'a>(texts: &'a [(&'static str, &'static str, String)]) -> (String, Vec<&'a (dyn ToSql + Sync)>) {
+    let mut conditions: Vec<String> = Vec::new();
+    let mut values: Vec<&(dyn ToSql + Sync)> = Vec::new();
+    for (column, op, v) in texts {
+        values.push(v);
+        conditions.push(format!("{column} {op} ${}", values.len()));
+    }
+    let filter = if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) };
+    (filter, values)
 }
 
 /// Text as a column keeps it: PostgreSQL's text holds no NUL, which is shown as `␀` (the

@@ -16,7 +16,9 @@
 //! as they are. From layout 3 on, each series' timeline is kept out of the document as a compact
 //! blob in a table of its own (`columns`): a day on 64 CPUs is 5.5 million windows, which as
 //! compressed JSON took seconds to store. Layout 4 gives every run its UUID (unique) and its
-//! board, and keeps each kernel configuration once, by its SHA-256, to compare a board's runs.
+//! board, keeps each kernel configuration once, by its SHA-256, to compare a board's runs, and
+//! moves the documents out of `runs` into a table of their own, so that `list` reads rows of a
+//! few hundred bytes however large the documents (100 000 runs: BENCHMARKS.md).
 
 use super::{compress_into, dir_of, Filter, NewRow, OpenError, RunRow, Saved};
 use crate::result::timeline::TimelineData;
@@ -91,7 +93,9 @@ const MIGRATIONS: &[Migration] = &[
     -- Layout 4: every run's UUID (its identity across stores: the document's own, or for a run
     -- stored before, one made from its document; unique) and its board (the host name for runs
     -- stored before); each kernel configuration once, by the SHA-256 of its text, so a board's
-    -- runs can be compared option by option.
+    -- runs can be compared option by option; each document in a table of its own. `list`'s
+    -- filters each have an index (label and date: layout 1; host: layout 2; board, board and
+    -- date, kernel: here).
     ALTER TABLE runs ADD COLUMN uuid TEXT;
     ALTER TABLE runs ADD COLUMN board TEXT;
     ALTER TABLE runs ADD COLUMN kernel_config TEXT;
@@ -103,8 +107,17 @@ const MIGRATIONS: &[Migration] = &[
 ",
         fill: Some(fill_uuids),
         then: "
+    -- The documents in a table of their own (a run's is tens of kB): the rows `list` reads,
+    -- filters and counts stay small, a few hundred bytes, however many runs are stored.
+    CREATE TABLE documents (
+        run INTEGER PRIMARY KEY,
+        document BLOB NOT NULL
+    );
+    INSERT INTO documents (run, document) SELECT id, document FROM runs;
+    ALTER TABLE runs DROP COLUMN document;
     CREATE UNIQUE INDEX runs_uuid ON runs (uuid);
     CREATE INDEX runs_board ON runs (board, started_at);
+    CREATE INDEX runs_kernel ON runs (kernel);
 ",
     },
 ];
@@ -148,8 +161,9 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// Room the store needs beyond the result itself: pages a save touches besides the document's
-/// (the row, three indexes, the timelines' table and index, the header), at the largest page.
-const WAL_MARGIN: u64 = 16 * 65536;
+/// (the row and its six indexes, the documents' and timelines' tables, the header), at the
+/// largest page.
+const WAL_MARGIN: u64 = 24 * 65536;
 
 /// Refuses, before anything is created or measured, a file size limit (`ulimit -f`) under which
 /// the store cannot take a result of up to `bytes`: a write past it fails (EFBIG), and the
@@ -307,6 +321,21 @@ impl Sqlite {
     fn refuse(&self, e: rusqlite::Error) -> OpenError {
         refused(&self.path, e)
     }
+
+    /// `filter`'s conditions as a `WHERE` clause (empty without any) and the values it binds.
+    fn clauses<'f>(&self, filter: &'f Filter) -> (String, Vec<&'f dyn rusqlite::ToSql>) {
+        // A store of an older layout only read (not migrated): its board is its host.
+        let board = if self.layout >= 4 { "board" } else { "host" };
+        let mut clauses: Vec<String> = Vec::new();
+        let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
+        for (column, op, v) in filter.conditions() {
+            let column = if column == "board" { board } else { column };
+            values.push(v);
+            clauses.push(format!("{column} {op} ?{}", values.len()));
+        }
+        let wher = if clauses.is_empty() { String::new() } else { format!(" WHERE {}", clauses.join(" AND ")) };
+        (wher, values)
+    }
 }
 
 impl super::Backend for Sqlite {
@@ -384,8 +413,8 @@ impl super::Backend for Sqlite {
         let run = &row.row;
         tx.execute(
             "INSERT INTO runs (started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
-             imported_from, document, uuid, board, kernel_config) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, zeroblob(?12), ?13, ?14, ?15)",
+             imported_from, uuid, board, kernel_config) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 run.started_at,
                 run.label,
@@ -398,7 +427,6 @@ impl super::Backend for Sqlite {
                 run.verdict,
                 run.status,
                 run.imported_from,
-                size as i64,
                 row.uuid,
                 run.board,
                 kernel_config,
@@ -406,8 +434,9 @@ impl super::Backend for Sqlite {
         )
         .map_err(sql)?;
         let id = tx.last_insert_rowid();
+        tx.execute("INSERT INTO documents (run, document) VALUES (?1, zeroblob(?2))", params![id, size as i64]).map_err(sql)?;
         {
-            let mut blob = tx.blob_open(rusqlite::MAIN_DB, "runs", "document", id, false).map_err(sql)?;
+            let mut blob = tx.blob_open(rusqlite::MAIN_DB, "documents", "document", id, false).map_err(sql)?;
             document.rewind().map_err(encoding)?;
             std::io::copy(&mut document, &mut blob)
                 .map_err(|e| format!("writing the store {} failed: {e}", self.path.display()))?;
@@ -421,25 +450,21 @@ impl super::Backend for Sqlite {
     }
 
     /// The runs that pass `filter`, oldest first: each condition given is one clause, its value
-    /// bound, never written into the SQL.
+    /// bound, never written into the SQL; only the newest `filter.newest` of them when given
+    /// (taken from the top of the ids, then put back in order).
     fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, String> {
         let layout_4 = self.layout >= 4;
-        // A store of an older layout only read (not migrated): its board is its host.
-        let board = if layout_4 { "board" } else { "host" };
-        let mut clauses: Vec<String> = Vec::new();
-        let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
-        for (column, op, v) in filter.conditions() {
-            let column = if column == "board" { board } else { column };
-            values.push(v);
-            clauses.push(format!("{column} {op} ?{}", values.len()));
-        }
-        let wher = if clauses.is_empty() { String::new() } else { format!(" WHERE {}", clauses.join(" AND ")) };
+        let (wher, values) = self.clauses(filter);
         let extra = if layout_4 { "uuid, board" } else { "NULL, host" };
+        let order = match filter.newest {
+            Some(n) => format!(" DESC LIMIT {}", n.min(i64::MAX as u64)),
+            None => String::new(),
+        };
         let mut q = self
             .conn
             .prepare(&format!(
                 "SELECT id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
-                 imported_from, {extra} FROM runs{wher} ORDER BY id"
+                 imported_from, {extra} FROM runs{wher} ORDER BY id{order}"
             ))
             .map_err(|e| sql_error(&self.path, e))?;
         let rows = q
@@ -462,7 +487,20 @@ impl super::Backend for Sqlite {
                 })
             })
             .map_err(|e| sql_error(&self.path, e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| sql_error(&self.path, e))
+        let mut rows: Vec<RunRow> = rows.collect::<Result<_, _>>().map_err(|e| sql_error(&self.path, e))?;
+        if filter.newest.is_some() {
+            rows.reverse();
+        }
+        Ok(rows)
+    }
+
+    fn count(&self, filter: &Filter) -> Result<u64, String> {
+        let (wher, values) = self.clauses(filter);
+        let n: i64 = self
+            .conn
+            .query_row(&format!("SELECT count(*) FROM runs{wher}"), values.as_slice(), |r| r.get(0))
+            .map_err(|e| sql_error(&self.path, e))?;
+        Ok(n as u64)
     }
 
     fn last_id(&self) -> Result<Option<i64>, String> {
@@ -535,9 +573,9 @@ impl super::Backend for Sqlite {
     /// The whole result of run `id`.
     fn load(&self, id: i64) -> Result<RunResult, String> {
         let unreadable = |e: &dyn std::fmt::Display| format!("run {id} in the store {} cannot be read: {e}", self.path.display());
-        // (A store of an older layout only read has no UUIDs.)
+        // (A store of an older layout only read has no UUIDs, and its documents in `runs`.)
         let query = if self.layout >= 4 {
-            "SELECT document, uuid FROM runs WHERE id = ?1"
+            "SELECT documents.document, runs.uuid FROM runs JOIN documents ON documents.run = runs.id WHERE runs.id = ?1"
         } else {
             "SELECT document, NULL FROM runs WHERE id = ?1"
         };
@@ -579,6 +617,7 @@ impl super::Backend for Sqlite {
     fn delete(&self, id: i64) -> Result<(), String> {
         let tx = self.conn.unchecked_transaction().map_err(|e| sql_error(&self.path, e))?;
         tx.execute("DELETE FROM timelines WHERE run = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
+        tx.execute("DELETE FROM documents WHERE run = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
         tx.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
         tx.commit().map_err(|e| sql_error(&self.path, e))
     }
