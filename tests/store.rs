@@ -288,6 +288,17 @@ fn raw_control(text: &str) -> Option<char> {
     text.chars().find(|&c| (c.is_control() && c != '\n' && c != '\t') || ('\u{202a}'..='\u{202e}').contains(&c))
 }
 
+/// The commands that only read a store holding runs labelled `x` and `y`.
+const READING: [&[&str]; 7] = [
+    &["list"],
+    &["list", "--json"],
+    &["show", "x"],
+    &["show", "last", "--json"],
+    &["export", "x", "--format", "csv"],
+    &["report", "x"],
+    &["compare", "x", "y"],
+];
+
 /// A copy of the imported cyclictest file made a file of its own by `n` (its content, so its
 /// UUID, differs), written into `dir`.
 fn distinct_file(dir: &Path, n: u64) -> String {
@@ -1383,16 +1394,8 @@ fn a_role_that_may_read_but_not_write_serves_readers_and_is_refused_to_writers()
     let b = Backend { dir: tempfile::tempdir().unwrap(), db: c.url(&name), pg: Some((c, name)) };
     let before = b.snapshot();
     let db = b.db();
-    for args in [
-        vec!["list"],
-        vec!["list", "--json"],
-        vec!["show", "x"],
-        vec!["show", "last", "--json"],
-        vec!["export", "x", "--format", "csv"],
-        vec!["report", "x"],
-        vec!["compare", "x", "y"],
-    ] {
-        assert!(!ok(&[&args[..], &["--db", db]].concat()).is_empty(), "{args:?}");
+    for args in READING {
+        assert!(!ok(&[args, &["--db", db]].concat()).is_empty(), "{args:?}");
     }
     refused(b.dir(), &["run", "--db", db], None, "user rtg may not write the store's tables", "");
     for args in [vec!["import", "--db", db, &fixture("oslat.json")], vec!["delete", "x", "--db", db]] {
@@ -1706,16 +1709,8 @@ fn a_store_readable_but_not_writable_serves_every_reading_command() {
     for (file_mode, dir_mode) in [(0o644, 0o755), (0o444, 0o555)] {
         mode(std::path::Path::new(&db), file_mode);
         mode(dir.path(), dir_mode);
-        for args in [
-            vec!["list"],
-            vec!["list", "--json"],
-            vec!["show", "x"],
-            vec!["show", "last", "--json"],
-            vec!["export", "x", "--format", "csv"],
-            vec!["report", "x"],
-            vec!["compare", "x", "y"],
-        ] {
-            let out = nobody(&[&args[..], &["--db", &db]].concat()).output().unwrap();
+        for args in READING {
+            let out = nobody(&[args, &["--db", &db]].concat()).output().unwrap();
             assert!(out.status.success(), "{args:?} on a {file_mode:o} store: {}", String::from_utf8_lossy(&out.stderr));
             assert!(!out.stdout.is_empty(), "{args:?}");
         }
