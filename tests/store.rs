@@ -845,6 +845,39 @@ fn labels_and_boards_with_quotes_sql_controls_and_10000_characters_are_text(b: B
 }
 both!(labels_and_boards_with_quotes_sql_controls_and_10000_characters_are_text);
 
+/// A kernel release with quotes, SQL, control characters or 10 000 characters (an rtgauge
+/// document says what it likes) is stored, filtered by `--kernel` exactly, given back whole by
+/// `--json`, and shown escaped by `list` and `show`.
+fn kernel_names_of_any_text_are_stored_filtered_and_shown_as_text(b: Backend) {
+    let db = b.db();
+    ok(&["import", "--db", db, "--label", "base", &distinct_file(b.dir(), 7)]);
+    let doc: Value = serde_json::from_str(&ok(&["export", "base", "--db", db, "-f", "json"])).unwrap();
+    let long = format!("6.12.0-rt{}", "9".repeat(10_000));
+    let kernels = ["6.12'; DROP TABLE runs; --", "6.12 \"rt\" \u{1b}[2J\u{7}\r\nfake", long.as_str()];
+    for (i, kernel) in kernels.iter().enumerate() {
+        let mut d = doc.clone();
+        d.as_object_mut().unwrap().remove("uuid");
+        d.as_object_mut().unwrap().remove("imported");
+        d["system"]["kernel_release"] = Value::from(*kernel);
+        let file = b.dir().join(format!("k{i}.json"));
+        std::fs::write(&file, serde_json::to_vec(&d).unwrap()).unwrap();
+        ok(&["import", "--db", db, "--label", &format!("k{i}"), file.to_str().unwrap()]);
+        let rows = list(db, &["--kernel", kernel]);
+        assert_eq!(rows.len(), 1, "{kernel:?}: {rows:?}");
+        assert_eq!(rows[0]["kernel"].as_str(), Some(*kernel));
+        let shown: Value = serde_json::from_str(&ok(&["show", &format!("k{i}"), "--json", "--db", db])).unwrap();
+        assert_eq!(shown["system"]["kernel_release"].as_str(), Some(*kernel), "given back exactly");
+        let text = ok(&["show", &format!("k{i}"), "--db", db]);
+        assert_eq!(raw_control(&text), None, "{text}");
+    }
+    let text = ok(&["list", "--db", db]);
+    assert_eq!(raw_control(&text), None, "{text}");
+    assert_eq!(text.lines().count(), 1 + 1 + kernels.len(), "a header and one row per run: {text}");
+    assert!(text.lines().all(|l| l.chars().count() < 400), "a long release cut in the table: {text}");
+    assert_eq!(b.tables(), b.store_tables(), "no table dropped");
+}
+both!(kernel_names_of_any_text_are_stored_filtered_and_shown_as_text);
+
 /// An imported host name and kernel string, and a label, carrying terminal controls (set the
 /// title, clear the screen, a carriage return and a line break that fake a row, C1's CSI, a
 /// right-to-left override): `list`, `show`, `report` and `compare` show them escaped (`\x1b`),

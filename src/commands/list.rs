@@ -52,10 +52,10 @@ pub fn list(a: &ListArgs) -> Result<u8> {
                 r.started_at.chars().take(19).collect::<String>().replace('T', " "),
                 cut(r.label.as_deref().unwrap_or_default()),
                 cut(&r.board),
-                r.host.clone(),
-                r.kernel.clone(),
-                r.preemption.clone(),
-                r.scenario.clone().unwrap_or_default(),
+                cut(&r.host),
+                cut(&r.kernel),
+                cut(&r.preemption),
+                cut(r.scenario.as_deref().unwrap_or_default()),
                 if r.imported_from.is_some() { format!("{} (imported)", r.probes) } else { r.probes.clone() },
                 r.worst_ns.map_or("-".into(), us),
                 if r.status == "complete" { r.verdict.clone() } else { format!("{} ({})", r.verdict, r.status) },
@@ -78,12 +78,12 @@ pub fn list(a: &ListArgs) -> Result<u8> {
 /// How many runs the table shows unless `--limit` or `--all` says.
 const SHOWN: u64 = 100;
 
-/// The most of a label or a board's name a line of `list` shows (`list --json` and
-/// `show --json` give it whole): a name of 10 000 characters keeps the table readable.
+/// The most of a name (a label, a board, a host, a kernel release, a scenario: text from the
+/// documents) a line of `list` shows (`list --json` and `show --json` give it whole): a name of
+/// 10 000 characters keeps the table readable.
 const NAME_SHOWN: usize = 32;
 
-/// A label or a board's name as `list` shows it: up to [`NAME_SHOWN`] characters, longer ones
-/// cut with `…`.
+/// A name as `list` shows it: up to [`NAME_SHOWN`] characters, longer ones cut with `…`.
 fn cut(name: &str) -> String {
     if name.chars().count() <= NAME_SHOWN {
         return name.to_string();
