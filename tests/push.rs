@@ -130,7 +130,8 @@ fn runs_pushed_to_postgresql_and_back_are_whole_and_stored_once() {
 
     // Bad input: one line, exit 2, nothing copied.
     for (args, says) in [
-        (vec!["push", "--to", &local], "the store the runs are read from"),
+        (vec!["push", "--db", &local, "--to", &local], "the store the runs are read from"),
+        (vec!["push", "last", "--to", &local], "the store the runs are read from"),
         (vec!["push", "nosuchlabel", "--to", &url], "no run 'nosuchlabel'"),
         (vec!["push", "--since", "yesterday-ish", "--to", &url], "--since yesterday-ish"),
         (vec!["push", "--to", "postgres://rtg@127.0.0.1:1/x"], "127.0.0.1:1"),
@@ -144,6 +145,20 @@ fn runs_pushed_to_postgresql_and_back_are_whole_and_stored_once() {
         }
     }
     assert_eq!(listed(home.path(), &url, &[]).len(), 3);
+    // The local store as the destination (RTGAUGE_DB names it): its spool, if any, is delivered;
+    // nothing else is copied, nothing is said wrong.
+    let out = ok(home.path(), &["push", "--to", &local]);
+    assert!(out.starts_with("Nothing to copy to "), "{out}");
+    // A failing push makes no destination.
+    let never = home.path().join("never.db");
+    for args in [
+        vec!["push", "nosuchlabel", "--to", never.to_str().unwrap()],
+        vec!["push", "--db", "/nonexistent/x.db", "--to", never.to_str().unwrap()],
+    ] {
+        let (code, _, err) = cli(home.path(), &args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(!never.exists(), "{args:?}: the destination was made");
+    }
 }
 
 /// The server stopped while a run measures: the run ends as measured (its verdict's status),
@@ -219,8 +234,12 @@ fn a_run_the_server_did_not_take_waits_in_the_spool_and_is_delivered_exactly_onc
 
     // Spooled again; two pushes at once deliver it once.
     let second = spooled("second");
-    let pushes: Vec<_> =
-        (0..2).map(|_| cmd(home.path(), &["push", "--to", &url]).stdout(std::process::Stdio::piped()).spawn().unwrap()).collect();
+    // (the second spells the database another way: the same spool)
+    let other_spelling = format!("{}?sslmode=prefer&connect_timeout=20", url.replacen("postgres://", "postgresql://", 1));
+    let pushes: Vec<_> = [&url, &other_spelling]
+        .iter()
+        .map(|u| cmd(home.path(), &["push", "--to", u]).stdout(std::process::Stdio::piped()).spawn().unwrap())
+        .collect();
     let said: Vec<String> = pushes
         .into_iter()
         .map(|p| {
@@ -249,4 +268,73 @@ fn a_run_the_server_did_not_take_waits_in_the_spool_and_is_delivered_exactly_onc
     let out = ok(home.path(), &["push", "--to", &url]);
     assert!(out.starts_with("No run copied to ") && !out.contains("Delivered"), "{out}");
     assert_eq!(listed(home.path(), &url, &[]).len(), 3);
+}
+
+/// The postmaster of `own` and every process it started, stopped (`SIGSTOP`: a server that holds
+/// its connections and answers nothing) or let go on (`SIGCONT`).
+fn freeze(own: &pg::Cluster, signal: &str) {
+    let pid_file = std::fs::read_to_string(own.dir().join("data/postmaster.pid")).unwrap();
+    let pm: u32 = pid_file.lines().next().unwrap().trim().parse().unwrap();
+    let mut pids = vec![pm];
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+        let ppid = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)).and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pm) {
+            pids.push(e.file_name().to_string_lossy().parse().unwrap());
+        }
+    }
+    let ok = Command::new("kill").arg(format!("-{signal}")).args(pids.iter().map(u32::to_string)).status().unwrap();
+    assert!(ok.success());
+}
+
+/// A server that stops answering while a run measures (its processes stopped, its connections
+/// held): the end of the run waits no longer than RTGAUGE_STORE_TIMEOUT, ends with the run's own
+/// status, and the run waits in the spool; the server back, `push` delivers it once.
+#[test]
+fn a_server_that_stops_answering_costs_the_time_limit_and_the_run_waits_in_the_spool() {
+    let Some(own) = pg::own() else { return };
+    let url = own.url(&own.database("frozen", true));
+    let home = tempfile::tempdir().unwrap();
+    let json = home.path().join("frozen.json");
+    let child = cmd(
+        home.path(),
+        &[
+            "run",
+            "-D",
+            "2s",
+            "--cpus",
+            "0",
+            "--load",
+            "none",
+            "--db",
+            &url,
+            "--label",
+            "frozen",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    )
+    .env("RTGAUGE_STORE_TIMEOUT", "3")
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    wait_until_measuring(child.id());
+    freeze(&own, "STOP");
+    let t = std::time::Instant::now();
+    let out = child.wait_with_output();
+    let waited = t.elapsed();
+    freeze(&own, "CONT");
+    let out = out.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    no_password(&[&err, &String::from_utf8_lossy(&out.stdout)]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+    assert!(err.contains("did not take it within 3 s") && err.contains("waits in the spool"), "{err}");
+    assert!(waited < std::time::Duration::from_secs(30), "the time limit held: {waited:?}");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let out = ok(home.path(), &["push", "--to", &url]);
+    assert!(out.contains("Delivered from the spool: 1 run (now run "), "{out}");
+    let there = listed(home.path(), &url, &[]);
+    assert_eq!((there.len(), there[0]["uuid"].as_str()), (1, doc["uuid"].as_str()), "{there:?}");
+    assert_eq!(shown(home.path(), &url, "frozen"), doc);
 }

@@ -2099,12 +2099,14 @@ fn list_shows_the_newest_runs_unless_told_and_says_how_many_more_match(b: Backen
     let table = ok(&["list", "--db", db]);
     assert_eq!(ids(&table), (4..=103).collect::<Vec<u64>>(), "the newest 100, oldest first");
     assert!(
-        table.ends_with("3 older runs not shown (the newest 100 are); --limit N shows the newest N, --all every one.\n"),
+        table.ends_with(
+            "3 older runs not shown (the table holds the newest 100); --limit N shows the newest N, --all every one.\n"
+        ),
         "{table}"
     );
     let table = ok(&["list", "--db", db, "--limit", "2", "--board", "rpi4-lab-3"]);
     assert_eq!(ids(&table), [102, 103]);
-    assert!(table.contains("101 older runs not shown (the newest 2 are)"), "{table}");
+    assert!(table.contains("101 older runs not shown (the table holds the newest 2)"), "{table}");
     assert_eq!(ids(&ok(&["list", "--db", db, "--all"])), (1..=103).collect::<Vec<u64>>());
     let table = ok(&["list", "--db", db, "--limit", "103"]);
     assert_eq!(ids(&table).len(), 103);

@@ -67,7 +67,7 @@ pub fn list(a: &ListArgs) -> Result<u8> {
     out::text(&summary::table(&header, 9..10, cells))?;
     if more > 0 {
         out::text(&format!(
-            "{} not shown (the newest {} are); --limit N shows the newest N, --all every one.\n",
+            "{} not shown (the table holds the newest {}); --limit N shows the newest N, --all every one.\n",
             crate::vocab::Count(more, "older run"),
             rows.len()
         ))?;
@@ -99,8 +99,9 @@ pub(super) fn since_rfc3339(v: &str) -> Result<String> {
     let b = v.as_bytes();
     let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
     if b.len() == 10 && digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10) {
-        let (m, d) = (v[5..7].parse::<u32>().unwrap_or(0), v[8..10].parse::<u32>().unwrap_or(0));
-        return if (1..=12).contains(&m) && (1..=31).contains(&d) { Ok(format!("{v}T00:00:00.000Z")) } else { Err(bad()) };
+        // A day the calendar has (not 2026-02-30).
+        let exists = chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d").is_ok();
+        return if exists { Ok(format!("{v}T00:00:00.000Z")) } else { Err(bad()) };
     }
     let age = crate::vocab::units::parse_age(v);
     // A number followed by a word that is not one of the grammar's units (`1y`, `1h30m`) is an
@@ -150,7 +151,7 @@ mod tests {
         assert_eq!(since_rfc3339("2999-01-01T08:00:00+02:00").unwrap(), "2999-01-01T06:00:00.000Z");
         assert_eq!(since_rfc3339("2999-01-01T08:00:00.25").unwrap(), "2999-01-01T08:00:00.250Z");
         assert_eq!(since_rfc3339("2026-11-01 08:00:00").unwrap(), "2026-11-01T08:00:00.000Z");
-        for bad in ["2999-13-01", "yesterday", "2026-11-01T25:00:00Z", ""] {
+        for bad in ["2999-13-01", "2026-02-30", "2027-02-29", "2026-04-31", "yesterday", "2026-11-01T25:00:00Z", ""] {
             assert!(since_rfc3339(bad).is_err(), "{bad}");
         }
         // Ages in the one duration grammar of every option, weeks included; another unit is named.

@@ -11,7 +11,9 @@ use crate::store::{self, Filter, Location, RunRow, Store};
 use anyhow::{anyhow, Result};
 use std::collections::HashSet;
 
-/// `rtgauge push`.
+/// `rtgauge push`: the source read and the runs chosen first (bad input changes nothing, no
+/// destination is made for it), then the spool for the destination delivered, then the runs
+/// copied.
 pub fn push(a: &PushArgs) -> Result<u8> {
     let since = a.since.as_deref().map(since_rfc3339).transpose()?;
     if a.board.as_deref() == Some("") {
@@ -19,13 +21,41 @@ pub fn push(a: &PushArgs) -> Result<u8> {
     }
     let to_location = Location::of(&a.to);
     let from_location = a.store.db.as_deref().map(Location::of).or_else(store::default_location);
-    if from_location.as_ref().is_some_and(|f| same_store(f, &to_location)) {
+    // The destination is the source (RTGAUGE_DB names the lab's database, say): only its spool
+    // is delivered; there is nothing else to copy.
+    let same = from_location.as_ref().is_some_and(|f| same_store(f, &to_location));
+    if same && (!a.runs.is_empty() || a.store.db.is_some()) {
         return Err(anyhow!(
             "--to names the store the runs are read from ({}); give another store with --to, or the source with --db",
             to_location.shown()
         ));
     }
-    // The destination first: one that cannot be reached or written is said before anything is read.
+    // The source, when there is one to copy from (none is no error when only the spool is to
+    // be delivered), and the runs it gives.
+    let from = if same {
+        None
+    } else {
+        match store::open_existing(a.store.db.as_deref()).map_err(anyhow::Error::msg)? {
+            Some(s) => Some(s),
+            None if a.runs.is_empty() && a.store.db.is_none() => None,
+            None => Some(existing(a.store.db.as_deref())?),
+        }
+    };
+    let filter = Filter { board: a.board.clone(), since, ..Filter::default() };
+    let rows = match &from {
+        Some(from) => chosen(from, &a.runs, &filter)?,
+        None => Vec::new(),
+    };
+    let waiting = store::spool::file_for(&to_location).is_some_and(|f| f.exists());
+    if rows.is_empty() && !waiting {
+        out::text(&format!(
+            "Nothing to copy to {}: no run matches, and none waits in the spool.\n",
+            report::shown(&to_location.shown())
+        ))?;
+        return Ok(0);
+    }
+    // The destination: made if it is a file that is not there yet, only now that there is
+    // something to write.
     let to = Store::open(&to_location).map_err(|e| anyhow!("{e}"))?;
     let delivered = store::spool::deliver(&to, &to_location).map_err(anyhow::Error::msg)?;
     if let Some(why) = &delivered.stopped {
@@ -36,21 +66,14 @@ pub fn push(a: &PushArgs) -> Result<u8> {
             to.shown(),
             to.shown(),
             if delivered.left == 1 { "it" } else { "them" },
-            delivered.stored.len() + delivered.already.len()
+            delivered.runs.len()
         ));
     }
     let spool_lines = delivered.said();
-    // The source: none is no error when only the spool was to be delivered.
-    let from = match store::open_existing(a.store.db.as_deref()).map_err(anyhow::Error::msg)? {
-        Some(s) => s,
-        None if a.runs.is_empty() && a.store.db.is_none() => {
-            say_done(&to, &[], 0, &spool_lines)?;
-            return Ok(0);
-        }
-        None => existing(a.store.db.as_deref())?,
+    let Some(from) = from else {
+        say_done(&to, &[], 0, &spool_lines)?;
+        return Ok(0);
     };
-    let filter = Filter { board: a.board.clone(), since, ..Filter::default() };
-    let rows = chosen(&from, &a.runs, &filter)?;
     // What the destination has already is not read again (a run is there once, by its UUID).
     let there: HashSet<String> =
         to.list(&Filter::default()).map_err(anyhow::Error::msg)?.into_iter().filter_map(|r| r.uuid).collect();

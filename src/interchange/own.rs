@@ -126,6 +126,9 @@ pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResul
     // once however it arrives); one of an older version, without it, is identified by the
     // file's content (the same file imported twice is stored once).
     r.uuid = r.uuid.or_else(|| crate::result::content_uuid_of_hex(&sha256));
+    // A password a document's command line holds (an older rtgauge's, a hand-made file) is not
+    // kept or shown.
+    r.command_line = crate::store::scrub_command_line(std::mem::take(&mut r.command_line));
     r.imported = Some(Imported {
         tool: "rtgauge".into(),
         tool_version: Some(r.tool_version.clone()),

@@ -154,39 +154,31 @@ fn keep_result(
         }
         return Kept::Nowhere;
     };
-    // A shared store first takes the runs that wait in the spool for it (older: they go first).
+    // A shared store: the run is kept first where nothing can hang, in the spool, then the spool
+    // is delivered (the runs that waited before first), within a time limit; a run the server
+    // does not take waits on, nothing lost. Only when no spool can be had is it stored directly.
     let shared = keep.location.as_ref().filter(|l| matches!(l, store::Location::Postgres(_)));
-    let delivered = shared.map(|l| delivery(&store, l)).unwrap_or_default();
+    let mut spool_failed = String::new();
+    if let Some(location) = shared {
+        match store::spool::keep(result, location, keep.label.as_deref(), kernel_config.clone()) {
+            Ok(file) => return deliver_within(store, location, result, &file, keep),
+            Err(e) => spool_failed = format!("; nor kept in the spool: {e}"),
+        }
+    }
     let e = match store.save(result, keep.label.as_deref(), None, kernel_config.clone()) {
         Ok(saved) => {
             let (id, shown) = (saved.id, store.shown());
             let stored = if saved.already { "Already stored" } else { "Stored" };
-            return Kept::Stored(format!("{stored} as run {id} in {shown} ('rtgauge show {id}').{delivered}"));
+            return Kept::Stored(format!("{stored} as run {id} in {shown} ('rtgauge show {id}{}').", db_hint(keep)));
         }
         Err(e) => e,
     };
     let (db, beside) = (store.shown(), store.rescue_dir());
     drop(store);
-    // A shared store that did not take it: the run waits in the spool, which the next run with
-    // this store (or 'rtgauge push') empties; only a spool that cannot be written costs a rescue file.
-    let mut spool_failed = String::new();
-    if let Some(location) = shared {
-        match store::spool::keep(result, location, keep.label.as_deref(), kernel_config) {
-            Ok(file) => {
-                let short = result.uuid.map(|u| u.to_string()[..8].to_string()).unwrap_or_default();
-                return Kept::Spooled(format!(
-                    "the run was measured but not stored in {db}: {e}. It waits in the spool {} (run {short}): \
-                     the next run with this store delivers it, or 'rtgauge push --to {db}'{delivered}",
-                    file.display()
-                ));
-            }
-            Err(e2) => spool_failed = format!("; nor kept in the spool: {e2}"),
-        }
-    }
     let e = format!("{e}{spool_failed}");
     Kept::Rescued(match store::rescue(result, beside) {
         Ok(file) => {
-            let label = keep.label.as_deref().map_or(String::new(), |l| format!(" --label '{l}'"));
+            let label = keep.label.as_deref().map_or(String::new(), |l| format!(" --label {}", shell_word(l)));
             format!(
                 "the run was measured but not stored: {e}; it was saved to '{}' instead: \
                  'rtgauge import {} --db {}{label}' stores it",
@@ -216,12 +208,79 @@ fn report(result: &RunResult, sink: Option<JsonSink>, stored: bool, said_before:
     Ok(if result.verdict.passed { EXIT_PASSED } else { EXIT_FAILED })
 }
 
-/// Delivers the runs waiting in the spool for the shared store `location` (opened: `store`);
-/// what it did, as lines to add after the one that says where the run went (empty when
-/// nothing waited).
-fn delivery(store: &Store, location: &store::Location) -> String {
-    match store::spool::deliver(store, location) {
-        Ok(d) => d.said(),
-        Err(e) => format!("\nThe runs waiting in the spool were not delivered: {e}."),
+/// How long the end of a run waits for a shared store to take what waits in the spool (the run
+/// itself last): `RTGAUGE_STORE_TIMEOUT` seconds, else 120. A server that stops answering (hung,
+/// a link that went silent) costs this much, then the run waits in the spool.
+fn store_time_limit() -> std::time::Duration {
+    let secs = std::env::var("RTGAUGE_STORE_TIMEOUT").ok().and_then(|v| v.parse::<u64>().ok()).filter(|&s| s > 0);
+    std::time::Duration::from_secs(secs.unwrap_or(120))
+}
+
+/// Delivers the spool of the shared store `location` (opened before measuring: `store`) on a
+/// thread of its own, the run `result` (kept in the spool `file`) among what waits, within
+/// [`store_time_limit`]: where the run went, and what else the delivery did. The thread is left
+/// behind, blocked, when the server does not answer in time; the run still waits in the spool.
+fn deliver_within(
+    store: Store,
+    location: &store::Location,
+    result: &RunResult,
+    file: &std::path::Path,
+    keep: &store::Request,
+) -> Kept {
+    let (shown, uuid) = (store.shown(), result.uuid.map(|u| u.to_string()).unwrap_or_default());
+    let limit = store_time_limit();
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let to = location.clone();
+    let spawned = std::thread::Builder::new().name("rtgauge-store".into()).spawn(move || {
+        let _ = tx.send(store::spool::deliver(&store, &to));
+    });
+    let delivered = match spawned {
+        Ok(_) => rx
+            .recv_timeout(limit)
+            .map_err(|_| format!("the server did not take it within {} s (RTGAUGE_STORE_TIMEOUT)", limit.as_secs()))
+            .and_then(|d| d),
+        Err(e) => Err(format!("no thread to store it ({e})")),
+    };
+    let waits = |why: &str, others: String| {
+        Kept::Spooled(format!(
+            "the run was measured but not stored in {shown}: {why}. It waits in the spool {} (run {}): the next run \
+             with this store delivers it, or 'rtgauge push --to {shown}'{others}",
+            file.display(),
+            uuid.get(..8).unwrap_or_default()
+        ))
+    };
+    match delivered {
+        Ok(d) => match d.of(&uuid) {
+            Some(arrived) => Kept::Stored(format!(
+                "{} as run {id} in {shown} ('rtgauge show {id}{}').{}",
+                if arrived.already { "Already stored" } else { "Stored" },
+                db_hint(keep),
+                d.said_except(Some(&uuid)),
+                id = arrived.id
+            )),
+            None => {
+                let why = d.stopped.clone().unwrap_or_else(|| "the delivery stopped before it".into());
+                waits(&why, d.clone_without_stop().said_except(Some(&uuid)))
+            }
+        },
+        Err(e) => waits(&e, String::new()),
     }
+}
+
+/// `' --db LOCATION'` when the run's store is not the one `rtgauge show` reads by default.
+fn db_hint(keep: &store::Request) -> String {
+    match (&keep.location, store::default_location()) {
+        (Some(l), Some(d)) if *l == d => String::new(),
+        (Some(l), _) => format!(" --db {}", shell_word(&l.shown())),
+        (None, _) => String::new(),
+    }
+}
+
+/// `text` as one word of a shell's command line: as it is when it is plain, else in single
+/// quotes (a quote inside written '\'').
+fn shell_word(text: &str) -> String {
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:@%+=,".contains(c)) {
+        return text.to_string();
+    }
+    format!("'{}'", text.replace('\'', "'\\''"))
 }

@@ -52,6 +52,10 @@ pub enum Location {
     /// A PostgreSQL database (`postgres://` or `postgresql://`): the URL as given. It may hold
     /// a password, so it is never shown as it is: see [`Location::shown`].
     Postgres(String),
+    /// A value that reads as a database's address rtgauge does not take (another scheme, a
+    /// mistyped one, libpq's `host=... password=...` form): never a file's name (it may hold a
+    /// password); why, for the error, without the value.
+    Unusable(String),
 }
 
 impl Location {
@@ -62,6 +66,9 @@ impl Location {
         if is_url(b"postgres://") || is_url(b"postgresql://") {
             return Location::Postgres(db.to_string_lossy().into_owned());
         }
+        if let Some(why) = not_a_path(&db.to_string_lossy()) {
+            return Location::Unusable(why);
+        }
         Location::File(db.to_path_buf())
     }
 
@@ -70,6 +77,7 @@ impl Location {
         match self {
             Location::File(p) => p.display().to_string(),
             Location::Postgres(url) => postgres::redact(url),
+            Location::Unusable(_) => "(the store named by --db or RTGAUGE_DB)".into(),
         }
     }
 
@@ -78,6 +86,7 @@ impl Location {
         match self {
             Location::File(p) => Ok(Box::new(sqlite::Sqlite::open(p)?)),
             Location::Postgres(url) => Ok(Box::new(postgres::PgStore::open(url)?)),
+            Location::Unusable(why) => Err(OpenError::Refused(why.clone())),
         }
     }
 
@@ -87,26 +96,69 @@ impl Location {
         match self {
             Location::File(p) => Ok(Some(Box::new(sqlite::Sqlite::open_read(p)?))),
             Location::Postgres(url) => Ok(postgres::PgStore::open_read(url)?.map(|s| Box::new(s) as Box<dyn Backend>)),
+            Location::Unusable(why) => Err(OpenError::Refused(why.clone())),
         }
     }
 }
 
+/// Why a `--db` value that is not a PostgreSQL URL is no file's path either: another scheme
+/// (`mysql://`, `pgsql://`), a PostgreSQL scheme mistyped (`postgres:/`, `postgres:`), or
+/// libpq's key/value form (`host=... dbname=... password=...`). `None`: a path.
+fn not_a_path(db: &str) -> Option<String> {
+    let fix = "write a PostgreSQL database as postgres://USER@HOST:PORT/DBNAME, or give a file's path";
+    let lower = db.to_ascii_lowercase();
+    if let Some((scheme, _)) = lower.split_once("://") {
+        if !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c)) {
+            return Some(format!("--db: '{scheme}://' is not a store rtgauge knows; {fix}"));
+        }
+    }
+    if lower.starts_with("postgres:") || lower.starts_with("postgresql:") {
+        return Some(format!("--db: a PostgreSQL URL begins postgres:// (two slashes); {fix}"));
+    }
+    let keys = ["host=", "hostaddr=", "dbname=", "user=", "password=", "port=", "sslmode="];
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    if words.iter().any(|w| keys.iter().any(|k| w.starts_with(k))) && (words.len() > 1 || lower.contains("password=")) {
+        return Some(format!("--db: libpq's 'key=value' form is not taken; {fix}"));
+    }
+    None
+}
+
 /// A command line as the result records it: a PostgreSQL URL in it (`--db URL`, `--db=URL`)
-/// without its password.
+/// without its password, and any `password=VALUE` written `password=***`.
 pub fn scrub_command_line(args: Vec<String>) -> Vec<String> {
     args.into_iter()
         .map(|a| {
             let lower = a.to_ascii_lowercase();
-            match ["postgres://", "postgresql://"].iter().filter_map(|s| lower.find(s)).min() {
+            let a = match ["postgres://", "postgresql://"].iter().filter_map(|s| lower.find(s)).min() {
                 Some(at) => format!("{}{}", &a[..at], postgres::redact(&a[at..])),
                 None => a,
-            }
+            };
+            scrub_password_words(&a)
         })
         .collect()
 }
 
-/// What a backend does; the store's logic (`Store`) is the same for all of them.
-trait Backend {
+/// `password=VALUE` (libpq's key/value form, a query) written `password=***`, wherever it is.
+fn scrub_password_words(a: &str) -> String {
+    let lower = a.to_ascii_lowercase();
+    let mut out = String::with_capacity(a.len());
+    let mut rest = 0;
+    let mut from = 0;
+    while let Some(found) = lower[from..].find("password=") {
+        let value = from + found + "password=".len();
+        let end = a[value..].find([' ', '&', '\t']).map_or(a.len(), |e| value + e);
+        out.push_str(&a[rest..value]);
+        out.push_str("***");
+        rest = end;
+        from = end;
+    }
+    out.push_str(&a[rest..]);
+    out
+}
+
+/// What a backend does; the store's logic (`Store`) is the same for all of them. A store may
+/// be handed to another thread (the end of a run stores on one of its own, within a time limit).
+trait Backend: Send {
     /// Where it is, as messages show it (a file's path, a URL without its password).
     fn shown(&self) -> String;
     /// The directory a rescue file goes to first, if the store is a local file.
@@ -285,7 +337,7 @@ impl Request {
         let Some(location) = &self.location else { return Ok(None) };
         let checked = match location {
             Location::File(path) => sqlite::check_file_size_limit(path, result_bytes),
-            Location::Postgres(_) => Ok(()),
+            Location::Postgres(_) | Location::Unusable(_) => Ok(()),
         }
         .and_then(|()| Store::open(location))
         .and_then(|s| s.check_whole().and_then(|()| s.check_room(result_bytes)).map(|()| s));
@@ -333,6 +385,9 @@ fn existing_location(db: Option<&Path>) -> Result<Option<Location>, String> {
     let Some(location) = db.map(Location::of).or_else(default_location) else {
         return Err("no store: neither RTGAUGE_DB, XDG_DATA_HOME nor HOME is set; give --db PATH".into());
     };
+    if let Location::Unusable(why) = &location {
+        return Err(why.clone());
+    }
     let Location::File(path) = &location else { return Ok(Some(location)) };
     // Not `exists()`, which reads a directory rtgauge may not search as "no file".
     match std::fs::symlink_metadata(path) {
@@ -719,11 +774,33 @@ mod tests {
     }
 
     #[test]
+    fn a_database_address_rtgauge_does_not_take_is_no_file() {
+        for db in [
+            "pgsql://u:pw@h/db",
+            "mysql://u@h/db",
+            "postgres:/u:pw@h/db",
+            "postgresql:u@h",
+            "host=127.0.0.1 port=5432 user=raw password=RawPw123 dbname=lab",
+            "password=x",
+        ] {
+            let l = Location::of(Path::new(db));
+            let Location::Unusable(why) = &l else { panic!("{db}: {l:?}") };
+            assert!(!why.contains("pw") && !why.contains("RawPw123") && why.contains("postgres://USER@HOST"), "{why}");
+            assert!(!l.shown().contains("pw"));
+        }
+        for path in ["runs.db", "/var/lib/rtgauge/runs.db", "./host=a.db", "my store.db"] {
+            assert_eq!(Location::of(Path::new(path)), Location::File(path.into()), "{path}");
+        }
+    }
+
+    #[test]
     fn a_command_line_keeps_no_database_password() {
         let args =
             ["rtgauge", "run", "--db", "postgres://lab:s3cret@db/rt", "--db=POSTGRESQL://a:b%40c@h/x?password=p", "-D", "1s"];
         let scrubbed = scrub_command_line(args.iter().map(|a| a.to_string()).collect());
         assert_eq!(scrubbed, ["rtgauge", "run", "--db", "postgres://lab@db/rt", "--db=POSTGRESQL://a@h/x", "-D", "1s"]);
+        let libpq = scrub_command_line(vec!["--db".into(), "host=h password=RawPw123 dbname=x".into(), "Password=a&b".into()]);
+        assert_eq!(libpq, ["--db", "host=h password=*** dbname=x", "Password=***&b"]);
     }
 
     #[test]

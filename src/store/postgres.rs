@@ -336,7 +336,7 @@ impl Target {
                         format!("there is no database {db} at {at}; create it (createdb -O {user} {db}) or name another in --db")
                     }
                     SqlState::INSUFFICIENT_PRIVILEGE => format!(
-                        "user {user} may not {doing} in the database {db} at {at} ({m}); have its owner grant it, or \
+                        "user {user} lacks a right needed for {doing} in the database {db} at {at} ({m}); have its owner grant it, or \
                          give another database with --db"
                     ),
                     SqlState::READ_ONLY_SQL_TRANSACTION => format!(
@@ -451,6 +451,14 @@ pub fn redact(url: &str) -> String {
         None => tail.to_string(),
     };
     format!("{scheme}://{authority}{tail}")
+}
+
+/// The database a URL names, as `USER@HOST:PORT/DBNAME` — the host in lower case, the default
+/// port, user and database written out, the password and every option left out — so that two
+/// spellings of one database are known as one (the spool's name); `None` when it does not parse.
+pub fn destination_of(url: &str) -> Option<String> {
+    let t = Target::parse(url).ok()?;
+    Some(format!("{}@{}/{}", t.user, t.at.to_lowercase(), t.dbname))
 }
 
 /// `%XX` sequences decoded (a query value).

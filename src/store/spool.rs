@@ -25,9 +25,8 @@ pub fn dir() -> Option<PathBuf> {
     }
 }
 
-/// The spool file of the runs waiting for `destination`: its URL without the password (the
-/// scheme written one way), readable, then 8 hex digits of its SHA-256 (two URLs that read
-/// alike stay apart).
+/// The spool file of the runs waiting for `destination`: what names it ([`key_of`]), readable,
+/// then 8 hex digits of its SHA-256 (two names that read alike stay apart).
 pub fn file_for(destination: &Location) -> Option<PathBuf> {
     let key = key_of(destination);
     let digest = sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(key.as_bytes()));
@@ -42,17 +41,15 @@ pub fn file_for(destination: &Location) -> Option<PathBuf> {
     Some(dir()?.join(format!("{readable}-{hex}.db")))
 }
 
-/// What names a destination: its URL without the password, `postgresql://` written
-/// `postgres://`; a file's path as given.
+/// What names a destination: a database as `USER@HOST:PORT/DBNAME` (the host in lower case, the
+/// default port and user written out, whatever else the URL says — its password, its TLS mode,
+/// its time-outs — left out), so every spelling of one database keeps one spool; a file's path
+/// as given.
 fn key_of(destination: &Location) -> String {
-    let shown = destination.shown();
-    let lower = shown.to_ascii_lowercase();
-    for scheme in ["postgresql://", "postgres://"] {
-        if lower.starts_with(scheme) {
-            return format!("postgres://{}", &shown[scheme.len()..]);
-        }
+    match destination {
+        Location::Postgres(url) => super::postgres::destination_of(url).unwrap_or_else(|| destination.shown()),
+        other => other.shown(),
     }
-    shown
 }
 
 /// Keeps `r` in the spool of `destination` (its directory made, mode 0700); returns the spool
@@ -100,17 +97,24 @@ fn open_checked(file: &std::path::Path) -> Result<Store, String> {
 /// What a delivery did.
 #[derive(Debug, Default)]
 pub struct Delivered {
-    /// The destination's ids of the runs it stored now.
-    pub stored: Vec<i64>,
-    /// The destination's ids of the runs it had already (a delivery before was cut short
-    /// after storing them).
-    pub already: Vec<i64>,
+    /// The runs the destination has now, in the order delivered.
+    pub runs: Vec<Arrived>,
     /// Why the delivery stopped before the last run, if it did (the runs left wait on).
     pub stopped: Option<String>,
     /// How many runs still wait.
     pub left: usize,
     /// The spool file.
     pub file: Option<PathBuf>,
+}
+
+/// A run delivered.
+#[derive(Debug, Clone)]
+pub struct Arrived {
+    pub uuid: Option<String>,
+    /// Its id in the destination.
+    pub id: i64,
+    /// Whether the destination had it already (a delivery before was cut short after storing it).
+    pub already: bool,
 }
 
 /// Delivers the runs waiting in the spool of `destination` into `to` (the destination, opened),
@@ -129,11 +133,7 @@ pub fn deliver(to: &Store, destination: &Location) -> Result<Delivered, String> 
     for (n, row) in waiting.iter().enumerate() {
         match super::copy_run(&spool, row, to) {
             Ok(saved) => {
-                if saved.already {
-                    done.already.push(saved.id)
-                } else {
-                    done.stored.push(saved.id)
-                }
+                done.runs.push(Arrived { uuid: row.uuid.clone(), id: saved.id, already: saved.already });
                 // Only now: a run removed before the destination had it could be lost.
                 if let Err(e) = spool.delete(row.id) {
                     done.stopped = Some(format!("a delivered run could not be removed from the spool: {e}"));
@@ -152,25 +152,37 @@ pub fn deliver(to: &Store, destination: &Location) -> Result<Delivered, String> 
 }
 
 impl Delivered {
+    /// Where the run with `uuid` is in the destination, if this delivery brought it.
+    pub fn of(&self, uuid: &str) -> Option<&Arrived> {
+        self.runs.iter().find(|r| r.uuid.as_deref() == Some(uuid))
+    }
+
+    /// Whether the run with `uuid` still waits (the delivery stopped before it).
+    pub fn still_waits(&self, uuid: &str) -> bool {
+        self.of(uuid).is_none()
+    }
+
     /// What the delivery did, a line each, each begun with a line break (empty when nothing
-    /// waited).
-    pub fn said(&self) -> String {
-        let mut text = String::new();
-        let ids = |v: &[i64]| v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    /// waited); the run `except` (said on a line of its own) left out.
+    pub fn said_except(&self, except: Option<&str>) -> String {
+        let others: Vec<&Arrived> = self.runs.iter().filter(|r| except.is_none() || r.uuid.as_deref() != except).collect();
+        let ids = |v: &[&&Arrived]| v.iter().map(|r| r.id.to_string()).collect::<Vec<_>>().join(", ");
+        let (stored, already): (Vec<&&Arrived>, Vec<&&Arrived>) = others.iter().partition(|r| !r.already);
         let file = self.file.as_ref().map(|f| f.display().to_string()).unwrap_or_default();
-        if !self.stored.is_empty() {
+        let mut text = String::new();
+        if !stored.is_empty() {
             text += &format!(
                 "\nDelivered from the spool: {} (now {} {}).",
-                Count(self.stored.len() as u64, "run"),
-                if self.stored.len() == 1 { "run" } else { "runs" },
-                ids(&self.stored)
+                Count(stored.len() as u64, "run"),
+                if stored.len() == 1 { "run" } else { "runs" },
+                ids(&stored)
             );
         }
-        if !self.already.is_empty() {
+        if !already.is_empty() {
             text += &format!(
                 "\nFrom the spool, already stored: {} {}.",
-                if self.already.len() == 1 { "run" } else { "runs" },
-                ids(&self.already)
+                if already.len() == 1 { "run" } else { "runs" },
+                ids(&already)
             );
         }
         if let Some(why) = &self.stopped {
@@ -181,6 +193,16 @@ impl Delivered {
             );
         }
         text
+    }
+
+    /// The same, without why it stopped (said elsewhere).
+    pub fn clone_without_stop(&self) -> Delivered {
+        Delivered { runs: self.runs.clone(), stopped: None, left: 0, file: self.file.clone() }
+    }
+
+    /// [`Delivered::said_except`] with none left out.
+    pub fn said(&self) -> String {
+        self.said_except(None)
     }
 }
 
