@@ -230,9 +230,19 @@ fn deliver_within(
     let (shown, uuid) = (store.shown(), result.uuid.map(|u| u.to_string()).unwrap_or_default());
     let limit = store_time_limit();
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let to = location.clone();
+    let (to, mine) = (location.clone(), uuid.clone());
     let spawned = std::thread::Builder::new().name("rtgauge-store".into()).spawn(move || {
-        let _ = tx.send(store::spool::deliver(&store, &to));
+        let delivered = store::spool::deliver(&store, &to).map(|mut d| {
+            // Another delivery at the same time (a run of this board ending too, a push) may
+            // have taken this run: where the destination has it.
+            if d.of(&mine).is_none() {
+                if let Ok(id) = store.resolve(&mine) {
+                    d.runs.push(store::spool::Arrived { uuid: Some(mine), id, already: true });
+                }
+            }
+            d
+        });
+        let _ = tx.send(delivered);
     });
     let delivered = match spawned {
         Ok(_) => rx
@@ -252,8 +262,8 @@ fn deliver_within(
     match delivered {
         Ok(d) => match d.of(&uuid) {
             Some(arrived) => Kept::Stored(format!(
-                "{} as run {id} in {shown} ('rtgauge show {id}{}').{}",
-                if arrived.already { "Already stored" } else { "Stored" },
+                // (stored by this delivery or by another at the same time: the run is there, once)
+                "Stored as run {id} in {shown} ('rtgauge show {id}{}').{}",
                 db_hint(keep),
                 d.said_except(Some(&uuid)),
                 id = arrived.id

@@ -531,6 +531,11 @@ impl Store {
         }
     }
 
+    /// Whether run `id` is there.
+    pub fn has(&self, id: i64) -> Result<bool, String> {
+        self.backend.has_id(id)
+    }
+
     /// The kernel configuration of the latest run of `board` that recorded one.
     pub fn kernel_config_before(&self, board: &str) -> Result<Option<Earlier>, String> {
         self.backend.kernel_config_before(board)

@@ -336,8 +336,14 @@ impl Target {
                         format!("there is no database {db} at {at}; create it (createdb -O {user} {db}) or name another in --db")
                     }
                     SqlState::INSUFFICIENT_PRIVILEGE => format!(
-                        "user {user} lacks a right needed for {doing} in the database {db} at {at} ({m}); have its owner grant it, or \
-                         give another database with --db"
+                        "user {user} {} {doing} in the database {db} at {at} ({m}); have its owner grant it, or \
+                         give another database with --db",
+                        // "may not create ...", "lacks a right needed for storing ..."
+                        if doing.split(' ').next().is_some_and(|w| w.ends_with("ing")) {
+                            "lacks a right needed for"
+                        } else {
+                            "may not"
+                        }
                     ),
                     SqlState::READ_ONLY_SQL_TRANSACTION => format!(
                         "the database {db} at {at} is read-only (a standby?) and cannot take the run; give the \

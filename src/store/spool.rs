@@ -141,6 +141,9 @@ pub fn deliver(to: &Store, destination: &Location) -> Result<Delivered, String> 
                     return Ok(done);
                 }
             }
+            // Another delivery (a run of this board ending at the same time, a push) took it
+            // first: it is the destination's now, or on its way there.
+            Err(_) if !spool.has(row.id)? => continue,
             Err(e) => {
                 done.stopped = Some(e);
                 done.left = waiting.len() - n;
