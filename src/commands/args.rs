@@ -149,12 +149,13 @@ pub enum Command {
     Import(ImportArgs),
     /// Copy stored runs into another store (a board's runs into the lab's PostgreSQL, or back),
     /// and deliver the runs waiting in the spool for it; a run already there is not copied again
-    #[command(
-        after_help = "Examples:\n  rtgauge push --to postgres://lab@db.lab/rt          every run of this board's store\n  \
+    #[command(after_help = "Examples:\n  rtgauge push --to postgres://lab@db.lab/rt\n      \
+        every run of this board's store, and what waits in its spool\n  \
         rtgauge push last rt-kernel --to postgres://lab@db.lab/rt\n  \
-        rtgauge push --db board-7.db --board board-7 --to postgres://lab@db.lab/rt   a store copied off a board\n  \
-        rtgauge push --db postgres://lab@db.lab/rt --board board-7 --to board-7.db   and back"
-    )]
+        rtgauge push --db board-7.db --to postgres://lab@db.lab/rt\n      \
+        a store copied off a board that has no route to the database\n  \
+        rtgauge push --db postgres://lab@db.lab/rt --board board-7 --to b7.db\n      \
+        and back")]
     Push(PushArgs),
     /// Run load generators on their own, like stress or hackbench
     #[command(after_help = LOAD_EXAMPLES)]
