@@ -530,18 +530,10 @@ fn another_programs_store_is_refused_by_every_command_and_left_untouched(b: Back
         let before = b.snapshot();
         let tables = b.tables();
         let db = b.db();
-        let file = fixture("oslat.json");
-        for args in [
-            vec!["list", "--db", db],
-            vec!["show", "last", "--db", db],
-            vec!["export", "last", "-f", "json", "--db", db],
-            vec!["delete", "1", "--db", db],
-            vec!["import", &file, "--db", db],
-            vec!["run", "--db", db],
-        ] {
-            refused(b.dir(), &args, None, says, "");
+        for (args, by_env) in store_commands(db) {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            refused(b.dir(), &args, by_env.then_some(db), says, "");
         }
-        refused(b.dir(), &["run"], Some(db), says, "");
         assert_eq!(b.tables(), tables, "nothing created");
         assert!(b.snapshot() == before, "left untouched (marked: {marked})");
     }
@@ -1242,7 +1234,8 @@ fn twelve_writers_at_once_on_sqlite_store_every_run_once_and_readers_never_wait(
 // PostgreSQL alone: bad input through the binary.
 // ---------------------------------------------------------------------------------------------
 
-/// Every command that takes a store, for `db`: (arguments, RTGAUGE_DB instead of --db).
+/// Every command that takes a store, for `db` (a file or a URL): (arguments, RTGAUGE_DB instead
+/// of --db).
 fn store_commands(db: &str) -> Vec<(Vec<String>, bool)> {
     let file = fixture("oslat.json");
     [
