@@ -17,11 +17,14 @@ fn holds_request(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// Starts a 3 s run and reports whether it held the request while measuring.
+/// Starts a 3 s run and reports whether it held the request while measuring (looked at once
+/// it measures: the audit before opens the device a moment to read the value in force, which
+/// on a loaded machine a look from the start could take for the run's request).
 fn start(extra: &[&str]) -> (Child, bool) {
     let mut args = vec!["run", "-q", "--duration", "3s", "--warmup", "0", "--cpus", "0", "--load", "none"];
     args.extend_from_slice(extra);
     let child = rtgauge(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    wait_until_measuring(child.id());
     let t = Instant::now();
     let mut held = false;
     while t.elapsed() < Duration::from_millis(2000) && !held {
