@@ -270,7 +270,7 @@ fn deliver_within(
             )),
             None => {
                 let why = d.stopped.clone().unwrap_or_else(|| "the delivery stopped before it".into());
-                waits(&why, d.clone_without_stop().said_except(Some(&uuid)))
+                waits(&why, d.arrivals_except(Some(&uuid)))
             }
         },
         Err(e) => waits(&e, String::new()),

@@ -160,18 +160,27 @@ impl Delivered {
         self.runs.iter().find(|r| r.uuid.as_deref() == Some(uuid))
     }
 
-    /// Whether the run with `uuid` still waits (the delivery stopped before it).
-    pub fn still_waits(&self, uuid: &str) -> bool {
-        self.of(uuid).is_none()
-    }
-
     /// What the delivery did, a line each, each begun with a line break (empty when nothing
     /// waited); the run `except` (said on a line of its own) left out.
     pub fn said_except(&self, except: Option<&str>) -> String {
+        let mut text = self.arrivals_except(except);
+        if let Some(why) = &self.stopped {
+            let file = self.file.as_ref().map(|f| f.display().to_string()).unwrap_or_default();
+            text += &format!(
+                "\n{} still {} in the spool {file}: {why}.",
+                Count(self.left as u64, "run"),
+                if self.left == 1 { "waits" } else { "wait" }
+            );
+        }
+        text
+    }
+
+    /// The runs delivered, as [`Delivered::said_except`] says them, without why the delivery
+    /// stopped (for a message that says it itself).
+    pub fn arrivals_except(&self, except: Option<&str>) -> String {
         let others: Vec<&Arrived> = self.runs.iter().filter(|r| except.is_none() || r.uuid.as_deref() != except).collect();
         let ids = |v: &[&&Arrived]| v.iter().map(|r| r.id.to_string()).collect::<Vec<_>>().join(", ");
         let (stored, already): (Vec<&&Arrived>, Vec<&&Arrived>) = others.iter().partition(|r| !r.already);
-        let file = self.file.as_ref().map(|f| f.display().to_string()).unwrap_or_default();
         let mut text = String::new();
         if !stored.is_empty() {
             text += &format!(
@@ -188,19 +197,7 @@ impl Delivered {
                 ids(&already)
             );
         }
-        if let Some(why) = &self.stopped {
-            text += &format!(
-                "\n{} still {} in the spool {file}: {why}.",
-                Count(self.left as u64, "run"),
-                if self.left == 1 { "waits" } else { "wait" }
-            );
-        }
         text
-    }
-
-    /// The same, without why it stopped (said elsewhere).
-    pub fn clone_without_stop(&self) -> Delivered {
-        Delivered { runs: self.runs.clone(), stopped: None, left: 0, file: self.file.clone() }
     }
 
     /// [`Delivered::said_except`] with none left out.
