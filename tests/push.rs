@@ -72,6 +72,13 @@ fn measure(home: &Path, db: &str, extra: &[&str]) -> Value {
     serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
 }
 
+/// `c` started, its output collected, once it measures.
+fn measuring(mut c: Command) -> std::process::Child {
+    let child = c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    wait_until_measuring(child.id());
+    child
+}
+
 fn uuid_like() -> String {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
@@ -191,12 +198,8 @@ fn a_run_the_server_did_not_take_waits_in_the_spool_and_is_delivered_exactly_onc
                 "--json",
                 json.to_str().unwrap(),
             ],
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-        wait_until_measuring(child.id());
+        );
+        let child = measuring(child);
         own.stop();
         let out = child.wait_with_output().unwrap();
         let (stdout, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -296,7 +299,7 @@ fn a_server_that_stops_answering_costs_the_time_limit_and_the_run_waits_in_the_s
     let url = own.url(&own.database("frozen", true));
     let home = tempfile::tempdir().unwrap();
     let json = home.path().join("frozen.json");
-    let child = cmd(
+    let mut child = cmd(
         home.path(),
         &[
             "run",
@@ -313,13 +316,9 @@ fn a_server_that_stops_answering_costs_the_time_limit_and_the_run_waits_in_the_s
             "--json",
             json.to_str().unwrap(),
         ],
-    )
-    .env("RTGAUGE_STORE_TIMEOUT", "3")
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
-    wait_until_measuring(child.id());
+    );
+    child.env("RTGAUGE_STORE_TIMEOUT", "3");
+    let child = measuring(child);
     freeze(&own, "STOP");
     let t = std::time::Instant::now();
     let out = child.wait_with_output();
