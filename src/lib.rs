@@ -19,6 +19,7 @@ pub mod report;
 pub mod result;
 pub mod run;
 pub mod scenario;
+pub mod serve;
 pub mod store;
 pub mod sys;
 pub mod trace;

@@ -19,6 +19,8 @@ pub fn list(a: &ListArgs) -> Result<u8> {
         label: a.label.clone(),
         verdict: a.verdict.clone(),
         since,
+        until: None,
+        before_id: None,
         // The table shows the newest runs unless told: a lab's store holds 100 000 of them.
         newest: if a.all { None } else { a.limit.or((!a.json).then_some(SHOWN)) },
     };

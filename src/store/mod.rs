@@ -15,6 +15,7 @@
 //! ([`compress_into`]), the timelines' blobs ([`encode_timelines`]), the row ([`row_of`]).
 
 mod columns;
+pub mod figures;
 pub mod postgres;
 pub mod spool;
 mod sqlite;
@@ -258,6 +259,11 @@ pub struct Filter {
     pub verdict: Option<String>,
     /// RFC 3339 time: runs started at or after it.
     pub since: Option<String>,
+    /// RFC 3339 time: runs started before it.
+    pub until: Option<String>,
+    /// Only runs whose id is below it (a page of a long list: the next page starts below the
+    /// lowest id shown).
+    pub before_id: Option<i64>,
     /// Only the newest this many of them (the highest ids); `None`: every one.
     pub newest: Option<u64>,
 }
@@ -558,6 +564,25 @@ impl Store {
     /// The label of run `id`, if it has one.
     pub fn label(&self, id: i64) -> Result<Option<String>, String> {
         self.backend.label(id)
+    }
+
+    /// The boards that have a run passing `filter` (`filter.newest` aside), by name.
+    pub fn boards(&self, filter: &Filter) -> Result<Vec<figures::BoardRow>, String> {
+        let _ = filter;
+        Err("not yet".into())
+    }
+
+    /// Each board's newest `per_board` runs that pass `filter` (`filter.newest` aside): by board
+    /// name, each board's oldest first.
+    pub fn recent_per_board(&self, filter: &Filter, per_board: u32) -> Result<Vec<RunRow>, String> {
+        let _ = (filter, per_board);
+        Err("not yet".into())
+    }
+
+    /// The figures of runs `ids` (those there; at most 5 000 ids a call).
+    pub fn figures(&self, ids: &[i64]) -> Result<std::collections::HashMap<i64, figures::Figures>, String> {
+        let _ = ids;
+        Err("not yet".into())
     }
 
     /// Deletes run `id`.

@@ -1,0 +1,2 @@
+//! The dashboard's pages, drawn on the server from [`super::model`]: plain HTML with inline SVG,
+//! usable without script.
