@@ -8,6 +8,7 @@ pub mod policy;
 pub mod table;
 pub mod text;
 pub mod units;
+pub mod when;
 
 pub use plural::Count;
 pub use text::shown;
