@@ -40,6 +40,7 @@ pub fn main() -> ExitCode {
         Command::Export(a) => commands::export::export(&a),
         Command::Import(a) => commands::import::import(&a),
         Command::Push(a) => commands::push::push(&a),
+        Command::Serve(a) => commands::serve::serve(&a),
         Command::Report(a) => commands::report::report(&a),
         Command::Compare(a) => commands::compare::compare(&a),
         Command::Check(a) => commands::check::check(&a),

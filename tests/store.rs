@@ -729,6 +729,8 @@ fn filters_and_names_of_any_text(b: Backend) {
         verdict: Some(verdict),
         since: Some("2030-01-15T00:00:00Z".into()),
         host: None,
+        until: None,
+        before_id: None,
         newest: None,
     };
     assert_eq!(only(together), [2]);

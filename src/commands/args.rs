@@ -157,6 +157,15 @@ pub enum Command {
         rtgauge push --db postgres://lab@db.lab/rt --board board-7 --to b7.db\n      \
         and back")]
     Push(PushArgs),
+    /// Serve a read-only dashboard of the store: every board, its runs against time, each run's
+    /// report, comparisons, and the same as JSON (until Ctrl-C)
+    #[command(after_help = "Examples:\n  rtgauge run; rtgauge serve\n      \
+        this board's runs at http://127.0.0.1:8080/\n  \
+        rtgauge serve --db postgres://dash@db.lab/rt --listen 0.0.0.0:8080\n      \
+        the lab's store for everyone who reaches the host (no authentication: read-only)\n\n\
+        Pages: / (boards), /board/NAME, /run/ID, /compare?runs=A,B. JSON: /api/boards,\n\
+        /api/runs, /api/runs/ID, /api/boards/NAME/series?probe=timer (docs/dashboard.md).")]
+    Serve(ServeArgs),
     /// Run load generators on their own, like stress or hackbench
     #[command(after_help = LOAD_EXAMPLES)]
     Load(LoadArgs),
@@ -524,6 +533,16 @@ pub struct ImportArgs {
     /// names, else the host the file records, else this host's name]
     #[arg(long, value_name = "NAME")]
     pub board: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Where to listen: an address and port (another address than loopback serves everyone who
+    /// reaches it, without authentication)
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]
+    pub listen: String,
 }
 
 #[derive(Debug, Args)]

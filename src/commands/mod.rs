@@ -5,7 +5,7 @@
 //! - measuring: [`run`], [`load`], [`udp_echo`], [`stall`];
 //! - the system: [`check`], [`restore`], [`scenarios`];
 //! - the store: [`list`], [`show`], [`delete`], [`import`], [`push`], [`export`], [`report`], [`compare`]
-//!   (and [`stored`], what they share).
+//!   (and [`stored`], what they share), and [`serve`], the dashboard over a store.
 
 pub mod args;
 pub mod check;
@@ -16,6 +16,7 @@ pub mod import;
 pub mod list;
 pub mod load;
 pub mod push;
+pub mod serve;
 pub mod report;
 pub mod restore;
 pub mod run;
@@ -90,6 +91,7 @@ fn clap_error(e: clap::Error) -> ExitCode {
                     "delete",
                     "import",
                     "push",
+                    "serve",
                     "export",
                     "report",
                     "compare",

@@ -1,0 +1,151 @@
+//! What each page reads from the store, assembled into [`super::model`]'s values: a few bounded
+//! queries per page (the boards; each board's last runs; the figures of the runs shown), never a
+//! scan of every document. Called on a blocking thread with a store connection of the pool.
+
+use super::model::{
+    BoardPage, BoardRun, Change, Fleet, FleetRow, Regression, View, BOARD_RUNS, REGRESSION_SHARE, SPARK_RUNS,
+};
+use super::query::filter;
+use super::Failure;
+use crate::report::html::Named;
+use crate::store::figures::Figures;
+use crate::store::{Filter, RunRow, Store};
+use std::collections::{BTreeMap, HashMap};
+
+/// The most boards the fleet page shows (a lab has tens or hundreds).
+pub const FLEET_BOARDS: usize = 2_000;
+
+/// The fleet page: every board with a run the view passes, its latest run and its last runs.
+pub fn fleet(s: &Store, view: &View) -> Result<Fleet, Failure> {
+    let f = filter(view)?;
+    let boards = s.boards(&f).map_err(Failure::Store)?;
+    let recent = s.recent_per_board(&f, SPARK_RUNS).map_err(Failure::Store)?;
+    let mut by_board: BTreeMap<&str, Vec<&RunRow>> = BTreeMap::new();
+    for r in &recent {
+        by_board.entry(r.board.as_str()).or_default().push(r);
+    }
+    // The latest run of each board and the previous one of the same scenario and probes (among
+    // its last runs), whose figures are read together.
+    let mut pairs = Vec::new();
+    for b in boards.iter().take(FLEET_BOARDS) {
+        let Some(runs) = by_board.get(b.board.as_str()) else { continue };
+        let Some(latest) = runs.last() else { continue };
+        let previous = runs[..runs.len() - 1]
+            .iter()
+            .rev()
+            .find(|r| r.scenario == latest.scenario && r.probes == latest.probes)
+            .copied();
+        pairs.push((b, runs, *latest, previous));
+    }
+    let ids: Vec<i64> = pairs.iter().flat_map(|(_, _, l, p)| std::iter::once(l.id).chain(p.map(|p| p.id))).collect();
+    let figures = figures_of(s, &ids)?;
+    let rows = pairs
+        .into_iter()
+        .map(|(b, runs, latest, previous)| {
+            let now = figures.get(&latest.id).cloned().unwrap_or_default();
+            let regressions = match previous {
+                Some(p) => regressions(&now, figures.get(&p.id).unwrap_or(&Figures::default()), p.id),
+                None => Vec::new(),
+            };
+            FleetRow {
+                board: b.clone(),
+                latest: latest.clone(),
+                figures: now,
+                spark: runs.iter().map(|r| (r.id, r.started_at.clone(), r.worst_ns)).collect(),
+                regressions,
+            }
+        })
+        .collect();
+    Ok(Fleet { view: view.clone(), rows })
+}
+
+/// The figures of `ids`, read in calls of the store's bound.
+fn figures_of(s: &Store, ids: &[i64]) -> Result<HashMap<i64, Figures>, Failure> {
+    let mut all = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(5_000) {
+        all.extend(s.figures(chunk).map_err(Failure::Store)?);
+    }
+    Ok(all)
+}
+
+/// The latency series of `now` whose worst case or p99.9 is worse than in `before` by more
+/// than [`REGRESSION_SHARE`].
+pub fn regressions(now: &Figures, before: &Figures, previous: i64) -> Vec<Regression> {
+    let mut out = Vec::new();
+    for n in now.series.iter().filter(|s| s.latency) {
+        let Some(b) = before.series.iter().find(|b| b.series == n.series && b.latency) else { continue };
+        for (figure, now_ns, before_ns) in [("max", n.max_ns, b.max_ns), ("p99.9", n.p999_ns, b.p999_ns)] {
+            if let (Some(now_ns), Some(before_ns)) = (now_ns, before_ns) {
+                if now_ns as f64 > before_ns as f64 * (1.0 + REGRESSION_SHARE) {
+                    out.push(Regression { series: n.series.clone(), figure, before_ns, now_ns, previous });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The board page: the board's newest runs the view passes (below `before`, for older pages),
+/// their figures, the board as its latest run describes it, and what changed between runs.
+pub fn board(s: &Store, name: &str, view: &View, before: Option<i64>) -> Result<BoardPage, Failure> {
+    let mut f = filter(view)?;
+    f.board = Some(name.to_string());
+    let total = s.count(&f).map_err(Failure::Store)?;
+    if total == 0 && before.is_none() {
+        let any = s.count(&Filter { board: Some(name.to_string()), ..Filter::default() }).map_err(Failure::Store)?;
+        if any == 0 {
+            return Err(Failure::NotFound(format!(
+                "no board '{}' in the store; the fleet page (/) lists the boards",
+                crate::report::shown(name)
+            )));
+        }
+    }
+    let rows = s.list(&Filter { before_id: before, newest: Some(BOARD_RUNS), ..f }).map_err(Failure::Store)?;
+    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+    let mut figures = figures_of(s, &ids)?;
+    let runs: Vec<BoardRun> =
+        rows.into_iter().map(|row| BoardRun { figures: figures.remove(&row.id).unwrap_or_default(), row }).collect();
+    let changes = changes(&runs);
+    let (board, kernel) = match runs.last() {
+        Some(latest) => {
+            let r = s.load(latest.row.id).map_err(Failure::Store)?;
+            (r.board, Some(r.system.kernel_release))
+        }
+        None => (None, None),
+    };
+    Ok(BoardPage { name: name.to_string(), view: view.clone(), total_runs: total, runs, board, kernel, changes })
+}
+
+/// What changed from each run to the next: kernel release, preemption model, kernel configuration.
+fn changes(runs: &[BoardRun]) -> Vec<Change> {
+    let short = |h: &Option<String>| h.as_deref().map_or("(not recorded)".to_string(), |h| h.chars().take(8).collect());
+    runs.windows(2)
+        .filter_map(|w| {
+            let (a, b) = (&w[0], &w[1]);
+            let mut what = Vec::new();
+            if a.row.kernel != b.row.kernel {
+                what.push(format!("kernel {} → {}", a.row.kernel, b.row.kernel));
+            }
+            if a.row.preemption != b.row.preemption {
+                what.push(format!("preemption {} → {}", a.row.preemption, b.row.preemption));
+            }
+            let (ka, kb) = (&a.figures.kernel_config, &b.figures.kernel_config);
+            if ka != kb && kb.is_some() {
+                what.push(format!("kernel configuration {} → {}", short(ka), short(kb)));
+            }
+            (!what.is_empty()).then(|| Change {
+                run: b.row.id,
+                previous: a.row.id,
+                started_at: b.row.started_at.clone(),
+                what,
+            })
+        })
+        .collect()
+}
+
+/// A run the page names (an id, a label, a UUID or `last`), whole.
+pub fn named(s: &Store, run: &str) -> Result<Named, Failure> {
+    let id = s.resolve(run).map_err(Failure::NotFound)?;
+    let result = s.load(id).map_err(Failure::Store)?;
+    Ok(Named { id, label: s.label(id).map_err(Failure::Store)?, result })
+}

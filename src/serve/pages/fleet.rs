@@ -1,0 +1,2 @@
+//! stub
+pub fn fleet(_: &super::super::model::Fleet, _: &str) -> String { String::new() }
