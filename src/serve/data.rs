@@ -2,9 +2,7 @@
 //! queries per page (the boards; each board's last runs; the figures of the runs shown), never a
 //! scan of every document. Called on a blocking thread with a store connection of the pool.
 
-use super::model::{
-    BoardPage, BoardRun, Change, Fleet, FleetRow, Regression, View, BOARD_RUNS, REGRESSION_SHARE, SPARK_RUNS,
-};
+use super::model::{BoardPage, BoardRun, Change, Fleet, FleetRow, Regression, View, BOARD_RUNS, REGRESSION_SHARE, SPARK_RUNS};
 use super::query::filter;
 use super::Failure;
 use crate::report::html::Named;
@@ -30,11 +28,8 @@ pub fn fleet(s: &Store, view: &View) -> Result<Fleet, Failure> {
     for b in boards.iter().take(FLEET_BOARDS) {
         let Some(runs) = by_board.get(b.board.as_str()) else { continue };
         let Some(latest) = runs.last() else { continue };
-        let previous = runs[..runs.len() - 1]
-            .iter()
-            .rev()
-            .find(|r| r.scenario == latest.scenario && r.probes == latest.probes)
-            .copied();
+        let previous =
+            runs[..runs.len() - 1].iter().rev().find(|r| r.scenario == latest.scenario && r.probes == latest.probes).copied();
         pairs.push((b, runs, *latest, previous));
     }
     let ids: Vec<i64> = pairs.iter().flat_map(|(_, _, l, p)| std::iter::once(l.id).chain(p.map(|p| p.id))).collect();
@@ -133,12 +128,7 @@ fn changes(runs: &[BoardRun]) -> Vec<Change> {
             if ka != kb && kb.is_some() {
                 what.push(format!("kernel configuration {} → {}", short(ka), short(kb)));
             }
-            (!what.is_empty()).then(|| Change {
-                run: b.row.id,
-                previous: a.row.id,
-                started_at: b.row.started_at.clone(),
-                what,
-            })
+            (!what.is_empty()).then(|| Change { run: b.row.id, previous: a.row.id, started_at: b.row.started_at.clone(), what })
         })
         .collect()
 }
@@ -148,4 +138,81 @@ pub fn named(s: &Store, run: &str) -> Result<Named, Failure> {
     let id = s.resolve(run).map_err(Failure::NotFound)?;
     let result = s.load(id).map_err(Failure::Store)?;
     Ok(Named { id, label: s.label(id).map_err(Failure::Store)?, result })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::figures::SeriesFigures;
+
+    fn series(name: &str, latency: bool, p999: u64, max: u64) -> SeriesFigures {
+        SeriesFigures {
+            entry: 0,
+            series: name.into(),
+            latency,
+            samples: 1000,
+            missed: 0,
+            p99_ns: Some(p999 / 2),
+            p999_ns: Some(p999),
+            max_ns: Some(max),
+            bins: Vec::new(),
+        }
+    }
+
+    fn figures(s: Vec<SeriesFigures>) -> Figures {
+        Figures { shortest_cycle_ns: None, kernel_config: None, series: s }
+    }
+
+    #[test]
+    fn a_regression_is_a_latency_series_worse_by_more_than_the_share() {
+        let before = figures(vec![series("timer", true, 10_000, 50_000), series("period", false, 10, 10)]);
+        // 10 % worse exactly is no regression; 10 % and 1 ns more is; a series that counts in no
+        // worst case, or that the previous run lacks, is not judged.
+        let now = figures(vec![
+            series("timer", true, 11_000, 55_001),
+            series("period", false, 1_000, 1_000),
+            series("wakeup.task", true, 90_000, 90_000),
+        ]);
+        let r = regressions(&now, &before, 7);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(
+            (r[0].series.as_str(), r[0].figure, r[0].before_ns, r[0].now_ns, r[0].previous),
+            ("timer", "max", 50_000, 55_001, 7)
+        );
+        assert!(regressions(&before, &before, 7).is_empty());
+    }
+
+    #[test]
+    fn changes_name_the_kernel_preemption_and_configuration_between_consecutive_runs() {
+        let run = |id: i64, kernel: &str, preemption: &str, config: Option<&str>| BoardRun {
+            row: RunRow {
+                id,
+                uuid: None,
+                started_at: format!("2026-11-0{id}T00:00:00.000Z"),
+                label: None,
+                board: "b".into(),
+                host: "b".into(),
+                kernel: kernel.into(),
+                preemption: preemption.into(),
+                scenario: None,
+                probes: "timer".into(),
+                worst_ns: None,
+                verdict: "none".into(),
+                status: "complete".into(),
+                imported_from: None,
+            },
+            figures: Figures { kernel_config: config.map(str::to_string), ..Figures::default() },
+        };
+        let runs = [
+            run(1, "6.1-rt", "PREEMPT_RT", Some("aaaaaaaaaaaa")),
+            run(2, "6.1-rt", "PREEMPT_RT", Some("aaaaaaaaaaaa")),
+            run(3, "6.12-rt", "PREEMPT_RT", Some("bbbbbbbbbbbb")),
+            run(4, "6.12-rt", "PREEMPT_DYNAMIC", Some("bbbbbbbbbbbb")),
+        ];
+        let c = changes(&runs);
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert_eq!((c[0].run, c[0].previous), (3, 2));
+        assert_eq!(c[0].what, ["kernel 6.1-rt → 6.12-rt", "kernel configuration aaaaaaaa → bbbbbbbb"]);
+        assert_eq!(c[1].what, ["preemption PREEMPT_RT → PREEMPT_DYNAMIC"]);
+    }
 }

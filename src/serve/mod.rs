@@ -155,14 +155,12 @@ pub fn serve(db: Option<&std::path::Path>, listen: &str) -> Result<u8, String> {
             crate::report::shown(listen)
         )
     })?;
-    let location = db.map(Location::of).or_else(crate::store::default_location).ok_or_else(|| {
-        "no store: neither RTGAUGE_DB, XDG_DATA_HOME nor HOME is set; give --db PATH|URL".to_string()
-    })?;
+    let location = db
+        .map(Location::of)
+        .or_else(crate::store::default_location)
+        .ok_or_else(|| "no store: neither RTGAUGE_DB, XDG_DATA_HOME nor HOME is set; give --db PATH|URL".to_string())?;
     let store = crate::store::open_existing(db)?.ok_or_else(|| {
-        format!(
-            "no store at {}: 'rtgauge run' keeps its runs there; give another with --db PATH|URL",
-            location.shown()
-        )
+        format!("no store at {}: 'rtgauge run' keeps its runs there; give another with --db PATH|URL", location.shown())
     })?;
     let shown = store.shown();
     let listener = std::net::TcpListener::bind(addr).map_err(|e| {

@@ -37,8 +37,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
 }
 
 async fn not_found() -> Response {
-    Failure::NotFound("no such page; the fleet page is /, the JSON API is described in docs/dashboard.md".into())
-        .response()
+    Failure::NotFound("no such page; the fleet page is /, the JSON API is described in docs/dashboard.md".into()).response()
 }
 
 async fn script() -> Response {
@@ -105,7 +104,9 @@ async fn api_series(State(s): State<Arc<Shared>>, Path(name): Path<String>, RawQ
                 names.iter().map(|n| crate::report::shown(n)).collect::<Vec<_>>().join(", ")
             )));
         };
-        if rows.is_empty() && store.count(&Filter { board: Some(name.clone()), ..Filter::default() }).map_err(Failure::Store)? == 0 {
+        if rows.is_empty()
+            && store.count(&Filter { board: Some(name.clone()), ..Filter::default() }).map_err(Failure::Store)? == 0
+        {
             return Err(Failure::NotFound(format!("no board '{}' in the store", crate::report::shown(&name))));
         }
         let points: Vec<serde_json::Value> = rows
@@ -135,12 +136,7 @@ async fn api_runs(State(s): State<Arc<Shared>>, RawQuery(q): RawQuery) -> Respon
         f.verdict = match p.get("verdict") {
             None => None,
             Some(v @ ("pass" | "fail" | "none")) => Some(v.to_string()),
-            Some(v) => {
-                return Err(Failure::BadRequest(format!(
-                    "verdict={}: give pass, fail or none",
-                    crate::report::shown(v)
-                )))
-            }
+            Some(v) => return Err(Failure::BadRequest(format!("verdict={}: give pass, fail or none", crate::report::shown(v)))),
         };
         let limit = p.number("limit", 1..=PAGE_ROWS, 100)?;
         f.newest = Some(limit);

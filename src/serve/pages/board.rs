@@ -1,2 +1,4 @@
 //! stub
-pub fn board(_: &super::super::model::BoardPage, _: &str) -> String { String::new() }
+pub fn board(_: &super::super::model::BoardPage, _: &str) -> String {
+    String::new()
+}

@@ -1,2 +1,4 @@
 //! stub
-pub fn fleet(_: &super::super::model::Fleet, _: &str) -> String { String::new() }
+pub fn fleet(_: &super::super::model::Fleet, _: &str) -> String {
+    String::new()
+}
