@@ -34,7 +34,7 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-pub(super) const STYLE: &str = "
+pub(crate) const STYLE: &str = "
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;margin:0 auto;max-width:1000px;padding:1em 1.5em;color:#222;background:#fff}
 h1{font-size:1.6em;margin-bottom:.2em} h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em} h3{margin-top:1.6em}
 table{border-collapse:collapse;margin:.6em 0;font-size:.88em} th,td{padding:.25em .6em;border-bottom:1px solid #e4e4e4;text-align:left}

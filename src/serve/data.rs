@@ -108,7 +108,7 @@ pub fn board(s: &Store, name: &str, view: &View, before: Option<i64>) -> Result<
         }
         None => (None, None),
     };
-    Ok(BoardPage { name: name.to_string(), view: view.clone(), total_runs: total, runs, board, kernel, changes })
+    Ok(BoardPage { name: name.to_string(), view: view.clone(), before, total_runs: total, runs, board, kernel, changes })
 }
 
 /// What changed from each run to the next: kernel release, preemption model, kernel configuration.

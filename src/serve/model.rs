@@ -127,6 +127,9 @@ pub struct BoardPage {
     pub view: View,
     /// How many runs of the board pass the view.
     pub total_runs: u64,
+    /// The page's place in the board's runs: `?before=ID` (only runs older than run ID shown);
+    /// `None` for the newest.
+    pub before: Option<i64>,
     /// Its newest runs that pass the view, up to [`BOARD_RUNS`] (oldest first).
     pub runs: Vec<BoardRun>,
     /// The board as its latest run describes it (model, compatible, DMI, kernel, configuration).

@@ -1,4 +1,284 @@
-//! stub
-pub fn board(_: &super::super::model::BoardPage, _: &str) -> String {
-    String::new()
+//! The board page `/board/NAME`: the board's long-term view. Per latency series its long-term
+//! plot (worst case, p99.9 and p99 per run against time, kernel changes marked, each point a
+//! link to its run) and its heat map of latency by run; the board's runs as a table (newest
+//! first, paged with `?before=ID`, each run can be picked for a comparison); its configuration
+//! as its latest run describes it, and what changed between runs.
+
+use super::frame::{compare_bar, page, Place};
+use super::{cycle_cell, day, esc, latency, pick, plot, run_cells, series_cells, verdict, when, RUN_HEADERS, SERIES_HEADERS};
+use crate::report::board::{dmi, short_hash};
+use crate::serve::model::{percent, BoardPage, BoardRun, View};
+use std::fmt::Write;
+
+/// The board page.
+pub fn board(b: &BoardPage, store_shown: &str) -> String {
+    let name = esc(&b.name);
+    let mut h = format!("<h1>Board {name}</h1>");
+    if b.runs.is_empty() {
+        if b.before.is_some() {
+            let _ = write!(
+                h,
+                "<p>No older run of this board passes these filters. <a href=\"{}\">Its newest runs.</a></p>",
+                esc(&newest(b))
+            );
+        } else if b.view == View::default() {
+            h += "<p>No run of this board is stored.</p>";
+        } else {
+            let _ = write!(
+                h,
+                "<p>No run of this board passes these filters. <a href=\"/board/{}\">Every run of the board.</a></p>",
+                percent(&b.name)
+            );
+        }
+        h += &configuration(b);
+        return page(&format!("Board {}", b.name), store_shown, &b.view, Place::Board(&b.name), &h);
+    }
+    let (first, last) = (&b.runs[0].row, &b.runs[b.runs.len() - 1].row);
+    let span = if b.runs.len() == 1 {
+        format!("on {}", esc(&when(&first.started_at)))
+    } else {
+        format!("from {} to {}", esc(&when(&first.started_at)), esc(&when(&last.started_at)))
+    };
+    let _ = write!(
+        h,
+        "<p class=\"muted\">{} {} these filters; shown: {}, {span}{}{}. Latencies in µs.</p>",
+        crate::vocab::Count(b.total_runs, "run"),
+        if b.total_runs == 1 { "passes" } else { "pass" },
+        if b.runs.len() as u64 == b.total_runs { "all".to_string() } else { format!("{} of them", b.runs.len()) },
+        b.before.map(|id| format!(", older than run {id}")).unwrap_or_default(),
+        b.kernel.as_deref().map(|k| format!("; latest kernel {}", esc(k))).unwrap_or_default(),
+    );
+    let names = series_names(&b.runs);
+    if names.len() > 1 {
+        h += "<p>Series: ";
+        let links: Vec<String> =
+            names.iter().map(|n| format!("<a href=\"#series-{}\">{}</a>", esc(&anchor(n)), esc(n))).collect();
+        h += &links.join(" · ");
+        h += " · <a href=\"#runs\">runs</a> · <a href=\"#configuration\">configuration</a></p>";
+    }
+    for n in &names {
+        let _ = write!(h, "<h2 id=\"series-{}\">{}</h2>", esc(&anchor(n)), esc(n));
+        let _ = write!(
+            h,
+            "<h3>Worst case, p99.9 and p99 per run</h3><figure class=\"wide\">{}</figure>",
+            plot::long_term(&b.runs, n, &b.changes)
+        );
+        let _ = write!(
+            h,
+            "<h3>Latency by run</h3><p class=\"muted note\">Each column is a run's histogram of {}: the samples in each latency bin as colour (log scale), empty bins white.</p><figure class=\"wide\">{}</figure>",
+            esc(n),
+            plot::heat_map(&b.runs, n, &b.changes)
+        );
+    }
+    if names.is_empty() {
+        h += "<p>These runs have no latency series to plot.</p>";
+    }
+    h += &runs_table(b);
+    h += &configuration(b);
+    page(&format!("Board {}", b.name), store_shown, &b.view, Place::Board(&b.name), &h)
+}
+
+/// The latency series of the runs, those of the newest run first.
+fn series_names(runs: &[BoardRun]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for r in runs.iter().rev() {
+        for s in latency(&r.figures) {
+            if !names.contains(&s.series) {
+                names.push(s.series.clone());
+            }
+        }
+    }
+    names
+}
+
+/// A series' name as a fragment of the page's address.
+fn anchor(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect()
+}
+
+/// The address of the board's newest runs in this view.
+fn newest(b: &BoardPage) -> String {
+    format!("/board/{}{}", percent(&b.name), b.view.query())
+}
+
+/// The runs as a table, newest first, with their boxes for a comparison and the links to the
+/// pages before and after.
+fn runs_table(b: &BoardPage) -> String {
+    let mut h = String::from("<h2 id=\"runs\">Runs</h2><form class=\"compare\" method=\"get\" action=\"/compare\">");
+    h += &compare_bar();
+    let _ = write!(
+        h,
+        "<table class=\"runs\"><thead><tr><th></th>{RUN_HEADERS}{SERIES_HEADERS}<th class=\"sortable\">verdict</th>\
+<th class=\"sortable n\">shortest cycle</th><th class=\"sortable\">status</th></tr></thead><tbody>"
+    );
+    for r in b.runs.iter().rev() {
+        let _ = write!(h, "<tr><td>{}</td>", pick(r.row.id));
+        h += &run_cells(&r.row);
+        h += &series_cells(&r.figures);
+        let _ = write!(h, "<td>{}</td>", verdict(&r.row.verdict));
+        h += &cycle_cell(&r.figures);
+        let _ = write!(h, "<td>{}</td></tr>", esc(&r.row.status));
+    }
+    h += "</tbody></table></form><p class=\"paging\">";
+    let shown = b.runs.len() as u64;
+    let older = match b.before {
+        None => shown < b.total_runs,
+        Some(_) => shown >= crate::serve::model::BOARD_RUNS,
+    };
+    if b.before.is_some() {
+        let _ = write!(h, "<a href=\"{}\">← the newest runs</a> ", esc(&newest(b)));
+    }
+    if let (true, Some(lowest)) = (older, b.runs.iter().map(|r| r.row.id).min()) {
+        let q = b.view.query();
+        let sep = if q.is_empty() { "?" } else { "&" };
+        let _ = write!(h, "<a href=\"{}\">older runs →</a>", esc(&format!("/board/{}{q}{sep}before={lowest}", percent(&b.name))));
+    }
+    h + "</p>"
+}
+
+/// The board as its latest run describes it, and what changed between the runs shown.
+fn configuration(b: &BoardPage) -> String {
+    let mut h = String::from("<h2 id=\"configuration\">Configuration</h2>");
+    let mut rows: Vec<(&str, String)> = Vec::new();
+    let latest = b.runs.last();
+    if let Some(bd) = &b.board {
+        rows.extend(bd.model.as_deref().map(|m| ("model (device tree)", esc(m))));
+        if !bd.compatible.is_empty() {
+            rows.push(("compatible (device tree)", esc(&bd.compatible.join(", "))));
+        }
+        rows.extend(dmi(bd).map(|d| ("DMI system", esc(&d))));
+    }
+    rows.extend(b.kernel.as_deref().map(|k| ("kernel", esc(k))));
+    if let Some(r) = latest {
+        rows.push(("preemption model", esc(&r.row.preemption)));
+    }
+    let hash = b
+        .board
+        .as_ref()
+        .and_then(|bd| bd.kernel_config.as_ref().map(|k| k.sha256.clone()))
+        .or_else(|| latest.and_then(|r| r.figures.kernel_config.clone()));
+    match hash {
+        Some(s) => {
+            rows.push(("kernel configuration", format!("SHA-256 <code title=\"{}\">{}</code>", esc(&s), esc(short_hash(&s)))))
+        }
+        None => rows.push(("kernel configuration", "not recorded".to_string())),
+    }
+    if let Some(c) = b.board.as_ref().and_then(|bd| bd.cmdline.as_deref()) {
+        rows.push(("kernel command line", format!("<code>{}</code>", esc(c))));
+    }
+    if let Some(r) = latest {
+        rows.push(("as of", format!("<a href=\"/run/{0}\">run {0}</a>, {1}", r.row.id, esc(&when(&r.row.started_at)))));
+    }
+    h += "<table class=\"board\"><tbody>";
+    for (k, v) in rows {
+        let _ = write!(h, "<tr><th>{k}</th><td>{v}</td></tr>");
+    }
+    h += "</tbody></table>";
+    h += "<h3>What changed between runs</h3>";
+    if b.changes.is_empty() {
+        h += "<p>Nothing: the runs shown ran on the same kernel, kernel configuration and preemption model.</p>";
+        return h;
+    }
+    let _ = write!(
+        h,
+        "<p class=\"muted\">Newest first; {}.</p><ul class=\"changes\">",
+        crate::vocab::Count(b.changes.len() as u64, "change")
+    );
+    for c in b.changes.iter().rev() {
+        let what: Vec<String> = c.what.iter().map(|w| esc(w)).collect();
+        let _ = write!(
+            h,
+            "<li><a href=\"/run/{run}\">run {run}</a> ({}): {} — <a href=\"/compare?runs={prev},{run}\">compare with run {prev}</a></li>",
+            esc(&day(&c.started_at)),
+            what.join("; "),
+            run = c.run,
+            prev = c.previous,
+        );
+    }
+    h + "</ul>"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sample;
+    use super::super::tests::{same_origin, svgs, well_formed};
+    use super::*;
+
+    /// The `<a href="/run/` links of the long-term plots.
+    fn plot_links(page: &str) -> usize {
+        svgs(page).iter().filter(|s| s.contains("class=\"long-term\"")).map(|s| s.matches("<a href=\"/run/").count()).sum()
+    }
+
+    #[test]
+    fn a_board_of_5_and_of_1000_runs_links_every_point_to_its_run() {
+        for n in [1, 5, 1000] {
+            let b = sample::board(n, false);
+            let names = series_names(&b.runs);
+            assert_eq!(names.len(), 2);
+            let h = board(&b, "store.sqlite");
+            let points: usize = b
+                .runs
+                .iter()
+                .flat_map(|r| latency(&r.figures))
+                .map(|s| [s.max_ns, s.p999_ns, s.p99_ns].iter().flatten().count())
+                .sum();
+            assert_eq!(plot_links(&h), points);
+            // Three figures a run a series, but for the sample's run without a p99.9.
+            assert_eq!(plot_links(&h), n * 3 * names.len() - usize::from(n > 2));
+            // Two plots a series, well-formed.
+            assert_eq!(well_formed(&h), 2 * names.len());
+            // The table: a row and a box per run.
+            assert_eq!(h.matches("name=\"runs\" value=").count(), n);
+            same_origin(&h);
+        }
+    }
+
+    #[test]
+    fn kernel_changes_are_marked_and_listed() {
+        let b = sample::board(40, false);
+        assert!(!b.changes.is_empty());
+        let h = board(&b, "s");
+        for c in &b.changes {
+            assert!(h.contains(&format!("href=\"/compare?runs={},{}\"", c.previous, c.run)));
+        }
+        let lt: Vec<&str> = svgs(&h).into_iter().filter(|s| s.contains("class=\"long-term\"")).collect();
+        assert_eq!(lt[0].matches("stroke-dasharray").count(), b.changes.len());
+    }
+
+    #[test]
+    fn paging_keeps_the_view() {
+        let mut b = sample::board(5, false);
+        b.total_runs = 20;
+        b.view = View { kernel: Some("6.12 rt".into()), ..View::default() };
+        let lowest = b.runs[0].row.id;
+        let h = board(&b, "s");
+        assert!(h.contains(&format!("href=\"/board/board-0?kernel=6.12%20rt&amp;before={lowest}\"")), "{h}");
+        b.total_runs = 5;
+        assert!(!board(&b, "s").contains("older runs"));
+        b.before = Some(99);
+        let h = board(&b, "s");
+        assert!(h.contains("href=\"/board/board-0?kernel=6.12%20rt\""));
+        assert!(!h.contains("older runs"));
+    }
+
+    #[test]
+    fn hostile_names_show_as_text_everywhere() {
+        let b = sample::board(40, true);
+        let h = board(&b, "<script>alert(2)</script>");
+        assert_eq!(h.matches("<script").count(), 1, "only the page's own script");
+        assert!(!h.contains("<img"));
+        assert!(h.contains("<h1>Board &lt;script&gt;alert(1)&lt;/script&gt;</h1>"));
+        assert!(h.contains("action=\"/board/%3Cscript%3Ealert%281%29%3C%2Fscript%3E\""));
+        well_formed(&h);
+        same_origin(&h);
+    }
+
+    #[test]
+    fn an_empty_board_page_says_so() {
+        let mut b = sample::board(0, false);
+        b.view = View { label: Some("x".into()), ..View::default() };
+        let h = board(&b, "s");
+        assert!(h.contains("No run of this board passes these filters"));
+        assert_eq!(well_formed(&h), 0);
+    }
 }

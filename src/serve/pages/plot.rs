@@ -1,0 +1,686 @@
+//! The dashboard's plots, written as SVG text by hand (the report draws with plotters; these
+//! need links and titles on every mark, and stay small at 1 000 runs): a board's long-term plot
+//! (worst case, p99.9 and p99 of one series per run against time, log latency, kernel changes
+//! marked, each point a link to its run), its heat map of latency by run (one column per run,
+//! its histogram as colour on a log count scale: OSADL's 3-D plot in 2-D) and the fleet page's
+//! sparkline of a board's worst case. Latency axes read as durations (`20 µs`, `1 ms`); every
+//! text from a run is escaped.
+
+use super::{day, dur, instant, when};
+use crate::report::html::esc;
+use crate::serve::model::{BoardRun, Change};
+use crate::store::figures::{SeriesFigures, BINS, BINS_PER_DECADE, BIN_LOWEST_NS};
+use std::fmt::Write;
+
+/// Width of the board page's plots, in SVG pixels (the page is 1 240 px wide at most).
+pub const WIDTH: u32 = 1200;
+/// Height of the long-term plot.
+pub const LONG_HEIGHT: u32 = 360;
+
+/// The colours of the three figures: worst case, p99.9, p99.
+const MAX_COLOUR: &str = "#d62728";
+const P999_COLOUR: &str = "#ff7f0e";
+const P99_COLOUR: &str = "#1f77b4";
+
+/// The SVG element's start: its size, a view box (it scales with the page) and its text style.
+fn svg_start(w: u32, h: u32, class: &str, label: &str) -> String {
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"{class}\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{}\" font-family=\"system-ui,'DejaVu Sans',sans-serif\" font-size=\"13\">",
+        esc(label)
+    )
+}
+
+/// A value rounded for SVG coordinates.
+fn c(v: f64) -> String {
+    let s = format!("{v:.1}");
+    s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
+}
+
+/// A series of one run, by its name.
+fn series_of<'a>(r: &'a BoardRun, name: &str) -> Option<&'a SeriesFigures> {
+    r.figures.series.iter().find(|s| s.series == name)
+}
+
+/// The run's start in seconds since the epoch (that of the run before when its text does not
+/// read as a time).
+fn times(runs: &[BoardRun]) -> Vec<i64> {
+    let mut last = 0;
+    runs.iter()
+        .map(|r| {
+            last = instant(&r.row.started_at).map_or(last, |t| t.timestamp());
+            last
+        })
+        .collect()
+}
+
+/// The runs where the kernel changed (index into `runs`, and whether the release changed — else
+/// only its configuration or preemption model), with the sentence saying what changed.
+fn change_marks(runs: &[BoardRun], changes: &[Change]) -> Vec<(usize, bool, String)> {
+    changes
+        .iter()
+        .filter_map(|ch| {
+            let i = runs.iter().position(|r| r.row.id == ch.run)?;
+            let release = runs.iter().find(|r| r.row.id == ch.previous).is_none_or(|p| p.row.kernel != runs[i].row.kernel);
+            Some((i, release, ch.what.join("; ")))
+        })
+        .collect()
+}
+
+/// A duration axis' label of `us` µs: `20 µs`, `1 ms`.
+fn us_label(us: f64) -> String {
+    dur((us * 1e3).round() as u64)
+}
+
+/// The long-term plot of series `name`: per run its worst case, p99.9 and p99 against the run's
+/// start, latency on a log scale; a dashed line where the kernel changed, labelled with the new
+/// release; every point a link to its run. `runs` oldest first.
+pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
+    const L: f64 = 82.0;
+    const R: f64 = 16.0;
+    const T: f64 = 30.0;
+    const B: f64 = 54.0;
+    let (w, h) = (WIDTH as f64, LONG_HEIGHT as f64);
+    let (pw, ph) = (w - L - R, h - T - B);
+    let mut s = svg_start(WIDTH, LONG_HEIGHT, "long-term", &format!("{name}: worst case, p99.9 and p99 per run against time"));
+    let figs: Vec<Option<&SeriesFigures>> = runs.iter().map(|r| series_of(r, name)).collect();
+    let values: Vec<u64> =
+        figs.iter().flatten().flat_map(|f| [f.max_ns, f.p999_ns, f.p99_ns]).flatten().filter(|&v| v > 0).collect();
+    let (Some(&lo), Some(&hi)) = (values.iter().min(), values.iter().max()) else {
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">No figures of {} in these runs.</text></svg>",
+            w / 2.0,
+            h / 2.0,
+            esc(name)
+        );
+        return s;
+    };
+    // y: log10 of µs, whole decades around the values.
+    let ylo = (lo as f64 / 1e3).log10().floor();
+    let mut yhi = (hi as f64 / 1e3).log10().ceil();
+    if yhi <= ylo {
+        yhi = ylo + 1.0;
+    }
+    let y = |ns: u64| T + ph - ((ns.max(1) as f64 / 1e3).log10() - ylo) / (yhi - ylo) * ph;
+    // x: the runs' starts, padded.
+    let ts = times(runs);
+    let (mut t0, mut t1) = (ts.iter().copied().min().unwrap_or(0), ts.iter().copied().max().unwrap_or(0));
+    if t1 - t0 < 3_600 {
+        t0 -= 1_800;
+        t1 += 1_800;
+    }
+    let pad = (t1 - t0) / 40;
+    let (t0, t1) = (t0 - pad, t1 + pad);
+    let x = |t: i64| L + (t - t0) as f64 / (t1 - t0) as f64 * pw;
+
+    // The frame, the grid and the axes' labels.
+    let _ = write!(s, "<rect x=\"{L}\" y=\"{T}\" width=\"{}\" height=\"{}\" fill=\"#fff\" stroke=\"#bbb\"/>", c(pw), c(ph));
+    let decades = (yhi - ylo) as i32;
+    let steps: &[f64] = if decades <= 2 { &[1.0, 2.0, 5.0] } else { &[1.0] };
+    s += "<g class=\"y-axis\">";
+    for d in 0..=decades {
+        for m in steps {
+            let us = m * 10f64.powi(ylo as i32 + d);
+            let yy = T + ph - (us.log10() - ylo) / (yhi - ylo) * ph;
+            if yy < T - 0.5 {
+                continue;
+            }
+            let major = *m == 1.0;
+            let _ = write!(
+                s,
+                "<line x1=\"{L}\" x2=\"{}\" y1=\"{yy}\" y2=\"{yy}\" stroke=\"{}\"/><text x=\"{}\" y=\"{}\" text-anchor=\"end\"{}>{}</text>",
+                c(L + pw),
+                if major { "#ddd" } else { "#f0f0f0" },
+                c(L - 6.0),
+                c(yy + 4.0),
+                if major { "" } else { " fill=\"#666\"" },
+                us_label(us)
+            );
+        }
+    }
+    let _ = write!(
+        s,
+        "<text transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">latency (log scale)</text></g>",
+        c(T + ph / 2.0)
+    );
+    s += "<g class=\"x-axis\">";
+    for (t, label) in time_ticks(t0, t1) {
+        let xx = x(t);
+        // A label at the plot's right end ends at its tick (it would be cut).
+        let anchor = if xx + label.len() as f64 * 4.0 > w { "end" } else { "middle" };
+        let _ = write!(
+            s,
+            "<line x1=\"{0}\" x2=\"{0}\" y1=\"{T}\" y2=\"{1}\" stroke=\"#eee\"/><line x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#888\"/><text x=\"{0}\" y=\"{3}\" text-anchor=\"{anchor}\">{label}</text>",
+            c(xx),
+            c(T + ph),
+            c(T + ph + 5.0),
+            c(T + ph + 19.0)
+        );
+    }
+    let _ = write!(
+        s,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">start of the run (UTC)</text></g>",
+        c(L + pw / 2.0),
+        c(h - 10.0)
+    );
+
+    // Kernel changes: a dashed line each, labelled with the new release where there is room.
+    let mut last_label = f64::MIN;
+    s += "<g class=\"changes\">";
+    for (i, release, what) in change_marks(runs, changes) {
+        let xx = c(x(ts[i]));
+        let (colour, dash) = if release { ("#555", "5 4") } else { ("#999", "2 3") };
+        let _ = write!(
+            s,
+            "<line x1=\"{xx}\" x2=\"{xx}\" y1=\"{T}\" y2=\"{}\" stroke=\"{colour}\" stroke-dasharray=\"{dash}\"><title>run {}: {}</title></line>",
+            c(T + ph),
+            runs[i].row.id,
+            esc(&what)
+        );
+        if release && x(ts[i]) - last_label > 120.0 {
+            last_label = x(ts[i]);
+            // Right of its line, or left of it where it would leave the plot.
+            let kernel = &runs[i].row.kernel;
+            let room = L + pw - x(ts[i]);
+            let (lx, anchor) = if room > kernel.chars().count() as f64 * 6.5 + 6.0 {
+                (x(ts[i]) + 3.0, "start")
+            } else {
+                (x(ts[i]) - 3.0, "end")
+            };
+            let _ = write!(
+                s,
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\" font-size=\"11\" fill=\"#333\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">{}</text>",
+                c(lx),
+                c(T + 12.0),
+                esc(kernel)
+            );
+        }
+    }
+    s += "</g>";
+
+    // The three figures: a thin line through each, and a linked point per run (the worst case last,
+    // on top). Points shrink as runs grow in number.
+    let r = match runs.len() {
+        0..=60 => 4.0,
+        61..=250 => 2.8,
+        251..=600 => 2.0,
+        _ => 1.5,
+    };
+    // The lines fade as the points crowd: the points are what a reader reads then.
+    let line = if runs.len() > 250 { ".3" } else { ".55" };
+    type Pick = fn(&SeriesFigures) -> Option<u64>;
+    let figures: [(&str, &str, Pick); 3] =
+        [("p99", P99_COLOUR, |f| f.p99_ns), ("p99.9", P999_COLOUR, |f| f.p999_ns), ("max", MAX_COLOUR, |f| f.max_ns)];
+    for (label, colour, pick) in figures {
+        let mut d = String::new();
+        let mut pen_up = true;
+        for (i, f) in figs.iter().enumerate() {
+            match f.and_then(pick) {
+                Some(v) => {
+                    let _ = write!(d, "{}{} {}", if pen_up { "M" } else { "L" }, c(x(ts[i])), c(y(v)));
+                    pen_up = false;
+                }
+                None => pen_up = true,
+            }
+        }
+        let _ = write!(s, "<g class=\"fig\" fill=\"{colour}\"><path d=\"{d}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"1\" stroke-opacity=\"{line}\"/>");
+        for (i, f) in figs.iter().enumerate() {
+            let Some(v) = f.and_then(pick) else { continue };
+            let row = &runs[i].row;
+            let _ = write!(
+                s,
+                "<a href=\"/run/{id}\"><circle cx=\"{}\" cy=\"{}\" r=\"{r}\"><title>run {id} · {} · {}: {label} {}</title></circle></a>",
+                c(x(ts[i])),
+                c(y(v)),
+                esc(&when(&row.started_at)),
+                esc(&row.kernel),
+                dur(v),
+                id = row.id,
+            );
+        }
+        s += "</g>";
+    }
+
+    // The legend, above the plot on the right.
+    let mut lx = L + pw - 250.0;
+    for (label, colour) in [("worst case", MAX_COLOUR), ("p99.9", P999_COLOUR), ("p99", P99_COLOUR)] {
+        let _ = write!(
+            s,
+            "<circle cx=\"{}\" cy=\"15\" r=\"4.5\" fill=\"{colour}\"/><text x=\"{}\" y=\"19\">{label}</text>",
+            c(lx),
+            c(lx + 8.0)
+        );
+        lx += if label == "worst case" { 100.0 } else { 70.0 };
+    }
+    let _ = write!(
+        s,
+        "<text x=\"{L}\" y=\"19\" fill=\"#555\">{} · {} · dashed: kernel changed, dotted: its configuration</text>",
+        esc(name),
+        crate::vocab::Count(runs.len() as u64, "run")
+    );
+    s + "</svg>"
+}
+
+/// The time axis' ticks between `t0` and `t1` (seconds since the epoch): at most about eight,
+/// on whole hours, days or months, each with its label.
+fn time_ticks(t0: i64, t1: i64) -> Vec<(i64, String)> {
+    use chrono::{DateTime, Datelike, TimeZone, Utc};
+    const H: i64 = 3_600;
+    const D: i64 = 86_400;
+    let span = (t1 - t0).max(1);
+    let fmt = |t: i64, f: &str| DateTime::<Utc>::from_timestamp(t, 0).map(|d| d.format(f).to_string()).unwrap_or_default();
+    if let Some(&step) =
+        [600, 900, 1_800, H, 2 * H, 3 * H, 6 * H, 12 * H, D, 2 * D, 7 * D, 14 * D].iter().find(|&&s| span / s <= 8)
+    {
+        let f = if step < D { "%m-%d %H:%M" } else { "%Y-%m-%d" };
+        let first = (t0.div_euclid(step) + 1) * step;
+        return (0..).map(|k| first + k * step).take_while(|&t| t <= t1).map(|t| (t, fmt(t, f))).collect();
+    }
+    // Months: every 1, 2, 3, 6 or 12, from the first of a month.
+    let months = span / (30 * D) + 1;
+    let every: i32 = [1, 2, 3, 6, 12, 24, 60].into_iter().find(|&m| months / i64::from(m) <= 8).unwrap_or(120);
+    let Some(start) = DateTime::<Utc>::from_timestamp(t0, 0) else { return Vec::new() };
+    let mut m = (start.year() * 12 + start.month0() as i32) / every * every;
+    let mut out = Vec::new();
+    while let Some(t) = Utc.with_ymd_and_hms(m.div_euclid(12), m.rem_euclid(12) as u32 + 1, 1, 0, 0, 0).single() {
+        let t = t.timestamp();
+        if t > t1 {
+            break;
+        }
+        if t >= t0 {
+            out.push((t, fmt(t, if every >= 12 { "%Y" } else { "%Y-%m" })));
+        }
+        m += every;
+    }
+    out
+}
+
+/// The lowest value of heat-map bin `i`, in ns, as `store::figures` defines the bins: 0 for
+/// bin 0 (under 1 µs), then `BINS_PER_DECADE` a decade from 1 µs (a decade's first bin starts
+/// on its power of ten).
+pub fn bin_low_ns(i: usize) -> u64 {
+    if i == 0 {
+        return 0;
+    }
+    let k = i - 1;
+    let (decade, step) = (k / BINS_PER_DECADE, k % BINS_PER_DECADE);
+    let v = BIN_LOWEST_NS as f64 * 10f64.powi(decade as i32) * 10f64.powf(step as f64 / BINS_PER_DECADE as f64);
+    v.round() as u64
+}
+
+/// How many colours the heat map's count scale has.
+const LEVELS: usize = 12;
+
+/// The colour of level `k` of `LEVELS`: viridis, light (few samples: yellow, still visible on
+/// white) to dark (many: purple).
+fn level_colour(k: usize) -> String {
+    const STOPS: [(f64, f64, f64); 5] =
+        [(253.0, 231.0, 37.0), (94.0, 201.0, 98.0), (33.0, 145.0, 140.0), (59.0, 82.0, 139.0), (68.0, 1.0, 84.0)];
+    let f = k as f64 / (LEVELS - 1) as f64 * (STOPS.len() - 1) as f64;
+    let (i, t) = ((f.floor() as usize).min(STOPS.len() - 2), f - f.floor().min((STOPS.len() - 2) as f64));
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    let mix = |x: f64, y: f64| (x + (y - x) * t).round() as u8;
+    format!("#{:02x}{:02x}{:02x}", mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+/// A count as the legend reads it: `1`, `100`, `10k`, `2M`.
+fn count_label(n: u64) -> String {
+    match n {
+        n if n >= 1_000_000 => format!("{}M", n / 1_000_000),
+        n if n >= 10_000 => format!("{}k", n / 1_000),
+        n => n.to_string(),
+    }
+}
+
+/// The heat map of series `name`, "latency by run": one column per run (oldest left), a row per
+/// latency bin (log), the count as colour on a log scale with its legend; empty bins white.
+pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
+    const L: f64 = 82.0;
+    const R: f64 = 130.0;
+    const T: f64 = 12.0;
+    const B: f64 = 58.0;
+    let n = runs.len().max(1);
+    // Columns of a whole pixel at least: a wider plot past 1 000 runs.
+    let pw = (WIDTH as f64 - L - R).max(n as f64);
+    let w = L + pw + R;
+    let hists: Vec<Option<&[u64]>> = runs
+        .iter()
+        .map(|r| series_of(r, name).map(|s| s.bins.as_slice()).filter(|b| b.len() == BINS && b.iter().any(|&c| c > 0)))
+        .collect();
+    let nonempty = |b: &[u64]| (b.iter().position(|&c| c > 0), b.iter().rposition(|&c| c > 0));
+    let mut range: Option<(usize, usize)> = None;
+    for b in hists.iter().flatten() {
+        if let (Some(a), Some(z)) = nonempty(b) {
+            range = Some(range.map_or((a, z), |(x, y)| (x.min(a), y.max(z))));
+        }
+    }
+    let Some((a, z)) = range else {
+        let mut s = svg_start(w as u32, 60, "heat-map", &format!("{name}: no histogram"));
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"34\" text-anchor=\"middle\">No histogram of {} in these runs.</text></svg>",
+            c(w / 2.0),
+            esc(name)
+        );
+        return s;
+    };
+    // Whole decades of bins (their edges are labelled), bin 0 and the last as they are.
+    let decade_start = |b: usize| if b == 0 { 0 } else { 1 + (b - 1) / BINS_PER_DECADE * BINS_PER_DECADE };
+    let lo = decade_start(a);
+    let hi = if z == 0 || z >= BINS - 1 { z } else { decade_start(z) + BINS_PER_DECADE - 1 };
+    let rows = hi - lo + 1;
+    let rh = (300.0 / rows as f64).clamp(3.0, 24.0);
+    let ph = rows as f64 * rh;
+    let h = T + ph + B;
+    let cw = pw / n as f64;
+    let max_count = hists.iter().flatten().flat_map(|b| b.iter()).copied().max().unwrap_or(1).max(1);
+    let level = |cnt: u64| -> usize {
+        if max_count <= 1 {
+            return LEVELS - 1;
+        }
+        ((cnt as f64).log10() / (max_count as f64).log10() * (LEVELS - 1) as f64).round() as usize
+    };
+
+    let mut s =
+        svg_start(w.ceil() as u32, h.ceil() as u32, "heat-map", &format!("{name}: latency by run, samples per bin as colour"));
+    let _ = write!(s, "<rect x=\"{L}\" y=\"{T}\" width=\"{}\" height=\"{}\" fill=\"#fff\" stroke=\"#bbb\"/>", c(pw), c(ph));
+    // The cells: a path per colour, in units of (column, bin) scaled into the plot; consecutive
+    // bins of a column in the same colour are one rectangle.
+    let mut paths = vec![String::new(); LEVELS];
+    for (j, b) in hists.iter().enumerate() {
+        let Some(b) = b else { continue };
+        let mut k = lo;
+        while k <= hi {
+            if b[k] == 0 {
+                k += 1;
+                continue;
+            }
+            let lv = level(b[k]);
+            let mut e = k + 1;
+            while e <= hi && b[e] > 0 && level(b[e]) == lv {
+                e += 1;
+            }
+            let _ = write!(paths[lv], "M{j} {}h1v{}h-1z", k - lo, e - k);
+            k = e;
+        }
+    }
+    let _ = write!(s, "<g transform=\"translate({L} {}) scale({} {})\" shape-rendering=\"crispEdges\">", c(T + ph), cw, -rh);
+    for (lv, d) in paths.iter().enumerate().filter(|(_, d)| !d.is_empty()) {
+        let _ = write!(s, "<path fill=\"{}\" d=\"{d}\"/>", level_colour(lv));
+    }
+    s += "</g>";
+    // The y axis: a label on every decade's edge, bin 0 and the last bin said in words.
+    // (Bin 0 and the last bin: their rows' labels replace the edges' beside them where a row is
+    // too low for both.)
+    let y_of = |edge: usize| T + ph - (edge - lo) as f64 * rh;
+    let crowded = rh < 14.0;
+    for edge in lo..=hi + 1 {
+        let text = match edge {
+            0 => continue,
+            e if e == BINS => continue,
+            1 if lo == 0 && crowded => continue,
+            e if e == BINS - 1 && hi == BINS - 1 && crowded => continue,
+            e if (e - 1) % BINS_PER_DECADE == 0 => dur(bin_low_ns(e)),
+            _ => continue,
+        };
+        let yy = y_of(edge);
+        let _ = write!(
+            s,
+            "<line x1=\"{0}\" x2=\"{L}\" y1=\"{1}\" y2=\"{1}\" stroke=\"#888\"/><text x=\"{2}\" y=\"{3}\" text-anchor=\"end\">{text}</text>",
+            c(L - 5.0),
+            c(yy),
+            c(L - 8.0),
+            c(yy + 4.0)
+        );
+    }
+    if lo == 0 {
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">&lt; {}</text>",
+            c(L - 8.0),
+            c(y_of(0) - rh / 2.0 + 4.0),
+            dur(bin_low_ns(1))
+        );
+    }
+    if hi == BINS - 1 {
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">≥ {}</text>",
+            c(L - 8.0),
+            c(y_of(hi) - rh / 2.0 + 4.0),
+            dur(bin_low_ns(hi))
+        );
+    }
+    let _ = write!(
+        s,
+        "<text transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">latency (log scale; {BINS_PER_DECADE} bins a decade)</text>",
+        c(T + ph / 2.0)
+    );
+    // The x axis: about eight runs named by their day (and id, when there are few).
+    let few = runs.len() <= 12;
+    let picks: Vec<usize> = if few {
+        (0..runs.len()).collect()
+    } else {
+        let mut v: Vec<usize> = (0..8).map(|k| (k * (runs.len() - 1) + 3) / 7).collect();
+        v.dedup();
+        v
+    };
+    for j in picks {
+        let xx = L + (j as f64 + 0.5) * cw;
+        let row = &runs[j].row;
+        let _ = write!(
+            s,
+            "<line x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#888\"/><text x=\"{0}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>",
+            c(xx),
+            c(T + ph),
+            c(T + ph + 5.0),
+            c(T + ph + 19.0),
+            esc(&day(&row.started_at))
+        );
+        if few {
+            let _ = write!(
+                s,
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#555\" font-size=\"11\">run {}</text>",
+                c(xx),
+                c(T + ph + 33.0),
+                row.id
+            );
+        }
+    }
+    let _ = write!(
+        s,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">runs, oldest left: one column each ({})</text>",
+        c(L + pw / 2.0),
+        c(h - 6.0),
+        crate::vocab::Count(runs.len() as u64, "run")
+    );
+    // Kernel changes: a dashed line at the first run of each.
+    for (i, release, what) in change_marks(runs, changes) {
+        let xx = c(L + i as f64 * cw);
+        let _ = write!(
+            s,
+            "<line x1=\"{xx}\" x2=\"{xx}\" y1=\"{T}\" y2=\"{}\" stroke=\"#c00\" stroke-width=\"1.5\" stroke-dasharray=\"{}\"><title>run {}: {}</title></line>",
+            c(T + ph),
+            if release { "5 4" } else { "2 3" },
+            runs[i].row.id,
+            esc(&what)
+        );
+    }
+    // A link over each column, titled with the run.
+    for (j, r) in runs.iter().enumerate() {
+        let f = series_of(r, name);
+        let samples = f.map_or(0, |f| f.samples);
+        let worst = f.and_then(|f| f.max_ns).map(dur).unwrap_or_else(|| "-".into());
+        let _ = write!(
+            s,
+            "<a href=\"/run/{id}\"><rect x=\"{}\" y=\"{T}\" width=\"{}\" height=\"{}\" fill=\"#000\" fill-opacity=\"0\"><title>run {id} · {} · {}: {samples} samples, worst case {worst}</title></rect></a>",
+            c(L + j as f64 * cw),
+            c(cw),
+            c(ph),
+            esc(&when(&r.row.started_at)),
+            esc(&r.row.kernel),
+            id = r.row.id,
+        );
+    }
+    // The legend: the count scale, many samples on top, and white for none.
+    let lx = L + pw + 24.0;
+    let lh = ph.clamp(120.0, 220.0);
+    let step = lh / LEVELS as f64;
+    let _ = write!(
+        s,
+        "<text x=\"{}\" y=\"{}\">samples</text><text x=\"{}\" y=\"{}\">in the bin</text>",
+        c(lx),
+        c(T + 12.0),
+        c(lx),
+        c(T + 27.0)
+    );
+    let top = T + 38.0;
+    for k in 0..LEVELS {
+        let yy = top + (LEVELS - 1 - k) as f64 * step;
+        let _ = write!(
+            s,
+            "<rect x=\"{}\" y=\"{}\" width=\"18\" height=\"{}\" fill=\"{}\"/>",
+            c(lx),
+            c(yy),
+            c(step + 0.5),
+            level_colour(k)
+        );
+    }
+    let scale_y = |cnt: u64| {
+        if max_count <= 1 {
+            return top + step / 2.0;
+        }
+        let f = (cnt as f64).log10() / (max_count as f64).log10();
+        top + lh - step / 2.0 - f * (lh - step)
+    };
+    let mut marks: Vec<u64> = std::iter::successors(Some(1u64), |v| v.checked_mul(10)).take_while(|&v| v <= max_count).collect();
+    // Not more than six labels: every other decade of a wide count range.
+    while marks.len() > 6 {
+        marks = marks.into_iter().step_by(2).collect();
+    }
+    let mut last_y = f64::MAX;
+    for m in marks {
+        let yy = scale_y(m);
+        if last_y - yy < 14.0 {
+            continue;
+        }
+        last_y = yy;
+        let _ = write!(s, "<text x=\"{}\" y=\"{}\">{}</text>", c(lx + 24.0), c(yy + 4.0), count_label(m));
+    }
+    let ey = top + lh + 10.0;
+    let _ = write!(
+        s,
+        "<rect x=\"{}\" y=\"{}\" width=\"18\" height=\"{}\" fill=\"#fff\" stroke=\"#999\"/><text x=\"{}\" y=\"{}\">none</text>",
+        c(lx),
+        c(ey),
+        c(step.max(10.0)),
+        c(lx + 24.0),
+        c(ey + step.max(10.0) / 2.0 + 4.0)
+    );
+    s + "</svg>"
+}
+
+/// The fleet page's sparkline: a board's worst case over its last runs (oldest first), on a log
+/// scale between its least and its greatest; each point titled with its run and value; the
+/// latest marked, in red when it regressed.
+pub fn sparkline(spark: &[(i64, String, Option<u64>)], regressed: bool) -> String {
+    const W: f64 = 120.0;
+    const H: f64 = 24.0;
+    const PAD: f64 = 3.0;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"spark\" viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\" role=\"img\" aria-label=\"worst case of the last {} runs\">",
+        spark.len()
+    );
+    let values: Vec<f64> = spark.iter().filter_map(|p| p.2).map(|v| (v.max(1) as f64).log10()).collect();
+    let (Some(lo), Some(hi)) = (values.iter().copied().reduce(f64::min), values.iter().copied().reduce(f64::max)) else {
+        return s + "</svg>";
+    };
+    let x = |i: usize| if spark.len() <= 1 { W / 2.0 } else { PAD + i as f64 * (W - 2.0 * PAD) / (spark.len() - 1) as f64 };
+    let y = |v: u64| {
+        let l = (v.max(1) as f64).log10();
+        if hi - lo < 1e-9 {
+            H / 2.0
+        } else {
+            H - PAD - (l - lo) / (hi - lo) * (H - 2.0 * PAD)
+        }
+    };
+    let mut d = String::new();
+    let mut pen_up = true;
+    for (i, (_, _, v)) in spark.iter().enumerate() {
+        match v {
+            Some(v) => {
+                let _ = write!(d, "{}{} {}", if pen_up { "M" } else { "L" }, c(x(i)), c(y(*v)));
+                pen_up = false;
+            }
+            None => pen_up = true,
+        }
+    }
+    let _ = write!(s, "<path d=\"{d}\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.2\"/>");
+    let last = spark.iter().rposition(|p| p.2.is_some());
+    for (i, (id, at, v)) in spark.iter().enumerate() {
+        let Some(v) = v else { continue };
+        let (r, fill) = match (Some(i) == last, regressed) {
+            (true, true) => (2.6, "#d62728"),
+            (true, false) => (2.6, "#1f77b4"),
+            _ => (1.6, "#1f77b4"),
+        };
+        let _ = write!(
+            s,
+            "<circle cx=\"{}\" cy=\"{}\" r=\"{r}\" fill=\"{fill}\"><title>run {id} · {}: worst case {}</title></circle>",
+            c(x(i)),
+            c(y(*v)),
+            esc(&day(at)),
+            dur(*v)
+        );
+    }
+    s + "</svg>"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bins_start_on_their_decades() {
+        assert_eq!(bin_low_ns(0), 0);
+        assert_eq!(bin_low_ns(1), 1_000);
+        assert_eq!(bin_low_ns(11), 10_000);
+        assert_eq!(bin_low_ns(BINS - 1), 10_000_000_000);
+        // The store's own definition, once it is there.
+        if let Ok(r) = std::panic::catch_unwind(|| crate::store::figures::bin_range(11)) {
+            assert_eq!(r.0, bin_low_ns(11));
+            for i in [0, 1, 5, 21, 40, BINS - 1] {
+                assert_eq!(crate::store::figures::bin_range(i).0, bin_low_ns(i), "bin {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn time_ticks_are_few_and_in_order() {
+        for span in [600, 5 * 3600, 3 * 86_400, 40 * 86_400, 400 * 86_400, 3 * 365 * 86_400, 20 * 365 * 86_400] {
+            let t0 = 1_790_000_000;
+            let ticks = time_ticks(t0, t0 + span);
+            assert!(ticks.len() <= 10, "{span}: {ticks:?}");
+            assert!(ticks.windows(2).all(|w| w[0].0 < w[1].0));
+            assert!(ticks.iter().all(|(t, l)| *t >= t0 && *t <= t0 + span && !l.is_empty()));
+        }
+    }
+
+    #[test]
+    fn the_palette_runs_from_light_to_dark() {
+        assert_eq!(level_colour(0), "#fde725");
+        assert_eq!(level_colour(LEVELS - 1), "#440154");
+    }
+
+    #[test]
+    fn a_sparkline_titles_every_point() {
+        let spark: Vec<(i64, String, Option<u64>)> = (1..=30)
+            .map(|i| (i, format!("2026-11-{:02}T10:00:00Z", i % 28 + 1), (i != 7).then_some(10_000 + i as u64 * 100)))
+            .collect();
+        let s = sparkline(&spark, true);
+        assert_eq!(s.matches("<title>").count(), 29);
+        assert!(s.contains("#d62728"));
+        resvg::usvg::roxmltree::Document::parse(&s).unwrap();
+        assert!(sparkline(&[], false).ends_with("</svg>"));
+    }
+}
