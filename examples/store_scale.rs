@@ -4,7 +4,7 @@
 //! a 10-minute 2-CPU result (its timelines at the real window count) for the binary to import;
 //! and times `Store::save` of such a run into the filled store.
 //!
-//!     cargo run --release --example store_scale -- fill TEMPLATE DB RUNS BOARDS [WRITERS]
+//!     cargo run --release --example store_scale -- fill TEMPLATE DB RUNS BOARDS [WRITERS [HEAVY]]
 //!     cargo run --release --example store_scale -- ten-minutes TEMPLATE DIR COPIES
 //!     cargo run --release --example store_scale -- save TEMPLATE DB REPEATS
 //!
@@ -12,7 +12,9 @@
 //! --no-store`). A filled run keeps the template's histograms and timelines and varies what a
 //! lab's runs differ in: a fresh UUID, the board (BOARDS names; its host), the start (spread
 //! over two years, in the order of the ids), the kernel (six releases, moving on with time),
-//! the scenario, the label and the worst case. Board 0 gets 1 % of the runs on top of its share.
+//! the scenario, the label and the worst case. With HEAVY, the first board (`rpi4-lab-01`) has
+//! every RUNS/HEAVY-th run (HEAVY of them where HEAVY divides RUNS: the dashboard's board page
+//! of 1 000 runs, `bench/serve.py`) and the other boards share the rest.
 
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use rtgauge::result::timeline::TimelineData;
@@ -33,7 +35,14 @@ fn main() {
     let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or_else(|| usage());
     let number = |i: usize| arg(i).parse::<usize>().unwrap_or_else(|_| usage());
     match arg(0) {
-        "fill" => fill(&template(arg(1)), arg(2), number(3), number(4), args.get(5).map_or(1, |_| number(5))),
+        "fill" => fill(
+            &template(arg(1)),
+            arg(2),
+            number(3),
+            number(4),
+            args.get(5).map_or(1, |_| number(5)),
+            args.get(6).map(|_| number(6)).filter(|&h| h > 0),
+        ),
         "ten-minutes" => ten_minutes_files(&template(arg(1)), Path::new(arg(2)), number(3)),
         "save" => save(&template(arg(1)), arg(2), number(3)),
         _ => usage(),
@@ -42,7 +51,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: store_scale fill TEMPLATE DB RUNS BOARDS [WRITERS] | ten-minutes TEMPLATE DIR COPIES | save TEMPLATE DB REPEATS"
+        "usage: store_scale fill TEMPLATE DB RUNS BOARDS [WRITERS [HEAVY]] | ten-minutes TEMPLATE DIR COPIES | save TEMPLATE DB REPEATS"
     );
     std::process::exit(2)
 }
@@ -73,14 +82,24 @@ fn board_name(b: usize) -> String {
 }
 
 /// Run `i` of `runs`, made from the template: what varies from run to run set; its label.
-fn varied(t: &RunResult, i: usize, runs: usize, boards: usize, end: DateTime<Utc>) -> (RunResult, Option<String>) {
+/// `heavy_every`: every so many runs are the first board's, and no other is.
+fn varied(
+    t: &RunResult,
+    i: usize,
+    runs: usize,
+    boards: usize,
+    end: DateTime<Utc>,
+    heavy_every: Option<usize>,
+) -> (RunResult, Option<String>) {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (i as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
     rng.next();
     let mut r = t.clone();
     r.uuid = Some(uuid::Uuid::new_v4());
-    // One run in a hundred goes to board 0 besides its share: a board with over 1 000 runs (1 500
-    // of a 100 000-run, 200-board store), for the dashboard's board page at its bound.
-    let board = if rng.below(100) == 0 { 0 } else { rng.below(boards as u64) as usize };
+    let board = match heavy_every {
+        Some(k) if i.is_multiple_of(k) => 0,
+        Some(_) => 1 + rng.below(boards.max(2) as u64 - 1) as usize,
+        None => rng.below(boards as u64) as usize,
+    };
     let name = board_name(board);
     r.system.hostname = name.clone();
     let mut b = r.board.clone().unwrap_or_default();
@@ -119,8 +138,10 @@ fn varied(t: &RunResult, i: usize, runs: usize, boards: usize, end: DateTime<Utc
 }
 
 /// Fills the store at `db` with `runs` runs of `boards` boards, by `writers` writers at once
-/// (each with a store of its own, as boards are); prints how long it took.
-fn fill(t: &RunResult, db: &str, runs: usize, boards: usize, writers: usize) {
+/// (each with a store of its own, as boards are); `heavy`: the first board's runs, exactly;
+/// prints how long it took.
+fn fill(t: &RunResult, db: &str, runs: usize, boards: usize, writers: usize, heavy: Option<usize>) {
+    let heavy_every = heavy.map(|h| (runs / h.min(runs)).max(1));
     let location = Location::of(Path::new(db));
     // (chrono without its clock, as rtgauge builds it.)
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
@@ -139,7 +160,7 @@ fn fill(t: &RunResult, db: &str, runs: usize, boards: usize, writers: usize) {
                         drop(store);
                         store = Store::open(location).unwrap_or_else(|e| panic!("{e}"));
                     }
-                    let (mut r, label) = varied(t, i, runs, boards, end);
+                    let (mut r, label) = varied(t, i, runs, boards, end, heavy_every);
                     store.save(&mut r, label.as_deref(), None, None).unwrap_or_else(|e| panic!("{e}"));
                     let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                     if d % 10_000 == 0 {
