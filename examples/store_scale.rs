@@ -7,6 +7,11 @@
 //!     cargo run --release --example store_scale -- fill TEMPLATE DB RUNS BOARDS [WRITERS [HEAVY]]
 //!     cargo run --release --example store_scale -- ten-minutes TEMPLATE DIR COPIES
 //!     cargo run --release --example store_scale -- save TEMPLATE DB REPEATS
+//!     cargo run --release --example store_scale -- queries DB REPEATS
+//!
+//! `queries` times what the dashboard asks of a filled store (`rtgauge serve`'s fleet and board
+//! pages): the boards, each board's newest 30 runs, and the figures of 400 and of 1 000 runs;
+//! and the first `Store::open` for writing (a store of an older layout: its migration).
 //!
 //! TEMPLATE is a result document of a short run (`rtgauge run -D 2s --cpus 0,1 --json F
 //! --no-store`). A filled run keeps the template's histograms and timelines and varies what a
@@ -45,13 +50,15 @@ fn main() {
         ),
         "ten-minutes" => ten_minutes_files(&template(arg(1)), Path::new(arg(2)), number(3)),
         "save" => save(&template(arg(1)), arg(2), number(3)),
+        "queries" => queries(arg(1), number(2)),
         _ => usage(),
     }
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: store_scale fill TEMPLATE DB RUNS BOARDS [WRITERS [HEAVY]] | ten-minutes TEMPLATE DIR COPIES | save TEMPLATE DB REPEATS"
+        "usage: store_scale fill TEMPLATE DB RUNS BOARDS [WRITERS [HEAVY]] | ten-minutes TEMPLATE DIR COPIES \
+         | save TEMPLATE DB REPEATS | queries DB REPEATS"
     );
     std::process::exit(2)
 }
@@ -251,4 +258,50 @@ fn save(t: &RunResult, db: &str, repeats: usize) {
         opened.as_secs_f64() * 1e3,
         checked.as_secs_f64() * 1e3
     );
+}
+
+/// Times the dashboard's questions to the store at `db`, `repeats` times each (the median and
+/// the largest): `boards`, `recent_per_board(30)`, `figures` of 400 runs (the newest of 200
+/// boards' sparklines, or of a board page) and of 1 000; the first `Store::open` (for writing:
+/// the migration of a store of an older layout) before.
+fn queries(db: &str, repeats: usize) {
+    use rtgauge::store::Filter;
+    let location = Location::of(Path::new(db));
+    let start = Instant::now();
+    let store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
+    println!("Store::open (migrating an older layout): {:.1} s", start.elapsed().as_secs_f64());
+    drop(store);
+    let store = Store::open_read(&location).unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("no store at {db}"));
+    let all = Filter::default();
+    let recent = store.recent_per_board(&all, 30).unwrap_or_else(|e| panic!("{e}"));
+    let newest: Vec<i64> = {
+        let mut ids: Vec<i64> = recent.iter().map(|r| r.id).collect();
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        ids
+    };
+    let (ids_400, ids_1000) = (&newest[..newest.len().min(400)], &newest[..newest.len().min(1000)]);
+    let time = |what: &str, f: &dyn Fn() -> usize| {
+        let mut ms: Vec<f64> = (0..repeats)
+            .map(|_| {
+                let t = Instant::now();
+                let n = f();
+                assert!(n > 0, "{what}: nothing");
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        println!("{what:<40} median {:7.1} ms, max {:7.1} ms", ms[ms.len() / 2], ms[ms.len() - 1]);
+        ms[ms.len() / 2]
+    };
+    let boards = time("boards()", &|| store.boards(&all).unwrap_or_else(|e| panic!("{e}")).len());
+    let per_board = time("recent_per_board(30)", &|| store.recent_per_board(&all, 30).unwrap_or_else(|e| panic!("{e}")).len());
+    let f400 =
+        time(&format!("figures({} ids)", ids_400.len()), &|| store.figures(ids_400).unwrap_or_else(|e| panic!("{e}")).len());
+    time(&format!("figures({} ids)", ids_1000.len()), &|| store.figures(ids_1000).unwrap_or_else(|e| panic!("{e}")).len());
+    let board = store.boards(&all).unwrap_or_else(|e| panic!("{e}")).swap_remove(0).board;
+    let one = Filter { board: Some(board.clone()), ..Filter::default() };
+    time(&format!("list(board {board}, newest 1000)"), &|| {
+        store.list(&Filter { newest: Some(1000), ..one.clone() }).unwrap_or_else(|e| panic!("{e}")).len()
+    });
+    println!("boards() + recent_per_board(30) + figures(400): {:.1} ms (medians summed)", boards + per_board + f400);
 }

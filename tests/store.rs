@@ -83,18 +83,18 @@ impl Backend {
     /// The newest layout this rtgauge knows.
     fn known_layout(&self) -> i64 {
         if self.is_pg() {
-            1
+            2
         } else {
-            4
+            5
         }
     }
 
     /// The store's own tables.
     fn store_tables(&self) -> Vec<String> {
         let t: &[&str] = if self.is_pg() {
-            &["kernel_configs", "rtgauge_meta", "runs", "timelines"]
+            &["figures", "kernel_configs", "rtgauge_meta", "runs", "timelines"]
         } else {
-            &["documents", "kernel_configs", "runs", "timelines"]
+            &["documents", "figures", "kernel_configs", "runs", "timelines"]
         };
         t.iter().map(|s| s.to_string()).collect()
     }
@@ -728,9 +728,9 @@ fn filters_and_names_of_any_text(b: Backend) {
         label: Some(long.clone()),
         verdict: Some(verdict),
         since: Some("2030-01-15T00:00:00Z".into()),
+        until: Some("2030-02-02T00:00:00Z".into()),
+        before_id: Some(3),
         host: None,
-        until: None,
-        before_id: None,
         newest: None,
     };
     assert_eq!(only(together), [2]);
@@ -778,6 +778,150 @@ fn a_run_is_stored_whole_once_and_found_by_id_uuid_label_and_last(b: Backend) {
     assert_eq!(b.count("SELECT count(*) FROM timelines"), 0, "its timelines went with it");
 }
 both!(a_run_is_stored_whole_once_and_found_by_id_uuid_label_and_last);
+
+/// Runs of three boards for the dashboard's queries: board `a` 5 runs, `b` 3, `c` 1 (an oslat
+/// import: other series), interleaved, a day apart in the order of their ids (2026-01-01 on);
+/// their ids in that order, and each one's board.
+fn dashboard_runs(store: &Store) -> Vec<(i64, &'static str)> {
+    let oslat = rtgauge::interchange::import(Path::new(&fixture("oslat.json"))).unwrap_or_else(|e| panic!("{e}"));
+    let boards = ["a", "b", "a", "c", "a", "b", "a", "b", "a"];
+    let mut out = Vec::new();
+    for (i, board) in boards.into_iter().enumerate() {
+        let mut r = if board == "c" { oslat.clone() } else { result() };
+        r.started_at = format!("2026-01-{:02}T00:00:00.000Z", i + 1);
+        let saved = save(store, &mut r, &uuid(0xd00 + i as u128), board, Some(if i % 2 == 0 { "even" } else { "odd" }));
+        out.push((saved.id, board));
+    }
+    out
+}
+
+/// The figures the store keeps of every run are those its document gives (`figures_of`): the
+/// series in the order of the combined entries, their counts, and bins that sum to each
+/// histogram's total count; a run not there has none; more than 5 000 ids at once is refused.
+fn the_figures_of_a_stored_run_are_its_documents(b: Backend) {
+    use rtgauge::store::figures::{figures_of, BINS};
+    let store = Store::open(&b.location()).unwrap_or_else(|e| panic!("{e}"));
+    let runs = dashboard_runs(&store);
+    let ids: Vec<i64> = runs.iter().map(|(id, _)| *id).chain([9_999]).collect();
+    for reader in [Store::open_read(&b.location()).unwrap().unwrap(), store] {
+        let figures = reader.figures(&ids).unwrap();
+        assert_eq!(figures.len(), runs.len(), "every run there, none for an id not there");
+        for (id, _) in &runs {
+            let doc = reader.load(*id).unwrap();
+            let f = &figures[id];
+            assert_eq!(f, &figures_of(&doc), "run {id}");
+            assert_eq!(f.series.len(), doc.combined.len());
+            assert!(!f.series.is_empty());
+            for (s, p) in f.series.iter().zip(&doc.combined) {
+                assert_eq!((s.series.as_str(), s.samples, s.missed), (p.label().as_str(), p.samples, p.missed));
+                assert_eq!(s.bins.len(), BINS);
+                assert_eq!(s.bins.iter().sum::<u64>(), p.histogram.total_count, "run {id} {}", s.series);
+                assert!(p.histogram.total_count > 0);
+            }
+            assert_eq!(f.shortest_cycle_ns, doc.verdict.shortest_cycle_time_ns);
+        }
+        assert!(reader.figures(&[]).unwrap().is_empty());
+        let e = reader.figures(&(1..=5_001).collect::<Vec<i64>>()).unwrap_err();
+        assert_eq!(e, "the figures of 5001 runs were asked for at once; ask for 5000 at most");
+        assert_eq!(reader.figures(&(1..=5_000).collect::<Vec<i64>>()).unwrap().len(), runs.len());
+    }
+    // A run deleted: its figures with it.
+    let store = Store::open(&b.location()).unwrap();
+    let (gone, _) = runs[0];
+    let before = b.count("SELECT count(*) FROM figures");
+    store.delete(gone).unwrap();
+    assert_eq!(b.count(&format!("SELECT count(*) FROM figures WHERE run = {gone}")), 0);
+    assert_eq!(b.count("SELECT count(*) FROM figures"), before - 1, "its one series");
+    assert!(!store.figures(&ids).unwrap().contains_key(&gone));
+}
+both!(the_figures_of_a_stored_run_are_its_documents);
+
+/// `boards` counts each board's runs (among those a filter passes) with its first and last
+/// start and its latest run; `recent_per_board` gives exactly each board's newest N, by board
+/// then oldest first; `until` and `before_id` bound `list` and `count` as well.
+fn boards_and_each_boards_newest_runs(b: Backend) {
+    let store = Store::open(&b.location()).unwrap_or_else(|e| panic!("{e}"));
+    let runs = dashboard_runs(&store);
+    let of = |board: &str| -> Vec<i64> { runs.iter().filter(|(_, b)| *b == board).map(|(id, _)| *id).collect() };
+    let day = |id: i64| format!("2026-01-{:02}T00:00:00.000Z", runs.iter().position(|(i, _)| *i == id).unwrap() + 1);
+    for reader in [Store::open_read(&b.location()).unwrap().unwrap(), store] {
+        let boards = reader.boards(&Filter::default()).unwrap();
+        let shown: Vec<(&str, u64, i64)> = boards.iter().map(|r| (r.board.as_str(), r.runs, r.latest)).collect();
+        assert_eq!(shown, [("a", 5, of("a")[4]), ("b", 3, of("b")[2]), ("c", 1, of("c")[0])]);
+        for r in &boards {
+            assert_eq!(r.first_started_at, day(of(&r.board)[0]));
+            assert_eq!(r.last_started_at, day(r.latest));
+        }
+        let odd = Filter { label: Some("odd".into()), ..Filter::default() };
+        let shown: Vec<(String, u64)> = reader.boards(&odd).unwrap().into_iter().map(|r| (r.board, r.runs)).collect();
+        assert_eq!(shown, [("b".to_string(), 3), ("c".to_string(), 1)], "the filter's runs alone");
+
+        let recent = |filter: &Filter, n: u32| -> Vec<(String, i64)> {
+            reader.recent_per_board(filter, n).unwrap().into_iter().map(|r| (r.board, r.id)).collect()
+        };
+        let newest = |board: &str, n: usize, below: i64| -> Vec<(String, i64)> {
+            let ids: Vec<i64> = of(board).into_iter().filter(|&id| id < below).collect();
+            ids[ids.len().saturating_sub(n)..].iter().map(|&id| (board.to_string(), id)).collect()
+        };
+        for n in [1, 2, 3, 30] {
+            let expected = [newest("a", n, i64::MAX), newest("b", n, i64::MAX), newest("c", n, i64::MAX)].concat();
+            assert_eq!(recent(&Filter::default(), n as u32), expected, "the newest {n} per board");
+        }
+        assert!(recent(&Filter::default(), 0).is_empty());
+        let below = runs[6].0;
+        let paged = Filter { before_id: Some(below), ..Filter::default() };
+        let expected = [newest("a", 2, below), newest("b", 2, below), newest("c", 2, below)].concat();
+        assert_eq!(recent(&paged, 2), expected, "before an id");
+        let rows = reader.recent_per_board(&Filter::default(), 1).unwrap();
+        assert_eq!(rows[0].started_at, day(rows[0].id));
+        assert_eq!((rows[0].label.as_deref(), rows[0].uuid.is_some()), (Some("even"), true));
+
+        // until: runs started before it; before_id: ids below it; with since, a window.
+        let until = Filter { until: Some(day(runs[3].0)), ..Filter::default() };
+        let ids = |f: &Filter| reader.list(f).unwrap().into_iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(ids(&until), runs[..3].iter().map(|r| r.0).collect::<Vec<_>>());
+        assert_eq!(reader.count(&until).unwrap(), 3);
+        assert_eq!(ids(&paged), runs[..6].iter().map(|r| r.0).collect::<Vec<_>>());
+        let window = Filter { since: Some(day(runs[2].0)), before_id: Some(runs[5].0), board: Some("a".into()), ..until };
+        assert_eq!(ids(&window), [runs[2].0]);
+        assert_eq!(reader.count(&window).unwrap(), 1);
+        let shown: Vec<(String, u64)> = reader.boards(&window).unwrap().into_iter().map(|r| (r.board, r.runs)).collect();
+        assert_eq!(shown, [("a".to_string(), 1)]);
+    }
+}
+both!(boards_and_each_boards_newest_runs);
+
+/// A store of the previous layout (SQLite 4, PostgreSQL 1: no figures) is read as it is, its
+/// figures made from the documents; opened for writing, it gets them filled from its documents,
+/// the same.
+fn a_store_of_the_previous_layout_gets_its_figures_filled(b: Backend) {
+    let store = Store::open(&b.location()).unwrap_or_else(|e| panic!("{e}"));
+    let runs = dashboard_runs(&store);
+    let ids: Vec<i64> = runs.iter().map(|(id, _)| *id).collect();
+    let kept = store.figures(&ids).unwrap();
+    drop(store);
+    b.exec("DROP TABLE figures; DROP INDEX runs_board_id; ALTER TABLE runs DROP COLUMN shortest_cycle_ns");
+    b.set_layout(b.known_layout() - 1);
+    let before = if b.is_pg() { b.snapshot() } else { Vec::new() };
+    let reader = Store::open_read(&b.location()).unwrap().unwrap();
+    assert_eq!(reader.figures(&ids).unwrap(), kept, "made from the documents");
+    assert_eq!(reader.boards(&Filter::default()).unwrap().len(), 3);
+    assert_eq!(reader.recent_per_board(&Filter::default(), 2).unwrap().len(), 5);
+    drop(reader);
+    if b.is_pg() {
+        assert!(b.snapshot() == before, "read, not migrated");
+    }
+    assert_eq!(b.marker().1, b.known_layout() - 1, "read, not migrated");
+    let store = Store::open(&b.location()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(b.marker().1, b.known_layout());
+    assert_eq!(b.tables(), b.store_tables());
+    assert_eq!(b.count("SELECT count(*) FROM figures"), runs.len() as i64, "one series each");
+    assert_eq!(store.figures(&ids).unwrap(), kept, "filled from the documents");
+    let mut r = result();
+    let new = save(&store, &mut r, &uuid(0xe00), "a", None);
+    assert_eq!(store.figures(&[new.id]).unwrap()[&new.id], rtgauge::store::figures::figures_of(&store.load(new.id).unwrap()));
+}
+both!(a_store_of_the_previous_layout_gets_its_figures_filled);
 
 /// 50 writers (threads of the library) at once on one new store: each opens it (one migrates,
 /// the others wait), stores a run of its own and one every writer stores: every run once.
@@ -1693,7 +1837,7 @@ fn a_layout_1_store_with_text_documents_is_migrated_and_still_read() {
     }
     let c = rusqlite::Connection::open(&db).unwrap();
     let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     let uuids: Vec<(String, String)> = c
         .prepare("SELECT uuid, board FROM runs ORDER BY id")
         .unwrap()

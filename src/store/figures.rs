@@ -5,7 +5,9 @@
 //! ([`figures_of`]), kept in a table of their own, filled for runs stored before by the layout's
 //! migration. A board page of 1 000 runs reads these rows, not 1 000 documents.
 
-use crate::result::RunResult;
+use crate::result::board::Board;
+use crate::result::verdict::Verdict;
+use crate::result::{ProbeResult, RunResult};
 use serde::Serialize;
 
 /// The heat map's bins: bin 0 holds values under 1 µs; then `BINS_PER_DECADE` log-spaced bins
@@ -15,16 +17,26 @@ pub const BINS_PER_DECADE: usize = 10;
 pub const DECADES: usize = 7;
 pub const BINS: usize = DECADES * BINS_PER_DECADE + 2;
 
+/// The lowest value of every bin but the first (bin `i`'s at `i - 1`): 10^(k/10) µs rounded to
+/// whole ns, k = 0 (1 µs) to 70 (10 s).
+fn edges() -> &'static [u64; BINS - 1] {
+    static EDGES: std::sync::OnceLock<[u64; BINS - 1]> = std::sync::OnceLock::new();
+    EDGES.get_or_init(|| {
+        std::array::from_fn(|k| (BIN_LOWEST_NS as f64 * 10f64.powf(k as f64 / BINS_PER_DECADE as f64)).round() as u64)
+    })
+}
+
 /// The bin `ns` falls in.
 pub fn bin_of(ns: u64) -> usize {
-    let _ = ns;
-    unimplemented!("filled by the store's change")
+    // The number of edges at or below `ns`: 0 under 1 µs, `BINS - 1` at 10 s and above.
+    edges().partition_point(|&e| e <= ns)
 }
 
 /// The lowest value of bin `i` and the lowest of the next (`None` for the last bin).
 pub fn bin_range(i: usize) -> (u64, Option<u64>) {
-    let _ = i;
-    unimplemented!("filled by the store's change")
+    let e = edges();
+    let low = if i == 0 { 0 } else { e[(i - 1).min(BINS - 2)] };
+    (low, e.get(i).copied())
 }
 
 /// One series of one run (its combined entry: all CPUs together).
@@ -72,6 +84,168 @@ pub struct BoardRow {
 
 /// The figures of a result, as the store keeps them.
 pub fn figures_of(r: &RunResult) -> Figures {
-    let _ = r;
-    unimplemented!("filled by the store's change")
+    figures_from(&r.combined, &r.verdict, r.board.as_ref())
+}
+
+/// The figures of a result from the parts of it they are made of (a stored document may be
+/// read for these parts alone: [`super::figures_of_document`]).
+pub(super) fn figures_from(combined: &[ProbeResult], verdict: &Verdict, board: Option<&Board>) -> Figures {
+    Figures {
+        shortest_cycle_ns: verdict.shortest_cycle_time_ns,
+        kernel_config: board.and_then(|b| b.kernel_config.as_ref()).map(|k| k.sha256.clone()),
+        series: combined.iter().enumerate().map(|(i, p)| series_of(i, p)).collect(),
+    }
+}
+
+/// One combined entry's figures.
+fn series_of(entry: usize, p: &ProbeResult) -> SeriesFigures {
+    let mut bins = Vec::new();
+    for [lowest, _, count] in p.histogram.buckets.triples() {
+        if bins.is_empty() {
+            bins = vec![0; BINS];
+        }
+        bins[bin_of(lowest)] += count;
+    }
+    SeriesFigures {
+        entry: u32::try_from(entry).unwrap_or(u32::MAX),
+        series: p.label(),
+        latency: p.in_worst_case(),
+        samples: p.samples,
+        missed: p.missed,
+        p99_ns: p.percentiles.get(99.0).flatten(),
+        p999_ns: p.percentiles.get(99.9).flatten(),
+        max_ns: p.max_ns,
+        bins,
+    }
+}
+
+/// Bins as the store keeps them: LEB128 varints — how many bins (0 or [`BINS`]), then for each
+/// non-empty bin how many empty ones it follows and its count. A series' bins take a few dozen
+/// bytes.
+pub fn encode_bins(bins: &[u64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(32);
+    put_varint(&mut out, bins.len() as u64);
+    let mut skipped = 0u64;
+    for &n in bins {
+        if n == 0 {
+            skipped += 1;
+            continue;
+        }
+        put_varint(&mut out, skipped);
+        put_varint(&mut out, n);
+        skipped = 0;
+    }
+    out
+}
+
+/// [`encode_bins`] read back; `None` for bytes it did not write.
+pub fn decode_bins(bytes: &[u8]) -> Option<Vec<u64>> {
+    let mut at = 0;
+    let len = usize::try_from(varint(bytes, &mut at)?).ok().filter(|&l| l <= BINS)?;
+    let mut bins = vec![0; len];
+    let mut i = 0usize;
+    while at < bytes.len() {
+        i = i.checked_add(usize::try_from(varint(bytes, &mut at)?).ok()?)?;
+        *bins.get_mut(i)? = varint(bytes, &mut at)?;
+        i += 1;
+    }
+    Some(bins)
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *bytes.get(*at)?;
+        *at += 1;
+        v |= u64::from(b & 0x7f).checked_shl(shift)?;
+        if b & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bins_are_log_spaced_from_1_us_to_10_s() {
+        assert_eq!(bin_range(0), (0, Some(1_000)));
+        assert_eq!(bin_range(1), (1_000, Some(1_259)));
+        assert_eq!(bin_range(BINS_PER_DECADE + 1).0, 10_000);
+        assert_eq!(bin_range(BINS - 2).1, Some(10_000_000_000));
+        assert_eq!(bin_range(BINS - 1), (10_000_000_000, None));
+        for i in 0..BINS {
+            let (low, next) = bin_range(i);
+            assert_eq!(bin_of(low), i, "bin {i}");
+            if let Some(next) = next {
+                assert!(next > low, "bin {i}: {low}..{next}");
+                assert_eq!(bin_of(next - 1), i, "bin {i}");
+                assert_eq!(bin_range(i + 1).0, next);
+            }
+        }
+        assert_eq!(bin_of(0), 0);
+        assert_eq!(bin_of(999), 0);
+        assert_eq!(bin_of(u64::MAX), BINS - 1);
+    }
+
+    #[test]
+    fn a_histograms_buckets_sum_into_the_bins() {
+        let mut h = crate::result::histogram::new_histogram();
+        for v in [1u64, 500, 999, 1_000, 1_500, 20_000, 20_001, 3_000_000, 9_999_999_999, 10_000_000_000, 3_000_000_000_000] {
+            h.record(v).unwrap();
+        }
+        h.record_n(45_000, 1_000).unwrap();
+        let data = crate::result::histogram::HistogramData::encode(&h);
+        let bins = series_of(0, &probe(data.clone())).bins;
+        assert_eq!(bins.len(), BINS);
+        assert_eq!(bins.iter().sum::<u64>(), data.total_count);
+        assert_eq!(bins[0], 3);
+        assert_eq!((bins[1], bins[bin_of(1_500)]), (1, 1));
+        assert_eq!(bins[bin_of(45_000)], 1_000);
+        // A bucket counts in the bin of its lowest value: HdrHistogram's bucket of 10 s itself
+        // starts below it.
+        assert_eq!(bins[BINS - 2], 2);
+        assert_eq!(bins[BINS - 1], 1);
+        let empty = crate::result::histogram::HistogramData::encode(&crate::result::histogram::new_histogram());
+        assert!(series_of(0, &probe(empty)).bins.is_empty());
+    }
+
+    #[test]
+    fn bins_are_kept_in_a_few_bytes_and_read_back_whole() {
+        let mut bins = vec![0u64; BINS];
+        bins[3] = 1;
+        bins[4] = 300;
+        bins[BINS - 1] = u64::MAX;
+        let bytes = encode_bins(&bins);
+        assert!(bytes.len() < 24, "{bytes:?}");
+        assert_eq!(decode_bins(&bytes), Some(bins));
+        assert_eq!(decode_bins(&encode_bins(&[])), Some(Vec::new()));
+        assert_eq!(encode_bins(&[]), [0]);
+        assert_eq!(decode_bins(&[]), None);
+        assert_eq!(decode_bins(&[BINS as u8, BINS as u8, 1]), None, "a bin past the last");
+        assert_eq!(decode_bins(&[BINS as u8 + 1]), None);
+        assert_eq!(decode_bins(&[BINS as u8, 0, 0x80]), None, "a varint cut short");
+    }
+
+    fn probe(histogram: crate::result::histogram::HistogramData) -> ProbeResult {
+        let mut p: ProbeResult = serde_json::from_value(serde_json::json!({
+            "probe": "timer", "cpu": null, "samples": 5, "missed": 0, "warmup_samples": 0, "warmup_missed": 0,
+            "handoff_overflows": 0, "min_ns": null, "mean_ns": null, "max_ns": null, "max_at_ns": null,
+            "histogram": {"encoding": "x", "lowest_ns": 1, "highest_ns": 2, "significant_digits": 3,
+                          "total_count": 0, "data": "", "buckets": []}
+        }))
+        .unwrap();
+        p.histogram = histogram;
+        p
+    }
 }

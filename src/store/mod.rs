@@ -23,7 +23,7 @@ mod sqlite;
 use crate::result::timeline::TimelineData;
 use crate::result::RunResult;
 use crate::sys;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// Why a store cannot be used.
@@ -193,9 +193,21 @@ trait Backend: Send {
     fn load(&self, id: i64) -> Result<RunResult, String>;
     /// The label of run `id`, if it has one.
     fn label(&self, id: i64) -> Result<Option<String>, String>;
-    /// Deletes run `id`.
+    /// Deletes run `id` (its figures with it).
     fn delete(&self, id: i64) -> Result<(), String>;
+    /// The boards that have a run passing `filter` (`filter.newest` aside), by name.
+    fn boards(&self, filter: &Filter) -> Result<Vec<figures::BoardRow>, String>;
+    /// Each board's newest `per_board` runs that pass `filter`: by board, oldest first.
+    fn recent_per_board(&self, filter: &Filter, per_board: u32) -> Result<Vec<RunRow>, String>;
+    /// The figures of runs `ids` (up to [`FIGURES_AT_ONCE`] of them; those there), as kept
+    /// beside their rows; `None`: a store of an older layout, read as it is, keeps none.
+    fn figures(&self, ids: &[i64]) -> Result<Option<HashMap<i64, figures::Figures>>, String>;
 }
+
+/// The most ids a backend is asked the figures of at once (an `IN` list's length).
+const FIGURES_AT_ONCE: usize = 500;
+/// The most ids [`Store::figures`] takes in one call.
+pub const FIGURES_MAX: usize = 5_000;
 
 /// An open store.
 pub struct Store {
@@ -228,6 +240,16 @@ pub struct NewRow {
     row: RunRow,
     uuid: String,
     kernel_config: Option<KernelOptions>,
+    /// What the dashboard reads of it (`figures`), kept beside its row.
+    figures: figures::Figures,
+}
+
+impl NewRow {
+    /// The SHA-256 of its kernel configuration: the options' given (then kept), else the one
+    /// its document records (its options not kept here).
+    fn kernel_config_sha256(&self) -> Option<&str> {
+        self.kernel_config.as_ref().map(|k| k.sha256.as_str()).or(self.figures.kernel_config.as_deref())
+    }
 }
 
 pub use crate::result::board::KernelOptions;
@@ -270,8 +292,8 @@ pub struct Filter {
 
 impl Filter {
     /// The conditions given: (column, operator, value); each backend binds the values.
-    pub(super) fn conditions(&self) -> impl Iterator<Item = (&'static str, &'static str, &String)> {
-        [
+    pub(super) fn conditions(&self) -> impl Iterator<Item = (&'static str, &'static str, Bound<'_>)> {
+        let texts = [
             ("host", "=", &self.host),
             ("board", "=", &self.board),
             ("kernel", "=", &self.kernel),
@@ -279,10 +301,18 @@ impl Filter {
             ("label", "=", &self.label),
             ("verdict", "=", &self.verdict),
             ("started_at", ">=", &self.since),
-        ]
-        .into_iter()
-        .filter_map(|(column, op, value)| value.as_ref().map(|v| (column, op, v)))
+            ("started_at", "<", &self.until),
+        ];
+        let texts = texts.into_iter().filter_map(|(column, op, value)| value.as_ref().map(|v| (column, op, Bound::Text(v))));
+        texts.chain(self.before_id.as_ref().map(|id| ("id", "<", Bound::Id(id))))
     }
+}
+
+/// The value a condition of a [`Filter`] binds.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Bound<'a> {
+    Text(&'a String),
+    Id(&'a i64),
 }
 
 /// What `rtgauge run` asks of the store: where (`None`: keep nothing), the run's label and board.
@@ -475,7 +505,8 @@ impl Store {
         let mut row = row_of(r);
         row.label = label.map(str::to_string);
         row.imported_from = imported_from.map(str::to_string);
-        let new = NewRow { row, uuid: uuid.to_string(), kernel_config };
+        let figures = figures::figures_of(r);
+        let new = NewRow { row, uuid: uuid.to_string(), kernel_config, figures };
         let timelines: Vec<(usize, TimelineData)> =
             r.probes.iter_mut().enumerate().filter_map(|(i, p)| p.timeline.take().map(|t| (i, t))).collect();
         let saved = self.backend.save(r, &timelines, &new);
@@ -568,21 +599,47 @@ impl Store {
 
     /// The boards that have a run passing `filter` (`filter.newest` aside), by name.
     pub fn boards(&self, filter: &Filter) -> Result<Vec<figures::BoardRow>, String> {
-        let _ = filter;
-        Err("not yet".into())
+        let mut boards = self.backend.boards(filter)?;
+        // (By the names' bytes, whatever the database's collation.)
+        boards.sort_unstable_by(|a, b| a.board.cmp(&b.board));
+        Ok(boards)
     }
 
     /// Each board's newest `per_board` runs that pass `filter` (`filter.newest` aside): by board
     /// name, each board's oldest first.
     pub fn recent_per_board(&self, filter: &Filter, per_board: u32) -> Result<Vec<RunRow>, String> {
-        let _ = (filter, per_board);
-        Err("not yet".into())
+        if per_board == 0 {
+            return Ok(Vec::new());
+        }
+        let mut rows = self.backend.recent_per_board(filter, per_board)?;
+        rows.sort_unstable_by(|a, b| a.board.cmp(&b.board).then(a.id.cmp(&b.id)));
+        Ok(rows)
     }
 
-    /// The figures of runs `ids` (those there; at most 5 000 ids a call).
-    pub fn figures(&self, ids: &[i64]) -> Result<std::collections::HashMap<i64, figures::Figures>, String> {
-        let _ = ids;
-        Err("not yet".into())
+    /// The figures of runs `ids` (those there; at most [`FIGURES_MAX`] ids a call), each run's
+    /// series in the order of its combined entries. A store of an older layout, read as it is,
+    /// keeps none: they are made from the runs' documents (slower).
+    pub fn figures(&self, ids: &[i64]) -> Result<HashMap<i64, figures::Figures>, String> {
+        if ids.len() > FIGURES_MAX {
+            return Err(format!("the figures of {} runs were asked for at once; ask for {FIGURES_MAX} at most", ids.len()));
+        }
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut all = HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(FIGURES_AT_ONCE) {
+            match self.backend.figures(chunk)? {
+                Some(found) => all.extend(found),
+                None => {
+                    for &id in chunk {
+                        if self.backend.has_id(id)? {
+                            all.insert(id, figures::figures_of(&self.backend.load(id)?));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(all)
     }
 
     /// Deletes run `id`.
@@ -676,6 +733,31 @@ impl<W: std::io::Write> std::io::Write for Counted<W> {
 pub(super) fn decompress_document(blob: &[u8]) -> serde_json::Result<RunResult> {
     let json = std::io::Read::take(flate2::read::ZlibDecoder::new(blob), MAX_DOCUMENT);
     serde_json::from_reader(std::io::BufReader::new(json))
+}
+
+/// The figures ([`figures::figures_of`]) of a stored document (JSON text, or compressed as
+/// [`compress_into`] writes it), read for the parts they are made of alone (its combined
+/// entries, verdict and board: not its phases, per-CPU entries and other parts); a layout's
+/// migration fills them so for every run stored before.
+pub(super) fn figures_of_document(bytes: &[u8]) -> Result<figures::Figures, String> {
+    #[derive(serde::Deserialize)]
+    struct Parts {
+        #[serde(default)]
+        board: Option<crate::result::board::Board>,
+        combined: Vec<crate::result::ProbeResult>,
+        verdict: crate::result::Verdict,
+    }
+    // (Decompressed whole, then parsed: several times faster than parsing from a reader.)
+    let mut json = Vec::new();
+    let text = if bytes.first() == Some(&b'{') {
+        bytes
+    } else {
+        let mut z = std::io::Read::take(flate2::read::ZlibDecoder::new(bytes), MAX_DOCUMENT);
+        std::io::Read::read_to_end(&mut z, &mut json).map_err(|e| e.to_string())?;
+        &json
+    };
+    let parts: Parts = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+    Ok(figures::figures_from(&parts.combined, &parts.verdict, parts.board.as_ref()))
 }
 
 /// The timelines lent out of a run, encoded as the store keeps them (`columns`), on every CPU

@@ -11,6 +11,8 @@
 //!
 //! Documents are the same zlib-compressed JSON as SQLite's (layout 2 on), in a BYTEA; timelines
 //! are kept out of them, one compact blob per series in the table `timelines` (see `columns`).
+//! Layout 2 keeps what the dashboard reads of each run beside its row (`figures`, see
+//! `store/figures.rs`), filled for the runs stored before by its migration.
 //!
 //! Passwords come from the URL, `PGPASSWORD` or `~/.pgpass` (`PGPASSFILE`), looked up as libpq
 //! does; they appear in no message: the URL is shown without its password. TLS with rustls:
@@ -18,21 +20,34 @@
 //! `verify-full` check the server's certificate against the system's roots (or `sslrootcert`),
 //! `verify-full` its name too.
 
-use super::{Filter, NewRow, OpenError, RunRow, Saved};
+use super::figures::{BoardRow, Figures, SeriesFigures};
+use super::{Bound, Filter, NewRow, OpenError, RunRow, Saved};
 use crate::result::timeline::TimelineData;
 use crate::result::RunResult;
 use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, Config};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+/// One step of the layout: SQL, then what SQL alone cannot do (layout 2: the figures of every
+/// run already stored, from its document).
+struct Migration {
+    sql: &'static str,
+    fill: Option<Fill>,
+}
+
+/// What a migration does besides its SQL, in its transaction.
+type Fill = fn(&mut postgres::Transaction<'_>) -> Result<(), postgres::Error>;
+
 /// The layouts, in order: migration `i` takes layout `i` to `i + 1` (layout 0: an empty schema).
 /// The version is PostgreSQL's own, not SQLite's `user_version`.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        sql: "
     CREATE TABLE rtgauge_meta (
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
@@ -78,7 +93,129 @@ const MIGRATIONS: &[&str] = &["
         sha256 TEXT PRIMARY KEY,
         options BYTEA NOT NULL
     );
-"];
+",
+        fill: None,
+    },
+    Migration {
+        sql: "
+    -- Layout 2: what the dashboard (`rtgauge serve`) reads of a run without its document: per
+    -- combined entry its figures and its histogram in coarse log-spaced bins (store/figures.rs;
+    -- the bins as LEB128 varints); per run the shortest cycle time it supports. Filled here for
+    -- the runs stored before, from their documents.
+    ALTER TABLE runs ADD COLUMN shortest_cycle_ns BIGINT;
+    CREATE TABLE figures (
+        run BIGINT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        entry INTEGER NOT NULL,
+        series TEXT NOT NULL,
+        latency BOOLEAN NOT NULL,
+        samples BIGINT NOT NULL,
+        missed BIGINT NOT NULL,
+        p99_ns BIGINT,
+        p999_ns BIGINT,
+        max_ns BIGINT,
+        bins BYTEA NOT NULL,
+        PRIMARY KEY (run, entry)
+    );
+    -- Each board's newest runs: a range of this index per board (a board's name may be too long
+    -- for a B-tree entry: its MD5 stands for it, the name itself checked on the row).
+    CREATE INDEX runs_board_id ON runs (md5(board), id);
+",
+        fill: Some(fill_figures),
+    },
+];
+
+/// Layout 2's fill: the figures of every run stored before, from its document, a batch of runs
+/// at a time (a store of 100 000 runs migrates in bounded memory); and its kernel
+/// configuration's SHA-256 where its document records one the row lacks. A document that does
+/// not read gets no figures (`load` says what is wrong with it).
+fn fill_figures(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Error> {
+    const BATCH: i64 = 200;
+    let mut after = i64::MIN;
+    loop {
+        let rows = tx.query("SELECT id, document FROM runs WHERE id > $1 ORDER BY id LIMIT $2", &[&after, &BATCH])?;
+        let Some(last) = rows.last() else { return Ok(()) };
+        after = last.get(0);
+        let (mut ids, mut shortest, mut configs, mut figures) = (Vec::new(), Vec::new(), Vec::new(), FigureRows::default());
+        for row in &rows {
+            let id: i64 = row.get(0);
+            let Ok(f) = super::figures_of_document(row.get(1)) else { continue };
+            ids.push(id);
+            shortest.push(f.shortest_cycle_ns.map(clamp));
+            configs.push(f.kernel_config.clone());
+            figures.add(id, &f);
+        }
+        drop(rows);
+        tx.execute(
+            "UPDATE runs SET shortest_cycle_ns = t.s, kernel_config = coalesce(runs.kernel_config, t.k) \
+             FROM unnest($1::int8[], $2::int8[], $3::text[]) AS t (id, s, k) WHERE runs.id = t.id",
+            &[&ids, &shortest, &configs],
+        )?;
+        figures.insert(tx)?;
+    }
+}
+
+/// Figures as columns, to insert many rows in one statement.
+#[derive(Default)]
+struct FigureRows {
+    run: Vec<i64>,
+    entry: Vec<i32>,
+    series: Vec<String>,
+    latency: Vec<bool>,
+    samples: Vec<i64>,
+    missed: Vec<i64>,
+    p99: Vec<Option<i64>>,
+    p999: Vec<Option<i64>>,
+    max: Vec<Option<i64>>,
+    bins: Vec<Vec<u8>>,
+}
+
+impl FigureRows {
+    /// Adds run `id`'s series.
+    fn add(&mut self, id: i64, f: &Figures) {
+        for s in &f.series {
+            self.run.push(id);
+            self.entry.push(i32::try_from(s.entry).unwrap_or(i32::MAX));
+            self.series.push(column_text(&s.series).into_owned());
+            self.latency.push(s.latency);
+            self.samples.push(clamp(s.samples));
+            self.missed.push(clamp(s.missed));
+            self.p99.push(s.p99_ns.map(clamp));
+            self.p999.push(s.p999_ns.map(clamp));
+            self.max.push(s.max_ns.map(clamp));
+            self.bins.push(super::figures::encode_bins(&s.bins));
+        }
+    }
+
+    /// Inserts them all, in one statement.
+    fn insert(&self, c: &mut impl postgres::GenericClient) -> Result<(), postgres::Error> {
+        if self.run.is_empty() {
+            return Ok(());
+        }
+        c.execute(
+            "INSERT INTO figures (run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins) \
+             SELECT * FROM unnest($1::int8[], $2::int4[], $3::text[], $4::bool[], $5::int8[], $6::int8[], $7::int8[], \
+             $8::int8[], $9::int8[], $10::bytea[])",
+            &[
+                &self.run,
+                &self.entry,
+                &self.series,
+                &self.latency,
+                &self.samples,
+                &self.missed,
+                &self.p99,
+                &self.p999,
+                &self.max,
+                &self.bins,
+            ],
+        )
+        .map(drop)
+    }
+}
+
+/// A count or time as PostgreSQL's BIGINT holds it.
+fn clamp(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
 /// The advisory lock a migration holds (per database): \"rtga\".
 const MIGRATION_LOCK: i64 = 0x7274_6761;
 /// A connection that could not be made.
@@ -688,6 +825,8 @@ mod verifiers {
 pub struct PgStore {
     client: RefCell<Client>,
     target: Target,
+    /// The layout as opened: the latest once migrated; a store only read keeps its own.
+    layout: i64,
 }
 
 /// What a database holds in rtgauge's schema.
@@ -704,20 +843,24 @@ impl PgStore {
     /// store (or holds nothing) of a layout this rtgauge knows, and brings the layout up to
     /// date (creating the store in an empty database).
     pub fn open(url: &str) -> Result<PgStore, OpenError> {
-        let store = PgStore::connect(url)?;
+        let mut store = PgStore::connect(url)?;
         store.check_and_migrate()?;
+        store.layout = MIGRATIONS.len() as i64;
         Ok(store)
     }
 
     /// Opens the store at `url` for reading only, as it is (nothing is migrated or written):
     /// `Ok(None)` when the database holds no store yet.
     pub fn open_read(url: &str) -> Result<Option<PgStore>, OpenError> {
-        let store = PgStore::connect(url)?;
+        let mut store = PgStore::connect(url)?;
         let doing = "reading the store";
         let identity = store.identity(&mut *store.client.borrow_mut(), doing)?;
         Ok(match identity {
             Identity::Empty => None,
-            Identity::Store(_) => Some(store),
+            Identity::Store(layout) => {
+                store.layout = layout;
+                Some(store)
+            }
         })
     }
 
@@ -727,7 +870,7 @@ impl PgStore {
             Connect::Pg(e) => open_error(&target, "connecting", &e),
             other => OpenError::Unreachable(target.connect_error("connecting", &other)),
         })?;
-        Ok(PgStore { client: RefCell::new(client), target })
+        Ok(PgStore { client: RefCell::new(client), target, layout: 0 })
     }
 
     /// What the database holds in the schema rtgauge uses (the first of the search path).
@@ -811,7 +954,10 @@ impl PgStore {
             Identity::Store(v) => v,
         };
         for (i, m) in MIGRATIONS.iter().enumerate().skip(from as usize) {
-            tx.batch_execute(m).map_err(fail)?;
+            tx.batch_execute(m.sql).map_err(fail)?;
+            if let Some(fill) = m.fill {
+                fill(&mut tx).map_err(fail)?;
+            }
             let layout = (i + 1).to_string();
             tx.execute(
                 "INSERT INTO rtgauge_meta (key, value) VALUES ('layout', $1) ON CONFLICT (key) DO UPDATE SET value = $1",
@@ -831,7 +977,8 @@ impl PgStore {
         let row = c
             .query_one(
                 "SELECT to_regclass(format('%I.runs', current_schema())) IS NOT NULL \
-                 AND to_regclass(format('%I.timelines', current_schema())) IS NOT NULL",
+                 AND to_regclass(format('%I.timelines', current_schema())) IS NOT NULL \
+                 AND to_regclass(format('%I.figures', current_schema())) IS NOT NULL",
                 &[],
             )
             .map_err(|e| refused(t, "checking the store", &e))?;
@@ -839,13 +986,13 @@ impl PgStore {
             return Ok(());
         }
         Err(OpenError::Refused(format!(
-            "the store {} lacks some of its tables (runs, timelines); it is left as it is: give another database with --db",
+            "the store {} lacks some of its tables (runs, timelines, figures); it is left as it is: give another database with --db",
             t.shown
         )))
     }
 
-    /// Checks, before measuring, that a run can be written: a trial row in `runs` and in
-    /// `timelines`, rolled back (no id is used up). `_bytes` (the result's size) is not checked:
+    /// Checks, before measuring, that a run can be written: a trial row in `runs`, `timelines`
+    /// and `figures`, rolled back (no id is used up). `_bytes` (the result's size) is not checked:
     /// the server's room is not known to a client.
     pub fn check_room(&self, _bytes: u64) -> Result<(), OpenError> {
         let t = &self.target;
@@ -861,6 +1008,11 @@ impl PgStore {
         )
         .map_err(fail)?;
         tx.execute("INSERT INTO timelines (run, entry, data) VALUES (-1, 0, '')", &[]).map_err(fail)?;
+        tx.execute(
+            "INSERT INTO figures (run, entry, series, latency, samples, missed, bins) VALUES (-1, 0, '', false, 0, 0, '')",
+            &[],
+        )
+        .map_err(fail)?;
         // The trial gave its id; a run takes one from the sequence.
         let sequence: bool = tx
             .query_one(
@@ -937,35 +1089,138 @@ impl super::Backend for PgStore {
             Some(n) => format!(" DESC LIMIT {}", n.min(i64::MAX as u64)),
             None => String::new(),
         };
-        let sql = format!(
-            "SELECT id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
-             imported_from, uuid::text, board FROM runs{filter_sql} ORDER BY id{order}"
-        );
-        let t = &self.target;
-        let rows = self.client.borrow_mut().query(&sql, &values).map_err(|e| t.error("listing the runs", &e))?;
-        let mut rows: Vec<RunRow> = rows
-            .iter()
-            .map(|r| RunRow {
-                id: r.get(0),
-                uuid: r.get(12),
-                started_at: r.get(1),
-                label: r.get(2),
-                board: r.get(13),
-                host: r.get(3),
-                kernel: r.get(4),
-                preemption: r.get(5),
-                scenario: r.get(6),
-                probes: r.get(7),
-                worst_ns: r.get::<_, Option<i64>>(8).map(|w| w as u64),
-                verdict: r.get(9),
-                status: r.get(10),
-                imported_from: r.get(11),
-            })
-            .collect();
+        let sql = format!("SELECT {ROW_COLUMNS} FROM runs{filter_sql} ORDER BY id{order}");
+        let mut rows = self.rows("listing the runs", &sql, &values)?;
         if filter.newest.is_some() {
             rows.reverse();
         }
         Ok(rows)
+    }
+
+    fn boards(&self, filter: &Filter) -> Result<Vec<BoardRow>, String> {
+        let texts = texts_of(filter);
+        let (filter_sql, values) = clauses(&texts);
+        let sql =
+            format!("SELECT board, count(*), min(started_at), max(started_at), max(id) FROM runs{filter_sql} GROUP BY board");
+        let t = &self.target;
+        let rows = self.client.borrow_mut().query(&sql, &values).map_err(|e| t.error("listing the boards", &e))?;
+        Ok(rows
+            .iter()
+            .map(|r| BoardRow {
+                board: r.get(0),
+                runs: r.get::<_, i64>(1) as u64,
+                first_started_at: r.get(2),
+                last_started_at: r.get(3),
+                latest: r.get(4),
+            })
+            .collect())
+    }
+
+    /// Each board's newest runs as the top of its range of the index on (md5(board), id), the
+    /// boards' hashes found one after another along that index (a few hundred probes, not a
+    /// pass over every run). Two boards whose names share an MD5 (only ever made on purpose)
+    /// share a range: each is then read by its name. (A store of layout 1, only read, has no
+    /// such index: the runs numbered per board from the newest, all of them.)
+    fn recent_per_board(&self, filter: &Filter, per_board: u32) -> Result<Vec<RunRow>, String> {
+        let texts = texts_of(filter);
+        let (filter_sql, mut values) = clauses(&texts);
+        let per_board = i64::from(per_board);
+        values.push(&per_board);
+        let n = values.len();
+        if self.layout < 2 {
+            let sql = format!(
+                "SELECT {ROW_COLUMNS} FROM runs WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER \
+                 (PARTITION BY board ORDER BY id DESC) AS n FROM runs{filter_sql}) w WHERE n <= ${n}) ORDER BY id"
+            );
+            return self.rows("listing each board's runs", &sql, &values);
+        }
+        let and = if filter_sql.is_empty() { " WHERE" } else { " AND" };
+        let sql = format!(
+            "WITH RECURSIVE hashes (h) AS (SELECT min(md5(board)) FROM runs UNION ALL \
+             SELECT (SELECT min(md5(board)) FROM runs WHERE md5(board) > hashes.h) FROM hashes WHERE hashes.h IS NOT NULL) \
+             SELECT r.*, hashes.h FROM hashes CROSS JOIN LATERAL (SELECT {ROW_COLUMNS} FROM runs{filter_sql}{and} \
+             md5(board) = hashes.h ORDER BY id DESC LIMIT ${n}) r"
+        );
+        let t = &self.target;
+        let doing = "listing each board's runs";
+        let found = self.client.borrow_mut().query(&sql, &values).map_err(|e| t.error(doing, &e))?;
+        let mut boards_of: HashMap<String, std::collections::BTreeSet<String>> = HashMap::new();
+        let mut rows = Vec::with_capacity(found.len());
+        for r in &found {
+            let row = run_row(r);
+            boards_of.entry(r.get(14)).or_default().insert(row.board.clone());
+            rows.push(row);
+        }
+        let shared: std::collections::BTreeSet<String> = boards_of.into_values().filter(|b| b.len() > 1).flatten().collect();
+        if shared.is_empty() {
+            return Ok(rows);
+        }
+        rows.retain(|r| !shared.contains(&r.board));
+        let one = format!("SELECT {ROW_COLUMNS} FROM runs{filter_sql}{and} board = ${} ORDER BY id DESC LIMIT ${n}", n + 1);
+        for board in &shared {
+            let mut bound = values.clone();
+            bound.push(board);
+            rows.extend(self.rows(doing, &one, &bound)?);
+        }
+        Ok(rows)
+    }
+
+    /// The runs' rows, then their figures, in one snapshot.
+    fn figures(&self, ids: &[i64]) -> Result<Option<HashMap<i64, Figures>>, String> {
+        if self.layout < 2 {
+            return Ok(None);
+        }
+        let t = &self.target;
+        let doing = "reading the runs' figures";
+        let fail = |e: postgres::Error| t.error(doing, &e);
+        let mut c = self.client.borrow_mut();
+        let mut tx = c
+            .build_transaction()
+            .read_only(true)
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .start()
+            .map_err(fail)?;
+        let ids = ids.to_vec();
+        let runs = tx.query("SELECT id, shortest_cycle_ns, kernel_config FROM runs WHERE id = ANY($1)", &[&ids]).map_err(fail)?;
+        let mut all: HashMap<i64, Figures> = runs
+            .iter()
+            .map(|r| {
+                let f = Figures {
+                    shortest_cycle_ns: r.get::<_, Option<i64>>(1).map(|v| v as u64),
+                    kernel_config: r.get(2),
+                    series: Vec::new(),
+                };
+                (r.get(0), f)
+            })
+            .collect();
+        let rows = tx
+            .query(
+                "SELECT run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins FROM figures \
+                 WHERE run = ANY($1) ORDER BY run, entry",
+                &[&ids],
+            )
+            .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        for r in rows {
+            let run: i64 = r.get(0);
+            let unsigned = |i: usize| r.get::<_, Option<i64>>(i).map(|v| v as u64);
+            let series = SeriesFigures {
+                entry: r.get::<_, i32>(1) as u32,
+                series: r.get(2),
+                latency: r.get(3),
+                samples: r.get::<_, i64>(4) as u64,
+                missed: r.get::<_, i64>(5) as u64,
+                p99_ns: unsigned(6),
+                p999_ns: unsigned(7),
+                max_ns: unsigned(8),
+                bins: super::figures::decode_bins(r.get(9))
+                    .ok_or_else(|| format!("the figures of run {run} in the store {} are damaged", t.shown))?,
+            };
+            if let Some(f) = all.get_mut(&run) {
+                f.series.push(series);
+            }
+        }
+        Ok(Some(all))
     }
 
     fn count(&self, filter: &Filter) -> Result<u64, String> {
@@ -1095,7 +1350,38 @@ impl super::Backend for PgStore {
     }
 }
 
+/// A row of [`ROW_COLUMNS`] (and maybe more after them).
+fn run_row(r: &postgres::Row) -> RunRow {
+    RunRow {
+        id: r.get(0),
+        uuid: r.get(12),
+        started_at: r.get(1),
+        label: r.get(2),
+        board: r.get(13),
+        host: r.get(3),
+        kernel: r.get(4),
+        preemption: r.get(5),
+        scenario: r.get(6),
+        probes: r.get(7),
+        worst_ns: r.get::<_, Option<i64>>(8).map(|w| w as u64),
+        verdict: r.get(9),
+        status: r.get(10),
+        imported_from: r.get(11),
+    }
+}
+
+/// The columns of a [`RunRow`], in the order [`run_row`] reads them.
+const ROW_COLUMNS: &str =
+    "id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, imported_from, uuid::text, board";
+
 impl PgStore {
+    /// The rows `sql` (selecting [`ROW_COLUMNS`]) gives, while `doing`.
+    fn rows(&self, doing: &str, sql: &str, values: &[&(dyn ToSql + Sync)]) -> Result<Vec<RunRow>, String> {
+        let t = &self.target;
+        let rows = self.client.borrow_mut().query(sql, values).map_err(|e| t.error(doing, &e))?;
+        Ok(rows.iter().map(run_row).collect())
+    }
+
     /// The one value of a query's one row.
     fn one<T: for<'a> postgres::types::FromSql<'a>>(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<T, String> {
         let t = &self.target;
@@ -1130,14 +1416,15 @@ fn prepare(r: &RunResult, timelines: &[(usize, TimelineData)], row: &NewRow) -> 
 }
 
 /// One transaction: the run's row (unless its UUID is there), its kernel configuration (unless
-/// that is there), then its timelines in one statement.
+/// that is there), then its timelines in one statement, and its figures in another.
 fn write(c: &mut Client, p: &Prepared, new: &NewRow) -> Result<Saved, postgres::Error> {
     let mut tx = c.transaction()?;
     tx.batch_execute(&format!("SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))?;
     let r = &new.row;
     let worst = r.worst_ns.map(|w| i64::try_from(w).unwrap_or(i64::MAX));
     let text = column_text;
-    let kernel_config = new.kernel_config.as_ref().map(|k| k.sha256.as_str());
+    let kernel_config = new.kernel_config_sha256();
+    let shortest = new.figures.shortest_cycle_ns.map(clamp);
     // A run stored before (an import repeated, a push again) is found first, so it takes no id
     // from the sequence; two writers of one run at once meet at the UUID's unique index below.
     let stored = tx.query_opt("SELECT id FROM runs WHERE uuid = $1::text::uuid", &[&new.uuid])?;
@@ -1148,8 +1435,8 @@ fn write(c: &mut Client, p: &Prepared, new: &NewRow) -> Result<Saved, postgres::
     }
     let inserted = tx.query_opt(
         "INSERT INTO runs (uuid, started_at, label, board, host, kernel, preemption, scenario, probes, worst_ns, \
-         verdict, status, imported_from, document, kernel_config) \
-         VALUES ($1::text::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+         verdict, status, imported_from, document, kernel_config, shortest_cycle_ns) \
+         VALUES ($1::text::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
          ON CONFLICT (uuid) DO NOTHING RETURNING id",
         &[
             &new.uuid,
@@ -1167,6 +1454,7 @@ fn write(c: &mut Client, p: &Prepared, new: &NewRow) -> Result<Saved, postgres::
             &r.imported_from.as_deref().map(column_text),
             &p.document,
             &kernel_config,
+            &shortest,
         ],
     )?;
     let Some(row) = inserted else {
@@ -1187,21 +1475,42 @@ fn write(c: &mut Client, p: &Prepared, new: &NewRow) -> Result<Saved, postgres::
             &[&id, &p.entries, &p.blobs],
         )?;
     }
+    let mut figures = FigureRows::default();
+    figures.add(id, &new.figures);
+    figures.insert(&mut tx)?;
     tx.commit()?;
     Ok(Saved { id, already: false })
 }
 
-/// `filter`'s conditions with their values as the columns keep text (see [`column_text`]).
-fn texts_of(filter: &Filter) -> Vec<(&'static str, &'static str, String)> {
-    filter.conditions().map(|(column, op, v)| (column, op, column_text(v).into_owned())).collect()
+/// A condition's value as the columns keep it (text: see [`column_text`]).
+enum Param {
+    Text(String),
+    Id(i64),
+}
+
+/// `filter`'s conditions with their values as the columns keep them.
+fn texts_of(filter: &Filter) -> Vec<(&'static str, &'static str, Param)> {
+    filter
+        .conditions()
+        .map(|(column, op, v)| {
+            let v = match v {
+                Bound::Text(t) => Param::Text(column_text(t).into_owned()),
+                Bound::Id(id) => Param::Id(*id),
+            };
+            (column, op, v)
+        })
+        .collect()
 }
 
 /// Conditions ([`texts_of`]) as a `WHERE` clause (empty without any) and the values it binds.
-fn clauses<'a>(texts: &'a [(&'static str, &'static str, String)]) -> (String, Vec<&'a (dyn ToSql + Sync)>) {
+fn clauses<'a>(texts: &'a [(&'static str, &'static str, Param)]) -> (String, Vec<&'a (dyn ToSql + Sync)>) {
     let mut conditions: Vec<String> = Vec::new();
     let mut values: Vec<&(dyn ToSql + Sync)> = Vec::new();
     for (column, op, v) in texts {
-        values.push(v);
+        values.push(match v {
+            Param::Text(t) => t,
+            Param::Id(id) => id,
+        });
         conditions.push(format!("{column} {op} ${}", values.len()));
     }
     let filter = if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) };

@@ -18,15 +18,19 @@
 //! compressed JSON took seconds to store. Layout 4 gives every run its UUID (unique) and its
 //! board, keeps each kernel configuration once, by its SHA-256, to compare a board's runs, and
 //! moves the documents out of `runs` into a table of their own, so that `list` reads rows of a
-//! few hundred bytes however large the documents (100 000 runs: BENCHMARKS.md).
+//! few hundred bytes however large the documents (100 000 runs: BENCHMARKS.md). Layout 5 keeps
+//! what the dashboard reads of each run beside its row (`figures`: per series its counts,
+//! percentiles and histogram in coarse bins; the shortest cycle time), so a page of 1 000 runs
+//! reads no document.
 
-use super::{compress_into, dir_of, Filter, NewRow, OpenError, RunRow, Saved};
+use super::figures::{BoardRow, Figures, SeriesFigures};
+use super::{compress_into, dir_of, Bound, Filter, NewRow, OpenError, RunRow, Saved};
 use crate::result::timeline::TimelineData;
 use crate::result::RunResult;
 use crate::sys;
 use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -120,7 +124,84 @@ const MIGRATIONS: &[Migration] = &[
     CREATE INDEX runs_kernel ON runs (kernel);
 ",
     },
+    Migration {
+        sql: "
+    -- Layout 5: what the dashboard (`rtgauge serve`) reads of a run without its document: per
+    -- combined entry its figures and its histogram in coarse log-spaced bins (store/figures.rs;
+    -- the bins as LEB128 varints), clustered by run; per run the shortest cycle time it
+    -- supports. Filled here for the runs stored before, from their documents. The index on
+    -- (board, id DESC): each board's runs numbered from its newest in one pass over the index,
+    -- in its order (no sort).
+    ALTER TABLE runs ADD COLUMN shortest_cycle_ns INTEGER;
+    CREATE TABLE figures (
+        run INTEGER NOT NULL,
+        entry INTEGER NOT NULL,
+        series TEXT NOT NULL,
+        latency INTEGER NOT NULL,
+        samples INTEGER NOT NULL,
+        missed INTEGER NOT NULL,
+        p99_ns INTEGER,
+        p999_ns INTEGER,
+        max_ns INTEGER,
+        bins BLOB NOT NULL,
+        PRIMARY KEY (run, entry)
+    ) WITHOUT ROWID;
+    CREATE INDEX runs_board_id ON runs (board, id DESC);
+",
+        fill: Some(fill_figures),
+        then: "",
+    },
 ];
+
+/// Layout 5's fill: the figures of every run stored before, from its document, one document
+/// at a time (the statement steps through them: a store of 100 000 runs migrates in bounded
+/// memory); and its kernel configuration's SHA-256 where its document records one the row
+/// lacks. A document that does not read gets no figures (`load` says what is wrong with it).
+fn fill_figures(c: &Connection) -> rusqlite::Result<()> {
+    let mut documents = c.prepare("SELECT run, document FROM documents ORDER BY run")?;
+    let mut set =
+        c.prepare("UPDATE runs SET shortest_cycle_ns = ?2, kernel_config = coalesce(kernel_config, ?3) WHERE id = ?1")?;
+    let mut found = documents.query([])?;
+    while let Some(row) = found.next()? {
+        let id: i64 = row.get(0)?;
+        let bytes: &[u8] = match row.get_ref(1)? {
+            ValueRef::Text(t) | ValueRef::Blob(t) => t,
+            _ => continue,
+        };
+        let Ok(figures) = super::figures_of_document(bytes) else { continue };
+        set.execute(params![id, figures.shortest_cycle_ns.map(clamp), figures.kernel_config])?;
+        insert_figures(c, id, &figures)?;
+    }
+    Ok(())
+}
+
+/// Keeps the figures of run `id`, one row per series.
+fn insert_figures(c: &Connection, id: i64, figures: &Figures) -> rusqlite::Result<()> {
+    let mut insert = c.prepare_cached(
+        "INSERT INTO figures (run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?;
+    for f in &figures.series {
+        insert.execute(params![
+            id,
+            f.entry,
+            f.series,
+            f.latency,
+            clamp(f.samples),
+            clamp(f.missed),
+            f.p99_ns.map(clamp),
+            f.p999_ns.map(clamp),
+            f.max_ns.map(clamp),
+            super::figures::encode_bins(&f.bins),
+        ])?;
+    }
+    Ok(())
+}
+
+/// A count or time as SQLite's integers hold it.
+fn clamp(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
 /// Layout 4's fill: every run stored before gets a UUID, in one pass — its document's own (a run
 /// stored by an rtgauge that made one, as a migrated layout-1 text may hold), else the one an
 /// import of its file gives (from the file's SHA-256, so importing that file again finds it),
@@ -161,8 +242,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// Room the store needs beyond the result itself: pages a save touches besides the document's
-/// (the row and its six indexes, the documents' and timelines' tables, the header), at the
-/// largest page.
+/// (the row and its indexes, the documents', timelines' and figures' tables, the header), at
+/// the largest page.
 const WAL_MARGIN: u64 = 24 * 65536;
 
 /// Refuses, before anything is created or measured, a file size limit (`ulimit -f`) under which
@@ -325,16 +406,65 @@ impl Sqlite {
     /// `filter`'s conditions as a `WHERE` clause (empty without any) and the values it binds.
     fn clauses<'f>(&self, filter: &'f Filter) -> (String, Vec<&'f dyn rusqlite::ToSql>) {
         // A store of an older layout only read (not migrated): its board is its host.
-        let board = if self.layout >= 4 { "board" } else { "host" };
+        let board = self.board_column();
         let mut clauses: Vec<String> = Vec::new();
         let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
         for (column, op, v) in filter.conditions() {
             let column = if column == "board" { board } else { column };
-            values.push(v);
+            values.push(match v {
+                Bound::Text(t) => t,
+                Bound::Id(id) => id,
+            });
             clauses.push(format!("{column} {op} ?{}", values.len()));
         }
         let wher = if clauses.is_empty() { String::new() } else { format!(" WHERE {}", clauses.join(" AND ")) };
         (wher, values)
+    }
+
+    /// The column that names a run's board (a store of an older layout only read: its host).
+    fn board_column(&self) -> &'static str {
+        if self.layout >= 4 {
+            "board"
+        } else {
+            "host"
+        }
+    }
+
+    /// The columns of a [`RunRow`], in the order [`Sqlite::rows`] reads them.
+    fn row_columns(&self) -> &'static str {
+        if self.layout >= 4 {
+            "id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, imported_from, \
+             uuid, board"
+        } else {
+            "id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, imported_from, \
+             NULL, host"
+        }
+    }
+
+    /// The rows `sql` (selecting [`Sqlite::row_columns`]) gives.
+    fn rows(&self, sql: &str, values: &[&dyn rusqlite::ToSql]) -> Result<Vec<RunRow>, String> {
+        let mut q = self.conn.prepare_cached(sql).map_err(|e| sql_error(&self.path, e))?;
+        let rows = q
+            .query_map(values, |r| {
+                Ok(RunRow {
+                    id: r.get(0)?,
+                    uuid: r.get(12)?,
+                    started_at: r.get(1)?,
+                    label: r.get(2)?,
+                    board: r.get(13)?,
+                    host: r.get(3)?,
+                    kernel: r.get(4)?,
+                    preemption: r.get(5)?,
+                    scenario: r.get(6)?,
+                    probes: r.get(7)?,
+                    worst_ns: r.get::<_, Option<i64>>(8)?.map(|w| w as u64),
+                    verdict: r.get(9)?,
+                    status: r.get(10)?,
+                    imported_from: r.get(11)?,
+                })
+            })
+            .map_err(|e| sql_error(&self.path, e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| sql_error(&self.path, e))
     }
 }
 
@@ -399,22 +529,19 @@ impl super::Backend for Sqlite {
             return Ok(Saved { id, already: true });
         }
         let (mut document, size) = spool(r, &self.path).map_err(encoding)?;
-        let kernel_config = match &row.kernel_config {
-            Some(k) => {
-                tx.execute(
-                    "INSERT OR IGNORE INTO kernel_configs (sha256, options) VALUES (?1, ?2)",
-                    params![k.sha256, super::compress_options(&k.options).map_err(encoding)?],
-                )
-                .map_err(sql)?;
-                Some(k.sha256.as_str())
-            }
-            None => None,
-        };
+        if let Some(k) = &row.kernel_config {
+            tx.execute(
+                "INSERT OR IGNORE INTO kernel_configs (sha256, options) VALUES (?1, ?2)",
+                params![k.sha256, super::compress_options(&k.options).map_err(encoding)?],
+            )
+            .map_err(sql)?;
+        }
+        let kernel_config = row.kernel_config_sha256();
         let run = &row.row;
         tx.execute(
             "INSERT INTO runs (started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
-             imported_from, uuid, board, kernel_config) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+             imported_from, uuid, board, kernel_config, shortest_cycle_ns) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             params![
                 run.started_at,
                 run.label,
@@ -430,10 +557,12 @@ impl super::Backend for Sqlite {
                 row.uuid,
                 run.board,
                 kernel_config,
+                row.figures.shortest_cycle_ns.map(clamp),
             ],
         )
         .map_err(sql)?;
         let id = tx.last_insert_rowid();
+        insert_figures(&tx, id, &row.figures).map_err(sql)?;
         tx.execute("INSERT INTO documents (run, document) VALUES (?1, zeroblob(?2))", params![id, size as i64]).map_err(sql)?;
         {
             let mut blob = tx.blob_open(rusqlite::MAIN_DB, "documents", "document", id, false).map_err(sql)?;
@@ -453,45 +582,139 @@ impl super::Backend for Sqlite {
     /// bound, never written into the SQL; only the newest `filter.newest` of them when given
     /// (taken from the top of the ids, then put back in order).
     fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, String> {
-        let layout_4 = self.layout >= 4;
         let (wher, values) = self.clauses(filter);
-        let extra = if layout_4 { "uuid, board" } else { "NULL, host" };
         let order = match filter.newest {
             Some(n) => format!(" DESC LIMIT {}", n.min(i64::MAX as u64)),
             None => String::new(),
         };
-        let mut q = self
-            .conn
-            .prepare(&format!(
-                "SELECT id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
-                 imported_from, {extra} FROM runs{wher} ORDER BY id{order}"
-            ))
-            .map_err(|e| sql_error(&self.path, e))?;
-        let rows = q
-            .query_map(values.as_slice(), |r| {
-                Ok(RunRow {
-                    id: r.get(0)?,
-                    uuid: r.get(12)?,
-                    started_at: r.get(1)?,
-                    label: r.get(2)?,
-                    board: r.get(13)?,
-                    host: r.get(3)?,
-                    kernel: r.get(4)?,
-                    preemption: r.get(5)?,
-                    scenario: r.get(6)?,
-                    probes: r.get(7)?,
-                    worst_ns: r.get::<_, Option<i64>>(8)?.map(|w| w as u64),
-                    verdict: r.get(9)?,
-                    status: r.get(10)?,
-                    imported_from: r.get(11)?,
-                })
-            })
-            .map_err(|e| sql_error(&self.path, e))?;
-        let mut rows: Vec<RunRow> = rows.collect::<Result<_, _>>().map_err(|e| sql_error(&self.path, e))?;
+        let sql = format!("SELECT {} FROM runs{wher} ORDER BY id{order}", self.row_columns());
+        let mut rows = self.rows(&sql, &values)?;
         if filter.newest.is_some() {
             rows.reverse();
         }
         Ok(rows)
+    }
+
+    /// One pass over the index on (board, id) (a store of an older layout: over the rows).
+    fn boards(&self, filter: &Filter) -> Result<Vec<BoardRow>, String> {
+        let (wher, values) = self.clauses(filter);
+        let board = self.board_column();
+        let sql = format!("SELECT {board}, count(*), min(started_at), max(started_at), max(id) FROM runs{wher} GROUP BY {board}");
+        let sql_err = |e| sql_error(&self.path, e);
+        let mut q = self.conn.prepare(&sql).map_err(sql_err)?;
+        let rows = q
+            .query_map(values.as_slice(), |r| {
+                Ok(BoardRow {
+                    board: r.get(0)?,
+                    runs: r.get::<_, i64>(1)? as u64,
+                    first_started_at: r.get(2)?,
+                    last_started_at: r.get(3)?,
+                    latest: r.get(4)?,
+                })
+            })
+            .map_err(sql_err)?;
+        rows.collect::<Result<_, _>>().map_err(sql_err)
+    }
+
+    /// The boards, found one after another along the index on (board, id DESC) (a few hundred
+    /// probes, not a pass over every run), then each board's newest runs as the top of its
+    /// range of that index. (A store of an older layout, only read, has no such index: the runs
+    /// numbered per board from the newest, all of them.)
+    fn recent_per_board(&self, filter: &Filter, per_board: u32) -> Result<Vec<RunRow>, String> {
+        let (wher, mut values) = self.clauses(filter);
+        let board = self.board_column();
+        let sql_err = |e| sql_error(&self.path, e);
+        if self.layout < 5 {
+            values.push(&per_board);
+            let sql = format!(
+                "SELECT {} FROM runs WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY {board} \
+                 ORDER BY id DESC) AS n FROM runs{wher}) WHERE n <= ?{}) ORDER BY id",
+                self.row_columns(),
+                values.len()
+            );
+            return self.rows(&sql, &values);
+        }
+        let mut q = self
+            .conn
+            .prepare_cached(
+                "WITH RECURSIVE b (name) AS (SELECT min(board) FROM runs UNION ALL \
+                 SELECT (SELECT min(board) FROM runs WHERE board > b.name) FROM b WHERE b.name IS NOT NULL) \
+                 SELECT name FROM b WHERE name IS NOT NULL",
+            )
+            .map_err(sql_err)?;
+        let boards: Vec<String> = q.query_map([], |r| r.get(0)).map_err(sql_err)?.collect::<Result<_, _>>().map_err(sql_err)?;
+        let and = if wher.is_empty() { " WHERE" } else { " AND" };
+        let sql = format!(
+            "SELECT {} FROM runs{wher}{and} board = ?{} ORDER BY id DESC LIMIT ?{}",
+            self.row_columns(),
+            values.len() + 1,
+            values.len() + 2
+        );
+        let mut all = Vec::new();
+        for name in &boards {
+            let mut bound = values.clone();
+            bound.push(name);
+            bound.push(&per_board);
+            all.extend(self.rows(&sql, &bound)?);
+        }
+        Ok(all)
+    }
+
+    /// The runs' rows and their figures' (clustered by run), read in one transaction.
+    fn figures(&self, ids: &[i64]) -> Result<Option<HashMap<i64, Figures>>, String> {
+        if self.layout < 5 {
+            return Ok(None);
+        }
+        let sql_err = |e| sql_error(&self.path, e);
+        let list = vec!["?"; ids.len()].join(", ");
+        let tx = self.conn.unchecked_transaction().map_err(sql_err)?;
+        let mut all = HashMap::with_capacity(ids.len());
+        {
+            let mut q = tx
+                .prepare(&format!("SELECT id, shortest_cycle_ns, kernel_config FROM runs WHERE id IN ({list})"))
+                .map_err(sql_err)?;
+            let mut rows = q.query(rusqlite::params_from_iter(ids)).map_err(sql_err)?;
+            while let Some(r) = rows.next().map_err(sql_err)? {
+                let shortest: Option<i64> = r.get(1).map_err(sql_err)?;
+                let figures = Figures {
+                    shortest_cycle_ns: shortest.map(|v| v as u64),
+                    kernel_config: r.get(2).map_err(sql_err)?,
+                    series: Vec::new(),
+                };
+                all.insert(r.get::<_, i64>(0).map_err(sql_err)?, figures);
+            }
+        }
+        {
+            let mut q = tx
+                .prepare(&format!(
+                    "SELECT run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins FROM figures \
+                     WHERE run IN ({list}) ORDER BY run, entry"
+                ))
+                .map_err(sql_err)?;
+            let mut rows = q.query(rusqlite::params_from_iter(ids)).map_err(sql_err)?;
+            while let Some(r) = rows.next().map_err(sql_err)? {
+                let run: i64 = r.get(0).map_err(sql_err)?;
+                let bins = r.get_ref(9).and_then(|v| v.as_blob().map_err(Into::into)).map_err(sql_err)?;
+                let unsigned = |i: usize| r.get::<_, Option<i64>>(i).map(|v| v.map(|v| v as u64));
+                let series = SeriesFigures {
+                    entry: r.get(1).map_err(sql_err)?,
+                    series: r.get(2).map_err(sql_err)?,
+                    latency: r.get(3).map_err(sql_err)?,
+                    samples: unsigned(4).map_err(sql_err)?.unwrap_or(0),
+                    missed: unsigned(5).map_err(sql_err)?.unwrap_or(0),
+                    p99_ns: unsigned(6).map_err(sql_err)?,
+                    p999_ns: unsigned(7).map_err(sql_err)?,
+                    max_ns: unsigned(8).map_err(sql_err)?,
+                    bins: super::figures::decode_bins(bins)
+                        .ok_or_else(|| format!("the figures of run {run} in the store {} are damaged", self.path.display()))?,
+                };
+                if let Some(f) = all.get_mut(&run) {
+                    f.series.push(series);
+                }
+            }
+        }
+        tx.commit().map_err(sql_err)?;
+        Ok(Some(all))
     }
 
     fn count(&self, filter: &Filter) -> Result<u64, String> {
@@ -617,6 +840,7 @@ impl super::Backend for Sqlite {
     fn delete(&self, id: i64) -> Result<(), String> {
         let tx = self.conn.unchecked_transaction().map_err(|e| sql_error(&self.path, e))?;
         tx.execute("DELETE FROM timelines WHERE run = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
+        tx.execute("DELETE FROM figures WHERE run = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
         tx.execute("DELETE FROM documents WHERE run = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
         tx.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
         tx.commit().map_err(|e| sql_error(&self.path, e))
