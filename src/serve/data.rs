@@ -13,7 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 /// The most boards the fleet page shows (a lab has tens or hundreds).
 pub const FLEET_BOARDS: usize = 2_000;
 
-/// The fleet page: every board with a run the view passes, its latest run and its last runs.
+/// The fleet page: every board with a run the view passes, its latest run and its last runs
+/// (the newest [`SPARK_RUNS`] stored, in the order they were measured).
 pub fn fleet(s: &Store, view: &View) -> Result<Fleet, Failure> {
     let f = filter(view)?;
     let boards = s.boards(&f).map_err(Failure::Store)?;
@@ -21,6 +22,11 @@ pub fn fleet(s: &Store, view: &View) -> Result<Fleet, Failure> {
     let mut by_board: BTreeMap<&str, Vec<&RunRow>> = BTreeMap::new();
     for r in &recent {
         by_board.entry(r.board.as_str()).or_default().push(r);
+    }
+    // In the order they were measured (a run delivered late from a spool, or imported, has a
+    // higher id than runs measured after it): the latest is the last measured.
+    for runs in by_board.values_mut() {
+        runs.sort_by(|a, b| (&a.started_at, a.id).cmp(&(&b.started_at, b.id)));
     }
     // The latest run of each board and the previous one of the same scenario and probes (among
     // its last runs), whose figures are read together.

@@ -59,7 +59,18 @@ async fn api_boards(State(s): State<Arc<Shared>>, RawQuery(q): RawQuery) -> Resp
         let p = Params::parse(q.as_deref())?;
         p.only(&VIEW)?;
         let fleet = data::fleet(store, &p.view()?)?;
-        Answer::json(&serde_json::json!({ "view": fleet.view, "boards": fleet.rows }))
+        let boards: Vec<serde_json::Value> = fleet
+            .rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "board": r.board.board, "runs": r.board.runs, "first_started_at": r.board.first_started_at,
+                    "last_started_at": r.board.last_started_at, "latest": r.latest, "figures": r.figures,
+                    "spark": r.spark, "regressions": r.regressions,
+                })
+            })
+            .collect();
+        Answer::json(&serde_json::json!({ "view": fleet.view, "boards": boards }))
     })
     .await
 }
