@@ -1427,6 +1427,55 @@ fn a_bad_listen_address_or_a_store_that_is_not_there_is_one_line_exit_2() {
     assert!(!Path::new(&missing).exists(), "nothing made");
 }
 
+/// A user who may read the store but not write in its directory would read a SQLite store only
+/// as a snapshot that never changes (its shared-memory file cannot be made): `serve` refuses in
+/// one line (exit 2) saying so, rather than show a dashboard that never moves.
+#[test]
+fn a_user_who_would_see_a_frozen_store_is_told_so() {
+    if !nobody_can_run() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = small_store(dir.path());
+    // The directory and the store readable by everyone, writable by root alone.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    for f in ["runs.db-wal", "runs.db-shm"] {
+        let _ = std::fs::remove_file(dir.path().join(f));
+    }
+    let out = nobody(&["serve", "--db", &db, "--listen", "127.0.0.1:0"]).stdin(Stdio::null()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.trim_end().lines().count() == 1 && err.contains("runs stored later would not be shown"), "{err}");
+}
+
+/// The board page and the fleet take a board's runs in the order they were measured: a run
+/// imported after the others but measured before them is neither its latest run nor a change
+/// of kernel after them.
+#[test]
+fn a_late_import_of_an_old_run_is_not_the_latest() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db").display().to_string();
+    ok(&["run", "-q", "-D", "1s", "--warmup", "0", "--load", "none", "--cpus", "0", "--board", "b", "--db", &db]);
+    // oslat.json was measured on 2026-11-23, on another kernel, before the run above.
+    ok(&["import", "--db", &db, "--board", "b", &fixture("oslat.json").display().to_string()]);
+    let rows = list(&db, &[]);
+    assert_eq!(rows.len(), 2);
+    let measured_last = rows.iter().max_by_key(|r| r["started_at"].as_str().unwrap().to_string()).unwrap();
+    let s = Server::start(&db, "127.0.0.1:0");
+    let page = s.api("/api/boards/b");
+    let runs = page["runs"].as_array().unwrap();
+    assert_eq!(runs.last().unwrap()["row"]["id"], measured_last["id"], "the last measured is last: {page}");
+    assert_eq!(page["kernel"], measured_last["kernel"], "{page}");
+    for c in page["changes"].as_array().unwrap() {
+        assert_eq!(c["run"], measured_last["id"], "a change is at the run measured after another: {c}");
+    }
+    let fleet = s.api("/api/boards");
+    assert_eq!(fleet["boards"][0]["latest"]["id"], measured_last["id"], "{fleet}");
+    let _ = s.stop("TERM");
+}
+
 /// Memory: the server's resident set after 100 000 requests (`RTGAUGE_TEST_RSS_REQUESTS`
 /// changes the number) over 4 kept-alive connections (each made again every 1 000 requests) is
 /// within 10 % of what it was after the first 1 000 of the same mix: every route, mostly the

@@ -2267,3 +2267,16 @@ fn list_shows_the_newest_runs_unless_told_and_says_how_many_more_match(b: Backen
     }
 }
 both!(list_shows_the_newest_runs_unless_told_and_says_how_many_more_match);
+
+both!(a_following_reader_refuses_every_write);
+/// The dashboard's connections (`Store::open_following`) refuse writes themselves: deleting a
+/// run through one fails and the run is still there; reading goes on.
+fn a_following_reader_refuses_every_write(b: Backend) {
+    let b = b.another("following");
+    let out = rtgauge(&["import", "--db", b.db(), &fixture("oslat.json")]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let id = list(b.db(), &[])[0]["id"].as_i64().unwrap();
+    let s = Store::open_following(&b.location()).unwrap().expect("a store");
+    assert!(s.delete(id).is_err(), "a following reader may not delete");
+    assert!(s.has(id).unwrap() && s.load(id).is_ok(), "the run is still there, and reads");
+}

@@ -87,12 +87,13 @@ pub fn regressions(now: &Figures, before: &Figures, previous: i64) -> Vec<Regres
 }
 
 /// The board page: the board's newest runs the view passes (below `before`, for older pages),
-/// their figures, the board as its latest run describes it, and what changed between runs.
+/// in the order they were measured, their figures, the board as its latest run describes it,
+/// and what changed between runs.
 pub fn board(s: &Store, name: &str, view: &View, before: Option<i64>) -> Result<BoardPage, Failure> {
     let mut f = filter(view)?;
     f.board = Some(name.to_string());
     let total = s.count(&f).map_err(Failure::Store)?;
-    if total == 0 && before.is_none() {
+    if total == 0 || before.is_some() {
         let any = s.count(&Filter { board: Some(name.to_string()), ..Filter::default() }).map_err(Failure::Store)?;
         if any == 0 {
             return Err(Failure::NotFound(format!(
@@ -101,7 +102,11 @@ pub fn board(s: &Store, name: &str, view: &View, before: Option<i64>) -> Result<
             )));
         }
     }
-    let rows = s.list(&Filter { before_id: before, newest: Some(BOARD_RUNS), ..f }).map_err(Failure::Store)?;
+    let mut rows = s.list(&Filter { before_id: before, newest: Some(BOARD_RUNS), ..f }).map_err(Failure::Store)?;
+    // In the order they were measured (a run imported or delivered late has a higher id than
+    // runs measured after it): the latest is the last measured, changes are between neighbours
+    // in time.
+    rows.sort_by(|a, b| (&a.started_at, a.id).cmp(&(&b.started_at, b.id)));
     let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
     let mut figures = figures_of(s, &ids)?;
     let runs: Vec<BoardRun> =

@@ -123,10 +123,10 @@ impl Shared {
             let t = Instant::now();
             let store = match me.idle.lock().map(|mut v| v.pop()).unwrap_or(None) {
                 Some(s) => s,
-                None => match Store::open_read(&me.location) {
+                None => match Store::open_following(&me.location) {
                     Ok(Some(s)) => s,
                     Ok(None) => return Err(Failure::Store(format!("{} holds no store", me.shown))),
-                    Err(e) => return Err(Failure::Store(e.to_string())),
+                    Err(e) => return Err(Failure::Store(e)),
                 },
             };
             let answer = work(&store, &me.shown);
@@ -159,9 +159,12 @@ pub fn serve(db: Option<&std::path::Path>, listen: &str) -> Result<u8, String> {
         .map(Location::of)
         .or_else(crate::store::default_location)
         .ok_or_else(|| "no store: neither RTGAUGE_DB, XDG_DATA_HOME nor HOME is set; give --db PATH|URL".to_string())?;
-    let store = crate::store::open_existing(db)?.ok_or_else(|| {
-        format!("no store at {}: 'rtgauge run' keeps its runs there; give another with --db PATH|URL", location.shown())
-    })?;
+    let none =
+        || format!("no store at {}: 'rtgauge run' keeps its runs there; give another with --db PATH|URL", location.shown());
+    // (a file that is not there is none: nothing is made for a mistyped path)
+    crate::store::open_existing(db)?.ok_or_else(none)?;
+    // The dashboard's connections follow the store as runs are stored, and refuse any write.
+    let store = Store::open_following(&location)?.ok_or_else(none)?;
     let shown = store.shown();
     let listener = std::net::TcpListener::bind(addr).map_err(|e| {
         format!("--listen {addr}: cannot listen there ({e}); give another address or port, e.g. --listen 127.0.0.1:8081")

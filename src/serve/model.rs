@@ -55,8 +55,12 @@ impl View {
 }
 
 /// `s` percent-encoded for a URL's path segment or query value: every byte but the unreserved
-/// ones (RFC 3986: letters, digits, `-._~`) as `%XX`.
+/// ones (RFC 3986: letters, digits, `-._~`) as `%XX`, and the dots of a name `.` or `..`.
 pub fn percent(s: &str) -> String {
+    // A path segment `.` or `..` would be taken away by the browser (`/board/..` is `/`).
+    if s == "." || s == ".." {
+        return s.replace('.', "%2E");
+    }
     let mut o = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {

@@ -8,8 +8,9 @@ use super::model::View;
 use super::Failure;
 use crate::store::Filter;
 
-/// The longest value a parameter may have.
-const LONGEST: usize = 512;
+/// The longest value a parameter may have (a board's name may be long; the request's head is
+/// bounded by the server too).
+const LONGEST: usize = 16 * 1024;
 
 /// The parameters of one request.
 #[derive(Debug)]
@@ -153,7 +154,7 @@ mod tests {
         let p = Params::parse(Some("runs=1,2&runs=last")).unwrap();
         p.only(&["runs"]).unwrap();
         assert_eq!(p.all("runs"), ["1", "2", "last"]);
-        let long = format!("board={}", "x".repeat(600));
+        let long = format!("board={}", "x".repeat(17 * 1024));
         assert!(bad(Params::parse(Some(&long))).contains("longer than"));
     }
 }

@@ -34,6 +34,11 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/healthz", get(|| async { "ok\n" }))
         .fallback(not_found)
         .with_state(shared)
+        // Every answer, the server's own (405, a path that is not UTF-8) included.
+        .layer(axum::middleware::map_response(|mut r: Response| async move {
+            super::secure(&mut r);
+            r
+        }))
 }
 
 async fn not_found() -> Response {

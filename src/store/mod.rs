@@ -202,6 +202,14 @@ trait Backend: Send {
     /// The figures of runs `ids` (up to [`FIGURES_AT_ONCE`] of them; those there), as kept
     /// beside their rows; `None`: a store of an older layout, read as it is, keeps none.
     fn figures(&self, ids: &[i64]) -> Result<Option<HashMap<i64, figures::Figures>>, String>;
+    /// Makes this connection refuse every write from now on (a reader that must not write).
+    fn refuse_writes(&self) -> Result<(), String>;
+    /// Why this connection reads the store as a snapshot that will not change while it is open
+    /// (a SQLite store read where its shared-memory file cannot be made); `None`: it follows
+    /// the store.
+    fn snapshot(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The most ids a backend is asked the figures of at once (an `IN` list's length).
@@ -640,6 +648,19 @@ impl Store {
             }
         }
         Ok(all)
+    }
+
+    /// Opens the store at `location` for a reader that stays open and must never write (the
+    /// dashboard): as [`Store::open_read`], then every write refused by the connection itself; a
+    /// connection that would read a snapshot of the store (never showing a run stored after it
+    /// opened) is an error saying why. `None`: a database that holds no store.
+    pub fn open_following(location: &Location) -> Result<Option<Store>, String> {
+        let Some(s) = Store::open_read(location).map_err(|e| e.to_string())? else { return Ok(None) };
+        if let Some(why) = s.backend.snapshot() {
+            return Err(why);
+        }
+        s.backend.refuse_writes()?;
+        Ok(Some(s))
     }
 
     /// Deletes run `id`.

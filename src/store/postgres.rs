@@ -1348,6 +1348,14 @@ impl super::Backend for PgStore {
             .map(drop)
             .map_err(|e| t.error("deleting the run", &e))
     }
+
+    fn refuse_writes(&self) -> Result<(), String> {
+        let t = &self.target;
+        self.client
+            .borrow_mut()
+            .batch_execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            .map_err(|e| t.error("making the session read-only", &e))
+    }
 }
 
 /// A row of [`ROW_COLUMNS`] (and maybe more after them).

@@ -271,6 +271,9 @@ pub struct Sqlite {
     path: PathBuf,
     /// The layout as opened: the latest once migrated; a store only read keeps its own.
     layout: i64,
+    /// Read as a file that does not change (`immutable=1`: its shared-memory file could not be
+    /// made beside it): what it holds is a snapshot.
+    immutable: bool,
 }
 
 impl Sqlite {
@@ -292,7 +295,7 @@ impl Sqlite {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(|e| unreachable("open", &e))?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| refused(path, e))?;
-        let mut store = Sqlite { conn, path: path.to_path_buf(), layout: 0 };
+        let mut store = Sqlite { conn, path: path.to_path_buf(), layout: 0, immutable: false };
         store.check_and_migrate()?;
         store.layout = MIGRATIONS.len() as i64;
         Ok(store)
@@ -321,7 +324,7 @@ impl Sqlite {
             let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
             let conn = Connection::open_with_flags(uri, flags).map_err(|e| unreadable(&e))?;
             conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| unreadable(&e))?;
-            let mut store = Sqlite { conn, path: path.to_path_buf(), layout: 0 };
+            let mut store = Sqlite { conn, path: path.to_path_buf(), layout: 0, immutable: false };
             store.layout = store.identity(|e| match e.sqlite_error_code() {
                 Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::PermissionDenied) => {
                     unreadable(&e)
@@ -335,7 +338,9 @@ impl Sqlite {
             // A store in write-ahead-log mode is read through a shared-memory file beside it,
             // which a reader that may not write the directory cannot make: when no writer holds
             // the store (no log beside it), it is read as a file that does not change.
-            Err(OpenError::Unreachable(_)) if !wal_of(path).exists() => open(&format!("{uri}?immutable=1")),
+            Err(OpenError::Unreachable(_)) if !wal_of(path).exists() => {
+                open(&format!("{uri}?immutable=1")).map(|s| Sqlite { immutable: true, ..s })
+            }
             opened => opened,
         }
     }
@@ -845,6 +850,23 @@ impl super::Backend for Sqlite {
         tx.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
         tx.commit().map_err(|e| sql_error(&self.path, e))
     }
+
+    fn refuse_writes(&self) -> Result<(), String> {
+        self.conn.pragma_update(None, "query_only", true).map_err(|e| sql_error(&self.path, e))
+    }
+
+    fn snapshot(&self) -> Option<String> {
+        let dir = super::dir_of(&self.path);
+        self.immutable.then(|| {
+            format!(
+                "the store {} can only be read as it is now by this user: SQLite's shared-memory file cannot be \
+                 made beside it (in {}), so runs stored later would not be shown; run it as a user that may \
+                 write in that directory (the store's owner)",
+                self.path.display(),
+                dir.display()
+            )
+        })
+    }
 }
 
 /// Where a compressed document waits until its size is known: an unnamed temporary file, or
@@ -971,7 +993,7 @@ fn create(path: &Path) -> Result<(), OpenError> {
         let conn = Connection::open(tmp.path()).map_err(|e| unreachable("create", &e))?;
         // Large pages: a long run's timelines are tens of MB of blobs, written page by page.
         conn.pragma_update(None, "page_size", 65536).map_err(|e| refused(path, e))?;
-        let store = Sqlite { conn, path: tmp.path().to_path_buf(), layout: 0 };
+        let store = Sqlite { conn, path: tmp.path().to_path_buf(), layout: 0, immutable: false };
         store.check_and_migrate()?;
         // Back to a single file before it is linked (the WAL mode stays in its header).
         store.conn.pragma_update(None, "wal_checkpoint", "TRUNCATE").map_err(|e| refused(path, e))?;
