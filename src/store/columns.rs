@@ -10,7 +10,8 @@ const MAGIC: &[u8; 4] = b"RTL1";
 const FIXED: u8 = 2;
 const RUNS: u8 = 1;
 
-fn put(out: &mut Vec<u8>, mut v: u64) {
+/// `v` as a LEB128 varint (the figures' bins are written so too).
+pub(super) fn put(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -18,7 +19,8 @@ fn put(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn get(data: &[u8], at: &mut usize) -> Option<u64> {
+/// The LEB128 varint at `at`, which moves past it; `None` when the data ends first.
+pub(super) fn get(data: &[u8], at: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let b = *data.get(*at)?;

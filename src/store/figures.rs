@@ -5,6 +5,7 @@
 //! ([`figures_of`]), kept in a table of their own, filled for runs stored before by the layout's
 //! migration. A board page of 1 000 runs reads these rows, not 1 000 documents.
 
+use super::columns::{get, put};
 use crate::result::board::Board;
 use crate::result::verdict::Verdict;
 use crate::result::{ProbeResult, RunResult};
@@ -124,15 +125,15 @@ fn series_of(entry: usize, p: &ProbeResult) -> SeriesFigures {
 /// bytes.
 pub fn encode_bins(bins: &[u64]) -> Vec<u8> {
     let mut out = Vec::with_capacity(32);
-    put_varint(&mut out, bins.len() as u64);
+    put(&mut out, bins.len() as u64);
     let mut skipped = 0u64;
     for &n in bins {
         if n == 0 {
             skipped += 1;
             continue;
         }
-        put_varint(&mut out, skipped);
-        put_varint(&mut out, n);
+        put(&mut out, skipped);
+        put(&mut out, n);
         skipped = 0;
     }
     out
@@ -141,36 +142,15 @@ pub fn encode_bins(bins: &[u64]) -> Vec<u8> {
 /// [`encode_bins`] read back; `None` for bytes it did not write.
 pub fn decode_bins(bytes: &[u8]) -> Option<Vec<u64>> {
     let mut at = 0;
-    let len = usize::try_from(varint(bytes, &mut at)?).ok().filter(|&l| l <= BINS)?;
+    let len = usize::try_from(get(bytes, &mut at)?).ok().filter(|&l| l <= BINS)?;
     let mut bins = vec![0; len];
     let mut i = 0usize;
     while at < bytes.len() {
-        i = i.checked_add(usize::try_from(varint(bytes, &mut at)?).ok()?)?;
-        *bins.get_mut(i)? = varint(bytes, &mut at)?;
+        i = i.checked_add(usize::try_from(get(bytes, &mut at)?).ok()?)?;
+        *bins.get_mut(i)? = get(bytes, &mut at)?;
         i += 1;
     }
     Some(bins)
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let b = *bytes.get(*at)?;
-        *at += 1;
-        v |= u64::from(b & 0x7f).checked_shl(shift)?;
-        if b & 0x80 == 0 {
-            return Some(v);
-        }
-    }
-    None
 }
 
 #[cfg(test)]
