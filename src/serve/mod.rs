@@ -147,7 +147,8 @@ impl Shared {
 }
 
 /// `rtgauge serve --db STORE --listen ADDR`: the store opened and checked, the address bound,
-/// then served until Ctrl-C or SIGTERM (status 0). Bad input is an error before anything is served.
+/// then served until Ctrl-C or SIGTERM, when the process exits with status 0 at once. Bad input
+/// is an error before anything is served.
 pub fn serve(db: Option<&std::path::Path>, listen: &str) -> Result<u8, String> {
     let addr: SocketAddr = listen.parse().map_err(|_| {
         format!(
@@ -207,7 +208,11 @@ pub fn serve(db: Option<&std::path::Path>, listen: &str) -> Result<u8, String> {
             _ = int.recv() => Ok(()),
         }
     });
-    // At once: connections open, pages being drawn and store queries are dropped with the process.
-    runtime.shutdown_background();
-    outcome.map(|()| 0)
+    // At once, and without taking anything apart: open connections, pages being drawn and the
+    // store's connections end with the process. (Dropping the store's PostgreSQL clients, each
+    // with a runtime of its own, while the server's runtime stops could abort the process.)
+    match outcome {
+        Ok(()) => std::process::exit(0),
+        Err(e) => Err(e),
+    }
 }
