@@ -204,6 +204,14 @@ pub fn serve(db: Option<&std::path::Path>, listen: &str) -> Result<u8, String> {
                  authentication and is read-only; anyone who reaches this address reads every run in the store"
             ));
         }
+        // What the allocator holds free goes back to the system now and then: the resident set
+        // follows what the server holds (a page's strings), not what it once held.
+        tokio::spawn(async {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                let _ = tokio::task::spawn_blocking(crate::sys::mem::trim_heap).await;
+            }
+        });
         let app = routes::router(shared);
         tokio::select! {
             _ = http::accept(listener, app) => Ok(()),

@@ -20,6 +20,18 @@ pub fn tame_malloc() {
     }
 }
 
+/// Gives the allocator's free memory back to the system (`malloc_trim(0)`: the heap's free top,
+/// and its free pages within): a server's resident set then follows what it holds, not what it
+/// once held. glibc only (musl's allocator gives memory back as it frees it).
+pub fn trim_heap() {
+    #[cfg(target_env = "gnu")]
+    // Raw: the C library's allocator's own function (no system call of its own).
+    // SAFETY: malloc_trim takes an integer and only releases memory the allocator holds free.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Locks every page of the process in memory as it is first touched, now and in future
 /// (`mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)`): a page once resident is never paged
 /// out, but the parts of the binary a run never executes (the store's, the report's) are not

@@ -18,7 +18,7 @@
 //!   signal masks (`pthread_sigmask`), `sigwaitinfo`, `tgkill`, `fork` (the C library's runs
 //!   its at-fork handlers) and `_exit`;
 //! - the C library's own functions, not a system call rustix could make: its allocator's
-//!   settings (`mallopt`), its version (`gnu_get_libc_version`), its priority-inheritance mutex
+//!   settings (`mallopt`) and trim (`malloc_trim`), its version (`gnu_get_libc_version`), its priority-inheritance mutex
 //!   (`pthread_mutex_*`);
 //! - calls rustix covers in another form, kept as they are: the timer probe's `select` and
 //!   `ppoll` wait methods (what they measure is the C library's functions as an application
