@@ -208,12 +208,21 @@ fn compared(store: &crate::store::Store, q: Option<&str>) -> Result<Vec<crate::r
     Ok(runs)
 }
 
+/// The comparison of the runs `runs=` names, as `rtgauge compare` makes it without options.
+fn comparison(
+    store: &crate::store::Store,
+    q: Option<&str>,
+) -> Result<(Vec<crate::report::html::Named>, compare::Comparison), Failure> {
+    let runs = compared(store, q)?;
+    let o = compare::Options::parse(None, None, None, &[]).map_err(|e| Failure::Store(e.to_string()))?;
+    let c = compare::compare(&runs, &o, &|r: &crate::result::RunResult| store.kernel_config_of(r))
+        .map_err(|e| Failure::BadRequest(e.to_string()))?;
+    Ok((runs, c))
+}
+
 async fn compare_page(State(s): State<Arc<Shared>>, RawQuery(q): RawQuery) -> Response {
     s.answer(move |store, shown| {
-        let runs = compared(store, q.as_deref())?;
-        let o = compare::Options::parse(None, None, None, &[]).map_err(|e| Failure::Store(e.to_string()))?;
-        let c = compare::compare(&runs, &o, &|r: &crate::result::RunResult| store.kernel_config_of(r))
-            .map_err(|e| Failure::BadRequest(e.to_string()))?;
+        let (runs, c) = comparison(store, q.as_deref())?;
         let page = compare::html(&runs, &c).map_err(Failure::Store)?;
         Ok(Answer::Html(pages::with_nav(&page, shown, &[("Fleet".to_string(), "/".to_string())])))
     })
@@ -222,10 +231,7 @@ async fn compare_page(State(s): State<Arc<Shared>>, RawQuery(q): RawQuery) -> Re
 
 async fn api_compare(State(s): State<Arc<Shared>>, RawQuery(q): RawQuery) -> Response {
     s.answer(move |store, _| {
-        let runs = compared(store, q.as_deref())?;
-        let o = compare::Options::parse(None, None, None, &[]).map_err(|e| Failure::Store(e.to_string()))?;
-        let c = compare::compare(&runs, &o, &|r: &crate::result::RunResult| store.kernel_config_of(r))
-            .map_err(|e| Failure::BadRequest(e.to_string()))?;
+        let (_, c) = comparison(store, q.as_deref())?;
         Answer::json(&c)
     })
     .await
