@@ -1,6 +1,6 @@
 """What the benchmark scripts share: the release binary, built if it is missing, and the header
 lines that say when, where and with what a run was made (BENCHMARKS.md records them)."""
-import os, platform, subprocess, sys, time
+import os, platform, subprocess, sys, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARY = os.path.join(ROOT, "target", "release", "rtgauge")
@@ -36,3 +36,43 @@ class dma_latency_held:
 
     def __exit__(self, *exc):
         os.close(self.fd)
+
+
+def vm_hwm_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def run_rusage(argv):
+    """Runs argv; returns (stdout, user+sys CPU seconds, peak RSS KiB).
+
+    CPU time comes from wait4's rusage. Peak RSS does not: ru_maxrss of a child started by
+    Python includes Python's own high-water mark (carried through vfork+exec), so the child's
+    VmHWM is polled from /proc every 20 ms instead (monotonic; the last value read is the peak
+    up to 20 ms before exit)."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    box = {"hwm": 0}
+    done = threading.Event()
+    def poll():
+        # Must not reap the child (p.poll() would): wait4 below needs it for the rusage.
+        while not done.is_set():
+            v = vm_hwm_kib(p.pid)
+            if v:
+                box["hwm"] = max(box["hwm"], v)
+            time.sleep(0.02)
+    t = threading.Thread(target=poll, daemon=True)
+    t.start()
+    out, err = p.stdout.read(), p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    done.set()
+    t.join()
+    if p.returncode != 0:
+        sys.exit(f"{argv[0]} failed ({p.returncode}): {err.decode()[-500:]}")
+    return out, ru.ru_utime + ru.ru_stime, box["hwm"]

@@ -15,46 +15,6 @@ import argparse, json, os, shutil, signal, statistics, subprocess, sys, threadin
 import common
 
 
-def vm_hwm_kib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def run_rusage(argv):
-    """Runs argv; returns (stdout, user+sys CPU seconds, peak RSS KiB).
-
-    CPU time comes from wait4's rusage. Peak RSS does not: ru_maxrss of a child started by
-    Python includes Python's own high-water mark (carried through vfork+exec), so the child's
-    VmHWM is polled from /proc every 20 ms instead (monotonic; the last value read is the peak
-    up to 20 ms before exit)."""
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    box = {"hwm": 0}
-    done = threading.Event()
-    def poll():
-        # Must not reap the child (p.poll() would): wait4 below needs it for the rusage.
-        while not done.is_set():
-            v = vm_hwm_kib(p.pid)
-            if v:
-                box["hwm"] = max(box["hwm"], v)
-            time.sleep(0.02)
-    t = threading.Thread(target=poll, daemon=True)
-    t.start()
-    out, err = p.stdout.read(), p.stderr.read()
-    _, status, ru = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    done.set()
-    t.join()
-    if p.returncode != 0:
-        sys.exit(f"{argv[0]} failed ({p.returncode}): {err.decode()[-500:]}")
-    return out, ru.ru_utime + ru.ru_stime, box["hwm"]
-
-
 def percentiles_us(hist, qs):
     """hist: {latency_us: count}. Returns the smallest value v with cumulative share >= q."""
     total = sum(hist.values())
@@ -75,7 +35,7 @@ def cyclictest_run(args, cpus):
     argv = ["cyclictest", "-m", "-p", str(args.priority), "-i", str(args.interval_us),
             "-t", str(len(cpus)), "-a", ",".join(map(str, cpus)), "-d", "0", "-D", f"{args.duration}s",
             "-h", "100000", "-q"]
-    out, cpu_s, rss = run_rusage(argv)
+    out, cpu_s, rss = common.run_rusage(argv)
     hist, samples = {}, 0
     for line in out.decode().splitlines():
         if line.startswith("#"):
@@ -96,7 +56,7 @@ def rtgauge_run(args, cpus, binary, duration=None):
             "--duration", f"{duration or args.duration}s", "--warmup", "0",
             # The same external load for both tools: rtgauge's own loads stay off.
             "--load", "none"]
-    out, cpu_s, rss = run_rusage(argv)
+    out, cpu_s, rss = common.run_rusage(argv)
     doc = json.loads(out)
     hist, samples = {}, 0
     for p in doc["probes"]:

@@ -1,7 +1,9 @@
 //! Reports and comparisons of stored runs: the terminal report's text histogram holds every
 //! sample; the HTML report is self-contained, has every plot and renders in a real browser
 //! (Debian's headless Chromium: the screenshot is not blank); compare's ratios and verdicts are
-//! the runs' own figures; `--fail-if-worse` exits 1 exactly when a figure regressed.
+//! the runs' own figures; `--fail-if-worse` exits 1 exactly when a figure regressed; every CPU
+//! is told whether the run was long enough, stored documents without a forecast get one when
+//! read, and `compare` shows the runs' forecasts side by side.
 
 mod common;
 use common::*;
@@ -79,7 +81,7 @@ fn screenshot(html: &Path, out: &Path) -> Option<(u32, u32, Vec<u8>)> {
 fn the_html_report_is_self_contained_and_renders_every_plot() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_in(&dir);
-    stored_run(
+    let doc = stored_run(
         &db,
         "h",
         &["--measure", "timer", "--measure", "wakeup", "--cycle-time", "1ms", "--load", "cpu:workers=1@500ms..1s"],
@@ -99,6 +101,14 @@ fn the_html_report_is_self_contained_and_renders_every_plot() {
     for kind in ["histogram", "percentiles", "timeline"] {
         assert_eq!(html.matches(&format!("<figure class=\"plot {kind}\"><svg")).count(), 4, "{kind} plots");
     }
+    // Per series "Was the run long enough?", and per series and CPU a probability-of-exceedance
+    // plot; each timeline draws the CPUs' running maxima.
+    let analysed = doc["probes"].as_array().unwrap().iter().filter(|p| p["forecast"].is_object()).count();
+    assert!(analysed >= 4, "every series of every CPU is analysed");
+    assert_eq!(html.matches("Was the run long enough? (").count(), 4, "a section per series");
+    assert_eq!(html.matches("<figure class=\"plot exceedance\"><svg").count(), analysed, "a plot per series and CPU");
+    let timelines: Vec<&str> = html.split("<figure class=\"plot timeline\">").skip(1).collect();
+    assert!(timelines.iter().all(|t| t.split("</figure>").next().unwrap().contains("running maximum")));
     assert!(html.contains("max&lt;=250us") && html.contains("Among published figures"));
     assert!(html.matches("ARM9/ARM11 paper").count() >= 7, "the published table with its sources");
     let Some((w, h, pixels)) = screenshot(&file, &dir.path().join("shot.png")) else { return };
@@ -207,7 +217,7 @@ fn decode_png(path: &Path) -> (u32, u32, Vec<u8>) {
 fn report_and_compare_png_draw_every_plot_with_its_text() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_in(&dir);
-    stored_run(&db, "p", &["--load", "cpu:workers=1@500ms..1s"]);
+    let doc = stored_run(&db, "p", &["--load", "cpu:workers=1@500ms..1s"]);
     stored_run(&db, "q", &["--load", "none"]);
     let out_dir = dir.path().join("slides/png");
     let out = rtgauge(&["report", "p", "--db", &db, "--png", out_dir.to_str().unwrap()]).output().unwrap();
@@ -223,7 +233,18 @@ fn report_and_compare_png_draw_every_plot_with_its_text() {
     let mut names: Vec<String> =
         std::fs::read_dir(&out_dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
-    assert_eq!(names, ["run1-timer-histogram.png", "run1-timer-percentiles.png", "run1-timer-timeline.png"]);
+    // The series' three plots, and per CPU its probability of exceedance.
+    let mut expected: Vec<String> = doc["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["forecast"].is_object())
+        .map(|p| format!("run1-timer-exceedance-cpu{}.png", p["cpu"]))
+        .collect();
+    assert!(!expected.is_empty());
+    expected.extend(["histogram", "percentiles", "timeline"].map(|k| format!("run1-timer-{k}.png")));
+    expected.sort();
+    assert_eq!(names, expected);
     assert_eq!(names.len(), figures, "one image per plot of the HTML report");
     let compared = dir.path().join("cmp");
     let out = rtgauge(&["compare", "p", "q", "--db", &db, "--png", compared.to_str().unwrap()]).output().unwrap();
@@ -665,23 +686,6 @@ fn html_plots(html: &str) -> Vec<(String, Vec<Element>)> {
         .collect()
 }
 
-/// A cyclictest --json file of one thread: `(µs, count)` rows.
-fn cyclictest_json(rows: &[(u64, u64)]) -> String {
-    let hist: Vec<String> = rows.iter().map(|(us, n)| format!("\"{us}\": {n}")).collect();
-    let cycles: u64 = rows.iter().map(|r| r.1).sum();
-    let (min, max) = (rows.iter().map(|r| r.0).min().unwrap(), rows.iter().map(|r| r.0).max().unwrap());
-    let avg = rows.iter().map(|(us, n)| us * n).sum::<u64>() as f64 / cycles as f64;
-    format!(
-        "{{\"file_version\": 1, \"cmdline:\": \"cyclictest -m -p 80 -i 1000 -l {cycles} -h 200000 -q -t 1 -a 0 --json=ct.json\", \
-         \"rt_test_version:\": \"2.40\", \"start_time\": \"Mon, 23 Nov 2026 09:09:22 +0000\", \"end_time\": \"Mon, 23 Nov 2026 \
-         09:09:23 +0000\", \"return_code\": 0, \"sysinfo\": {{\"sysname\": \"Linux\", \"nodename\": \"board\", \"release\": \
-         \"6.12.0\", \"version\": \"#1 SMP PREEMPT_RT\", \"machine\": \"aarch64\", \"realtime\": 1}}, \"num_threads\": 1, \
-         \"resolution_in_ns\": 0, \"thread\": {{\"0\": {{\"histogram\": {{{}}}, \"cycles\": {cycles}, \"min\": {min}, \"max\": {max}, \
-         \"avg\": {avg:.2}, \"cpu\": 0, \"node\": 0}}}}}}",
-        hist.join(", ")
-    )
-}
-
 /// A linear axis of 500 µs bins up to the maximum put a run's every sample but one 150 ms stall
 /// into its first bin: the histogram's latency axis is logarithmic, its bins of equal width on
 /// it, so the body shows as many bins below 1 ms and the outlier as one bin beyond 100 ms; and
@@ -692,7 +696,7 @@ fn a_histogram_with_one_150_ms_outlier_shows_the_body_of_the_distribution() {
     let db = db_in(&dir);
     let file = dir.path().join("ct.json");
     let rows = [(12, 40), (15, 120), (18, 300), (22, 250), (27, 150), (33, 80), (41, 40), (52, 15), (70, 4), (150_000, 1)];
-    std::fs::write(&file, cyclictest_json(&rows)).unwrap();
+    std::fs::write(&file, common::cyclictest_json(&rows)).unwrap();
     ok(&["import", "--db", &db, "--label", "stall", file.to_str().unwrap()]);
     let html = ok(&["report", "stall", "--db", &db, "--html", "-"]);
     let plots = html_plots(&html);
@@ -729,7 +733,7 @@ fn every_mark_of_every_plot_has_a_legend_entry_that_fits_the_plot() {
     // A run with a timeline holding missed periods on one CPU and two load phases: an imported
     // cyclictest run, exported and given them, imported again as an rtgauge document.
     let file = dir.path().join("ct.json");
-    std::fs::write(&file, cyclictest_json(&[(12, 200), (20, 500), (35, 290), (90, 10)])).unwrap();
+    std::fs::write(&file, common::cyclictest_json(&[(12, 200), (20, 500), (35, 290), (90, 10)])).unwrap();
     ok(&["import", "--db", &db, "--label", "plain", file.to_str().unwrap()]);
     let mut doc: Value = serde_json::from_str(&ok(&["export", "plain", "--db", &db, "-f", "json"])).unwrap();
     doc["imported"] = Value::Null;
@@ -830,4 +834,180 @@ fn each_warning_is_said_once() {
     }
     let rt = warnings.iter().find(|w| w.contains("at or above")).unwrap();
     assert_eq!(stdout.matches(rt).count(), 1, "{stdout}");
+}
+
+/// The rows of the first table in `section` after its header (starting with `head`): a row
+/// starts with a CPU's number, or (a CPU's further run in a comparison) with 4 spaces; the notes
+/// under it start with 2.
+fn table_rows<'a>(section: &'a str, head: &str) -> Vec<&'a str> {
+    let row = |l: &&str| l.starts_with("    ") || l.trim_start().starts_with(|c: char| c.is_ascii_digit());
+    section.lines().skip_while(|l| !l.starts_with(head)).skip(1).take_while(row).collect()
+}
+
+/// Text with every run of whitespace one space (the summary wraps its notes).
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether the run was long enough, for every CPU: the run's own summary and `show` have the
+/// section, a row per CPU, and for each CPU either its return levels or "not applicable: " with
+/// the document's reason (never a level then); the rule of three is said.
+#[test]
+fn the_summary_says_for_every_cpu_whether_the_run_was_long_enough() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let (code, doc, out) = run_json(&["-D", "1500ms", "--warmup", "0", "--window", "250ms", "--load", "none", "--db", &db]);
+    assert!(code == 0 || code == 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let summary = String::from_utf8_lossy(&out.stderr).into_owned();
+    let shown = ok(&["show", "last", "--db", &db]);
+    for text in [&summary, &shown] {
+        let section = text.split("Was the run long enough?").nth(1).unwrap_or_else(|| panic!("no section: {text}"));
+        let table = section.split("\ntimer (latencies in ").nth(1).expect("the timer's table");
+        let rows = table_rows(table, "cpu settled");
+        for p in doc["probes"].as_array().unwrap().iter().filter(|p| p["probe"] == "timer") {
+            let f = &p["forecast"];
+            assert!(f.is_object(), "every CPU's latency series has a forecast: {p}");
+            let cpu = u(&p["cpu"]);
+            let row = rows.iter().find(|r| r.split_whitespace().next() == Some(&cpu.to_string())).expect("a row per CPU");
+            match f["not_applicable"].as_str() {
+                Some(why) => {
+                    assert_eq!(row.matches("n/a").count(), 3, "no level where it does not apply: {row}");
+                    assert!(flat(section).contains(&format!("not applicable: {}", flat(why))), "{section}");
+                    assert!(f["return_levels"].as_array().unwrap().is_empty());
+                }
+                None => {
+                    assert!(!row.contains("n/a") && row.matches('(').count() == 3, "1h, 1d, 1y with intervals: {row}");
+                }
+            }
+        }
+        assert!(flat(section).contains("by the rule of three"), "{section}");
+    }
+}
+
+/// A stored document without convergence and forecast (an older version's, here a run's own
+/// JSON with them removed, imported) gets them when read: `show` (text and JSON) and `compare`
+/// show both runs' forecasts side by side, the same for the same figures.
+#[test]
+fn a_document_without_a_forecast_gets_one_when_shown_and_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let doc = stored_run(&db, "new", &["--load", "none"]);
+    let mut old = doc.clone();
+    old.as_object_mut().unwrap().remove("uuid");
+    for p in old["probes"].as_array_mut().unwrap() {
+        let p = p.as_object_mut().unwrap();
+        assert!(p.remove("forecast").is_some() == (p["probe"] == "timer"));
+        p.remove("convergence");
+    }
+    let file = dir.path().join("old.json");
+    std::fs::write(&file, old.to_string()).unwrap();
+    ok(&["import", "--db", &db, "--label", "old", file.to_str().unwrap()]);
+    let shown: Value = serde_json::from_str(&ok(&["show", "old", "--json", "--db", &db])).unwrap();
+    for (p, q) in shown["probes"].as_array().unwrap().iter().zip(doc["probes"].as_array().unwrap()) {
+        assert_eq!(p["forecast"], q["forecast"], "the same document gives the same forecast");
+        assert_eq!(p["convergence"], q["convergence"]);
+    }
+    let text = ok(&["show", "old", "--db", &db]);
+    assert!(text.contains("Was the run long enough?"), "{text}");
+    // Compare: a row per CPU, each with both runs' cells (levels, or why not).
+    let (code, c) = compare_json(&db, &["new", "old"]);
+    assert_eq!(code, 0);
+    let rows = c["forecasts"].as_array().unwrap();
+    let cpus: Vec<u64> = doc["probes"].as_array().unwrap().iter().map(|p| u(&p["cpu"])).collect();
+    assert_eq!(rows.len(), cpus.len(), "{rows:?}");
+    for (row, cpu) in rows.iter().zip(&cpus) {
+        assert_eq!((row["series"].as_str(), row["scope"].as_str()), (Some("timer"), Some(format!("cpu{cpu}").as_str())));
+        let cells = row["runs"].as_array().unwrap();
+        assert_eq!(cells.iter().map(|c| u(&c["run"])).collect::<Vec<_>>(), [1, 2]);
+        for cell in cells {
+            assert!(cell["not_applicable"].is_string() != (cell["return_levels"].as_array().unwrap().len() == 3), "{cell}");
+        }
+        assert_eq!(cells[0]["return_levels"], cells[1]["return_levels"]);
+    }
+    let text = ok(&["compare", "new", "old", "--db", &db]);
+    let section = text.split("Was each run long enough?").nth(1).unwrap_or_else(|| panic!("{text}"));
+    let table = table_rows(section, "cpu run");
+    assert_eq!(table.len(), 2 * cpus.len(), "a row per CPU and run: {section}");
+    let runs: Vec<&str> = table
+        .iter()
+        .map(|l| if l.starts_with("    ") { l.split_whitespace().next() } else { l.split_whitespace().nth(1) })
+        .map(Option::unwrap)
+        .collect();
+    assert_eq!(runs, ["new", "old"].repeat(cpus.len()), "{section}");
+}
+
+/// The figures of an HTML page's exceedance plots, each with its CPU's heading before it
+/// (`timer on cpu0`).
+fn exceedance_figures(html: &str) -> Vec<(String, String)> {
+    html.split("<h5>")
+        .skip(1)
+        .filter_map(|part| {
+            let heading = part.split("</h5>").next()?.to_string();
+            let figure = part.split("<figure class=\"plot exceedance\">").nth(1)?.split("</figure>").next()?.to_string();
+            Some((heading, figure))
+        })
+        .collect()
+}
+
+/// Two rtgauge documents of one CPU with the same exponential tail (20 000 values at the
+/// quantiles of an exponential distribution of scale 40 µs, as a cyclictest file, imported and
+/// exported) and a timeline of 40 windows: `steady`'s window maxima in a pseudo-random order,
+/// `rising`'s the same sorted, a worst case that rises in every window. Each imported under its
+/// name, without a convergence or forecast (rtgauge makes its own).
+fn steady_and_rising_runs(db: &str, dir: &Path) {
+    let doc = common::exponential_document(dir);
+    for (label, sorted) in [("steady", false), ("rising", true)] {
+        let mut d = doc.clone();
+        common::steady_timeline(&mut d["probes"][0], 40, sorted);
+        let path = dir.join(format!("{label}.json"));
+        std::fs::write(&path, d.to_string()).unwrap();
+        ok(&["import", "--db", db, "--label", label, path.to_str().unwrap()]);
+    }
+}
+
+/// "Was the run long enough?" in the HTML report: a run whose worst case has settled and whose
+/// tail is exponential gets its tail named, its return levels listed and its plot draws the
+/// fitted tail; the same values with the window maxima sorted (a worst case rising all run) are
+/// "still rising" and "not applicable: <the reason>" (escaped), with the tests still listed, no
+/// return level, and a plot of the measured points alone. The comparison shows both side by side.
+#[test]
+fn the_forecast_is_drawn_where_it_applies_and_not_applicable_is_said_where_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    steady_and_rising_runs(&db, dir.path());
+    let section = |label: &str| {
+        let html = ok(&["report", label, "--db", &db, "--html", "-"]);
+        assert_eq!(html.matches("Was the run long enough? (timer)").count(), 1, "{label}");
+        let figures = exceedance_figures(&html);
+        assert_eq!(figures.len(), 1, "{label}: a plot for its one CPU");
+        assert_eq!(figures[0].0, "timer on cpu0");
+        assert!(figures[0].1.starts_with("<svg") && figures[0].1.contains("measured"));
+        let section = html.split("<h5>timer on cpu0</h5>").nth(1).unwrap().split("<h3>").next().unwrap().to_string();
+        (section, figures[0].1.contains("fitted tail"))
+    };
+
+    let (steady, fitted) = section("steady");
+    assert!(fitted, "the fitted tail is drawn where the forecast applies");
+    assert!(steady.contains(" tail (ξ = ") && steady.contains("not rising"), "{steady}");
+    for horizon in ["hour", "day", "year"] {
+        assert!(steady.contains(&format!("<td>{horizon} (of operation at 1 ms)</td>")), "the level once per {horizon}");
+    }
+    assert!(steady.contains("Without a model</b> (the rule of three)") && steady.contains("3 000 000 periods"));
+    assert!(!steady.contains("not applicable"), "{steady}");
+
+    let (rising, fitted) = section("rising");
+    assert!(!fitted, "no fitted tail where the forecast does not apply");
+    assert!(rising.contains("still rising"), "a record in every window: {rising}");
+    assert!(rising.contains(">not applicable: ") && rising.contains("forecast not applicable: "), "{rising}");
+    assert!(rising.contains("<td>anderson-darling</td>") && rising.contains("<td>ljung-box</td>"), "the tests still listed");
+    assert!(!rising.contains("once per") && !rising.contains("return level"), "never a level: {rising}");
+    assert!(rising.contains("p &lt; 0.001") && !rising.contains("p < 0.001"), "text escaped");
+
+    let html = ok(&["compare", "steady", "rising", "--db", &db, "--html", "-"]);
+    let block = html.split("<h3>Was the run long enough? (timer)</h3>").nth(1).expect("the forecasts side by side");
+    let row = |what: &str| block.split("<tr>").find(|r| r.contains(&format!("<td>{what}</td>"))).unwrap().to_string();
+    assert!(row("last rise").contains("<td>cpu0</td>") && row("last rise").contains("still rising"));
+    let tail = row("tail");
+    assert!(tail.contains(" tail (ξ = ") && tail.contains("not applicable: "), "{tail}");
+    assert_eq!(row("once per year").matches("<td>-</td>").count(), 1, "a level for the steady run only");
 }

@@ -190,3 +190,61 @@ fn the_schema_lets_every_reported_percentile_be_unresolved() {
     let keys: Vec<&str> = rtgauge::vocab::percentiles::REPORTED.iter().map(|p| p.key).collect();
     assert_eq!(listed.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>(), keys);
 }
+
+/// A forecast that applies (a fit, return levels, one without an upper end) and a convergence,
+/// as the library's types write them, validate: the schema follows `result::forecast`.
+#[test]
+fn the_schema_takes_a_forecast_that_applies() {
+    use rtgauge::result::forecast::{Convergence, Fit, Forecast, Record, ReturnLevel, TestOutcome};
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let (_, mut doc, _) = run_json(&["--loops", "20", "--warmup", "0", "--cpus", "0", "--load", "none"]);
+    let level = |horizon: &str, high: Option<f64>| ReturnLevel {
+        horizon: horizon.into(),
+        periods: 3.6e6,
+        level_ns: 52_100.5,
+        low_ns: 49_800.0,
+        high_ns: high,
+    };
+    let forecast = Forecast {
+        method: "peaks-over-threshold".into(),
+        periods: 3_600_000,
+        interval_ns: 1_000_000,
+        measured_ns: 3_600_000_000_000,
+        threshold_ns: Some(20_000),
+        exceedances: 1000,
+        fit: Some(Fit {
+            shape: -0.2,
+            shape_low: -0.3,
+            shape_high: -0.1,
+            scale_ns: 4100.5,
+            tail: "bounded".into(),
+            endpoint_ns: Some(40_500.0),
+            region: vec![[4000.0, -0.3], [4200.0, -0.1]],
+        }),
+        tests: vec![TestOutcome {
+            name: "anderson-darling".into(),
+            statistic: 0.4,
+            p_value: 0.3,
+            passed: true,
+            detail: "the 1000 values over 20 µs against the fitted tail".into(),
+        }],
+        not_applicable: None,
+        return_levels: vec![level("1h", Some(56_300.0)), level("1y", None)],
+    };
+    let convergence = Convergence {
+        start_ns: 0,
+        end_ns: 3_600_000_000_000,
+        records: vec![Record { at_ns: 0, max_ns: 30_000 }, Record { at_ns: 1_000_000_000, max_ns: 40_000 }],
+        last_rise_ns: 1_000_000_000,
+        periods_since: 3_599_000,
+        settled_percent: 99.9,
+        records_last_half: 0,
+        rising: false,
+    };
+    doc["probes"][0]["forecast"] = serde_json::to_value(&forecast).unwrap();
+    doc["probes"][0]["convergence"] = serde_json::to_value(&convergence).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+    assert!(errors.is_empty(), "schema violations: {errors:#?}");
+    doc["probes"][0]["forecast"]["fit"]["tail"] = Value::from("light");
+    assert!(!validator.is_valid(&doc), "a tail is heavy, bounded or exponential");
+}

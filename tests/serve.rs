@@ -1357,6 +1357,128 @@ fn ends(args: &[&str]) -> (i32, String, String) {
 
 /// SIGINT (Ctrl-C) stops the server within 2 s, status 0, while a client that sent half a
 /// request and one that reads nothing are connected.
+/// The long-term plot (SVG) of a board page.
+fn long_term_svg(page: &str) -> &str {
+    let at = page.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"long-term\"").expect("a long-term plot");
+    let end = page[at..].find("</svg>").expect("its end") + at;
+    &page[at..end]
+}
+
+/// The board page draws, per run of a latency series, the once-per-day level its forecast gives
+/// (with its interval, a link to the run) where every CPU's forecast applies, and no mark where
+/// one does not (the worst case's title says why, escaped); `/api/boards/NAME/series` gives the
+/// level, its interval and the reason. Three runs: one whose forecast applies (an exponential
+/// tail over a steady timeline), a real 1-s run's (too short: not applicable, the reason given),
+/// and that run's document without its forecast (an older version's: made when stored). The
+/// same store brought back to the layout before (SQLite 5: no forecast kept) is served as it is:
+/// no level, the page and each point say the store keeps none, and it is not migrated.
+#[test]
+fn the_board_page_draws_the_forecast_where_it_applies() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db").display().to_string();
+    let json = dir.path().join("run.json");
+    ok(&["run", "-q", "-D", "1s", "--warmup", "0", "--load", "none", "--no-store", "--json", &json.display().to_string()]);
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // The CPUs' entries of the timer series, in the document's order.
+    let cpus: Vec<usize> = doc["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p["probe"] == "timer" && p["series"].is_null() && !p["cpu"].is_null())
+        .map(|(i, _)| i)
+        .collect();
+    assert!(!cpus.is_empty());
+    let write = |name: &str, d: &Value| -> String {
+        let file = dir.path().join(name);
+        std::fs::write(&file, serde_json::to_vec(d).unwrap()).unwrap();
+        file.display().to_string()
+    };
+    // (imports keep no forecast of a file: rtgauge makes its own from the figures)
+    let mut steady = common::exponential_document(dir.path());
+    common::steady_timeline(&mut steady["probes"][0], 40, false);
+    steady["started_at"] = "2026-03-01T10:00:00.000Z".into();
+    let applies = write("run-1.json", &steady);
+    let mut d = doc.clone();
+    d.as_object_mut().unwrap().remove("uuid");
+    d["started_at"] = "2026-03-02T10:00:00.000Z".into();
+    let not = write("run-2.json", &d);
+    d["started_at"] = "2026-03-03T10:00:00.000Z".into();
+    for &i in &cpus {
+        d["probes"][i].as_object_mut().unwrap().remove("forecast");
+        d["probes"][i].as_object_mut().unwrap().remove("convergence");
+    }
+    let older = write("run-3.json", &d);
+    ok(&["import", "--db", &db, "--board", "fc", &applies, &not, &older]);
+    let ids: Vec<i64> = list(&db, &["--board", "fc"]).iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids.len(), 3);
+    let (a, n, o) = (ids[0], ids[1], ids[2]);
+    // The applying run's once-per-day level, as its document has it; the other's reason, as the
+    // store keeps it (the first CPU's, named).
+    let shown = show_json(&db, &a.to_string());
+    let day = shown["probes"][0]["forecast"]["return_levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["horizon"] == "1d")
+        .unwrap()
+        .clone();
+    let rounded = |v: &Value| v.as_f64().map(|v| v.round() as u64);
+    let (top, low, high) = (rounded(&day["level_ns"]).unwrap(), rounded(&day["low_ns"]).unwrap(), rounded(&day["high_ns"]));
+    let first_cpu = doc["probes"][cpus[0]]["cpu"].as_u64().unwrap();
+    let reason = show_json(&db, &n.to_string())["probes"][cpus[0]]["forecast"]["not_applicable"].as_str().unwrap().to_string();
+    let why = format!("cpu{first_cpu}: {reason}");
+
+    let s = Server::start(&db, "127.0.0.1:0");
+    let page = s.page("/board/fc");
+    let plot = long_term_svg(&page);
+    assert_eq!(plot.matches(": once per day (forecast) ").count(), 1, "one run's forecast applies");
+    assert!(plot.contains(&format!("<a href=\"/run/{a}\"><title>run {a} · ")), "its mark links to its run");
+    for id in [n, o] {
+        assert!(!plot.contains(&format!("<a href=\"/run/{id}\"><title>")), "no forecast mark for run {id}");
+    }
+    assert!(plot.contains("once per day (forecast)</text>"), "in the legend");
+    assert!(plot.contains(&format!(" · forecast not applicable: {}</title>", esc(&why))), "the reason, escaped");
+    assert!(page.contains("Drawn for 1 of these 3 runs"), "the note under the plot");
+    let points = s.api("/api/boards/fc/series?probe=timer")["points"].as_array().unwrap().clone();
+    assert_eq!(points.len(), 3);
+    let of = |id: i64| points.iter().find(|p| p["run"] == id).unwrap().clone();
+    let p = of(a);
+    assert_eq!(
+        (&p["day_level_ns"], &p["day_low_ns"], &p["day_high_ns"], &p["forecast_note"]),
+        (&Value::from(top), &Value::from(low), &high.map_or(Value::Null, Value::from), &Value::Null)
+    );
+    let p = of(n);
+    assert_eq!((&p["day_level_ns"], &p["day_low_ns"], &p["day_high_ns"]), (&Value::Null, &Value::Null, &Value::Null));
+    assert_eq!(p["forecast_note"], why.as_str());
+    // The older document's forecast, made when it was imported: a 1-s run's values are too few.
+    let p = of(o);
+    assert!(p["day_level_ns"].is_null() != p["forecast_note"].is_null(), "a level or a reason: {p}");
+    drop(s);
+
+    // The layout before: no forecast kept, served as it is.
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        for column in ["day_level_ns", "day_low_ns", "day_high_ns", "forecast_note"] {
+            c.execute_batch(&format!("ALTER TABLE figures DROP COLUMN {column}")).unwrap();
+        }
+        c.execute_batch("PRAGMA user_version = 5").unwrap();
+    }
+    let s = Server::start(&db, "127.0.0.1:0");
+    let page = s.page("/board/fc");
+    assert!(!long_term_svg(&page).contains("once per day (forecast)"), "no mark, no legend");
+    assert!(page.contains("this store's layout keeps none"));
+    let points = s.api("/api/boards/fc/series?probe=timer")["points"].as_array().unwrap().clone();
+    assert_eq!(points.len(), 3);
+    for p in &points {
+        assert!(p["day_level_ns"].is_null() && p["day_low_ns"].is_null() && p["day_high_ns"].is_null(), "{p}");
+        assert_eq!(p["forecast_note"], rtgauge::store::figures::NOT_KEPT, "{p}");
+    }
+    s.stop("TERM");
+    let version: i64 = rusqlite::Connection::open(&db).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, 5, "served, not migrated");
+}
+
 #[test]
 fn sigint_stops_it_at_once_with_stalled_clients_connected() {
     let dir = tempfile::tempdir().unwrap();

@@ -83,9 +83,9 @@ impl Backend {
     /// The newest layout this rtgauge knows.
     fn known_layout(&self) -> i64 {
         if self.is_pg() {
-            2
+            4
         } else {
-            5
+            7
         }
     }
 
@@ -807,9 +807,24 @@ fn the_figures_of_a_stored_run_are_its_documents(b: Backend) {
         let figures = reader.figures(&ids).unwrap();
         assert_eq!(figures.len(), runs.len(), "every run there, none for an id not there");
         for (id, _) in &runs {
-            let doc = reader.load(*id).unwrap();
+            let mut doc = reader.load(*id).unwrap();
+            let as_stored = serde_json::to_value(&doc).unwrap();
             let f = &figures[id];
-            assert_eq!(f, &figures_of(&doc), "run {id}");
+            assert_eq!(f, &figures_of(&mut doc), "run {id}");
+            assert_eq!(serde_json::to_value(&doc).unwrap(), as_stored, "run {id}: its document left as it was");
+            assert!(f.forecasts);
+            for s in &f.series {
+                // A latency series has its once-per-day level or the reason why not (a CPU's), never
+                // both; another series neither.
+                match (s.latency, s.day_level_ns, s.forecast_note.as_deref()) {
+                    (true, Some(l), None) => {
+                        assert!(s.day_low_ns.is_some_and(|low| low <= l) && s.day_high_ns.is_none_or(|h| h >= l), "{s:?}")
+                    }
+                    (true, None, Some(note)) => assert!(note.starts_with("cpu") && s.day_low_ns.is_none(), "{s:?}"),
+                    (false, None, None) => {}
+                    _ => panic!("run {id}: {s:?}"),
+                }
+            }
             assert_eq!(f.series.len(), doc.combined.len());
             assert!(!f.series.is_empty());
             for (s, p) in f.series.iter().zip(&doc.combined) {
@@ -891,27 +906,52 @@ fn boards_and_each_boards_newest_runs(b: Backend) {
 }
 both!(boards_and_each_boards_newest_runs);
 
-/// A store of the previous layout (SQLite 4, PostgreSQL 1: no figures) is read as it is, its
-/// figures made from the documents; opened for writing, it gets them filled from its documents,
-/// the same.
-fn a_store_of_the_previous_layout_gets_its_figures_filled(b: Backend) {
+/// `figures` as a store that keeps no forecast gives them: no level, and a note on each latency
+/// series that says so.
+fn without_forecasts(figures: &std::collections::HashMap<i64, rtgauge::store::figures::Figures>) -> Vec<(i64, String)> {
+    let mut out: Vec<(i64, String)> = figures
+        .iter()
+        .map(|(id, f)| {
+            let mut f = f.clone();
+            for s in &mut f.series {
+                (s.day_level_ns, s.day_low_ns, s.day_high_ns) = (None, None, None);
+                s.forecast_note = s.latency.then(|| rtgauge::store::figures::NOT_KEPT.to_string());
+            }
+            f.forecasts = false;
+            (*id, format!("{f:?}"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// What a store of a layout before the series' columns (SQLite 6, PostgreSQL 3) lacks.
+const WITHOUT_SERIES: &str = "DROP INDEX runs_series; ALTER TABLE runs DROP COLUMN series; ALTER TABLE runs DROP COLUMN part";
+
+/// A store of three layouts before (SQLite 4, PostgreSQL 1: no figures) is read as it is, its
+/// figures made from the documents (but the forecasts': none kept, and each latency series says
+/// so); opened for writing, it gets them filled from its documents, the same as a run stored now
+/// gets them, forecasts included.
+fn a_store_of_an_older_layout_gets_its_figures_filled(b: Backend) {
     let store = Store::open(&b.location()).unwrap_or_else(|e| panic!("{e}"));
     let runs = dashboard_runs(&store);
     let ids: Vec<i64> = runs.iter().map(|(id, _)| *id).collect();
     let kept = store.figures(&ids).unwrap();
     drop(store);
     b.exec("DROP TABLE figures; DROP INDEX runs_board_id; ALTER TABLE runs DROP COLUMN shortest_cycle_ns");
-    b.set_layout(b.known_layout() - 1);
+    b.exec(WITHOUT_SERIES);
+    b.set_layout(b.known_layout() - 3);
     let before = if b.is_pg() { b.snapshot() } else { Vec::new() };
     let reader = Store::open_read(&b.location()).unwrap().unwrap();
-    assert_eq!(reader.figures(&ids).unwrap(), kept, "made from the documents");
+    assert_eq!(without_forecasts(&reader.figures(&ids).unwrap()), without_forecasts(&kept), "made from the documents");
+    assert!(reader.figures(&ids).unwrap().values().all(|f| !f.forecasts));
     assert_eq!(reader.boards(&Filter::default()).unwrap().len(), 3);
     assert_eq!(reader.recent_per_board(&Filter::default(), 2).unwrap().len(), 5);
     drop(reader);
     if b.is_pg() {
         assert!(b.snapshot() == before, "read, not migrated");
     }
-    assert_eq!(b.marker().1, b.known_layout() - 1, "read, not migrated");
+    assert_eq!(b.marker().1, b.known_layout() - 3, "read, not migrated");
     let store = Store::open(&b.location()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(b.marker().1, b.known_layout());
     assert_eq!(b.tables(), b.store_tables());
@@ -919,9 +959,149 @@ fn a_store_of_the_previous_layout_gets_its_figures_filled(b: Backend) {
     assert_eq!(store.figures(&ids).unwrap(), kept, "filled from the documents");
     let mut r = result();
     let new = save(&store, &mut r, &uuid(0xe00), "a", None);
-    assert_eq!(store.figures(&[new.id]).unwrap()[&new.id], rtgauge::store::figures::figures_of(&store.load(new.id).unwrap()));
+    assert_eq!(store.figures(&[new.id]).unwrap()[&new.id], rtgauge::store::figures::figures_of(&mut store.load(new.id).unwrap()));
 }
-both!(a_store_of_the_previous_layout_gets_its_figures_filled);
+both!(a_store_of_an_older_layout_gets_its_figures_filled);
+
+/// A forecast that applies, of once-per-day level `level` ns (interval `low`..`high`).
+fn applying(level: f64, low: f64, high: Option<f64>) -> rtgauge::result::forecast::Forecast {
+    use rtgauge::result::forecast::{Fit, Forecast, ReturnLevel};
+    let at = |horizon: &str, periods: f64, k: f64| ReturnLevel {
+        horizon: horizon.into(),
+        periods,
+        level_ns: level * k,
+        low_ns: low * k,
+        high_ns: high.map(|h| h * k),
+    };
+    Forecast {
+        method: "peaks-over-threshold".into(),
+        periods: 60_000,
+        interval_ns: 1_000_000,
+        measured_ns: 60_000_000_000,
+        threshold_ns: Some(20_000),
+        exceedances: 60,
+        fit: Some(Fit {
+            shape: -0.1,
+            shape_low: -0.3,
+            shape_high: 0.1,
+            scale_ns: 2_000.0,
+            tail: "exponential".into(),
+            endpoint_ns: None,
+            region: vec![[1_500.0, -0.3], [2_500.0, 0.1]],
+        }),
+        tests: Vec::new(),
+        not_applicable: None,
+        return_levels: vec![at("1h", 3.6e6, 0.8), at("1d", 8.64e7, 1.0), at("1y", 3.15e10, 1.3)],
+    }
+}
+
+/// A forecast that does not apply, for `why`.
+fn not_applying(why: &str) -> rtgauge::result::forecast::Forecast {
+    rtgauge::result::forecast::Forecast {
+        fit: None,
+        not_applicable: Some(why.into()),
+        return_levels: Vec::new(),
+        ..applying(1.0, 1.0, None)
+    }
+}
+
+/// The once-per-day levels (level, low, high) given to the CPUs of a run, in turn.
+const LEVELS: [(f64, f64, f64); 3] =
+    [(41_000.0, 38_000.0, 52_000.0), (45_000.0, 36_000.0, 50_000.0), (43_000.0, 39_500.0, 61_000.0)];
+
+/// Runs whose documents carry forecasts set by hand (on an imported cyclictest run of 4 CPUs):
+/// every CPU's applying, with an interval each (the stored level, low and high are the highest
+/// of the CPUs'); every CPU's applying, one without an upper end (no high); one CPU's not
+/// applying (no level; its reason, after the CPU). Their ids, in that order.
+fn forecast_runs(store: &Store) -> [i64; 3] {
+    let make = |n: u128, set: &dyn Fn(usize) -> rtgauge::result::forecast::Forecast| {
+        let mut r = result();
+        let cpus: Vec<usize> =
+            r.probes.iter().enumerate().filter(|(_, p)| p.cpu.is_some() && p.samples > 0).map(|(i, _)| i).collect();
+        assert!(cpus.len() >= 2, "{} CPUs", cpus.len());
+        for (k, &i) in cpus.iter().enumerate() {
+            r.probes[i].forecast = Some(set(k));
+        }
+        r.started_at = format!("2026-02-{:02}T00:00:00.000Z", n + 1);
+        save(store, &mut r, &uuid(0xf00 + n), "forecast", None).id
+    };
+    let all = make(0, &|k| {
+        let (l, lo, hi) = LEVELS[k % 3];
+        applying(l, lo, Some(hi))
+    });
+    let open = make(1, &|k| applying(30_000.0, 29_000.0, (k != 1).then_some(40_000.0)));
+    let some =
+        make(2, &|k| if k == 1 { not_applying("too few values over the threshold (7)") } else { applying(1e4, 9e3, None) });
+    [all, open, some]
+}
+
+/// The forecast a stored run's figures carry, per series: the once-per-day level the highest of
+/// its CPUs' with the highest low and high (none when a CPU's interval has no upper end), or, when
+/// a CPU's forecast does not apply, no level and that CPU's reason; the document is stored as it
+/// was given (no forecast written into it).
+fn the_forecast_of_a_stored_run_is_kept_with_its_figures(b: Backend) {
+    let store = Store::open(&b.location()).unwrap_or_else(|e| panic!("{e}"));
+    let [all, open, some] = forecast_runs(&store);
+    let mut plain = result();
+    let plain = save(&store, &mut plain, &uuid(0xf10), "forecast", None).id;
+    let f = store.figures(&[all, open, some, plain]).unwrap();
+    let timer = |id: i64| f[&id].series.iter().find(|s| s.latency).unwrap().clone();
+    let s = timer(all);
+    let cpus = store.load(all).unwrap().probes.iter().filter(|p| p.cpu.is_some() && p.samples > 0).count();
+    let highest = |pick: fn(&(f64, f64, f64)) -> f64| (0..cpus).map(|k| pick(&LEVELS[k % 3]) as u64).max();
+    assert_eq!(
+        (s.day_level_ns, s.day_low_ns, s.day_high_ns, s.forecast_note),
+        (highest(|l| l.0), highest(|l| l.1), highest(|l| l.2), None),
+        "{cpus} CPUs"
+    );
+    let s = timer(open);
+    assert_eq!((s.day_level_ns, s.day_low_ns, s.day_high_ns, s.forecast_note), (Some(30_000), Some(29_000), None, None));
+    let s = timer(some);
+    assert_eq!((s.day_level_ns, s.day_low_ns, s.day_high_ns), (None, None, None));
+    let cpu = store.load(some).unwrap().probes.iter().filter(|p| p.cpu.is_some() && p.samples > 0).nth(1).unwrap().scope();
+    assert_eq!(s.forecast_note.as_deref(), Some(&*format!("{cpu}: too few values over the threshold (7)")));
+    // The run stored without forecasts: its figures have one made, its document none.
+    let s = timer(plain);
+    assert!(s.day_level_ns.is_some() != s.forecast_note.is_some(), "{s:?}");
+    assert!(store.load(plain).unwrap().probes.iter().all(|p| p.forecast.is_none() && p.convergence.is_none()));
+    assert!(store.load(all).unwrap().probes.iter().filter(|p| p.cpu.is_some()).all(|p| p.forecast.is_some()));
+}
+both!(the_forecast_of_a_stored_run_is_kept_with_its_figures);
+
+/// A store of two layouts before (SQLite 5, PostgreSQL 2: figures without forecasts) is read as
+/// it is: no level, each latency series saying the store keeps none, the other figures as
+/// kept; opened for writing, it gets every run's forecast filled from its document (made for a
+/// document without one), the same as a run stored now gets.
+fn a_store_of_the_layout_before_gets_its_forecasts_filled(b: Backend) {
+    let store = Store::open(&b.location()).unwrap_or_else(|e| panic!("{e}"));
+    let runs = dashboard_runs(&store);
+    let ids: Vec<i64> = runs.iter().map(|(id, _)| *id).chain(forecast_runs(&store)).collect();
+    let kept = store.figures(&ids).unwrap();
+    assert!(kept.values().flat_map(|f| &f.series).any(|s| s.day_level_ns.is_some()), "some level to fill");
+    assert!(kept.values().flat_map(|f| &f.series).any(|s| s.forecast_note.is_some()), "some reason to fill");
+    drop(store);
+    for column in ["day_level_ns", "day_low_ns", "day_high_ns", "forecast_note"] {
+        b.exec(&format!("ALTER TABLE figures DROP COLUMN {column}"));
+    }
+    b.exec(WITHOUT_SERIES);
+    b.set_layout(b.known_layout() - 2);
+    let before = if b.is_pg() { b.snapshot() } else { Vec::new() };
+    let reader = Store::open_read(&b.location()).unwrap().unwrap();
+    let read = reader.figures(&ids).unwrap();
+    assert_eq!(without_forecasts(&read), without_forecasts(&kept), "the other figures as kept, no forecast");
+    let rows = reader.list(&Filter::default()).unwrap();
+    assert!(!rows.is_empty() && rows.iter().all(|r| r.series.is_none()), "a layout without series reads without them");
+    assert!(read.values().all(|f| !f.forecasts));
+    drop(reader);
+    if b.is_pg() {
+        assert!(b.snapshot() == before, "read, not migrated");
+    }
+    assert_eq!(b.marker().1, b.known_layout() - 2, "read, not migrated");
+    let store = Store::open(&b.location()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(b.marker().1, b.known_layout());
+    assert_eq!(store.figures(&ids).unwrap(), kept, "filled from the documents");
+}
+both!(a_store_of_the_layout_before_gets_its_forecasts_filled);
 
 /// 50 writers (threads of the library) at once on one new store: each opens it (one migrates,
 /// the others wait), stores a run of its own and one every writer stores: every run once.
@@ -1837,7 +2017,7 @@ fn a_layout_1_store_with_text_documents_is_migrated_and_still_read() {
     }
     let c = rusqlite::Connection::open(&db).unwrap();
     let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(version, 5);
+    assert_eq!(version, 7);
     let uuids: Vec<(String, String)> = c
         .prepare("SELECT uuid, board FROM runs ORDER BY id")
         .unwrap()

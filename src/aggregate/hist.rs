@@ -133,6 +133,31 @@ impl Hist {
         Some(max)
     }
 
+    /// Cumulative counts for a Prometheus histogram: `out[i]` is the number of recorded values
+    /// whose bucket's lowest value is at or below `bounds[i]` (`bounds` ascending; `out` as long
+    /// as `bounds`, any extra entries on either side are left alone). The buckets are the
+    /// HdrHistogram's, 3 significant digits: exact below 2048 ns, then ever wider (4 ns from
+    /// 4096 ns, 32 ns from 32 768 ns, 524 µs from 0.54 s), so a bound inside a bucket counts the
+    /// whole bucket — values up to 0.1 % above the bound — when the bucket's lowest value is at or
+    /// below it. One pass over the chunks, whatever the number of bounds.
+    pub fn counts_at_or_below(&self, bounds: &[u64], out: &mut [u64]) {
+        let n = bounds.len().min(out.len());
+        let (bounds, out) = (&bounds[..n], &mut out[..n]);
+        let (mut next, mut seen) = (0, 0u64);
+        for (i, count) in self.buckets() {
+            let lowest = value_of(i);
+            while next < n && bounds[next] < lowest {
+                out[next] = seen;
+                next += 1;
+            }
+            if next == n {
+                return;
+            }
+            seen += count;
+        }
+        out[next..].fill(seen);
+    }
+
     /// The same counts as a standard HdrHistogram with the project-wide lowest value and
     /// precision, its range grown only as far as the largest value (a full 1 ns .. 1 h array
     /// is ~270 KB, and all of it would be resident under `mlockall`).
@@ -195,6 +220,43 @@ mod tests {
         sum.add(&h);
         sum.add(&h);
         assert_eq!((sum.len(), sum.min_max(), sum.sum()), (2 * h.len(), h.min_max(), 2 * h.sum()));
+    }
+
+    #[test]
+    fn counts_at_or_below_bounds_match_a_brute_force() {
+        const S: u64 = 1_000_000_000;
+        let bounds = [1, 999, 1_000, 2_000, 2_047, 2_048, 4_097, 5_000, 50_000, 1_000_000, S, 3_600 * S];
+        let mut values = vec![0u64, 1, 999, 1_000, 1_001, 2_000, 2_001, 4_096, 4_097, 4_098, 4_099, 5_000, 5_003, 5_004];
+        values.extend([49_983, 49_984, 50_000, 50_015, 50_016, S - 1, S, S + 1, S + 524_288, 7_200 * S]);
+        let mut x = 88172645463325252u64;
+        for _ in 0..50_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push(x % (1u64 << (x % 42)).max(1));
+        }
+        let mut h = Hist::default();
+        for &v in &values {
+            h.record(v);
+        }
+        let mut out = [u64::MAX; 12];
+        h.counts_at_or_below(&bounds, &mut out);
+        for (b, got) in bounds.iter().zip(out) {
+            let lowest_of_bucket = |v: u64| value_of(index_of(v.min(HIST_HIGHEST_NS)));
+            let want = values.iter().filter(|&&v| lowest_of_bucket(v) <= *b).count() as u64;
+            assert_eq!(got, want, "bound {b}");
+        }
+        // Exact where the buckets are 1 ns wide; a whole bucket where the bound falls inside one.
+        let exact = |b: u64| values.iter().filter(|&&v| v <= b).count() as u64;
+        assert_eq!((out[1], out[2], out[3]), (exact(999), exact(1_000), exact(2_000)));
+        assert_eq!(out[7], exact(5_003), "5000 ns is the lowest value of the bucket 5000..=5003");
+        assert_eq!(out[8], exact(50_015), "50 000 ns lies in the bucket 49 984..=50 015");
+        assert_eq!(out[11], values.len() as u64, "everything is at most an hour");
+
+        let mut few = [0u64; 3];
+        Hist::default().counts_at_or_below(&[1, 2, 3], &mut few);
+        assert_eq!(few, [0, 0, 0]);
+        h.counts_at_or_below(&[], &mut []);
     }
 
     #[test]

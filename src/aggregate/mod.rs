@@ -4,6 +4,7 @@
 //! threads' exact counters into the statistics every report uses.
 
 pub mod hist;
+pub mod segment;
 pub mod timeline;
 
 use crate::probe::{RunningProbes, Sample, Schedule, SeriesKey, ThreadCounters};
@@ -66,6 +67,8 @@ pub fn probe_result(
         noise: None,
         sweep: None,
         timeline: None,
+        convergence: None,
+        forecast: None,
         histogram: HistogramData::encode(hist),
     }
 }
@@ -191,6 +194,9 @@ pub struct Account {
     pub page_faults: Option<u64>,
     /// Per window of the run, when the collector keeps a timeline (`Collector::with_timeline`).
     pub timeline: Option<timeline::Timeline>,
+    /// Where this account's part of the run lies in its thread's periods (rotated runs: see
+    /// `segment`); the whole run when the run is not rotated.
+    pub span: segment::Span,
 }
 
 impl Account {
@@ -325,6 +331,9 @@ pub struct Collector {
     /// One per measurement thread, in the order of the threads.
     pub accounts: Vec<Account>,
     phases: usize,
+    /// Where its part of the run starts, from the start of period 0 (0 unless rotated: see
+    /// `segment`); each account's periods are counted from there.
+    pub origin_ns: u64,
 }
 
 impl Collector {
@@ -358,10 +367,11 @@ impl Collector {
                     counts: [0; crate::probe::MAX_COUNTS],
                     page_faults: None,
                     timeline: None,
+                    span: segment::Span::default(),
                 }
             })
             .collect();
-        Collector { accounts, phases }
+        Collector { accounts, phases, origin_ns: 0 }
     }
 
     /// Keeps a timeline of `window_ns` windows for every series (see `timeline`).
@@ -380,9 +390,10 @@ impl Collector {
         a.timeline.as_mut().map(|t| t.finish(first, last))
     }
 
-    /// Counts one fact from thread `i`.
+    /// Counts one fact from thread `i` (its period counted from the start of period 0).
     pub fn take(&mut self, i: usize, s: Sample) {
         let c = &mut self.accounts[i];
+        let Some(s) = c.span.rebase(s, c.accounted, c.events) else { return };
         if c.events {
             c.count_events(s.period, s.lost_before, Kind::Lost);
             c.count_events(s.period, s.missed_after, Kind::Missed);
@@ -401,11 +412,17 @@ impl Collector {
         c.accounted = s.period + s.missed_after;
     }
 
-    /// Moves every fact waiting in the rings into the tallies. Cheap; call it often.
+    /// Moves every fact waiting in the rings into the tallies, up to the end of this part of the
+    /// run when it is cut (rotated runs: later facts wait in the ring). Cheap; call it often.
     pub fn drain(&mut self, probes: &mut RunningProbes) {
         for i in 0..probes.rings.len() {
+            if self.reached_end(i) {
+                continue;
+            }
             while let Ok(s) = probes.rings[i].pop() {
-                self.take(i, s);
+                if self.offer(i, s) {
+                    break;
+                }
             }
         }
     }
@@ -414,25 +431,35 @@ impl Collector {
     /// final counters: wake-ups lost at the very end are counted from them, and the extremes
     /// include every lost one. Periods whose deadlines lay within `end_ns` (from the start) that
     /// were never accounted for (the thread was held off its CPU) are counted as missed.
+    /// (`end_ns` and the thread's counters count from the start of period 0; a rotated run's
+    /// part of it counts its own periods from its base: see `segment`.)
     pub fn close(&mut self, i: usize, counters: &ThreadCounters, thread_ended: bool, end_ns: u64) {
         let c = &mut self.accounts[i];
-        let end_period = (end_ns / c.schedule.interval_ns).min(c.schedule.periods);
-        for (kept, count) in c.counts.iter_mut().zip(&counters.counts) {
-            *kept = count.load(Relaxed);
+        let base = c.span.base;
+        let end_period = (end_ns / c.schedule.interval_ns).saturating_sub(base).min(c.schedule.periods);
+        for ((kept, count), before) in c.counts.iter_mut().zip(&counters.counts).zip(c.span.counts_before) {
+            *kept = count.load(Relaxed).saturating_sub(before);
         }
         let faults = counters.page_faults.load(Relaxed);
-        c.page_faults = (thread_ended && faults != ThreadCounters::UNKNOWN).then_some(faults);
+        // A thread's page faults are known for its whole loop only: not for a rotated part.
+        c.page_faults = (thread_ended && faults != ThreadCounters::UNKNOWN && base == 0).then_some(faults);
+        // Losses and the loop's own extremes are the whole loop's: those of earlier parts are
+        // not this part's.
+        let lost_before = c.span.prior_lost;
+        let done_abs = counters.periods_done.load(Relaxed);
         if c.events {
             // A loop that ended saw every window up to where it stopped (a quiet window has no
             // event); one still held off its CPU saw none after its last event: those are missed.
             if thread_ended {
                 let lost_total = counters.handoff_overflows.load(Relaxed);
-                let lost_tail = lost_total.saturating_sub(c.run.lost + c.warmup_lost);
+                let lost_tail = lost_total.saturating_sub(lost_before + c.run.lost + c.warmup_lost);
                 let last = c.accounted.max(c.schedule.warmup_periods + 1);
                 c.count_events(last, lost_tail, Kind::Lost);
                 c.count_events(last, counters.pending_missed.load(Relaxed), Kind::Missed);
-                c.keep_thread_extremes(counters);
-                c.accounted = c.accounted.max(counters.periods_done.load(Relaxed)).max(end_period);
+                if base == 0 {
+                    c.keep_thread_extremes(counters);
+                }
+                c.accounted = c.accounted.max(done_abs.saturating_sub(base)).max(end_period);
             } else if c.accounted < end_period {
                 c.count_range(c.accounted + 1, end_period, Kind::Missed);
                 c.unserved += end_period - c.accounted;
@@ -441,15 +468,17 @@ impl Collector {
             return;
         }
         if thread_ended {
-            let done = counters.periods_done.load(Relaxed);
+            let done = done_abs.saturating_sub(base).min(c.schedule.periods);
             let lost_total = counters.handoff_overflows.load(Relaxed);
-            let lost_tail = lost_total.saturating_sub(c.run.lost + c.warmup_lost);
+            let lost_tail = lost_total.saturating_sub(lost_before + c.run.lost + c.warmup_lost);
             let from = c.accounted + 1;
             let lost_end = from.saturating_add(lost_tail).min(done + 1);
             c.count_range(from, lost_end - 1, Kind::Lost);
             c.count_range(lost_end, done, Kind::Missed);
             c.accounted = c.accounted.max(done);
-            c.keep_thread_extremes(counters);
+            if base == 0 {
+                c.keep_thread_extremes(counters);
+            }
         }
         let from = c.accounted + 1;
         if from <= end_period {

@@ -36,6 +36,24 @@ impl Timeline {
         Timeline { interval_ns, data, current: None, values: Vec::new() }
     }
 
+    /// The largest value of the last window, if it has one (a closed part's last window).
+    pub fn last_window_max(&self) -> Option<u64> {
+        let w = self.data.count.len().checked_sub(1)?;
+        (self.data.count[w] > 0 && self.data.max_ns[w] > 0).then(|| self.data.max_ns[w])
+    }
+
+    /// The largest value of the last completed window (the one before the window facts now
+    /// arrive in), if it has one.
+    pub fn completed_window_max(&self) -> Option<u64> {
+        let w = self.data.count.len().checked_sub(2)?;
+        (self.data.count[w] > 0 && self.data.max_ns[w] > 0).then(|| self.data.max_ns[w])
+    }
+
+    /// Its window's length.
+    pub fn window_ns(&self) -> u64 {
+        self.data.window_ns
+    }
+
     /// The window holding period `period` (≥ 1): its deadline's.
     fn window_of(&self, period: u64) -> usize {
         ((period.max(1) * self.interval_ns - 1) / self.data.window_ns) as usize

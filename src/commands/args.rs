@@ -283,7 +283,8 @@ pub struct RunArgs {
     /// [default: 1ms, or the first --measure probe's own interval]
     #[arg(short, long, allow_hyphen_values = true, value_name = "TIME")]
     pub interval: Option<String>,
-    /// How long to measure after the warm-up: 10s, 5m, 24h [default: 60s]
+    /// How long to measure after the warm-up: 10s, 5m, 24h, or 'forever' (until Ctrl-C or
+    /// SIGTERM, at most 366 days; rotated every hour unless --rotate says otherwise) [default: 60s]
     #[arg(short = 'D', long, allow_hyphen_values = true, value_name = "TIME", conflicts_with = "loops")]
     pub duration: Option<String>,
     /// Measure exactly N periods instead of a duration (each a sample or a missed deadline)
@@ -335,6 +336,26 @@ pub struct RunArgs {
     /// over a day, at most 100000 windows]
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub window: Option<String>,
+    /// Close the figures every TIME as a stored run of its own (its verdict, forecast and
+    /// timeline), the measurement going on without a gap; the runs are linked as one series
+    /// [default with -D forever: 1h]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub rotate: Option<String>,
+    /// Serve live metrics for Prometheus at ADDR while measuring (http://ADDR/metrics; text
+    /// format, or OpenMetrics when asked for), e.g. 127.0.0.1:9464
+    #[arg(long, value_name = "ADDR", allow_hyphen_values = true)]
+    pub metrics: Option<String>,
+    /// Let --metrics serve an address other than loopback (every machine that reaches it)
+    #[arg(long)]
+    pub metrics_public: bool,
+    /// Write the same metrics to FILE once per window (a temporary file renamed over it), for
+    /// node_exporter's textfile collector
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
+    pub metrics_file: Option<String>,
+    /// The latency histogram's bucket bounds in the metrics: FROM..TO (1, 2, 5 per decade) or
+    /// a list, e.g. 10us,50us,100us,1ms [default: 1us..1s]
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
+    pub metrics_buckets: Option<String>,
     /// Load to measure under, repeatable or comma-separated: hackbench, cpu, vm, io, fork, proc,
     /// net, timers, 'cmd:ARGV' (restarted when it ends) or 'cmd-once:ARGV', with options
     /// (vm:workers=8,bytes=20M) and a phase (@30s..90s);
@@ -636,6 +657,11 @@ impl RunArgs {
             window: self.window.clone(),
             tune: self.tune.clone(),
             trace: self.trace.clone(),
+            rotate: self.rotate.clone(),
+            metrics: self.metrics.clone(),
+            metrics_public: self.metrics_public,
+            metrics_file: self.metrics_file.clone(),
+            metrics_buckets: self.metrics_buckets.clone(),
         }
     }
 }

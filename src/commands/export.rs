@@ -2,7 +2,7 @@
 //! cyclictest's or rteval's formats (`crate::interchange::export`), to a file or standard output.
 
 use super::args::ExportArgs;
-use super::stored::existing;
+use super::stored::{existing, load};
 use crate::report::json::JsonSink;
 use crate::report::out;
 use crate::scenario::JsonTarget;
@@ -31,7 +31,7 @@ pub fn export(a: &ExportArgs) -> Result<u8> {
     let sink = JsonSink::open(&target).map_err(|e| anyhow!("{}", format!("{e:#}").replace("--json", "-o")))?;
     let s = existing(a.store.db.as_deref())?;
     let id = s.resolve(&a.run).map_err(anyhow::Error::msg)?;
-    let r = s.load(id).map_err(anyhow::Error::msg)?;
+    let r = load(&s, id)?;
     if let Some(p) = a.probe.as_deref().filter(|p| !r.probes.iter().any(|e| e.probe == *p)) {
         let has: Vec<&str> = r.config.probes.iter().map(|c| c.name.as_str()).collect();
         return Err(anyhow!("--probe {p}: run {id} has no such probe (it has {})", has.join(", ")));

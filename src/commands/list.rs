@@ -46,10 +46,13 @@ pub fn list(a: &ListArgs) -> Result<u8> {
         out::text(&format!("no runs stored{matching}\n"))?;
         return Ok(0);
     }
+    // The runs of a continuous measurement (`run --rotate`) are one series: a column says
+    // which and where, when any run shown has one.
+    let series = rows.iter().any(|r| r.series.is_some());
     let cells = rows
         .iter()
         .map(|r| {
-            vec![
+            let mut cells = vec![
                 r.id.to_string(),
                 r.started_at.chars().take(19).collect::<String>().replace('T', " "),
                 cut(r.label.as_deref().unwrap_or_default()),
@@ -61,11 +64,21 @@ pub fn list(a: &ListArgs) -> Result<u8> {
                 if r.imported_from.is_some() { format!("{} (imported)", r.probes) } else { r.probes.clone() },
                 r.worst_ns.map_or("-".into(), us),
                 if r.status == "complete" { r.verdict.clone() } else { format!("{} ({})", r.verdict, r.status) },
-            ]
+            ];
+            if series {
+                cells.push(match (&r.series, r.part) {
+                    (Some(s), Some(p)) => format!("{} #{p}", s.get(..8).unwrap_or(s)),
+                    _ => String::new(),
+                });
+            }
+            cells
         })
         .collect();
-    let header =
-        ["id", "date (UTC)", "label", "board", "host", "kernel", "preemption", "scenario", "probes", "worst µs", "verdict"];
+    let mut header =
+        vec!["id", "date (UTC)", "label", "board", "host", "kernel", "preemption", "scenario", "probes", "worst µs", "verdict"];
+    if series {
+        header.push("series");
+    }
     out::text(&summary::table(&header, 9..10, cells))?;
     if more > 0 {
         out::text(&format!(

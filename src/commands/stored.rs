@@ -1,6 +1,6 @@
 //! What the store's commands share: the store named by `--db` opened (it must exist), the runs
-//! named on the command line read, and the destinations of pages and images checked before any
-//! work and written whole.
+//! named on the command line read (each with its convergence and forecast: `load`), and the
+//! destinations of pages and images checked before any work and written whole.
 
 use super::args::PngArgs;
 use crate::report::json::{Asked, JsonSink};
@@ -31,6 +31,16 @@ fn found(db: Option<&std::path::Path>, store: Option<Store>) -> Result<Store> {
     }
 }
 
+/// Run `id` of store `s` as `show`, `report`, `compare` and `export` read it: with the
+/// convergence and forecast of every latency series that lacks them (a document of an older
+/// version, an import of another tool's file) computed from the document (`crate::forecast`),
+/// for this reading only: the store is not written.
+pub fn load(s: &Store, id: i64) -> Result<crate::result::RunResult> {
+    let mut run = s.load(id).map_err(anyhow::Error::msg)?;
+    crate::forecast::analyse(&mut run);
+    Ok(run)
+}
+
 /// The runs named on the command line, each once, in the order given.
 pub fn named_runs(s: &Store, runs: &[String]) -> Result<Vec<html::Named>> {
     let mut out: Vec<html::Named> = Vec::new();
@@ -39,7 +49,7 @@ pub fn named_runs(s: &Store, runs: &[String]) -> Result<Vec<html::Named>> {
         if out.iter().any(|n| n.id == id) {
             continue;
         }
-        let result = s.load(id).map_err(anyhow::Error::msg)?;
+        let result = load(s, id)?;
         out.push(html::Named { id, label: s.label(id).map_err(anyhow::Error::msg)?, result });
     }
     Ok(out)

@@ -285,8 +285,11 @@ fn entries<'a>(r: &'a RunResult, probe: &str) -> Vec<&'a ProbeResult> {
 /// Counts per µs bucket (values truncated to µs, as cyclictest's) of an entry's histogram.
 fn micro_buckets(p: &ProbeResult) -> std::collections::BTreeMap<u64, u64> {
     let mut m = std::collections::BTreeMap::new();
+    // A bucket straddling a microsecond's edge (16 992–17 007 ns) holds values of its upper
+    // microsecond too: its values lie within the exact minimum and maximum, and so does its row.
+    let (least, most) = (p.min_ns.unwrap_or(0) / 1000, p.max_ns.unwrap_or(u64::MAX) / 1000);
     for [lo, _, n] in p.histogram.buckets.triples() {
-        let c: &mut u64 = m.entry(lo / 1000).or_insert(0);
+        let c: &mut u64 = m.entry((lo / 1000).clamp(least, most.max(least))).or_insert(0);
         *c = c.saturating_add(n);
     }
     m
@@ -385,4 +388,34 @@ pub fn write_json(r: &RunResult, probe: &str) -> Result<String, String> {
         "thread": threads,
     });
     Ok(serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())? + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A minimum of exactly 17 µs lies in the bucket 16 992–17 007 ns: its row is 17, not 16
+    /// (a row below the minimum is a file `import` refuses).
+    #[test]
+    fn a_bucket_across_a_microsecond_edge_counts_in_the_row_of_the_values_it_holds() {
+        let mut h = crate::result::histogram::new_histogram();
+        h.record(17_000).unwrap();
+        h.record(25_000).unwrap();
+        let stats = crate::aggregate::LatencyStats {
+            samples: 2,
+            missed: 0,
+            warmup_samples: 0,
+            warmup_missed: 0,
+            handoff_overflows: 0,
+            min_ns: Some(17_000),
+            mean_ns: Some(21_000.0),
+            sum_ns: 42_000,
+            percentiles: crate::vocab::percentiles::Values::from_fn(|_| Some(25_000)),
+            max_ns: Some(25_000),
+            max_at_ns: Some(0),
+            bounds: None,
+        };
+        let p = crate::aggregate::probe_result(("timer", None), Some(0), &stats, &h);
+        assert_eq!(micro_buckets(&p).into_iter().collect::<Vec<_>>(), vec![(17, 1), (24, 1)]);
+    }
 }

@@ -372,6 +372,7 @@ fn build(f: Foreign, source: &str, sha256: String) -> Result<RunResult, String> 
         shortest_cycle_time_ns: None,
         checks: Vec::new(),
         rules: Vec::new(),
+        support: Vec::new(),
     };
     let mut r = RunResult {
         schema: SCHEMA.to_string(),
@@ -397,6 +398,7 @@ fn build(f: Foreign, source: &str, sha256: String) -> Result<RunResult, String> 
         combined: Vec::new(),
         verdict,
         trace: None,
+        continuous: None,
         warnings: f.notes,
     };
     r.probes = f.series.iter().map(|s| series_result(f.probe, s)).collect();

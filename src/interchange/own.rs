@@ -298,7 +298,8 @@ fn rebuilt(h: &HistogramData) -> Result<HistogramData, String> {
     Ok(HistogramData::encode(&hist))
 }
 
-/// The verdict, as `rtgauge run` decides it from the document's criteria and figures.
+/// The verdict, as `rtgauge run` decides it from the document's criteria and figures (and the
+/// analysis of the run, made again).
 fn recompute_verdict(r: &mut RunResult) -> Result<(), String> {
     let budget = r.config.budget_percent;
     if !(budget > 0.0 && budget <= 100.0) {
@@ -314,6 +315,12 @@ fn recompute_verdict(r: &mut RunResult) -> Result<(), String> {
                 .map_err(|_| format!("config.requirements[{i}] is not a requirement this rtgauge reads"))
         })
         .collect::<Result<Vec<_>, String>>()?;
+    // The analysis a requirement may judge is rtgauge's own, made again from the figures.
+    for p in &mut r.probes {
+        p.convergence = None;
+        p.forecast = None;
+    }
+    crate::forecast::analyse(r);
     let facts = crate::verdict::RunFacts::of(r);
     let v = crate::verdict::evaluate(&r.probes, &r.combined, r.config.cycle_time_ns, budget / 100.0, &requirements, &facts);
     if (v.passed, v.criteria_given, v.checks.len()) != (r.verdict.passed, r.verdict.criteria_given, r.verdict.checks.len()) {

@@ -583,6 +583,21 @@ impl LoadSet {
             .collect()
     }
 
+    /// What each load has done so far, the loads going on (a rotated run's record of them):
+    /// each record as far as it goes, its `running` state beside it.
+    pub fn so_far(&self) -> Vec<(LoadRecord, bool)> {
+        let origin = self.origin_ns.unwrap_or(0) as i64;
+        self.loads
+            .iter()
+            .map(|l| {
+                let mut r = l.record.clone();
+                r.started_ns = l.started_mono.map(|t| t as i64 - origin);
+                r.stopped_ns = l.stopped_mono.map(|t| t as i64 - origin);
+                (r, l.running.is_some())
+            })
+            .collect()
+    }
+
     /// Whether every load has ended (standalone runs of one-shot loads).
     pub fn all_done(&self) -> bool {
         self.loads.iter().all(|l| l.done)

@@ -82,6 +82,9 @@ pub fn run(plan: StallPlan) -> Result<StallReport, String> {
         std::hint::spin_loop();
         end_ns = sys::time::monotonic_ns();
     }
+    // The stall ends here: what is left (the report, the process's exit, a millisecond and more
+    // for a large process) runs at SCHED_OTHER, behind the thread it stalled.
+    sys::sched::set_thread_scheduler(Policy::Other, 0).map_err(|e| format!("cannot leave SCHED_FIFO after the stall: {e}"))?;
     Ok(StallReport {
         cpu: plan.cpu,
         policy: Policy::Fifo,

@@ -5,7 +5,9 @@
 //! CPUs of a series is worse than the baseline's by more than that share (for CI). Terminal,
 //! `--json` or `--html` (the histograms and percentile curves of the runs overlaid). Each run's
 //! board, and how it stands to the baseline's (`super::board`): across boards, or the same board
-//! on the same or another kernel configuration, with the options that differ.
+//! on the same or another kernel configuration, with the options that differ. Per latency series
+//! and CPU, whether each run was long enough (`super::long_enough`): its worst case, how settled
+//! it is, the return levels of its forecast side by side.
 //!
 //! A gate never passes for want of figures: a run that measured nothing, runs that share no
 //! series, and (with `--fail-if-worse`) a judged series or CPU without a measurement in either
@@ -95,6 +97,9 @@ pub struct Comparison {
     boards: Vec<super::board::BoardRelation>,
     rows: Vec<Row>,
     regressions: Vec<Regression>,
+    /// Per latency series and CPU, each run's convergence and forecast ("was each run long
+    /// enough?", `super::long_enough`).
+    forecasts: Vec<super::long_enough::TailRow>,
 }
 
 /// The options of a comparison, checked before any run is read.
@@ -393,6 +398,7 @@ fn build(runs: &[Named], o: &Options) -> Result<Comparison> {
         boards: Vec::new(),
         rows,
         regressions,
+        forecasts: super::long_enough::tail_rows(runs.iter().map(|n| (n.id, &n.result))),
     })
 }
 
@@ -425,8 +431,7 @@ fn table_rows(runs: &[Named], c: &Comparison) -> (Vec<String>, Vec<Vec<String>>)
             header.push(format!("{m} vs base"));
         }
     }
-    let name =
-        |id: i64| runs.iter().find(|n| n.id == id).map_or(id.to_string(), |n| n.label.clone().unwrap_or_else(|| id.to_string()));
+    let name = |id: i64| run_name(runs, id);
     let mut rows = Vec::new();
     for row in &c.rows {
         for cell in &row.runs {
@@ -442,6 +447,11 @@ fn table_rows(runs: &[Named], c: &Comparison) -> (Vec<String>, Vec<Vec<String>>)
         }
     }
     (header, rows)
+}
+
+/// A run as the tables name it: its label, else its id.
+fn run_name(runs: &[Named], id: i64) -> String {
+    runs.iter().find(|n| n.id == id).map_or(id.to_string(), |n| n.label.clone().unwrap_or_else(|| id.to_string()))
 }
 
 fn run_lines(runs: &[Named], c: &Comparison) -> Vec<String> {
@@ -526,6 +536,7 @@ pub fn text(runs: &[Named], c: &Comparison) -> String {
     if let Some(note) = note {
         let _ = writeln!(s, "{note}");
     }
+    s += &super::long_enough::compare_text(&c.forecasts, &|id| run_name(runs, id));
     if let Some(pct) = c.fail_if_worse_percent {
         if c.regressions.is_empty() {
             let _ = writeln!(
@@ -568,6 +579,7 @@ pub fn html(runs: &[Named], c: &Comparison) -> Result<String, String> {
         for (kind, svg) in plots {
             h += &figure(&svg, kind);
         }
+        h += &super::forecast_html::compare_html(runs, &label);
     }
     h += "</body></html>\n";
     Ok(h)

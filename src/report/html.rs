@@ -2,9 +2,12 @@
 //! script, no font, no style sheet or image from elsewhere: the plots are inline SVG (see
 //! [`super::plot`]) and the style is in the file, so it opens from a USB stick on a lab PC.
 //! Per run: the verdict with every check, the results table, per series its histogram,
-//! percentile curve and latency against time with the load phases, the per-phase table, the
-//! loads, the placement among published figures, the board (`super::board`), how the run was
-//! obtained (audit and configuration) and its warnings; at the end the published figures with their sources.
+//! percentile curve and latency against time with the load phases and each CPU's running
+//! maximum, whether the run was long enough (`super::forecast_html`: per CPU the worst case's
+//! convergence, the forecast of its tail with its probability-of-exceedance plot, and the rule of
+//! three), the per-phase table, the loads, the placement among published figures, the board
+//! (`super::board`), how the run was obtained (audit and configuration) and its warnings; at the
+//! end the published figures with their sources.
 
 use super::{plot, reference, summary};
 use crate::result::{ProbeResult, RunResult};
@@ -92,7 +95,9 @@ pub fn render(runs: &[Named]) -> Result<String, String> {
 }
 
 fn run_section(n: &Named) -> Result<String, String> {
-    let r = &n.result;
+    // (a document of an older version gets its series' convergence and forecast here)
+    let analysed = super::forecast_html::analysed(&n.result);
+    let r = &*analysed;
     let mut h = String::new();
     let _ = write!(h, "<h2 id=\"run-{}\">{}</h2>", n.id, esc(&n.name()));
     if let Some(s) = &r.config.scenario {
@@ -117,6 +122,17 @@ fn run_section(n: &Named) -> Result<String, String> {
         None => format!("command: <code>{}</code>", esc(&r.command_line.join(" "))),
     };
     let _ = write!(h, "<p class=\"muted\">{} → {}; {measured}; {command}</p>", esc(&r.started_at), esc(&r.ended_at));
+    if let Some(c) = &r.continuous {
+        let previous = c.previous.map_or("the first of its series".to_string(), |p| format!("after run {p}"));
+        let _ = write!(
+            h,
+            "<p>Part {} of the continuous measurement {} (a run kept every {}, {} into it; {previous}).</p>",
+            c.index,
+            c.series,
+            crate::vocab::units::Nanos(c.rotate_ns),
+            crate::vocab::units::Nanos(c.offset_ns)
+        );
+    }
     h += &verdict(r);
     let (header, rows) = summary::results_table(r);
     h += "<h3>Results per probe and CPU</h3>";
@@ -226,6 +242,9 @@ fn verdict(r: &RunResult) -> String {
     for rule in &v.rules {
         let _ = write!(h, "<br><span class=\"muted\">rule: {}</span>", esc(rule));
     }
+    for line in &v.support {
+        let _ = write!(h, "<br><span class=\"muted\">length: {}</span>", esc(line));
+    }
     h += "</div>";
     if !v.checks.is_empty() {
         let rows: Vec<Vec<String>> = v
@@ -259,6 +278,7 @@ fn series_section(r: &RunResult, label: &str, entries: &[&ProbeResult]) -> Resul
     for (kind, svg) in series_plots(r, label, entries)? {
         h += &figure(&svg, kind);
     }
+    h += &super::forecast_html::section(label, entries)?;
     Ok(h)
 }
 
@@ -279,12 +299,16 @@ fn series_plots(r: &RunResult, label: &str, entries: &[&ProbeResult]) -> Result<
 pub fn plots(runs: &[Named]) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     for n in runs {
-        for (label, entries) in series(&n.result) {
+        let r = super::forecast_html::analysed(&n.result);
+        for (label, entries) in series(&r) {
             if entries.iter().all(|p| p.samples == 0) {
                 continue;
             }
-            for (kind, svg) in series_plots(&n.result, &label, &entries)? {
+            for (kind, svg) in series_plots(&r, &label, &entries)? {
                 out.push((format!("run{}-{}-{kind}", n.id, super::png::slug(&label)), svg));
+            }
+            for (cpu, svg) in super::forecast_html::plots(&label, &entries)? {
+                out.push((format!("run{}-{}-exceedance-{cpu}", n.id, super::png::slug(&label)), svg));
             }
         }
     }

@@ -11,9 +11,11 @@
 pub mod audit;
 pub mod board;
 pub mod compare;
+pub mod forecast_html;
 pub mod html;
 pub mod json;
 pub mod live;
+pub mod long_enough;
 pub mod out;
 pub mod plot;
 pub mod png;

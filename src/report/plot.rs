@@ -6,6 +6,7 @@
 //! plot has its entry in the legend beside it. Every plot is built from what the result document
 //! keeps (histogram buckets, timeline windows, phases): never samples.
 
+use crate::result::forecast::{Convergence, Forecast};
 use crate::result::{PhaseResult, ProbeResult};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -88,6 +89,14 @@ enum Mark {
     Patch(RGBAColor),
     Bar(RGBColor),
     Span(RGBColor, f64),
+    /// A dashed line of the style (a running maximum), with a dot at its end (its last rise).
+    DashDot(ShapeStyle),
+    /// A dashed line of the style (a reference line, a threshold).
+    Dashed(ShapeStyle),
+    /// A dot of the colour (measured points).
+    Dot(RGBColor),
+    /// A dot of the colour on a horizontal bar (a return level with its interval).
+    DotBar(RGBColor),
 }
 
 /// The legend, in the right margin: each mark's sample and its name, wrapped within the
@@ -119,6 +128,25 @@ fn legend(root: &Area, entries: &[(String, Mark)]) -> Result<(), String> {
             Mark::Span(c, alpha) => {
                 root.draw(&Rectangle::new([(x, y - 5), (x + 18, y + 5)], c.mix(*alpha).filled())).map_err(err)?;
                 root.draw(&PathElement::new(vec![(x, y - 5), (x, y + 5)], c.stroke_width(1))).map_err(err)?;
+            }
+            Mark::Dashed(style) => {
+                for (a, b) in [(0, 4), (7, 11), (14, 18)] {
+                    root.draw(&PathElement::new(vec![(x + a, y), (x + b, y)], *style)).map_err(err)?;
+                }
+            }
+            Mark::DashDot(style) => {
+                for (a, b) in [(0, 4), (7, 11)] {
+                    root.draw(&PathElement::new(vec![(x + a, y), (x + b, y)], *style)).map_err(err)?;
+                }
+                root.draw(&Circle::new((x + 15, y), 4, style.color.filled())).map_err(err)?;
+                root.draw(&Circle::new((x + 15, y), 4, BLACK.stroke_width(1))).map_err(err)?;
+            }
+            Mark::Dot(c) => root.draw(&Circle::new((x + 9, y), 3, c.filled())).map_err(err)?,
+            Mark::DotBar(c) => {
+                root.draw(&PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))).map_err(err)?;
+                root.draw(&PathElement::new(vec![(x, y - 4), (x, y + 4)], c.stroke_width(2))).map_err(err)?;
+                root.draw(&PathElement::new(vec![(x + 18, y - 4), (x + 18, y + 4)], c.stroke_width(2))).map_err(err)?;
+                root.draw(&Circle::new((x + 9, y), 4, c.filled())).map_err(err)?;
             }
         }
         for (k, line) in lines.into_iter().enumerate() {
@@ -445,6 +473,14 @@ pub fn timeline(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) -
                 }
                 labels.push((label, Mark::Line(style)));
             }
+            if let Some(c) = p.convergence.as_ref() {
+                if running_maximum(&mut chart, c, colour(i))? {
+                    labels.push((
+                        format!("{} running maximum (dot: its last rise)", name(p)),
+                        Mark::DashDot(running_style(colour(i))),
+                    ));
+                }
+            }
             if t.missed.iter().any(|&m| m > 0) {
                 let top = hi / 1.1 / MISSED_BAND.powi(band);
                 band += 1;
@@ -461,6 +497,32 @@ pub fn timeline(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) -
         }
         legend(root, &labels)
     })
+}
+
+/// The style of a CPU's running maximum on the timeline (dashed; its window maxima are solid).
+fn running_style(c: RGBColor) -> ShapeStyle {
+    c.stroke_width(2)
+}
+
+/// Draws the running maximum of a series from its convergence: a dashed step line from its
+/// first record to the end of its span, rising at each record, with a dot at its last rise.
+/// Whether it drew anything (a convergence without records has nothing to draw).
+fn running_maximum(chart: &mut TimeChart, c: &Convergence, colour: RGBColor) -> Result<bool, String> {
+    let Some(last) = c.records.last() else { return Ok(false) };
+    let (s, us) = (|ns: u64| ns as f64 / 1e9, |ns: u64| ns as f64 / 1e3);
+    let mut pts: Vec<(f64, f64)> = Vec::new();
+    for r in &c.records {
+        if let Some(&(_, before)) = pts.last() {
+            pts.push((s(r.at_ns), before));
+        }
+        pts.push((s(r.at_ns), us(r.max_ns)));
+    }
+    pts.push((s(c.end_ns.max(last.at_ns)), us(last.max_ns)));
+    let style = running_style(colour);
+    chart.draw_series(DashedLineSeries::new(pts, 7, 5, style)).map_err(err)?;
+    let at = (s(c.last_rise_ns), us(last.max_ns));
+    chart.draw_series([Circle::new(at, 5, colour.filled()), Circle::new(at, 5, BLACK.stroke_width(1))]).map_err(err)?;
+    Ok(true)
 }
 
 /// The factor between the tops of two CPUs' bands of missed periods (log axis).
@@ -526,6 +588,213 @@ fn shade_phases(root: &Area, chart: &mut TimeChart, phases: &[PhaseResult], hi: 
     Ok(any)
 }
 
+/// The colours of the probability-of-exceedance plot: measured points, the fitted tail and its
+/// band, the return levels, the threshold and the reference probabilities.
+const MEASURED: RGBColor = RGBColor(31, 119, 180);
+const FITTED: RGBColor = RGBColor(214, 39, 40);
+const LEVELS: RGBColor = RGBColor(20, 20, 20);
+const GUIDE: RGBColor = RGBColor(120, 120, 120);
+/// Opacity of the fitted tail's 95 % band.
+const BAND_ALPHA: f64 = 0.18;
+/// The per-period probabilities every exceedance plot marks with a line.
+pub const REFERENCE_PROBABILITIES: [f64; 2] = [1e-6, 1e-9];
+/// The measured points kept: the next one at least this far along either log axis (decades).
+const THIN_X: f64 = 0.02;
+const THIN_Y: f64 = 0.05;
+
+/// The measured probability per period of a value above each bucket's upper edge (µs,
+/// probability): the values above it over the periods, thinned along both log axes (the last
+/// point, the rarest, always kept); none where no value lies above.
+pub fn exceedance_points(p: &ProbeResult, periods: u64) -> Vec<(f64, f64)> {
+    let total: u64 = p.histogram.buckets.triples().fold(0, |s, t| s.saturating_add(t[2]));
+    let periods = periods.max(total).max(1) as f64;
+    let mut pts: Vec<(f64, f64)> = Vec::new();
+    let mut skipped = None;
+    let mut cum = 0u64;
+    for [_, hi, n] in p.histogram.buckets.triples() {
+        cum = cum.saturating_add(n);
+        let above = total.saturating_sub(cum);
+        if above == 0 {
+            break;
+        }
+        let pt = (hi.max(1) as f64 / 1e3, above as f64 / periods);
+        let far = pts.last().is_none_or(|&(x, y)| (pt.0 / x).log10() >= THIN_X || (y / pt.1).log10() >= THIN_Y);
+        if far {
+            pts.push(pt);
+            skipped = None;
+        } else {
+            skipped = Some(pt);
+        }
+    }
+    pts.extend(skipped);
+    pts
+}
+
+/// The x-axis' end of an exceedance plot (µs) and whether a return level's interval has no
+/// upper end: the highest level's upper bound, or where no upper bound is finite, 10 times the
+/// highest value drawn (measured, level or bound).
+pub fn exceedance_x_end(p: &ProbeResult, f: Option<&Forecast>) -> (f64, bool) {
+    let levels = f.filter(|f| f.applies()).map_or(&[][..], |f| &f.return_levels[..]);
+    let finite = levels.iter().flat_map(|l| [Some(l.level_ns), Some(l.low_ns), l.high_ns]).flatten();
+    let highest = finite.chain(p.max_ns.map(|m| m as f64)).filter(|v| v.is_finite()).fold(1e3, f64::max) / 1e3;
+    let open = levels.iter().any(|l| l.high_ns.is_none());
+    // (no further than an hour, or 1 000 times the worst case: the measured points keep their room)
+    let worst = p.max_ns.map_or(1e3, |m| m as f64 / 1e3);
+    let end = if open { highest * 10.0 } else { highest * 1.5 };
+    (end.min(crate::vocab::units::MOST_LATENCY_NS / 1e3).min(worst * 1e3).max(worst * 1.5), open)
+}
+
+/// The probability of exceedance of one series on one CPU: latency against the probability per
+/// period of a value above it, both axes logarithmic. The measured points from the histogram;
+/// with a forecast that applies, the fitted tail above its threshold (the generalised Pareto
+/// distribution: rate · S(x − u)) with its 95 % band (the range of the survival over the
+/// likelihood's confidence region), the threshold, and the return levels as points with their
+/// intervals as bars; reference lines at 1e-6 and 1e-9 per period.
+pub fn exceedance(title: &str, p: &ProbeResult, f: Option<&Forecast>) -> Result<String, String> {
+    let periods = f.map_or(p.samples.saturating_add(p.missed), |f| f.periods).max(1);
+    let measured = exceedance_points(p, periods);
+    let fit = f.filter(|f| f.applies()).and_then(|f| Some((f, f.fit.as_ref()?, f.threshold_ns? as f64)));
+    let least = p.histogram.buckets.triples().map(|t| t[0]).filter(|&v| v > 0).min().unwrap_or(1_000);
+    let x_lo = decade_floor(least as f64 / 1e3);
+    let (x_hi, _) = exceedance_x_end(p, f);
+    let x_hi = x_hi.max(x_lo * 10.0);
+    let rarest = fit.map_or(1.0, |(f, _, _)| f.return_levels.iter().map(|l| 1.0 / l.periods).fold(1.0, f64::min));
+    let y_lo = decade_floor(rarest.min(1.0 / periods as f64).min(REFERENCE_PROBABILITIES[1]) / 10.0);
+    // Every decade labelled up to 7 of them, else every other one (or third…): labels of a
+    // forecast reaching days would overlap.
+    let step = ((x_hi / x_lo).log10() / 7.0).ceil().max(1.0) as i32;
+    svg(|root| {
+        let mut chart = frame(root, title).build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..2.0).log_scale()).map_err(err)?;
+        chart
+            .configure_mesh()
+            .label_style(("sans-serif", TICK_FONT))
+            .axis_desc_style(("sans-serif", TICK_FONT))
+            .x_desc("latency x (log)")
+            .y_desc("probability per period of a value over x (log)")
+            .x_label_formatter(&|v| decade_label(*v, step))
+            .y_label_formatter(&|v| probability_label(*v))
+            .draw()
+            .map_err(err)?;
+        let mut labels = Vec::new();
+        for (k, &q) in REFERENCE_PROBABILITIES.iter().enumerate() {
+            chart.draw_series(DashedLineSeries::new([(x_lo, q), (x_hi, q)], 6, 6, GUIDE.stroke_width(1))).map_err(err)?;
+            let (x, y) = chart.backend_coord(&(x_lo, q));
+            let text = format!("{} per period", probability_label(q));
+            root.draw(&Text::new(text, (x + 6, y - 18), ("sans-serif", TICK_FONT).into_font().color(&GUIDE))).map_err(err)?;
+            if k == 0 {
+                labels.push(("1e-6 and 1e-9 per period".to_string(), Mark::Dashed(GUIDE.stroke_width(1))));
+            }
+        }
+        if let Some((f, fit, u)) = fit {
+            let rate = f.exceedances as f64 / periods as f64;
+            let u_us = u / 1e3;
+            // The band: per x over the threshold, the least and greatest survival over the
+            // confidence region's boundary (and the fit itself).
+            let steps = 120;
+            let xs: Vec<f64> = (0..=steps).map(|k| u_us * (x_hi / u_us).powf(k as f64 / steps as f64)).collect();
+            let at = |sigma: f64, xi: f64, x: f64| rate * crate::forecast::gpd::survival(sigma, xi, x * 1e3 - u);
+            let clamp = |y: f64| y.clamp(y_lo, 1.0);
+            let (mut upper, mut lower) = (Vec::new(), Vec::new());
+            for &x in &xs {
+                let values = fit.region.iter().map(|&[s, xi]| at(s, xi, x)).chain([at(fit.scale_ns, fit.shape, x)]);
+                let (lo, hi) = values.fold((f64::MAX, 0f64), |(a, b), v| (a.min(v), b.max(v)));
+                if hi < y_lo {
+                    break;
+                }
+                upper.push((x, clamp(hi)));
+                lower.push((x, clamp(lo)));
+            }
+            let band: Vec<(f64, f64)> = upper.iter().copied().chain(lower.iter().rev().copied()).collect();
+            if band.len() >= 3 {
+                chart.draw_series([Polygon::new(band, FITTED.mix(BAND_ALPHA).filled())]).map_err(err)?;
+                labels.push(("95 % band of the fitted tail".to_string(), Mark::Patch(FITTED.mix(BAND_ALPHA))));
+            }
+            let mut line = Vec::new();
+            for &x in &xs {
+                let y = at(fit.scale_ns, fit.shape, x);
+                line.push((x, clamp(y)));
+                if y < y_lo {
+                    break;
+                }
+            }
+            chart.draw_series(LineSeries::new(line, FITTED.stroke_width(2))).map_err(err)?;
+            labels.push((format!("fitted tail ({} tail)", fit.tail), Mark::Line(FITTED.stroke_width(2))));
+            chart.draw_series(DashedLineSeries::new([(u_us, y_lo), (u_us, 1.0)], 5, 4, FITTED.stroke_width(1))).map_err(err)?;
+            labels.push((
+                format!("threshold {}", crate::vocab::units::Nanos(u.round() as u64)),
+                Mark::Dashed(FITTED.stroke_width(1)),
+            ));
+            let font = ("sans-serif", TICK_FONT).into_font().color(&LEVELS);
+            for l in &f.return_levels {
+                let y = 1.0 / l.periods;
+                // (what lies past the axis' end is drawn to its edge, with an arrow: nothing is
+                // drawn outside the plot)
+                let a = (l.low_ns / 1e3).min(x_hi);
+                let beyond = l.high_ns.is_none_or(|h| h / 1e3 > x_hi);
+                let b = l.high_ns.map_or(x_hi, |h| h / 1e3).min(x_hi);
+                let style = LEVELS.stroke_width(2);
+                chart.draw_series(LineSeries::new([(a, y), (b, y)], style)).map_err(err)?;
+                let ((xa, ya), (xb, _)) = (chart.backend_coord(&(a, y)), chart.backend_coord(&(b, y)));
+                if l.low_ns / 1e3 < x_hi {
+                    root.draw(&PathElement::new(vec![(xa, ya - 5), (xa, ya + 5)], style)).map_err(err)?;
+                }
+                if beyond {
+                    // No upper end, or one past the axis: an arrow at the plot's edge.
+                    root.draw(&PathElement::new(vec![(xb - 8, ya - 5), (xb, ya), (xb - 8, ya + 5)], style)).map_err(err)?;
+                } else {
+                    root.draw(&PathElement::new(vec![(xb, ya - 5), (xb, ya + 5)], style)).map_err(err)?;
+                }
+                let centre = chart.backend_coord(&((l.level_ns / 1e3).min(x_hi), y));
+                if l.level_ns / 1e3 <= x_hi {
+                    root.draw(&Circle::new(centre, 5, LEVELS.filled())).map_err(err)?;
+                }
+                let horizon = match l.horizon.as_str() {
+                    "1h" => "hour",
+                    "1d" => "day",
+                    "1y" => "year",
+                    other => other,
+                };
+                let text = format!("once per {}", crate::vocab::shown(horizon));
+                // (a label of a level at the edge stays inside the plot)
+                let (x_edge, _) = chart.backend_coord(&(x_hi, y));
+                root.draw(&Text::new(text, ((centre.0 - 36).min(x_edge - 110), ya - 24), font.clone())).map_err(err)?;
+            }
+            if !f.return_levels.is_empty() {
+                labels.push(("return levels with 95 % intervals".to_string(), Mark::DotBar(LEVELS)));
+            }
+        }
+        chart.draw_series(measured.iter().map(|&pt| Circle::new(pt, 3, MEASURED.filled()))).map_err(err)?;
+        labels.insert(0, ("measured".to_string(), Mark::Dot(MEASURED)));
+        legend(root, &labels)
+    })
+}
+
+/// A latency axis' label at its powers of ten whose exponent is a multiple of `step` (none
+/// between): a duration (`100 µs`, `10 s`), from 100 s on in minutes, hours or days (`17 min`,
+/// `2.8 h`, `12 days`).
+fn decade_label(us: f64, step: i32) -> String {
+    let e = us.log10();
+    if !us.is_finite() || us <= 0.0 || (e - e.round()).abs() > 1e-6 || (e.round() as i32).rem_euclid(step) != 0 {
+        return String::new();
+    }
+    if us < 100e6 {
+        return duration_label(us);
+    }
+    crate::vocab::length::span(us * 1e3)
+}
+
+/// A probability (an axis' value): its power of ten as `1e-6` (and `1`); none between them.
+fn probability_label(p: f64) -> String {
+    let e = p.log10();
+    if !p.is_finite() || p <= 0.0 || (e - e.round()).abs() > 1e-6 {
+        return String::new();
+    }
+    match e.round() as i32 {
+        e if e >= 0 => "1".to_string(),
+        e => format!("1e{e}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -548,6 +817,16 @@ mod tests {
         assert_eq!(duration_label(0.5), "500 ns");
         assert_eq!(count_label(20000.0), "20k");
         assert_eq!(count_label(0.5), "");
+        assert_eq!(decade_label(1e3, 1), "1 ms");
+        assert_eq!(decade_label(1e9, 1), "17 min");
+        assert_eq!(decade_label(1e12, 1), "12 days");
+        assert_eq!(decade_label(1e15, 1), "32 years");
+        assert_eq!(decade_label(1e9, 2), "");
+        assert_eq!(decade_label(2e3, 1), "");
+        assert_eq!(probability_label(1e-6), "1e-6");
+        assert_eq!(probability_label(0.1), "1e-1");
+        assert_eq!(probability_label(1.0), "1");
+        assert_eq!(probability_label(3e-6), "");
     }
 
     #[test]

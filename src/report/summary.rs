@@ -1,10 +1,12 @@
 //! The summary printed at the end of a run: how it was obtained, one row per CPU and one for
 //! all CPUs (µs with sub-µs precision), the worst case, the shortest supported cycle time,
-//! the verdict with every failed check, and the warnings.
+//! whether the run was long enough (`long_enough`: convergence and forecast per CPU), the
+//! verdict with every failed check, and the warnings.
 
 use super::shown;
 use crate::result::{ProbeResult, RunResult, Status};
 use crate::vocab::cpus::format_cpu_list;
+pub(super) use crate::vocab::length::{grouped, significant, span};
 use crate::vocab::percentiles::{Percentile, REPORTED};
 use crate::vocab::units::{opt_us, us, Nanos};
 use std::fmt::Write;
@@ -163,40 +165,6 @@ fn pace(r: &RunResult, label: &str) -> Option<Pace> {
     }
 }
 
-/// A long time as a reader plans a run: two significant digits in s, min, h or days.
-fn span(ns: f64) -> String {
-    let s = ns / 1e9;
-    if s < 1.0 {
-        return Nanos(ns.round() as u64).to_string();
-    }
-    let (v, unit) = match s {
-        s if s < 60.0 => (s, "s"),
-        s if s < 3600.0 => (s / 60.0, "min"),
-        s if s < 2.0 * 86400.0 => (s / 3600.0, "h"),
-        s => (s / 86400.0, "days"),
-    };
-    format!("{} {unit}", significant(v))
-}
-
-/// Two significant digits (at least the whole part): 1.7, 17, 170.
-fn significant(v: f64) -> String {
-    let t = if v < 10.0 { format!("{v:.1}") } else { format!("{v:.0}") };
-    t.strip_suffix(".0").map_or(t.clone(), str::to_string)
-}
-
-/// A count with its thousands apart: `1 000 000`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
-}
-
 fn row(p: &ProbeResult, columns: &[&'static Percentile]) -> Vec<String> {
     [p.label(), p.cpu.map_or("all".to_string(), |c| c.to_string()), p.samples.to_string(), p.missed.to_string()]
         .into_iter()
@@ -239,6 +207,17 @@ pub(super) fn how_obtained(r: &RunResult, board: bool) -> String {
     );
     s += &tuned_lines(&r.tuning);
     let _ = writeln!(s, "{}", measured_line(r));
+    if let Some(c) = &r.continuous {
+        // A rotated run: where it lies in its continuous measurement.
+        let _ = writeln!(
+            s,
+            "part {} of series {}, rotated every {}, {} into the series",
+            c.index,
+            c.series.to_string().get(..8).unwrap_or_default(),
+            Nanos(c.rotate_ns),
+            Nanos(c.offset_ns)
+        );
+    }
     let p = &sys.preemption;
     let mode = p.dynamic_mode.as_ref().map_or(String::new(), |m| format!(", mode {}", shown(m)));
     let preemption = if unknown("system.preemption") {
@@ -445,13 +424,25 @@ pub fn render_after(r: &RunResult, said: &[String]) -> String {
     if let Some(line) = r.verdict.shortest_cycle_sentence() {
         let _ = writeln!(s, "{line}.");
     }
+    s += &super::long_enough::section(r);
     s += &super::reference::render(r);
     let _ = writeln!(s, "Verdict: {}", shown(&r.verdict.headline()));
     for rule in &r.verdict.rules {
         let _ = writeln!(s, "  rule: {}", shown(rule));
     }
+    for line in &r.verdict.support {
+        s += &super::long_enough::wrap(&format!("length: {}", shown(line)), "  ", "    ");
+    }
     for ch in r.verdict.checks.iter().filter(|c| !c.passed) {
-        let _ = writeln!(s, "  failed: {:<18} {:<12} observed {}", shown(&ch.expr), shown(&ch.scope), shown(&ch.observed));
+        // ("not judged: why" stands for itself, without "observed")
+        let observed = if ch.observed_value.is_none() && ch.observed.starts_with("not judged") { "" } else { "observed " };
+        let line = format!("failed: {:<18} {:<12} {observed}{}", shown(&ch.expr), shown(&ch.scope), shown(&ch.observed));
+        // (a long observation — a reason it was not judged — is wrapped at 80 columns)
+        if line.chars().count() + 2 <= 80 {
+            let _ = writeln!(s, "  {line}");
+        } else {
+            s += &super::long_enough::wrap(&line, "  ", "    ");
+        }
     }
     if !r.phases.is_empty() {
         let _ = writeln!(s, "\nPer phase (all CPUs; latencies in µs; times from the start of the run):");

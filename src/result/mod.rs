@@ -10,6 +10,7 @@
 
 pub mod board;
 pub mod findings;
+pub mod forecast;
 pub mod histogram;
 pub mod imported;
 pub mod load;
@@ -84,6 +85,22 @@ pub struct CheckResult {
     pub findings: Vec<Finding>,
 }
 
+/// Where a rotated run lies in its continuous measurement (`rtgauge run --rotate`): one series
+/// of consecutive runs, measured without a gap, each closing its part of the measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Continuity {
+    /// The series: one per start of rtgauge (a restart begins a new one).
+    pub series: uuid::Uuid,
+    /// Its place in the series, from 0.
+    pub index: u64,
+    /// The run before it in the series (none for the first).
+    pub previous: Option<uuid::Uuid>,
+    /// Where it starts, from the start of the series' period 0 (its offsets count from there).
+    pub offset_ns: u64,
+    /// The rotation (`--rotate`).
+    pub rotate_ns: u64,
+}
+
 /// Whether the run measured everything it planned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -145,6 +162,9 @@ pub struct RunResult {
     /// `--trace`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<trace::TraceReport>,
+    /// A rotated run's place in its continuous measurement (`--rotate`; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuous: Option<Continuity>,
     /// Everything that weakens the result (no mlockall, SCHED_OTHER, samples lost to the
     /// collector, ...), one sentence each.
     pub warnings: Vec<String>,
@@ -287,6 +307,14 @@ pub struct ProbeResult {
     /// of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<timeline::TimelineData>,
+    /// When each new maximum came and whether it is still rising (per CPU, from the timeline;
+    /// absent in phases, combined entries, runs without a timeline and older documents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub convergence: Option<forecast::Convergence>,
+    /// The forecast of the tail (per CPU, for latency series; absent elsewhere and in older
+    /// documents, which get it when shown). See docs/forecast.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forecast: Option<forecast::Forecast>,
     pub histogram: histogram::HistogramData,
 }
 

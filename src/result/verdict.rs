@@ -36,6 +36,12 @@ pub struct Verdict {
     /// time and in documents of older versions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<String>,
+    /// What the run's length supports of each latency claim (a cycle time's budget, `max<B`, a
+    /// percentile's bound, a forecast's level), one sentence per claim and series: the rule of
+    /// three's per-period probability, the periods a claim of 1e-6 and 1e-9 needs, and when the
+    /// run was too short for it. Absent without criteria and in documents of older versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub support: Vec<String>,
 }
 
 impl Verdict {

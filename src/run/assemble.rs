@@ -34,21 +34,25 @@ pub(super) fn run_result(
     system: SystemInfo,
     findings: Vec<crate::result::findings::Finding>,
     mut warnings: Vec<String>,
+    continuity: Option<(crate::result::Continuity, SystemTime)>,
 ) -> RunResult {
     let interrupted_by = interrupts.which();
-    let end_ns = measured.end_ns;
-    let complete = interrupted_by.is_none() && end_ns == resolved.total_ns;
+    let complete = interrupted_by.is_none() && measured.end_ns == resolved.total_ns;
     let status = if complete { Status::Complete } else { Status::Partial };
     warnings.extend(measurement_warnings(&measured.collector, &resolved.probes, system.mlockall_obtained));
     warnings.extend(load_failure_warnings(&released.loads));
+    // A rotated run's last part counts from its own start.
+    let origin = measured.collector.origin_ns;
+    let end_ns = measured.end_ns.saturating_sub(origin);
     let measured_ns = measured_ns(&measured.probes, &measured.collector, end_ns);
-    assemble(Assembly {
+    let started_at = continuity.as_ref().map_or(measured.started_at, |c| c.1);
+    let mut run = assemble(Assembly {
         plan,
         resolved,
         collector: &mut measured.collector,
         status,
         interrupted_by,
-        times: (measured.started_at, released.ended_at, measured.probes.start_ns, end_ns),
+        times: (started_at, released.ended_at, measured.probes.start_ns + origin, end_ns),
         measured_ns,
         command_line,
         system,
@@ -58,7 +62,87 @@ pub(super) fn run_result(
         loads: released.loads,
         containment: released.containment,
         warnings: once(warnings),
-    })
+    });
+    if let Some((c, _)) = continuity {
+        as_part(&mut run, c, resolved);
+    }
+    run
+}
+
+/// A part of a rotated run, closed while measuring goes on (see `aggregate::segment`).
+pub struct Part {
+    /// Its accounts, closed at its end.
+    pub collector: Collector,
+    /// Where it lies in the series, and the UUID its result takes (the next part names it).
+    pub continuity: crate::result::Continuity,
+    pub uuid: Option<uuid::Uuid>,
+    /// Its end, from the start of period 0.
+    pub end_ns: u64,
+    /// When it started and ended (wall clock), and CLOCK_MONOTONIC at the start of period 0.
+    pub times: (SystemTime, SystemTime),
+    pub start_ns: u64,
+    /// The loads and the tuning so far.
+    pub loads: Vec<crate::result::load::LoadRecord>,
+    pub tuning: Vec<crate::result::tuning::TuningRecord>,
+}
+
+/// The result of a closed part of a rotated run: a complete run of its own, from its start to
+/// its end, with its verdict and forecast.
+pub(super) fn part_result(
+    plan: &RunPlan,
+    resolved: &Resolved,
+    mut part: Part,
+    system: SystemInfo,
+    findings: Vec<crate::result::findings::Finding>,
+    command_line: Vec<String>,
+) -> RunResult {
+    let origin = part.collector.origin_ns;
+    let end_ns = part.end_ns.saturating_sub(origin);
+    let measured_ns = part
+        .collector
+        .accounts
+        .iter()
+        .map(|a| end_ns.saturating_sub(a.schedule.warmup_periods * a.schedule.interval_ns))
+        .max()
+        .unwrap_or(0);
+    let mut warnings = measurement_warnings(&part.collector, &resolved.probes, system.mlockall_obtained);
+    warnings.extend(load_failure_warnings(&part.loads));
+    let mut run = assemble(Assembly {
+        plan,
+        resolved,
+        collector: &mut part.collector,
+        status: Status::Complete,
+        interrupted_by: None,
+        times: (part.times.0, part.times.1, part.start_ns + origin, end_ns),
+        measured_ns,
+        command_line,
+        system,
+        findings,
+        tuning: part.tuning,
+        trace: None,
+        loads: part.loads,
+        containment: None,
+        warnings: once(warnings),
+    });
+    as_part(&mut run, part.continuity, resolved);
+    run
+}
+
+/// Marks `run` as a part of its series: its place, and its configuration's length its own.
+fn as_part(run: &mut RunResult, continuity: crate::result::Continuity, resolved: &Resolved) {
+    let span = run.measured_ns;
+    run.config.duration_ns = Some(span);
+    run.config.loops = None;
+    for (p, plan) in run.config.probes.iter_mut().zip(&resolved.probes) {
+        let first = continuity.index == 0;
+        let warmup = if first { plan.probe.schedule().warmup_periods } else { 0 };
+        p.warmup_periods = warmup;
+        p.periods = warmup + span / p.interval_ns.max(1);
+    }
+    if continuity.index > 0 {
+        run.config.warmup.periods = 0;
+    }
+    run.continuous = Some(continuity);
 }
 
 /// What assembling asks of the resolved plan: each series' figures (with a noise probe's per
@@ -192,8 +276,19 @@ fn assemble(a: Assembly) -> RunResult {
             .map(|p| (p.probe.name().to_string(), p.cpus.clone(), p.probe.schedule().interval_ns))
             .collect(),
     };
-    let verdict = verdict::evaluate(&per_thread, &combined, plan.cycle_time_ns, plan.budget, &plan.requirements, &facts);
-    RunResult {
+    // The verdict comes last: a requirement may bound a forecast, which is made from the whole
+    // document (the configuration's intervals, the phases).
+    let pending = crate::result::Verdict {
+        passed: false,
+        criteria_given: false,
+        cycle_time_ns: None,
+        budget_percent: (plan.budget * 1000.0).round() / 10.0,
+        shortest_cycle_time_ns: None,
+        checks: Vec::new(),
+        rules: Vec::new(),
+        support: Vec::new(),
+    };
+    let mut run = RunResult {
         uuid: Some(uuid::Uuid::new_v4()),
         board: None,
         schema: SCHEMA.to_string(),
@@ -206,7 +301,7 @@ fn assemble(a: Assembly) -> RunResult {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         command_line: a.command_line,
         imported: None,
-        config: config(plan, resolved, verdict.budget_percent),
+        config: config(plan, resolved, pending.budget_percent),
         system: a.system,
         findings: a.findings,
         tuning: a.tuning,
@@ -215,10 +310,14 @@ fn assemble(a: Assembly) -> RunResult {
         phases,
         probes: per_thread,
         combined,
-        verdict,
+        verdict: pending,
         trace: a.trace,
+        continuous: None,
         warnings: a.warnings,
-    }
+    };
+    crate::forecast::analyse(&mut run);
+    run.verdict = verdict::evaluate(&run.probes, &run.combined, plan.cycle_time_ns, plan.budget, &plan.requirements, &facts);
+    run
 }
 
 /// Each phase of the timeline with every probe's figures in it, per thread and combined.

@@ -23,6 +23,9 @@ pub(super) fn resolve_cpus(plan: &RunPlan, system: &SystemInfo) -> Result<Vec<us
         None if system.allowed_cpus.is_empty() => {
             bail!("this process may run on no online CPU; check its affinity (taskset -p $$)")
         }
+        // A continuous run's own work (a server, rotated runs kept) needs a CPU it does not
+        // measure: by default the first one it may use is left to it.
+        None if plan.continuous.works_while_measuring() && system.allowed_cpus.len() > 1 => Ok(system.allowed_cpus[1..].to_vec()),
         None => Ok(system.allowed_cpus.clone()),
         Some(cpus) => {
             check_cpus("--cpus", cpus, system)?;
@@ -96,7 +99,9 @@ pub(super) fn result_size_estimate(resolved: &Resolved) -> u64 {
     let threads: u64 = resolved.probes.iter().map(|p| (probe::series_count(&*p.probe) * p.cpus.len()) as u64).sum();
     let series = resolved.series().count() as u64;
     let phases = phase_bounds(resolved).len() as u64 + 1;
-    let windows = resolved.total_ns.div_ceil(resolved.window_ns.max(1));
+    // (A rotated run keeps one part's timeline at a time.)
+    let span = resolved.rotate_ns.unwrap_or(resolved.total_ns).min(resolved.total_ns);
+    let windows = span.div_ceil(resolved.window_ns.max(1));
     let figures = (threads + series).saturating_mul(phases + 1).saturating_mul(8 << 10);
     let timelines = threads.saturating_mul(windows).saturating_mul(128);
     (256u64 << 10).saturating_add(figures).saturating_add(timelines)

@@ -69,6 +69,17 @@ impl Outputs {
         }
     }
 
+    /// The store, taken for the keeper of a rotated run's parts (given back with `put_store`).
+    pub(super) fn take_store(&mut self) -> Option<Store> {
+        self.store.take()
+    }
+
+    /// The store given back by the keeper (`None`: it was lost with the keeper's thread; the
+    /// last part then goes to a rescue file).
+    pub(super) fn put_store(&mut self, store: Option<Store>) {
+        self.store = store;
+    }
+
     /// The warnings gathered so far, for the result (which keeps each once: see `assemble`).
     pub(super) fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.warnings)
@@ -124,6 +135,72 @@ pub(super) fn say(to_stderr: bool, text: &str) -> std::io::Result<()> {
         let mut out = std::io::stdout().lock();
         out.write_all(text.as_bytes()).and_then(|()| out.flush())
     }
+}
+
+/// Keeps a closed part of a rotated run while measuring goes on: in the store (a shared one
+/// through the spool, delivered here), else in a rescue file; the sentence that says where.
+pub(super) fn keep_part(result: &mut RunResult, store: Option<&Store>, keep: &store::Request) -> String {
+    let Some(store) = store else { return "not stored (--no-store)".into() };
+    let label = keep.label.as_deref();
+    if let Some(location) = keep.location.as_ref().filter(|l| matches!(l, store::Location::Postgres(_))) {
+        let uuid = result.uuid.map(|u| u.to_string()).unwrap_or_default();
+        return match store::spool::keep(result, location, label, None) {
+            Ok(file) => match store::spool::deliver(store, location) {
+                Ok(d) => match d.of(&uuid) {
+                    Some(a) => format!("stored as run {} in {}", a.id, store.shown()),
+                    None => format!(
+                        "waits in the spool {} ({})",
+                        file.display(),
+                        d.stopped.as_deref().unwrap_or("the delivery stopped before it")
+                    ),
+                },
+                Err(e) => format!("waits in the spool {} ({e})", file.display()),
+            },
+            Err(e) => rescued(result, store, &e),
+        };
+    }
+    match store.save(result, label, None, None) {
+        Ok(saved) => format!("stored as run {} in {}", saved.id, store.shown()),
+        Err(e) => rescued(result, store, &e),
+    }
+}
+
+/// A part the store did not take, saved to a rescue file: the sentence that says so.
+fn rescued(result: &RunResult, store: &Store, why: &str) -> String {
+    match store::rescue(result, store.rescue_dir()) {
+        Ok(file) => format!(
+            "not stored ({why}); saved to '{}': 'rtgauge import {} --db {}' stores it",
+            file.display(),
+            file.display(),
+            store.shown()
+        ),
+        Err(e) => format!("not stored ({why}); {e}"),
+    }
+}
+
+/// Says a closed part in a line on standard error: its place in the series, its span, its
+/// worst case and missed periods, its verdict, where it was kept.
+pub(super) fn say_part(result: &RunResult, kept: &str) {
+    let Some(c) = &result.continuous else { return };
+    let hms = |t: &str| t.get(11..19).unwrap_or(t).to_string();
+    let worst = result.probes.iter().filter(|p| p.in_worst_case()).filter_map(|p| p.max_ns).max();
+    let missed: u64 = result.probes.iter().filter(|p| p.in_worst_case()).map(|p| p.missed).sum();
+    let verdict = match (result.verdict.criteria_given, result.verdict.passed) {
+        (false, _) => "no criteria",
+        (true, true) => "passed",
+        (true, false) => "failed",
+    };
+    let worst = worst.map_or("no value".to_string(), |w| format!("worst {}", crate::vocab::units::Nanos(w)));
+    let _ = say(
+        true,
+        &format!(
+            "rtgauge: series {}, part {} ({}–{} UTC): {verdict}\n  {worst}, {missed} missed; {kept}\n",
+            c.series.to_string().get(..8).unwrap_or_default(),
+            c.index,
+            hms(&result.started_at),
+            hms(&result.ended_at),
+        ),
+    );
 }
 
 /// Where a run's result was kept.

@@ -40,6 +40,7 @@ pub(super) fn run(
     interrupts: &Interrupts,
     held: &mut Held,
     warnings: &mut Vec<String>,
+    beside: &mut super::continuous::Beside,
 ) -> Measured {
     let started_at = SystemTime::now();
     let mut probes = prepared.go(sys::time::monotonic_ns() + START_MARGIN_NS);
@@ -57,8 +58,11 @@ pub(super) fn run(
         })
         .collect();
     let mut collector = Collector::new(&series, &bounds).with_timeline(resolved.window_ns);
+    beside.started(&mut collector, resolved, &probes, started_at);
     let mut trace = held.trace.take();
-    let end_ns = measure(plan, resolved, &mut probes, &mut collector, loads, interrupts, &mut trace);
+    let end_ns = measure(plan, resolved, &mut probes, &mut collector, loads, interrupts, &mut trace, held, beside);
+    // The figures at the end, served while the result is made and kept.
+    beside.publish_final(&collector, loads);
     let trace = trace.map(|t| t.finish(|i| series_names(resolved, &probes, i), probes.start_ns));
     finish_watchdog(watchdog, warnings);
     Measured { started_at, probes, collector, end_ns, trace }
@@ -104,7 +108,9 @@ pub(super) fn coordinate(
 /// Collects until every period is accounted for, the run is stopped, or a thread is held off
 /// its CPU past the planned end; then stops the loads (which frees any CPU they held), gives
 /// the threads a bounded grace, and closes every account. Returns where the measurement ended
-/// (from the start of period 0): the planned end unless stopped early.
+/// (from the start of period 0): the planned end unless stopped early. A continuous run's
+/// parts are closed and its figures published on the way (`beside`).
+#[allow(clippy::too_many_arguments)]
 fn measure(
     plan: &RunPlan,
     resolved: &Resolved,
@@ -113,6 +119,8 @@ fn measure(
     loads: &mut LoadSet,
     interrupts: &Interrupts,
     trace: &mut Option<crate::trace::Session>,
+    held: &Held,
+    beside: &mut super::continuous::Beside,
 ) -> u64 {
     let planned_end_ns = probes.start_ns + resolved.total_ns;
     let total = Duration::from_nanos(resolved.total_ns);
@@ -122,11 +130,12 @@ fn measure(
     // The rings hold seconds of facts: draining ten times a second keeps the collector's own
     // wake-ups (which disturb the measured CPUs too) rare. Near the planned end it wakes
     // sooner, so a run ends as soon as its last period is measured.
-    let stopped_at = coordinate(loads, interrupts, 100, |now, _| {
+    let stopped_at = coordinate(loads, interrupts, 100, |now, loads| {
         collector.drain(probes);
         if let Some(t) = trace.as_mut() {
             t.poll();
         }
+        let beside_wake = beside.step(now, probes, collector, loads, &|| held.tuning_so_far());
         if probes.all_finished() || now >= planned_end_ns + END_SLACK.as_nanos() as u64 {
             return None;
         }
@@ -137,10 +146,14 @@ fn measure(
             let warming = elapsed.as_nanos() < u128::from(plan.warmup_periods() * plan.interval_ns);
             view.update(elapsed, Some(total), warming, &labels, &figures);
         }
-        Some(if now < planned_end_ns { planned_end_ns } else { planned_end_ns + END_SLACK.as_nanos() as u64 })
+        let wake = if now < planned_end_ns { planned_end_ns } else { planned_end_ns + END_SLACK.as_nanos() as u64 };
+        Some(beside_wake.map_or(wake, |b| b.min(wake)))
     });
     // Threads still measuring end at their next wake-up; loads end now, freeing their CPUs.
     interrupts.stop.store(true, Ordering::Relaxed);
+    // A stop between a cut and its part's close: the open part goes on to the stop (its facts
+    // after the cut are drained into it, none counted missed).
+    collector.uncut();
     if let Some(view) = live {
         view.finish();
     }
@@ -156,7 +169,7 @@ fn measure(
     // CPU no longer counts).
     sys::mem::unlock_all_memory();
     sys::mem::release_code_pages();
-    let end_ns = stopped_at.map_or(resolved.total_ns, |t| stopped_end_ns(probes, collector, t));
+    let end_ns = stopped_at.map_or(resolved.total_ns, |t| stopped_end_ns(probes, collector, t)).max(collector.origin_ns);
     for i in 0..probes.keys.len() {
         collector.close(i, &probes.counters[i], probes.finished(i), end_ns);
     }
@@ -166,6 +179,7 @@ fn measure(
 /// How long was measured after the warm-up, as the threads did it: the longest any thread
 /// measured after its own warm-up (a probe's `warmup=` included), up to where it stopped (a rate
 /// sweep stops after its first failed rate; a thread held off its CPU measured to `end_ns`).
+/// `end_ns` counts from the collector's start (a rotated run's part counts from its own).
 pub(super) fn measured_ns(probes: &RunningProbes, collector: &Collector, end_ns: u64) -> u64 {
     (0..probes.keys.len())
         .map(|i| {
@@ -174,7 +188,7 @@ pub(super) fn measured_ns(probes: &RunningProbes, collector: &Collector, end_ns:
                 // Periods the thread went through; one a load held off its CPU went through
                 // none, and its periods were counted missed for it: those.
                 let c = &collector.accounts[i];
-                let done = match probes.counters[i].periods_done.load(Ordering::Relaxed) {
+                let done = match probes.counters[i].periods_done.load(Ordering::Relaxed).saturating_sub(c.span.base) {
                     0 => c.run.samples + c.run.missed + c.warmup_samples + c.warmup_missed,
                     n => n,
                 };
@@ -195,7 +209,8 @@ fn stopped_end_ns(probes: &RunningProbes, collector: &Collector, noticed_ns: u64
         .filter(|&i| probes.finished(i))
         .map(|i| probes.counters[i].periods_done.load(Ordering::Relaxed) * collector.accounts[i].schedule.interval_ns)
         .max();
-    let planned = collector.accounts.iter().map(|a| a.schedule.periods * a.schedule.interval_ns).max().unwrap_or(0);
+    let planned =
+        collector.accounts.iter().map(|a| (a.schedule.periods + a.span.base) * a.schedule.interval_ns).max().unwrap_or(0);
     ran.filter(|&t| t > 0).unwrap_or(noticed_ns.saturating_sub(probes.start_ns)).min(planned)
 }
 

@@ -11,10 +11,13 @@
 //! - [`keep`]: the outputs opened before measuring, and the result reported and kept after;
 //! - [`setup`]: memory, tuning, trace, measurement threads and loads set up;
 //! - [`measure`]: the coordinator's loop and the end of the measurement;
+//! - [`continuous`]: what a continuous run does beside measuring (rotated parts closed and
+//!   kept, live metrics published and served), on CPUs it does not measure;
 //! - [`warnings`]: the warnings' texts; [`assemble`]: the result document.
 
 pub mod assemble;
 pub mod checks;
+pub mod continuous;
 pub mod keep;
 pub mod load_only;
 pub mod measure;
@@ -25,6 +28,7 @@ pub mod warnings;
 
 use crate::scenario::RunPlan;
 use crate::store;
+use crate::vocab;
 use anyhow::Result;
 
 pub use load_only::{load_only, LoadPlan};
@@ -46,6 +50,14 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     );
     // The JSON destination and the store are checked before anything runs; the warnings known
     // before measuring are said.
+    // A continuous run's own work (rotated parts kept, metrics) runs on CPUs it does not
+    // measure; the metrics' address is bound and their file's directory checked before
+    // anything is opened or written.
+    let own_cpus = continuous::own_cpus(&plan, &resolved, &system)?;
+    let outlets = match &plan.continuous.metrics {
+        Some(m) => Some(crate::metrics::serve::Outlets::open(m.listen, m.file.as_deref()).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
     let mut outputs = keep::Outputs::open(&plan, &resolved, &system, &keep)?;
     // The board as it describes itself, its kernel configuration compared with its last stored run's.
     let (mut board, kernel_config) =
@@ -54,10 +66,73 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     let mut held = setup::hold(&plan, &mut system, &resolved.cpus, &command_line, &mut outputs.warnings)?;
     // The measurement threads are ready (pinned, at their priority) before any load starts.
     let prepared = setup::probes(&plan, &resolved, &interrupts, &mut system, &mut held)?;
+    let slot = outlets.as_ref().map(|_| std::sync::Arc::new(crate::metrics::Slot::new()));
+    if let (Some(o), Some(slot)) = (outlets, &slot) {
+        let cpus = own_cpus.clone();
+        if let Some(addr) = o.address() {
+            continuous::say(&format!("rtgauge: metrics at http://{addr}/metrics"));
+        }
+        o.start(std::sync::Arc::clone(slot), resolved.window_ns, move || continuous::confine_here(&cpus))?;
+    }
     let (mut loads, watchdog) = setup::loads(&plan, &resolved, &held, &interrupts, &mut outputs.warnings)?;
-    let measured = measure::run(&plan, &resolved, prepared, &mut loads, watchdog, &interrupts, &mut held, &mut outputs.warnings);
-    // Everything tuned is put back here (the PM QoS request released), before the end-of-run work.
-    let (released, _guardian) = setup::release(held, &mut loads, &mut outputs.warnings);
+    let rotated = plan.continuous.rotate_ns.is_some();
+    let (measured, last_part, store, released, _guardian) = std::thread::scope(|scope| {
+        let (parts, keeper) = match rotated {
+            true => {
+                let (tx, handle) = continuous::keeper(
+                    scope,
+                    &plan,
+                    &resolved,
+                    &system,
+                    &findings,
+                    &board,
+                    &keep,
+                    outputs.take_store(),
+                    own_cpus.clone(),
+                    command_line.clone(),
+                );
+                (Some(tx), Some(handle))
+            }
+            false => (None, None),
+        };
+        let mut beside = continuous::Beside::new(&plan, &resolved, &system, &board.name, parts, slot.clone());
+        if rotated {
+            continuous::say(&format!(
+                "rtgauge: a new series {} begins: a run is kept every {}",
+                beside.series().to_string().get(..8).unwrap_or_default(),
+                vocab::units::Nanos(plan.continuous.rotate_ns.unwrap_or(0))
+            ));
+        }
+        let measured = measure::run(
+            &plan,
+            &resolved,
+            prepared,
+            &mut loads,
+            watchdog,
+            &interrupts,
+            &mut held,
+            &mut outputs.warnings,
+            &mut beside,
+        );
+        let last_part = beside.last_part();
+        drop(beside);
+        // Everything tuned is put back here (the PM QoS request released) and the loads are
+        // stopped, before the end-of-run work: before the keeper has kept the last parts closed
+        // (a slow shared store must not hold the tuning).
+        let (released, guardian) = setup::release(held, &mut loads, &mut outputs.warnings);
+        let store = keeper.and_then(|k| k.join().ok()).flatten();
+        (measured, last_part, store, released, guardian)
+    });
+    if rotated {
+        outputs.put_store(store);
+    }
+    // The metrics file holds the figures at the end.
+    if let (Some(path), Some(s)) = (plan.continuous.metrics.as_ref().and_then(|m| m.file.as_ref()), slot.and_then(|s| s.latest()))
+    {
+        if let Err(e) = crate::metrics::serve::write_file(path, &crate::metrics::expo::render(&s, false)) {
+            outputs.warnings.push(format!("--metrics-file {}: the last figures were not written ({e})", path.display()));
+        }
+    }
     let mut result = assemble::run_result(
         &plan,
         &resolved,
@@ -68,6 +143,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
         system,
         findings,
         outputs.take_warnings(),
+        last_part,
     );
     result.board = Some(board);
     keep::report_and_keep(result, outputs, &keep, kernel_config)

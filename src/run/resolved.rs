@@ -22,6 +22,8 @@ pub struct Resolved {
     pub load_source: &'static str,
     /// The timeline's window.
     pub window_ns: u64,
+    /// `--rotate`: a part closed every so often (its own run).
+    pub rotate_ns: Option<u64>,
 }
 
 impl Resolved {
@@ -83,8 +85,34 @@ fn resolve(plan: &RunPlan, system: &SystemInfo) -> Result<Resolved> {
     let (load_specs, load_source) = resolve_loads(plan, system)?;
     let total_ns = probes.iter().map(|p| p.probe.schedule().periods * p.probe.schedule().interval_ns).max().unwrap_or(0);
     let total_ns = total_ns.max(plan.total_ns());
-    let window_ns = timeline_window(plan.window_ns, &probes, total_ns)?;
-    Ok(Resolved { probes, cpus: all, total_ns, load_specs, load_source, window_ns })
+    // A rotated run's timeline is each part's: windows for the rotation's length.
+    let window_ns = timeline_window(plan.window_ns, &probes, plan.continuous.rotate_ns.unwrap_or(total_ns).min(total_ns))?;
+    let rotate_ns = plan.continuous.rotate_ns;
+    let resolved = Resolved { probes, cpus: all, total_ns, load_specs, load_source, window_ns, rotate_ns };
+    if plan.continuous.rotate_ns.is_some() {
+        check_rotation(&resolved)?;
+    }
+    Ok(resolved)
+}
+
+/// A rotated run's parts are runs of their own without phases: a load's phase (`@30s..90s`)
+/// or a probe's steps (a rate sweep) would cut across them.
+fn check_rotation(resolved: &Resolved) -> Result<()> {
+    if let Some(s) = resolved.load_specs.iter().find(|s| s.start_ns.is_some() || s.end_ns.is_some()) {
+        anyhow::bail!(
+            "--load '{}' has a phase, and --rotate closes a run every so often: a phase would cut across \
+             the rotated runs; give the load without '@' (it runs throughout), or measure without --rotate",
+            crate::vocab::text::shown(&s.text)
+        );
+    }
+    if let Some(p) = resolved.probes.iter().find(|p| !p.probe.steps().is_empty()) {
+        anyhow::bail!(
+            "--measure {} steps through rates, and --rotate closes a run every so often: measure the sweep \
+             without --rotate",
+            p.probe.name()
+        );
+    }
+    Ok(())
 }
 
 /// How the plan schedules the measurement threads.

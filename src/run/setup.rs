@@ -24,6 +24,13 @@ pub struct Held {
     pub trace: Option<crate::trace::Session>,
 }
 
+impl Held {
+    /// The records of what is tuned, as held now (a rotated run's part: nothing put back yet).
+    pub(super) fn tuning_so_far(&self) -> Vec<crate::result::tuning::TuningRecord> {
+        self.tuning.held_records()
+    }
+}
+
 /// What the run held, given back: the tuning's records, the loads' records and containment,
 /// and when it ended.
 pub struct Released {

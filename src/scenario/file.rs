@@ -338,7 +338,11 @@ impl RunInput {
             load_cpus,
             window,
             tune,
-            trace
+            trace,
+            rotate,
+            metrics,
+            metrics_file,
+            metrics_buckets
         );
         if over.duration.is_some() || over.loops.is_some() {
             self.duration = over.duration;
@@ -356,6 +360,7 @@ impl RunInput {
         self.require.extend(over.require);
         self.no_mlock |= over.no_mlock;
         self.quiet |= over.quiet;
+        self.metrics_public |= over.metrics_public;
         self
     }
 }

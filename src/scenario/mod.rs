@@ -2,6 +2,7 @@
 //! without touching the system. Everything here is pure; checks that need the machine
 //! (does CPU 7 exist? can we write that file?) happen when the plan is resolved in `run`.
 
+pub mod continuous;
 pub mod file;
 pub mod require;
 pub mod userfile;
@@ -86,6 +87,13 @@ pub struct RunInput {
     pub tune: Option<String>,
     /// `--trace [THRESHOLD]`: `worst` (every new worst case) or a time.
     pub trace: Option<String>,
+    /// `--rotate TIME`: the figures closed every TIME as a run of their own.
+    pub rotate: Option<String>,
+    /// `--metrics ADDR`, `--metrics-public`, `--metrics-file PATH`, `--metrics-buckets SPEC`.
+    pub metrics: Option<String>,
+    pub metrics_public: bool,
+    pub metrics_file: Option<String>,
+    pub metrics_buckets: Option<String>,
 }
 
 /// Which loads a run measures under.
@@ -137,6 +145,8 @@ pub struct RunPlan {
     /// `--trace`: values above this are traced and explained, each a new worst case (0: every
     /// new worst case after the warm-up); `None`: no trace.
     pub trace: Option<u64>,
+    /// `-D forever`, `--rotate`, the live metrics.
+    pub continuous: continuous::Continuous,
 }
 
 pub use crate::probe::MAX_RUN_NS;
@@ -249,6 +259,8 @@ impl RunPlan {
             (Some(_), Some(_)) => return Err(bad("--duration and --loops both given: choose one, e.g. --duration 60s")),
             (_, Some(0)) => return Err(bad("--loops must be at least 1, e.g. --loops 10000")),
             (_, Some(n)) => RunLength::Loops(n),
+            // Until stopped: the longest run there is (set once the warm-up is known, below).
+            (d, None) if continuous::is_forever(d.as_deref()) => RunLength::Duration(0),
             (d, None) => {
                 let ns = duration_arg("--duration", d.as_deref().unwrap_or("60s"), "60s")?;
                 if ns < interval_ns {
@@ -344,7 +356,13 @@ impl RunPlan {
             ),
         };
 
-        let plan = RunPlan {
+        let measured_ns = match length {
+            RunLength::Duration(0) => None,
+            RunLength::Duration(ns) => Some(ns),
+            RunLength::Loops(n) => Some(n.saturating_mul(interval_ns)),
+        };
+        let continuous = continuous::plan(input, measured_ns, window_ns)?;
+        let mut plan = RunPlan {
             measures,
             interval_ns,
             policy,
@@ -367,7 +385,16 @@ impl RunPlan {
             window_ns,
             tune,
             trace,
+            continuous,
         };
+        if plan.continuous.forever {
+            // Whole periods up to rtgauge's limit, the warm-up's included.
+            let periods = (MAX_RUN_NS / interval_ns).saturating_sub(plan.warmup_periods());
+            if periods == 0 {
+                return Err(bad("--warmup leaves no room to measure: give a shorter warm-up, e.g. --warmup 1s"));
+            }
+            plan.length = RunLength::Duration(periods * interval_ns);
+        }
         plan.check_length()?;
         Ok(plan)
     }

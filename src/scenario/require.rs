@@ -21,14 +21,66 @@ pub enum Metric {
     Above,
     /// The highest rate a sweep sustained, events a second (`wakeup.rate>=20000`).
     Rate,
+    /// The latency exceeded on average once per this much operation at the series' interval, in
+    /// ns (`once-per-1y<200us`): a return level of the forecast, judged by the end of its 95 %
+    /// interval that makes the claim hardest to meet.
+    OncePer(u64),
+    /// The latency exceeded on average once in this many periods (`once-in-1e9<200us`).
+    OnceIn(f64),
+    /// The share of the run since the worst case last rose, in hundredths of a percent
+    /// (`settled>=25%`: no new maximum in the last quarter of the run).
+    Settled,
 }
 
 impl Metric {
     /// Whether the metric is a latency (its bound needs a time unit) or a count.
     pub fn is_latency(self) -> bool {
-        !matches!(self, Metric::Missed | Metric::Samples | Metric::Below | Metric::Above | Metric::Rate)
+        !matches!(self, Metric::Missed | Metric::Samples | Metric::Below | Metric::Above | Metric::Rate | Metric::Settled)
+    }
+
+    /// Whether the metric is judged on the forecast or the convergence (the run's analysis),
+    /// not on a figure the run measured.
+    pub fn is_forecast(self) -> bool {
+        matches!(self, Metric::OncePer(_) | Metric::OnceIn(_) | Metric::Settled)
     }
 }
+
+const HOUR_NS: u64 = 3_600_000_000_000;
+const DAY_NS: u64 = 24 * HOUR_NS;
+const WEEK_NS: u64 = 7 * DAY_NS;
+/// A year of operation: 365.25 days.
+pub const YEAR_NS: u64 = 31_557_600_000_000_000;
+
+/// A horizon the way `once-per-` writes it: `1y`, `30d`, `8h`, `90s`.
+fn horizon_text(ns: u64) -> String {
+    for (unit, u) in [("y", YEAR_NS), ("w", WEEK_NS), ("d", DAY_NS), ("h", HOUR_NS), ("m", 60_000_000_000), ("s", 1_000_000_000)]
+    {
+        if ns >= u && ns.is_multiple_of(u) {
+            return format!("{}{unit}", ns / u);
+        }
+    }
+    format!("{}ms", ns as f64 / 1e6)
+}
+
+/// Parses the horizon of `once-per-HORIZON`: a duration (`1y`, `30d`, `8h`; `y` a year of
+/// 365.25 days) or `hour`, `day`, `week`, `year`.
+fn parse_horizon(text: &str) -> Option<u64> {
+    match text {
+        "hour" => return Some(HOUR_NS),
+        "day" => return Some(DAY_NS),
+        "week" => return Some(WEEK_NS),
+        "year" => return Some(YEAR_NS),
+        _ => {}
+    }
+    let ns = match text.strip_suffix('y') {
+        Some(n) => n.parse::<f64>().ok().filter(|v| *v > 0.0 && v.is_finite()).map(|v| v * YEAR_NS as f64)?,
+        None => parse_duration_ns(text, None).ok()? as f64,
+    };
+    (1e9..=MAX_HORIZON_NS as f64).contains(&ns).then_some(ns.round() as u64)
+}
+
+/// The longest horizon a requirement may name: 500 years (beyond it no nanosecond count fits).
+pub const MAX_HORIZON_NS: u64 = 500 * YEAR_NS;
 
 impl fmt::Display for Metric {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -42,6 +94,10 @@ impl fmt::Display for Metric {
             Metric::Below => write!(f, "below"),
             Metric::Above => write!(f, "above"),
             Metric::Rate => write!(f, "rate"),
+            Metric::OncePer(ns) => write!(f, "once-per-{}", horizon_text(*ns)),
+            Metric::OnceIn(n) if n.fract() == 0.0 && *n < 1e6 => write!(f, "once-in-{n}"),
+            Metric::OnceIn(n) => write!(f, "once-in-{n:e}"),
+            Metric::Settled => write!(f, "settled"),
         }
     }
 }
@@ -95,6 +151,9 @@ impl fmt::Display for Requirement {
         }
         if self.metric.is_latency() {
             write!(f, "{}{}{}us", self.metric, self.op.symbol(), us(self.bound).trim_end_matches('0').trim_end_matches('.'))
+        } else if self.metric == Metric::Settled {
+            let percent = format!("{:.2}", self.bound as f64 / 100.0);
+            write!(f, "{}{}{}%", self.metric, self.op.symbol(), percent.trim_end_matches('0').trim_end_matches('.'))
         } else {
             write!(f, "{}{}{}", self.metric, self.op.symbol(), self.bound)
         }
@@ -103,11 +162,19 @@ impl fmt::Display for Requirement {
 
 const HELP: &str = "write [PROBE[.SERIES].]METRIC OP VALUE, e.g. 'max<100us', 'p99.9<=50us', 'missed==0', 'timer.max<1ms', \
 'wakeup.task.p99<50us'; \
-metrics: min, mean, max, pN (p99, p99.9, ...), missed, samples, below, above (period), rate (the rate a sweep sustained, e.g. 'wakeup.rate>=20000'); operators: < <= > >= ==";
+metrics: min, mean, max, pN (p99, p99.9, ...), missed, samples, below, above (period), rate (the rate a sweep sustained, e.g. 'wakeup.rate>=20000'), \
+once-per-TIME (the latency exceeded once per TIME of operation, forecast: 'once-per-1y<200us'; TIME e.g. 1h, 30d, 1y, or hour, day, week, year), \
+once-in-N (once in N periods, forecast: 'once-in-1e9<200us'), settled (the share of the run since the worst case last rose: 'settled>=25%'); \
+operators: < <= > >= ==";
 
 /// Parses a requirement such as `p99.9<=50us`.
 pub fn parse_requirement(text: &str) -> Result<Requirement, String> {
     let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    for (wrong, right) in [("=<", "<="), ("=>", ">="), ("!=", "<, <=, > or >=")] {
+        if compact.contains(wrong) {
+            return Err(format!("'{text}': '{wrong}' is not an operator; write {right}"));
+        }
+    }
     let (pos, sym, op) = Op::ALL
         .iter()
         .filter_map(|(s, o)| compact.find(s).map(|p| (p, *s, *o)))
@@ -124,6 +191,19 @@ pub fn parse_requirement(text: &str) -> Result<Requirement, String> {
         "below" => Metric::Below,
         "above" => Metric::Above,
         "rate" => Metric::Rate,
+        "settled" => Metric::Settled,
+        h if h.starts_with("once-per-") => Metric::OncePer(parse_horizon(&h["once-per-".len()..]).ok_or_else(|| {
+            format!(
+                "'{name}': the horizon must be a time from 1 s to 500 years (1h, 30d, 1y) or hour, day, week, year; e.g. 'once-per-1y<200us'"
+            )
+        })?),
+        n if n.starts_with("once-in-") => Metric::OnceIn(
+            n["once-in-".len()..]
+                .parse::<f64>()
+                .ok()
+                .filter(|v| (2.0..=1e30).contains(v))
+                .ok_or_else(|| format!("'{name}': give a number of periods from 2 to 1e30, e.g. 'once-in-1e9<200us'"))?,
+        ),
         p if p.starts_with('p') => {
             let v: f64 = p[1..].parse().map_err(|_| format!("'{name}' is not a metric; {HELP}"))?;
             if !(v > 0.0 && v < 100.0) {
@@ -133,11 +213,18 @@ pub fn parse_requirement(text: &str) -> Result<Requirement, String> {
         }
         _ => return Err(format!("'{name}' is not a metric; {HELP}")),
     };
-    let bound = if metric.is_latency() {
-        parse_duration_ns(value, None).map_err(|e| format!("bound of '{text}': {e}; give a time with a unit, e.g. 100us"))?
-    } else {
-        value.parse::<u64>().map_err(|_| format!("bound of '{text}' must be a whole number, e.g. missed==0"))?
-    };
+    let bound =
+        if metric == Metric::Settled {
+            let v: f64 =
+                value.strip_suffix('%').unwrap_or(value).parse().ok().filter(|v: &f64| (0.0..=100.0).contains(v)).ok_or_else(
+                    || format!("bound of '{text}' must be a percentage of the run from 0% to 100%, e.g. settled>=25%"),
+                )?;
+            (v * 100.0).round() as u64
+        } else if metric.is_latency() {
+            parse_duration_ns(value, None).map_err(|e| format!("bound of '{text}': {e}; give a time with a unit, e.g. 100us"))?
+        } else {
+            value.parse::<u64>().map_err(|_| format!("bound of '{text}' must be a whole number, e.g. missed==0"))?
+        };
     Ok(Requirement { probe, series, metric, op, bound, text: compact })
 }
 
@@ -204,6 +291,70 @@ mod tests {
         let r = parse_requirement("wakeup.rate>=20000").unwrap();
         assert_eq!((r.probe.as_deref(), r.metric, r.bound), (Some("wakeup"), Metric::Rate, 20_000));
         assert_eq!(parse_requirement("p99.9<=50us").unwrap().to_string(), "p99.9<=50us");
+    }
+
+    #[test]
+    fn parses_requirements_on_the_forecast_and_the_convergence() {
+        let r = parse_requirement("once-per-1y<200us").unwrap();
+        assert_eq!((r.metric, r.op, r.bound), (Metric::OncePer(YEAR_NS), Op::Lt, 200_000));
+        assert_eq!(r.to_string(), "once-per-1y<200us");
+        assert_eq!(parse_requirement("once-per-year<200us").unwrap().metric, Metric::OncePer(YEAR_NS));
+        assert_eq!(parse_requirement("timer.once-per-8h<=1ms").unwrap().to_string(), "timer.once-per-8h<=1000us");
+        assert_eq!(parse_requirement("once-per-1.5d<1ms").unwrap().metric, Metric::OncePer(36 * 3_600_000_000_000));
+        let r = parse_requirement("wakeup.task.once-in-1e9<50us").unwrap();
+        assert_eq!((r.probe.as_deref(), r.series.as_deref(), r.metric), (Some("wakeup"), Some("task"), Metric::OnceIn(1e9)));
+        assert_eq!(r.to_string(), "wakeup.task.once-in-1e9<50us");
+        let r = parse_requirement("settled>=25%").unwrap();
+        assert_eq!((r.metric, r.op, r.bound), (Metric::Settled, Op::Ge, 2500));
+        assert_eq!(r.to_string(), "settled>=25%");
+        assert_eq!(parse_requirement("settled >= 12.5").unwrap().to_string(), "settled>=12.5%");
+        for bad in [
+            "once-per-0s<1ms",
+            "once-per-fortnight<1ms",
+            "once-in-1<1ms",
+            "once-in-x<1ms",
+            "once-per-1y<200",
+            "settled>=150%",
+            "settled>=x",
+        ] {
+            assert!(parse_requirement(bad).is_err(), "{bad}");
+        }
+        assert!(parse_requirement("once-per-1d<1ms").unwrap().metric.is_forecast());
+        for bad in ["once-per-1e3y<1ms", "once-per-1000000d<1ms", "once-in-1e400<1ms"] {
+            let e = parse_requirement(bad).unwrap_err();
+            assert!(e.contains("500 years") || e.contains("1e30"), "{bad}: {e}");
+        }
+        assert!(parse_requirement("once-per-1y=<1ms").unwrap_err().contains("'=<' is not an operator; write <="));
+    }
+
+    /// What a requirement is stored as (a result's `config.requirements`) reads back as itself.
+    #[test]
+    fn every_requirement_reads_back_from_its_text() {
+        for text in [
+            "max<100us",
+            "p99.9<=50us",
+            "missed==0",
+            "timer.mean<10us",
+            "samples>=1000",
+            "wakeup.rate>=20000",
+            "once-per-1y<200us",
+            "once-per-500y<1ms",
+            "once-per-90s<1ms",
+            "once-per-1.5d<1ms",
+            "once-in-2.5<1ms",
+            "once-in-1e9<200us",
+            "once-in-12345<1ms",
+            "wakeup.task.settled>=12.5%",
+            "settled<=38.2%",
+        ] {
+            let r = parse_requirement(text).unwrap();
+            let back = parse_requirement(&r.to_string()).unwrap();
+            assert_eq!(
+                (back.probe, back.series, back.metric, back.op, back.bound),
+                (r.probe.clone(), r.series.clone(), r.metric, r.op, r.bound),
+                "{text} → {r}"
+            );
+        }
     }
 
     #[test]

@@ -147,7 +147,9 @@ fn changes(runs: &[BoardRun]) -> Vec<Change> {
 /// A run the page names (an id, a label, a UUID or `last`), whole.
 pub fn named(s: &Store, run: &str) -> Result<Named, Failure> {
     let id = s.resolve(run).map_err(Failure::NotFound)?;
-    let result = s.load(id).map_err(Failure::Store)?;
+    let mut result = s.load(id).map_err(Failure::Store)?;
+    // (a run of an older version gets its forecast as `rtgauge show` gives it; nothing is written)
+    crate::forecast::analyse(&mut result);
     Ok(Named { id, label: s.label(id).map_err(Failure::Store)?, result })
 }
 
@@ -167,11 +169,15 @@ mod tests {
             p999_ns: Some(p999),
             max_ns: Some(max),
             bins: Vec::new(),
+            day_level_ns: None,
+            day_low_ns: None,
+            day_high_ns: None,
+            forecast_note: None,
         }
     }
 
     fn figures(s: Vec<SeriesFigures>) -> Figures {
-        Figures { shortest_cycle_ns: None, kernel_config: None, series: s }
+        Figures { shortest_cycle_ns: None, kernel_config: None, series: s, forecasts: true }
     }
 
     #[test]
@@ -211,6 +217,8 @@ mod tests {
                 verdict: "none".into(),
                 status: "complete".into(),
                 imported_from: None,
+                series: None,
+                part: None,
             },
             figures: Figures { kernel_config: config.map(str::to_string), ..Figures::default() },
         };

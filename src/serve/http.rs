@@ -27,13 +27,21 @@ pub const WRITE_STALL: Duration = Duration::from_secs(20);
 /// The longest a connection is kept.
 pub const LIFETIME: Duration = Duration::from_secs(600);
 
+/// What is told of a client let go because it took nothing of its answer (its address).
+pub type OnStall = Arc<dyn Fn(std::net::SocketAddr) + Send + Sync>;
+
 /// Accepts and serves connections until the process stops.
 pub async fn accept(listener: tokio::net::TcpListener, app: Router) {
+    accept_with(listener, app, None).await
+}
+
+/// [`accept`], telling `on_stall` of each client let go for taking nothing of its answer.
+pub async fn accept_with(listener: tokio::net::TcpListener, app: Router, on_stall: Option<OnStall>) {
     let limit = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
     loop {
         let Ok(permit) = Arc::clone(&limit).acquire_owned().await else { return };
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
             // Out of file descriptors, a connection reset before it was taken: wait a little.
             Err(_) => {
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -42,12 +50,13 @@ pub async fn accept(listener: tokio::net::TcpListener, app: Router) {
         };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(app.clone());
+        let told = on_stall.clone().map(|f| (f, peer));
         tokio::spawn(async move {
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEAD_WITHIN)
                 .max_buf_size(64 * 1024)
-                .serve_connection(TokioIo::new(Stalls { inner: stream, since: None }), service);
+                .serve_connection(TokioIo::new(Stalls { inner: stream, since: None, told }), service);
             let _ = tokio::time::timeout(LIFETIME, conn).await;
             drop(permit);
         });
@@ -60,6 +69,8 @@ struct Stalls {
     inner: TcpStream,
     /// Armed when a write could not go on, cleared when one does.
     since: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Who to tell when the client is let go (once), and the client's address.
+    told: Option<(OnStall, std::net::SocketAddr)>,
 }
 
 impl Stalls {
@@ -68,6 +79,9 @@ impl Stalls {
             Poll::Pending => {
                 let deadline = self.since.get_or_insert_with(|| Box::pin(tokio::time::sleep(WRITE_STALL)));
                 if deadline.as_mut().poll(cx).is_ready() {
+                    if let Some((tell, peer)) = self.told.take() {
+                        tell(peer);
+                    }
                     return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "the client takes nothing")));
                 }
                 Poll::Pending

@@ -10,7 +10,7 @@
 //! the store; the process stops at once on Ctrl-C or SIGTERM.
 
 mod data;
-mod http;
+pub(crate) mod http;
 pub mod model;
 pub mod pages;
 mod query;

@@ -133,6 +133,8 @@ async fn api_series(State(s): State<Arc<Shared>>, Path(name): Path<String>, RawQ
                     "run": r.id, "uuid": r.uuid, "started_at": r.started_at, "kernel": r.kernel,
                     "scenario": r.scenario, "label": r.label, "samples": s.samples, "missed": s.missed,
                     "p99_ns": s.p99_ns, "p999_ns": s.p999_ns, "max_ns": s.max_ns,
+                    "day_level_ns": s.day_level_ns, "day_low_ns": s.day_low_ns, "day_high_ns": s.day_high_ns,
+                    "forecast_note": s.forecast_note,
                 }))
             })
             .collect();

@@ -1,9 +1,12 @@
 //! What the dashboard (`rtgauge serve`) reads of a run without loading its document: per series
 //! (all CPUs together: the run's combined entries) the figures a long-term view plots and its
-//! histogram in coarse log-spaced bins (the heat map's column); per run, the shortest cycle time
-//! it supports and its kernel configuration's hash. Made from the document when a run is saved
-//! ([`figures_of`]), kept in a table of their own, filled for runs stored before by the layout's
-//! migration. A board page of 1 000 runs reads these rows, not 1 000 documents.
+//! histogram in coarse log-spaced bins (the heat map's column), and the once-per-day return level
+//! its forecast gives (the highest of its CPUs', when every CPU's forecast applies; the first
+//! reason why not, otherwise); per run, the shortest cycle time it supports and its kernel
+//! configuration's hash. Made from the document when a run is saved ([`figures_of`]: a document
+//! of an older version gets its forecast made then, `crate::forecast::analyse`), kept in a table
+//! of their own, filled for runs stored before by the layouts' migrations. A board page of
+//! 1 000 runs reads these rows, not 1 000 documents.
 
 use super::columns::{get, put};
 use crate::result::board::Board;
@@ -59,7 +62,23 @@ pub struct SeriesFigures {
     /// histogram).
     #[serde(skip)]
     pub bins: Vec<u64>,
+    /// The latency exceeded on average once per day of operation at the series' period, as its
+    /// forecast gives it (docs/forecast.md): the highest over the series' CPUs, when every CPU's
+    /// forecast applies. `None` when one does not (`forecast_note` says why), for a series that
+    /// counts in no worst case, and where the store keeps no forecast.
+    pub day_level_ns: Option<u64>,
+    /// Its 95 % interval: the highest of the CPUs' lower ends, and of their upper ends (`None`
+    /// when a CPU's interval has no upper end: the data allow an arbitrarily heavy tail).
+    pub day_low_ns: Option<u64>,
+    pub day_high_ns: Option<u64>,
+    /// Why there is no level: the first CPU whose forecast does not apply and its reason
+    /// (`cpu2: <reason>`), or that the store keeps no forecast ([`NOT_KEPT`]).
+    pub forecast_note: Option<String>,
 }
+
+/// A series' note where the store keeps no forecast: a store of an older layout, read as it is.
+pub const NOT_KEPT: &str = "this store's layout keeps no forecast; the next rtgauge run, import or push into it brings it up \
+                            to date";
 
 /// What the dashboard reads of one run besides its row.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
@@ -70,6 +89,10 @@ pub struct Figures {
     pub kernel_config: Option<String>,
     /// Its series, in the order of the document's combined entries.
     pub series: Vec<SeriesFigures>,
+    /// Whether its series' forecast fields were made (false: a store of an older layout, read as
+    /// it is, keeps none; each latency series' `forecast_note` then says so).
+    #[serde(skip)]
+    pub forecasts: bool,
 }
 
 /// One board of the store: how many runs it has (among those a filter passes), when the first
@@ -83,18 +106,101 @@ pub struct BoardRow {
     pub latest: i64,
 }
 
-/// The figures of a result, as the store keeps them.
-pub fn figures_of(r: &RunResult) -> Figures {
-    figures_from(&r.combined, &r.verdict, r.board.as_ref())
+/// The figures of a result, as the store keeps them. A series of a CPU that lacks its forecast
+/// (a document of an older version, an import) gets one made for them
+/// (`crate::forecast::analyse`); `r` is left as it was.
+pub fn figures_of(r: &mut RunResult) -> Figures {
+    let lacking: Vec<(usize, bool)> =
+        r.probes.iter().enumerate().filter(|(_, p)| p.forecast.is_none()).map(|(i, p)| (i, p.convergence.is_none())).collect();
+    if !lacking.is_empty() {
+        crate::forecast::analyse(r);
+    }
+    let mut f = figures_from(&r.combined, &r.verdict, r.board.as_ref());
+    with_forecasts(&mut f, &r.combined, &r.probes);
+    for (i, no_convergence) in lacking {
+        r.probes[i].forecast = None;
+        if no_convergence {
+            r.probes[i].convergence = None;
+        }
+    }
+    f
 }
 
-/// The figures of a result from the parts of it they are made of (a stored document may be
-/// read for these parts alone: [`super::figures_of_document`]).
+/// The figures of a result from the parts of it they are made of, without the forecasts' (a
+/// stored document may be read for these parts alone: [`super::figures_of_document`]).
 pub(super) fn figures_from(combined: &[ProbeResult], verdict: &Verdict, board: Option<&Board>) -> Figures {
     Figures {
         shortest_cycle_ns: verdict.shortest_cycle_time_ns,
         kernel_config: board.and_then(|b| b.kernel_config.as_ref()).map(|k| k.sha256.clone()),
         series: combined.iter().enumerate().map(|(i, p)| series_of(i, p)).collect(),
+        forecasts: false,
+    }
+}
+
+/// `f`'s series (made from `combined`) with their once-per-day return level, from the forecasts
+/// of the CPUs' entries (`probes`) as they are.
+pub(super) fn with_forecasts(f: &mut Figures, combined: &[ProbeResult], probes: &[ProbeResult]) {
+    for (s, c) in f.series.iter_mut().zip(combined) {
+        let (level, note) = day_level(c, probes);
+        (s.day_level_ns, s.day_low_ns, s.day_high_ns) = match level {
+            Some((l, low, high)) => (Some(l), Some(low), high),
+            None => (None, None, None),
+        };
+        s.forecast_note = note;
+    }
+    f.forecasts = true;
+}
+
+/// `f` as a store that keeps no forecast gives it: no level, and each latency series' note says
+/// why ([`NOT_KEPT`]).
+pub fn without_forecasts(f: &mut Figures) {
+    for s in &mut f.series {
+        (s.day_level_ns, s.day_low_ns, s.day_high_ns) = (None, None, None);
+        s.forecast_note = s.latency.then(|| NOT_KEPT.to_string());
+    }
+    f.forecasts = false;
+}
+
+/// A return level in ns: the level, the low and (if any) the high end of its interval.
+type Level = (u64, u64, Option<u64>);
+
+/// The once-per-day return level of the combined entry `c` over its CPUs' entries in `probes`:
+/// (level, low, high) in ns, the highest of each when every CPU's forecast applies; else no
+/// level and the first CPU's reason why not. Nothing for a series that counts in no worst case.
+fn day_level(c: &ProbeResult, probes: &[ProbeResult]) -> (Option<Level>, Option<String>) {
+    if !c.in_worst_case() {
+        return (None, None);
+    }
+    let ns = |v: f64| v.round() as u64;
+    let mut best: Option<(f64, f64, Option<f64>)> = None;
+    for p in probes.iter().filter(|p| p.cpu.is_some() && p.probe == c.probe && p.series == c.series) {
+        let level = match &p.forecast {
+            _ if p.samples == 0 => Err("it measured no value".to_string()),
+            None => Err("no forecast was made".to_string()),
+            Some(f) if !f.applies() => Err(f.not_applicable.clone().unwrap_or_else(|| "no fit".to_string())),
+            Some(f) => f.return_levels.iter().find(|l| l.horizon == "1d").ok_or_else(|| "no once-per-day level".to_string()),
+        };
+        let l = match level {
+            Ok(l) => l,
+            Err(why) => return (None, Some(format!("{}: {why}", p.scope()))),
+        };
+        best = Some(match best {
+            None => (l.level_ns, l.low_ns, l.high_ns),
+            Some((level, low, high)) => (level.max(l.level_ns), low.max(l.low_ns), high.zip(l.high_ns).map(|(a, b)| a.max(b))),
+        });
+    }
+    // (a level past what a latency histogram holds, one hour, is kept as a note, not a number)
+    let most = crate::result::histogram::HIST_HIGHEST_NS as f64;
+    match best {
+        Some((level, _, _)) if level > most => (
+            None,
+            Some(format!(
+                "the once-per-day level forecast lies beyond {} (a heavy tail)",
+                crate::vocab::units::Nanos(most as u64)
+            )),
+        ),
+        Some((level, low, high)) => (Some((ns(level), ns(low), high.filter(|&h| h <= most).map(ns))), None),
+        None => (None, Some("no CPU's entry of it to forecast from".to_string())),
     }
 }
 
@@ -117,6 +223,10 @@ fn series_of(entry: usize, p: &ProbeResult) -> SeriesFigures {
         p999_ns: p.percentiles.get(99.9).flatten(),
         max_ns: p.max_ns,
         bins,
+        day_level_ns: None,
+        day_low_ns: None,
+        day_high_ns: None,
+        forecast_note: None,
     }
 }
 

@@ -162,6 +162,10 @@ fn scrub_password_words(a: &str) -> String {
 trait Backend: Send {
     /// Where it is, as messages show it (a file's path, a URL without its password).
     fn shown(&self) -> String;
+    /// Folds what was written into the store proper (SQLite: the write-ahead log into the
+    /// database) and lets go of the memory the writing held (SQLite: its page cache, bounded
+    /// from then on), for a store kept open while runs are saved one after another.
+    fn fold(&self) {}
     /// The directory a rescue file goes to first, if the store is a local file.
     fn rescue_dir(&self) -> Option<PathBuf>;
     /// Checks, before measuring, that every part of the store reads (and, for a server, that
@@ -241,6 +245,9 @@ pub struct RunRow {
     pub verdict: String,
     pub status: String,
     pub imported_from: Option<String>,
+    /// A rotated run's series (its UUID) and its place in it (`rtgauge run --rotate`).
+    pub series: Option<String>,
+    pub part: Option<i64>,
 }
 
 /// A run on its way into the store: its row, its UUID, and the kernel configuration it ran on.
@@ -493,6 +500,13 @@ impl Store {
         self.backend.shown()
     }
 
+    /// Folds the runs saved so far into the store proper and lets go of the memory the writing
+    /// held (a rotated run's store, open for months: its write-ahead log and page cache would
+    /// otherwise grow with every run).
+    pub fn fold(&self) {
+        self.backend.fold();
+    }
+
     /// The directory a rescue file goes to first (beside a store that is a file).
     pub fn rescue_dir(&self) -> Option<PathBuf> {
         self.backend.rescue_dir()
@@ -626,7 +640,8 @@ impl Store {
 
     /// The figures of runs `ids` (those there; at most [`FIGURES_MAX`] ids a call), each run's
     /// series in the order of its combined entries. A store of an older layout, read as it is,
-    /// keeps none: they are made from the runs' documents (slower).
+    /// keeps none: they are made from the runs' documents (slower), without the forecasts'
+    /// (`Figures::forecasts` false; a store of the layout before keeps the others but not those).
     pub fn figures(&self, ids: &[i64]) -> Result<HashMap<i64, figures::Figures>, String> {
         if ids.len() > FIGURES_MAX {
             return Err(format!("the figures of {} runs were asked for at once; ask for {FIGURES_MAX} at most", ids.len()));
@@ -641,7 +656,10 @@ impl Store {
                 None => {
                     for &id in chunk {
                         if self.backend.has_id(id)? {
-                            all.insert(id, figures::figures_of(&self.backend.load(id)?));
+                            let r = self.backend.load(id)?;
+                            let mut f = figures::figures_from(&r.combined, &r.verdict, r.board.as_ref());
+                            figures::without_forecasts(&mut f);
+                            all.insert(id, f);
                         }
                     }
                 }
@@ -757,9 +775,10 @@ pub(super) fn decompress_document(blob: &[u8]) -> serde_json::Result<RunResult> 
 }
 
 /// The figures ([`figures::figures_of`]) of a stored document (JSON text, or compressed as
-/// [`compress_into`] writes it), read for the parts they are made of alone (its combined
-/// entries, verdict and board: not its phases, per-CPU entries and other parts); a layout's
-/// migration fills them so for every run stored before.
+/// [`compress_into`] writes it) but the forecasts', read for the parts they are made of alone
+/// (its combined entries, verdict and board: not its phases, per-CPU entries and other parts);
+/// a layout's migration fills them so for every run stored before (and the next layout's, the
+/// forecasts': [`forecasts_of_document`]).
 pub(super) fn figures_of_document(bytes: &[u8]) -> Result<figures::Figures, String> {
     #[derive(serde::Deserialize)]
     struct Parts {
@@ -779,6 +798,19 @@ pub(super) fn figures_of_document(bytes: &[u8]) -> Result<figures::Figures, Stri
     };
     let parts: Parts = serde_json::from_slice(text).map_err(|e| e.to_string())?;
     Ok(figures::figures_from(&parts.combined, &parts.verdict, parts.board.as_ref()))
+}
+
+/// The figures ([`figures::figures_of`]) of a stored document (JSON text, or compressed) read
+/// whole, its timelines kept apart (`timelines`: entry and blob) put back: those its forecasts
+/// are made from when it lacks them (a document of an older version). `None` when it or a
+/// timeline does not read (`load` says what is wrong with it).
+pub(super) fn forecasts_of_document(bytes: &[u8], timelines: &[(i64, Vec<u8>)]) -> Option<figures::Figures> {
+    let mut r: RunResult =
+        if bytes.first() == Some(&b'{') { serde_json::from_slice(bytes).ok()? } else { decompress_document(bytes).ok()? };
+    for (entry, data) in timelines {
+        restore_timeline(&mut r, *entry, data).ok()?;
+    }
+    Some(figures::figures_of(&mut r))
 }
 
 /// The timelines lent out of a run, encoded as the store keeps them (`columns`), on every CPU
@@ -876,6 +908,8 @@ pub fn row_of(r: &RunResult) -> RunRow {
         },
         status: format!("{:?}", r.status).to_lowercase(),
         imported_from: None,
+        series: r.continuous.as_ref().map(|c| c.series.to_string()),
+        part: r.continuous.as_ref().map(|c| c.index as i64),
     }
 }
 

@@ -12,7 +12,8 @@
 //! Documents are the same zlib-compressed JSON as SQLite's (layout 2 on), in a BYTEA; timelines
 //! are kept out of them, one compact blob per series in the table `timelines` (see `columns`).
 //! Layout 2 keeps what the dashboard reads of each run beside its row (`figures`, see
-//! `store/figures.rs`), filled for the runs stored before by its migration.
+//! `store/figures.rs`), filled for the runs stored before by its migration; layout 3 adds to
+//! each series' figures the once-per-day return level of its forecast (or why there is none).
 //!
 //! Passwords come from the URL, `PGPASSWORD` or `~/.pgpass` (`PGPASSFILE`), looked up as libpq
 //! does; they appear in no message: the URL is shown without its password. TLS with rustls:
@@ -122,6 +123,26 @@ const MIGRATIONS: &[Migration] = &[
 ",
         fill: Some(fill_figures),
     },
+    Migration {
+        sql: "
+    -- Layout 3: per series of each run the latency its forecast says is exceeded once per day
+    -- of operation, with its 95 % interval (the highest over the series' CPUs; no upper end:
+    -- NULL), or why there is none (store/figures.rs). Filled here for the runs stored before,
+    -- from their documents (a document of an older version gets its forecast made).
+    ALTER TABLE figures ADD COLUMN day_level_ns BIGINT, ADD COLUMN day_low_ns BIGINT,
+        ADD COLUMN day_high_ns BIGINT, ADD COLUMN forecast_note TEXT;
+",
+        fill: Some(fill_forecasts),
+    },
+    Migration {
+        sql: "
+    -- Layout 4: a rotated run's series and its place in it (`rtgauge run --rotate`): the runs
+    -- of one continuous measurement, in order. Runs stored before belong to none.
+    ALTER TABLE runs ADD COLUMN series TEXT, ADD COLUMN part BIGINT;
+    CREATE INDEX runs_series ON runs (series, part);
+",
+        fill: None,
+    },
 ];
 
 /// Layout 2's fill: the figures of every run stored before, from its document, a batch of runs
@@ -150,7 +171,39 @@ fn fill_figures(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Erro
              FROM unnest($1::int8[], $2::int8[], $3::text[]) AS t (id, s, k) WHERE runs.id = t.id",
             &[&ids, &shortest, &configs],
         )?;
-        figures.insert(tx)?;
+        figures.insert(tx, false)?;
+    }
+}
+
+/// Layout 3's fill: the once-per-day return level of every series of every run stored before,
+/// from its whole document and timelines, a few runs at a time (a long run's document and
+/// timelines are tens of MB); a document of an older version gets its forecast made here. A run
+/// that does not read keeps none.
+fn fill_forecasts(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Error> {
+    const BATCH: i64 = 16;
+    let mut after = i64::MIN;
+    loop {
+        let rows = tx.query("SELECT id, document FROM runs WHERE id > $1 ORDER BY id LIMIT $2", &[&after, &BATCH])?;
+        let Some(last) = rows.last() else { return Ok(()) };
+        after = last.get(0);
+        let mut f = FigureRows::default();
+        for row in &rows {
+            let id: i64 = row.get(0);
+            let kept: Vec<(i64, Vec<u8>)> = tx
+                .query("SELECT entry, data FROM timelines WHERE run = $1", &[&id])?
+                .iter()
+                .map(|t| (i64::from(t.get::<_, i32>(0)), t.get(1)))
+                .collect();
+            let Some(figures) = super::forecasts_of_document(row.get(1), &kept) else { continue };
+            f.add(id, &figures);
+        }
+        drop(rows);
+        tx.execute(
+            "UPDATE figures SET day_level_ns = t.l, day_low_ns = t.lo, day_high_ns = t.hi, forecast_note = t.note \
+             FROM unnest($1::int8[], $2::int4[], $3::int8[], $4::int8[], $5::int8[], $6::text[]) \
+             AS t (run, entry, l, lo, hi, note) WHERE figures.run = t.run AND figures.entry = t.entry",
+            &[&f.run, &f.entry, &f.day_level, &f.day_low, &f.day_high, &f.note],
+        )?;
     }
 }
 
@@ -167,6 +220,10 @@ struct FigureRows {
     p999: Vec<Option<i64>>,
     max: Vec<Option<i64>>,
     bins: Vec<Vec<u8>>,
+    day_level: Vec<Option<i64>>,
+    day_low: Vec<Option<i64>>,
+    day_high: Vec<Option<i64>>,
+    note: Vec<Option<String>>,
 }
 
 impl FigureRows {
@@ -183,32 +240,43 @@ impl FigureRows {
             self.p999.push(s.p999_ns.map(clamp));
             self.max.push(s.max_ns.map(clamp));
             self.bins.push(super::figures::encode_bins(&s.bins));
+            self.day_level.push(s.day_level_ns.map(clamp));
+            self.day_low.push(s.day_low_ns.map(clamp));
+            self.day_high.push(s.day_high_ns.map(clamp));
+            self.note.push(s.forecast_note.as_deref().map(|n| column_text(n).into_owned()));
         }
     }
 
-    /// Inserts them all, in one statement.
-    fn insert(&self, c: &mut impl postgres::GenericClient) -> Result<(), postgres::Error> {
+    /// Inserts them all, in one statement; `forecasts`: with their forecasts' columns (layout 3
+    /// on; layout 2's migration writes the others).
+    fn insert(&self, c: &mut impl postgres::GenericClient, forecasts: bool) -> Result<(), postgres::Error> {
         if self.run.is_empty() {
             return Ok(());
         }
-        c.execute(
+        let mut values: Vec<&(dyn ToSql + Sync)> = vec![
+            &self.run,
+            &self.entry,
+            &self.series,
+            &self.latency,
+            &self.samples,
+            &self.missed,
+            &self.p99,
+            &self.p999,
+            &self.max,
+            &self.bins,
+        ];
+        let sql = if forecasts {
+            values.extend([&self.day_level as &(dyn ToSql + Sync), &self.day_low, &self.day_high, &self.note]);
+            "INSERT INTO figures (run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins, \
+             day_level_ns, day_low_ns, day_high_ns, forecast_note) \
+             SELECT * FROM unnest($1::int8[], $2::int4[], $3::text[], $4::bool[], $5::int8[], $6::int8[], $7::int8[], \
+             $8::int8[], $9::int8[], $10::bytea[], $11::int8[], $12::int8[], $13::int8[], $14::text[])"
+        } else {
             "INSERT INTO figures (run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins) \
              SELECT * FROM unnest($1::int8[], $2::int4[], $3::text[], $4::bool[], $5::int8[], $6::int8[], $7::int8[], \
-             $8::int8[], $9::int8[], $10::bytea[])",
-            &[
-                &self.run,
-                &self.entry,
-                &self.series,
-                &self.latency,
-                &self.samples,
-                &self.missed,
-                &self.p99,
-                &self.p999,
-                &self.max,
-                &self.bins,
-            ],
-        )
-        .map(drop)
+             $8::int8[], $9::int8[], $10::bytea[])"
+        };
+        c.execute(sql, &values).map(drop)
     }
 }
 
@@ -1089,7 +1157,8 @@ impl super::Backend for PgStore {
             Some(n) => format!(" DESC LIMIT {}", n.min(i64::MAX as u64)),
             None => String::new(),
         };
-        let sql = format!("SELECT {ROW_COLUMNS} FROM runs{filter_sql} ORDER BY id{order}");
+        let cols = self.row_columns();
+        let sql = format!("SELECT {cols} FROM runs{filter_sql} ORDER BY id{order}");
         let mut rows = self.rows("listing the runs", &sql, &values)?;
         if filter.newest.is_some() {
             rows.reverse();
@@ -1127,9 +1196,10 @@ impl super::Backend for PgStore {
         let per_board = i64::from(per_board);
         values.push(&per_board);
         let n = values.len();
+        let cols = self.row_columns();
         if self.layout < 2 {
             let sql = format!(
-                "SELECT {ROW_COLUMNS} FROM runs WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER \
+                "SELECT {cols} FROM runs WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER \
                  (PARTITION BY board ORDER BY id DESC) AS n FROM runs{filter_sql}) w WHERE n <= ${n}) ORDER BY id"
             );
             return self.rows("listing each board's runs", &sql, &values);
@@ -1138,7 +1208,7 @@ impl super::Backend for PgStore {
         let sql = format!(
             "WITH RECURSIVE hashes (h) AS (SELECT min(md5(board)) FROM runs UNION ALL \
              SELECT (SELECT min(md5(board)) FROM runs WHERE md5(board) > hashes.h) FROM hashes WHERE hashes.h IS NOT NULL) \
-             SELECT r.*, hashes.h FROM hashes CROSS JOIN LATERAL (SELECT {ROW_COLUMNS} FROM runs{filter_sql}{and} \
+             SELECT r.*, hashes.h FROM hashes CROSS JOIN LATERAL (SELECT {cols} FROM runs{filter_sql}{and} \
              md5(board) = hashes.h ORDER BY id DESC LIMIT ${n}) r"
         );
         let t = &self.target;
@@ -1148,7 +1218,7 @@ impl super::Backend for PgStore {
         let mut rows = Vec::with_capacity(found.len());
         for r in &found {
             let row = run_row(r);
-            boards_of.entry(r.get(14)).or_default().insert(row.board.clone());
+            boards_of.entry(r.get(16)).or_default().insert(row.board.clone());
             rows.push(row);
         }
         let shared: std::collections::BTreeSet<String> = boards_of.into_values().filter(|b| b.len() > 1).flatten().collect();
@@ -1156,7 +1226,7 @@ impl super::Backend for PgStore {
             return Ok(rows);
         }
         rows.retain(|r| !shared.contains(&r.board));
-        let one = format!("SELECT {ROW_COLUMNS} FROM runs{filter_sql}{and} board = ${} ORDER BY id DESC LIMIT ${n}", n + 1);
+        let one = format!("SELECT {cols} FROM runs{filter_sql}{and} board = ${} ORDER BY id DESC LIMIT ${n}", n + 1);
         for board in &shared {
             let mut bound = values.clone();
             bound.push(board);
@@ -1189,14 +1259,24 @@ impl super::Backend for PgStore {
                     shortest_cycle_ns: r.get::<_, Option<i64>>(1).map(|v| v as u64),
                     kernel_config: r.get(2),
                     series: Vec::new(),
+                    forecasts: true,
                 };
                 (r.get(0), f)
             })
             .collect();
+        // (A store of layout 2, only read, keeps no forecast.)
+        let forecasts = self.layout >= 3;
+        let columns = if forecasts {
+            "day_level_ns, day_low_ns, day_high_ns, forecast_note"
+        } else {
+            "NULL::int8, NULL::int8, NULL::int8, NULL::text"
+        };
         let rows = tx
             .query(
-                "SELECT run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins FROM figures \
-                 WHERE run = ANY($1) ORDER BY run, entry",
+                &format!(
+                    "SELECT run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins, {columns} \
+                     FROM figures WHERE run = ANY($1) ORDER BY run, entry"
+                ),
                 &[&ids],
             )
             .map_err(fail)?;
@@ -1215,10 +1295,17 @@ impl super::Backend for PgStore {
                 max_ns: unsigned(8),
                 bins: super::figures::decode_bins(r.get(9))
                     .ok_or_else(|| format!("the figures of run {run} in the store {} are damaged", t.shown))?,
+                day_level_ns: unsigned(10),
+                day_low_ns: unsigned(11),
+                day_high_ns: unsigned(12),
+                forecast_note: r.get(13),
             };
             if let Some(f) = all.get_mut(&run) {
                 f.series.push(series);
             }
+        }
+        if !forecasts {
+            all.values_mut().for_each(super::figures::without_forecasts);
         }
         Ok(Some(all))
     }
@@ -1375,14 +1462,28 @@ fn run_row(r: &postgres::Row) -> RunRow {
         verdict: r.get(9),
         status: r.get(10),
         imported_from: r.get(11),
+        series: r.get(14),
+        part: r.get(15),
     }
 }
 
-/// The columns of a [`RunRow`], in the order [`run_row`] reads them.
-const ROW_COLUMNS: &str =
-    "id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, imported_from, uuid::text, board";
+/// The columns of a [`RunRow`], in the order [`run_row`] reads them (a store of a layout before
+/// 4, only read, has no series: NULL).
+const ROW_COLUMNS: &str = "id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
+     imported_from, uuid::text, board, series, part";
+const ROW_COLUMNS_BEFORE_4: &str = "id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, \
+     status, imported_from, uuid::text, board, NULL::text, NULL::int8";
 
 impl PgStore {
+    /// The columns of a row, as this store's layout has them.
+    fn row_columns(&self) -> &'static str {
+        if self.layout >= 4 {
+            ROW_COLUMNS
+        } else {
+            ROW_COLUMNS_BEFORE_4
+        }
+    }
+
     /// The rows `sql` (selecting [`ROW_COLUMNS`]) gives, while `doing`.
     fn rows(&self, doing: &str, sql: &str, values: &[&(dyn ToSql + Sync)]) -> Result<Vec<RunRow>, String> {
         let t = &self.target;
@@ -1443,8 +1544,8 @@ fn write(c: &mut Client, p: &Prepared, new: &NewRow) -> Result<Saved, postgres::
     }
     let inserted = tx.query_opt(
         "INSERT INTO runs (uuid, started_at, label, board, host, kernel, preemption, scenario, probes, worst_ns, \
-         verdict, status, imported_from, document, kernel_config, shortest_cycle_ns) \
-         VALUES ($1::text::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+         verdict, status, imported_from, document, kernel_config, shortest_cycle_ns, series, part) \
+         VALUES ($1::text::uuid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
          ON CONFLICT (uuid) DO NOTHING RETURNING id",
         &[
             &new.uuid,
@@ -1463,6 +1564,8 @@ fn write(c: &mut Client, p: &Prepared, new: &NewRow) -> Result<Saved, postgres::
             &p.document,
             &kernel_config,
             &shortest,
+            &r.series.as_deref().map(column_text),
+            &r.part,
         ],
     )?;
     let Some(row) = inserted else {
@@ -1485,7 +1588,7 @@ fn write(c: &mut Client, p: &Prepared, new: &NewRow) -> Result<Saved, postgres::
     }
     let mut figures = FigureRows::default();
     figures.add(id, &new.figures);
-    figures.insert(&mut tx)?;
+    figures.insert(&mut tx, true)?;
     tx.commit()?;
     Ok(Saved { id, already: false })
 }

@@ -21,7 +21,8 @@
 //! few hundred bytes however large the documents (100 000 runs: BENCHMARKS.md). Layout 5 keeps
 //! what the dashboard reads of each run beside its row (`figures`: per series its counts,
 //! percentiles and histogram in coarse bins; the shortest cycle time), so a page of 1 000 runs
-//! reads no document.
+//! reads no document. Layout 6 adds to each series' figures the once-per-day return level of
+//! its forecast (or why there is none).
 
 use super::figures::{BoardRow, Figures, SeriesFigures};
 use super::{compress_into, dir_of, Bound, Filter, NewRow, OpenError, RunRow, Saved};
@@ -151,6 +152,31 @@ const MIGRATIONS: &[Migration] = &[
         fill: Some(fill_figures),
         then: "",
     },
+    Migration {
+        sql: "
+    -- Layout 6: per series of each run the latency its forecast says is exceeded once per day
+    -- of operation, with its 95 % interval (the highest over the series' CPUs; no upper end:
+    -- NULL), or why there is none (store/figures.rs). Filled here for the runs stored before,
+    -- from their documents (a document of an older version gets its forecast made).
+    ALTER TABLE figures ADD COLUMN day_level_ns INTEGER;
+    ALTER TABLE figures ADD COLUMN day_low_ns INTEGER;
+    ALTER TABLE figures ADD COLUMN day_high_ns INTEGER;
+    ALTER TABLE figures ADD COLUMN forecast_note TEXT;
+",
+        fill: Some(fill_forecasts),
+        then: "",
+    },
+    Migration {
+        sql: "
+    -- Layout 7: a rotated run's series and its place in it (`rtgauge run --rotate`): the runs
+    -- of one continuous measurement, in order. Runs stored before belong to none.
+    ALTER TABLE runs ADD COLUMN series TEXT;
+    ALTER TABLE runs ADD COLUMN part INTEGER;
+    CREATE INDEX runs_series ON runs (series, part);
+",
+        fill: None,
+        then: "",
+    },
 ];
 
 /// Layout 5's fill: the figures of every run stored before, from its document, one document
@@ -170,30 +196,66 @@ fn fill_figures(c: &Connection) -> rusqlite::Result<()> {
         };
         let Ok(figures) = super::figures_of_document(bytes) else { continue };
         set.execute(params![id, figures.shortest_cycle_ns.map(clamp), figures.kernel_config])?;
-        insert_figures(c, id, &figures)?;
+        insert_figures(c, id, &figures, false)?;
     }
     Ok(())
 }
 
-/// Keeps the figures of run `id`, one row per series.
-fn insert_figures(c: &Connection, id: i64, figures: &Figures) -> rusqlite::Result<()> {
-    let mut insert = c.prepare_cached(
-        "INSERT INTO figures (run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+/// Layout 6's fill: the once-per-day return level of every series of every run stored before,
+/// from its whole document and timelines, one run at a time (bounded memory); a document of an
+/// older version gets its forecast made here. A run that does not read keeps none.
+fn fill_forecasts(c: &Connection) -> rusqlite::Result<()> {
+    let mut documents = c.prepare("SELECT run, document FROM documents ORDER BY run")?;
+    let mut timelines = c.prepare("SELECT entry, data FROM timelines WHERE run = ?1")?;
+    let mut set = c.prepare(
+        "UPDATE figures SET day_level_ns = ?3, day_low_ns = ?4, day_high_ns = ?5, forecast_note = ?6 \
+         WHERE run = ?1 AND entry = ?2",
     )?;
+    let mut found = documents.query([])?;
+    while let Some(row) = found.next()? {
+        let id: i64 = row.get(0)?;
+        let bytes: &[u8] = match row.get_ref(1)? {
+            ValueRef::Text(t) | ValueRef::Blob(t) => t,
+            _ => continue,
+        };
+        let kept: Vec<(i64, Vec<u8>)> =
+            timelines.query_map([id], |t| Ok((t.get(0)?, t.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+        let Some(figures) = super::forecasts_of_document(bytes, &kept) else { continue };
+        for f in &figures.series {
+            set.execute(params![
+                id,
+                f.entry,
+                f.day_level_ns.map(clamp),
+                f.day_low_ns.map(clamp),
+                f.day_high_ns.map(clamp),
+                f.forecast_note
+            ])?;
+        }
+    }
+    Ok(())
+}
+
+/// Keeps the figures of run `id`, one row per series; `forecasts`: with their forecasts'
+/// columns (layout 6 on; layout 5's migration writes the others).
+fn insert_figures(c: &Connection, id: i64, figures: &Figures, forecasts: bool) -> rusqlite::Result<()> {
+    let mut insert = c.prepare_cached(if forecasts {
+        "INSERT INTO figures (run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins, \
+         day_level_ns, day_low_ns, day_high_ns, forecast_note) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+    } else {
+        "INSERT INTO figures (run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+    })?;
     for f in &figures.series {
-        insert.execute(params![
-            id,
-            f.entry,
-            f.series,
-            f.latency,
-            clamp(f.samples),
-            clamp(f.missed),
-            f.p99_ns.map(clamp),
-            f.p999_ns.map(clamp),
-            f.max_ns.map(clamp),
-            super::figures::encode_bins(&f.bins),
-        ])?;
+        let (samples, missed, bins) = (clamp(f.samples), clamp(f.missed), super::figures::encode_bins(&f.bins));
+        let (p99, p999, max) = (f.p99_ns.map(clamp), f.p999_ns.map(clamp), f.max_ns.map(clamp));
+        let mut values: Vec<&dyn rusqlite::ToSql> =
+            vec![&id, &f.entry, &f.series, &f.latency, &samples, &missed, &p99, &p999, &max, &bins];
+        let (level, low, high) = (f.day_level_ns.map(clamp), f.day_low_ns.map(clamp), f.day_high_ns.map(clamp));
+        if forecasts {
+            values.extend([&level as &dyn rusqlite::ToSql, &low, &high, &f.forecast_note]);
+        }
+        insert.execute(values.as_slice())?;
     }
     Ok(())
 }
@@ -236,7 +298,8 @@ fn fill_uuids(c: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// The page cache (KiB) of a connection that stays open to read (the dashboard's).
+/// The page cache (KiB) of a connection that stays open: to read (the dashboard's), or to keep
+/// a continuous run's parts (after [`super::Backend::fold`]).
 const FOLLOWING_CACHE_KIB: i64 = 256;
 /// How long a write waits for another rtgauge holding the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -439,12 +502,15 @@ impl Sqlite {
 
     /// The columns of a [`RunRow`], in the order [`Sqlite::rows`] reads them.
     fn row_columns(&self) -> &'static str {
-        if self.layout >= 4 {
+        if self.layout >= 7 {
             "id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, imported_from, \
-             uuid, board"
+             uuid, board, series, part"
+        } else if self.layout >= 4 {
+            "id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, imported_from, \
+             uuid, board, NULL, NULL"
         } else {
             "id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, imported_from, \
-             NULL, host"
+             NULL, host, NULL, NULL"
         }
     }
 
@@ -468,6 +534,8 @@ impl Sqlite {
                     verdict: r.get(9)?,
                     status: r.get(10)?,
                     imported_from: r.get(11)?,
+                    series: r.get(14)?,
+                    part: r.get(15)?,
                 })
             })
             .map_err(|e| sql_error(&self.path, e))?;
@@ -476,6 +544,16 @@ impl Sqlite {
 }
 
 impl super::Backend for Sqlite {
+    fn fold(&self) {
+        // PASSIVE: folds what no reader holds, never waits for one.
+        let _ = self.conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+        // The page cache of a store kept open for months: small (the operating system caches
+        // the file), and let go of after each run. With SQLite's default (2 MB) it grew by about
+        // one 64-KiB page per run kept, for the first 30 runs (BENCHMARKS.md).
+        let _ = self.conn.pragma_update(None, "cache_size", -FOLLOWING_CACHE_KIB);
+        let _ = self.conn.query_row("PRAGMA shrink_memory", [], |_| Ok(()));
+    }
+
     fn shown(&self) -> String {
         self.path.display().to_string()
     }
@@ -547,8 +625,8 @@ impl super::Backend for Sqlite {
         let run = &row.row;
         tx.execute(
             "INSERT INTO runs (started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
-             imported_from, uuid, board, kernel_config, shortest_cycle_ns) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+             imported_from, uuid, board, kernel_config, shortest_cycle_ns, series, part) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             params![
                 run.started_at,
                 run.label,
@@ -565,11 +643,13 @@ impl super::Backend for Sqlite {
                 run.board,
                 kernel_config,
                 row.figures.shortest_cycle_ns.map(clamp),
+                run.series,
+                run.part,
             ],
         )
         .map_err(sql)?;
         let id = tx.last_insert_rowid();
-        insert_figures(&tx, id, &row.figures).map_err(sql)?;
+        insert_figures(&tx, id, &row.figures, true).map_err(sql)?;
         tx.execute("INSERT INTO documents (run, document) VALUES (?1, zeroblob(?2))", params![id, size as i64]).map_err(sql)?;
         {
             let mut blob = tx.blob_open(rusqlite::MAIN_DB, "documents", "document", id, false).map_err(sql)?;
@@ -693,15 +773,20 @@ impl super::Backend for Sqlite {
                     shortest_cycle_ns: shortest.map(|v| v as u64),
                     kernel_config: r.get(2).map_err(sql_err)?,
                     series: Vec::new(),
+                    forecasts: true,
                 };
                 all.insert(r.get::<_, i64>(0).map_err(sql_err)?, figures);
             }
         }
         {
+            // (A store of layout 5, only read, keeps no forecast.)
+            let forecasts = self.layout >= 6;
+            let columns =
+                if forecasts { "day_level_ns, day_low_ns, day_high_ns, forecast_note" } else { "NULL, NULL, NULL, NULL" };
             let mut q = tx
                 .prepare(&format!(
-                    "SELECT run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins FROM figures \
-                     WHERE run IN ({list}) ORDER BY run, entry"
+                    "SELECT run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins, {columns} \
+                     FROM figures WHERE run IN ({list}) ORDER BY run, entry"
                 ))
                 .map_err(sql_err)?;
             let mut rows = q.query(rusqlite::params_from_iter(ids)).map_err(sql_err)?;
@@ -720,10 +805,17 @@ impl super::Backend for Sqlite {
                     max_ns: unsigned(8).map_err(sql_err)?,
                     bins: super::figures::decode_bins(bins)
                         .ok_or_else(|| format!("the figures of run {run} in the store {} are damaged", self.path.display()))?,
+                    day_level_ns: unsigned(10).map_err(sql_err)?,
+                    day_low_ns: unsigned(11).map_err(sql_err)?,
+                    day_high_ns: unsigned(12).map_err(sql_err)?,
+                    forecast_note: r.get(13).map_err(sql_err)?,
                 };
                 if let Some(f) = all.get_mut(&run) {
                     f.series.push(series);
                 }
+            }
+            if !forecasts {
+                all.values_mut().for_each(super::figures::without_forecasts);
             }
         }
         tx.commit().map_err(sql_err)?;

@@ -277,6 +277,11 @@ impl Tuning {
         w
     }
 
+    /// The records of what is held now (nothing put back yet).
+    pub fn held_records(&self) -> Vec<TuningRecord> {
+        self.dma.as_ref().map(|d| d.record.clone()).into_iter().chain(self.records.iter().cloned()).collect()
+    }
+
     /// Restores everything and returns the records, each saying whether it was put back.
     pub fn finish(mut self) -> (Vec<TuningRecord>, journal::Restored) {
         let restored = self.journal.take().map(journal::Journal::restore).unwrap_or_default();

@@ -7,7 +7,7 @@
 use crate::probe::{registry, Figure, Missed};
 use crate::result::{Check, ProbeConfig, ProbeResult, RunResult, Status, Verdict};
 use crate::scenario::require::{Metric, Op, Requirement};
-use crate::vocab::units::{us, Nanos};
+use crate::vocab::units::{us, us_or_s, Nanos};
 
 fn observe(metric: Metric, p: &ProbeResult) -> Option<f64> {
     match metric {
@@ -20,6 +20,8 @@ fn observe(metric: Metric, p: &ProbeResult) -> Option<f64> {
         Metric::Above => p.bounds.map(|b| b.above as f64),
         // A sweep that sustained no rate sustained 0 a second.
         Metric::Rate => p.sweep.as_ref().map(|s| s.sustained_per_s.unwrap_or(0) as f64),
+        // (judged in `analysis_check`)
+        Metric::OncePer(_) | Metric::OnceIn(_) | Metric::Settled => None,
         Metric::Percentile(q) => {
             // (a percentile the document does not hold — p99.9999 of an older one — is taken
             // from its histogram)
@@ -33,7 +35,182 @@ fn observe(metric: Metric, p: &ProbeResult) -> Option<f64> {
     }
 }
 
+/// A requirement on the run's analysis (a forecast's return level, the convergence) judged on
+/// series `p`. One the run cannot judge (no forecast, one that does not apply, a level below the
+/// forecast's threshold, no timeline) fails and says why: it never passes.
+fn analysis_check(req: &Requirement, p: &ProbeResult) -> Check {
+    let judged = |observed: String, value: Option<f64>, passed: bool| Check {
+        expr: req.to_string(),
+        scope: format!("{}/{}", p.label(), p.scope()),
+        observed,
+        observed_value: value,
+        passed,
+    };
+    let unjudged = |why: String| judged(format!("not judged: {why}"), None, false);
+    match req.metric {
+        Metric::Settled => match &p.convergence {
+            None => unjudged("no timeline tells when the worst case rose".to_string()),
+            Some(c) => {
+                let v = c.settled_percent;
+                let shown = crate::vocab::length::settled(v);
+                let text =
+                    format!("{shown}% (last rise {} into the measurement)", Nanos(c.last_rise_ns.saturating_sub(c.start_ns)));
+                let as_shown: f64 = shown.parse().unwrap_or(v);
+                judged(text, Some(as_shown), req.op.holds((as_shown * 100.0).round(), req.bound as f64))
+            }
+        },
+        _ => {
+            let periods = match req.metric {
+                Metric::OncePer(ns) => {
+                    let interval = p.forecast.as_ref().map(|f| f.interval_ns).filter(|&i| i > 0);
+                    match interval {
+                        Some(i) => ns as f64 / i as f64,
+                        None => return unjudged("the series' interval is not known".to_string()),
+                    }
+                }
+                Metric::OnceIn(n) => n,
+                other => return unjudged(format!("{other} is not a return level")),
+            };
+            let name = req.metric.to_string();
+            let (l, measured) = match crate::forecast::level_of(p, &name, periods) {
+                Ok(l) => l,
+                Err(why) => return unjudged(why),
+            };
+            let how = if measured { "measured" } else { "forecast" };
+            // The end of the interval that makes the claim hardest: the upper for an upper bound.
+            let upper = matches!(req.op, Op::Lt | Op::Le);
+            let (value, end) = match (upper, l.high_ns) {
+                (true, None) => {
+                    return judged(
+                        format!("{}, its 95 % interval has no upper end (a heavy tail)", us_or_s(l.level_ns)),
+                        None,
+                        false,
+                    )
+                }
+                (true, Some(h)) => (h, "upper"),
+                (false, _) if matches!(req.op, Op::Eq) => (l.level_ns, "estimate"),
+                (false, _) => (l.low_ns, "lower"),
+            };
+            let text = if end == "estimate" {
+                format!("{} ({how})", us_or_s(value))
+            } else {
+                format!("{} ({end} end of the 95 % interval, {how}; estimate {})", us_or_s(value), us_or_s(l.level_ns))
+            };
+            judged(text, Some(value), req.op.holds(value, req.bound as f64))
+        }
+    }
+}
+
+/// What the run's length supports, for each claim a latency criterion makes (a cycle time's
+/// budget, `max<B`, a percentile's bound, a return level), one sentence per criterion and
+/// series: by the rule of three, with no value over B in n periods the per-period probability
+/// of exceeding B is below 3/n (95 %); the periods a claim of 1e-6 and 1e-9 per period needs,
+/// and whether this run had them; where every CPU's forecast applies, what it puts the
+/// probability at. A claim the run is too short for is said so.
+fn support(per_cpu: &[ProbeResult], claims: &[(String, Requirement)], facts: &RunFacts) -> Vec<String> {
+    use crate::vocab::length::{periods, periods_for, probability, rule_of_three, span};
+    let mut out = Vec::new();
+    for (what, r) in claims {
+        let mut labels: Vec<String> = Vec::new();
+        for p in per_cpu.iter().filter(|p| p.in_worst_case() && applies(r, &Target::of(p))) {
+            if !labels.contains(&p.label()) {
+                labels.push(p.label());
+            }
+        }
+        for label in labels {
+            let cpus: Vec<&ProbeResult> =
+                per_cpu.iter().filter(|p| p.label() == label && p.in_worst_case() && p.samples > 0).collect();
+            let Some(n) = cpus.iter().map(|p| p.samples + p.missed).min() else { continue };
+            let interval = cpus.first().and_then(|p| interval_of(p, facts));
+            let at = |k: f64| interval.map_or(String::new(), |i| format!(" ({} at {})", span(k * i as f64), Nanos(i)));
+            let bound = Nanos(r.bound);
+            match r.metric {
+                Metric::Max => {
+                    let exceeded = cpus.iter().any(|p| p.max_ns.is_some_and(|m| m > r.bound));
+                    if exceeded {
+                        continue;
+                    }
+                    let short: Vec<&str> = [(1e-6, "1e-6"), (1e-9, "1e-9")]
+                        .iter()
+                        .filter(|(q, _)| (n as f64) < periods_for(*q))
+                        .map(|t| t.1)
+                        .collect();
+                    let mut line = format!(
+                        "{what} ({label}): no value over {bound} in {} periods of each CPU: the probability of exceeding it is below {} a period (95 %, rule of three); 1e-6 a period needs {} periods{}, 1e-9 {}{}",
+                        periods(n as f64),
+                        probability(rule_of_three(n)),
+                        periods(periods_for(1e-6)),
+                        at(periods_for(1e-6)),
+                        periods(periods_for(1e-9)),
+                        at(periods_for(1e-9)),
+                    );
+                    match short.len() {
+                        0 => line.push('.'),
+                        _ => line.push_str(&format!(": this run is too short to support {}.", short.join(" or "))),
+                    }
+                    let forecasts: Vec<(f64, String)> = cpus
+                        .iter()
+                        .filter_map(|p| {
+                            p.forecast
+                                .as_ref()
+                                .and_then(|f| crate::forecast::probability_over(f, r.bound as f64))
+                                .map(|q| (q, p.scope()))
+                        })
+                        .collect();
+                    if forecasts.len() == cpus.len() {
+                        if let Some((q, cpu)) = forecasts.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
+                            line.push_str(&format!(
+                                " The forecast's estimate: {} a period ({cpu}, the highest of its CPUs).",
+                                probability(*q)
+                            ));
+                        }
+                    }
+                    out.push(line);
+                }
+                Metric::Percentile(q) => {
+                    let tail = 1.0 - q / 100.0;
+                    let needed = periods_for(tail);
+                    if (n as f64) < needed {
+                        out.push(format!(
+                            "{what} ({label}): the claim is of at most 1 value in {} over {bound}; {} values of each CPU{} support it (95 %, rule of three); this run has {}: too short to support it.",
+                            periods((1.0 / tail).round()),
+                            periods(needed),
+                            at(needed),
+                            periods(n as f64)
+                        ));
+                    }
+                }
+                Metric::OncePer(_) | Metric::OnceIn(_) => {
+                    let horizon = match r.metric {
+                        Metric::OncePer(ns) => interval.map(|i| ns as f64 / i as f64),
+                        Metric::OnceIn(k) => Some(k),
+                        _ => None,
+                    };
+                    // (only where a forecast applies on every CPU and the horizon is beyond what the
+                    // run measured: else the check says why it was not judged, or it was measured)
+                    let forecast = cpus.iter().all(|p| p.forecast.as_ref().is_some_and(|f| f.applies()));
+                    if let Some(h) = horizon.filter(|h| forecast && *h * crate::forecast::MEASURED_FROM > n as f64) {
+                        out.push(format!(
+                            "{what} ({label}): a forecast {} times beyond the run ({} periods against its {}); it holds only as far as the tests of its assumptions do, for this load and configuration; seeing that level with 95 % probability would take {} periods{}.",
+                            crate::vocab::length::probability_like(h / n as f64),
+                            periods(h),
+                            periods(n as f64),
+                            periods(3.0 * h),
+                            at(3.0 * h)
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 fn check(req: &Requirement, p: &ProbeResult) -> Check {
+    if req.metric.is_forecast() {
+        return analysis_check(req, p);
+    }
     let observed_value = observe(req.metric, p);
     let observed = match observed_value {
         None => "no samples".to_string(),
@@ -86,6 +263,8 @@ pub fn applies(r: &Requirement, t: &Target) -> bool {
     let named = r.probe.as_deref().is_none_or(|n| n == t.probe) && r.series.as_deref().is_none_or(|s| Some(s) == t.series);
     let measures = match r.metric {
         Metric::Rate => t.swept && t.headline,
+        // (the analysis is made for latencies of one CPU: not cycles, intervals or sweeps)
+        m if m.is_forecast() => !t.bounded && !t.swept && (!t.not_latency || r.series.is_some()),
         Metric::Below | Metric::Above => t.bounded,
         _ if t.swept => r.probe.is_some(),
         m if m.is_latency() => !t.not_latency || r.series.is_some(),
@@ -309,6 +488,13 @@ pub fn evaluate(
         checks.extend(targets.into_iter().map(|p| check(r, p)));
     }
     let criteria_given = cycle_time_ns.is_some() || !requirements.is_empty();
+    let mut claims: Vec<(String, Requirement)> = Vec::new();
+    if let Some(ct) = cycle_time_ns {
+        let limit = (ct as f64 * budget).floor() as u64;
+        claims.push((format!("cycle time {}", Nanos(ct)), req(Metric::Max, Op::Le, limit)));
+    }
+    claims.extend(requirements.iter().filter(|r| matches!(r.op, Op::Lt | Op::Le)).map(|r| (r.to_string(), r.clone())));
+    let support = support(per_cpu, &claims, facts);
     let measured_something = req(Metric::Samples, Op::Gt, 0);
     // A busy loop that saw no gap measured a quiet CPU (a window it never reached is missed).
     checks.extend(per_cpu.iter().filter(|p| p.samples == 0 && p.noise.is_none()).map(|p| check(&measured_something, p)));
@@ -343,6 +529,7 @@ pub fn evaluate(
             .map(|m| (m as f64 / budget).ceil() as u64),
         checks,
         rules: rules.into_iter().map(|(r, labels)| r.replace(SERIES, &labels.join(", "))).collect(),
+        support,
     }
 }
 
@@ -406,8 +593,92 @@ mod tests {
             noise: None,
             sweep: None,
             timeline: None,
+            convergence: None,
+            forecast: None,
             histogram: HistogramData::encode(&h),
         }
+    }
+
+    /// A timer series on `cpu` drawn from a known exponential tail over 3 600 000 periods (an
+    /// hour at 1 ms), with its forecast and convergence made as a run makes them.
+    fn forecast_probe(cpu: usize, stream: u64) -> ProbeResult {
+        use crate::forecast::truth::{draw, forecast_of, Rng, Tail};
+        let d = draw(Tail::Exponential { scale: 5_000.0 }, 3_600_000, 0.0, &mut Rng::new(stream));
+        let mut p = probe(cpu, d.max.0, 0);
+        p.samples = d.n;
+        p.max_at_ns = Some(d.max.1);
+        p.forecast = Some(forecast_of(&d));
+        p.convergence = crate::forecast::convergence::of(
+            &d.timeline,
+            (1_000_000_000, 1_000_000_000 + d.n * 1_000_000),
+            Some(d.max),
+            1_000_000,
+        );
+        p.histogram = d.histogram;
+        p.timeline = Some(d.timeline);
+        p
+    }
+
+    #[test]
+    fn a_return_level_is_judged_by_the_end_of_its_interval_and_an_unjudged_one_fails() {
+        let p = forecast_probe(0, 11);
+        let f = p.forecast.clone().unwrap();
+        assert!(f.applies(), "{:?}", f.not_applicable);
+        let year = f.return_levels.iter().find(|l| l.horizon == "1y").unwrap().clone();
+        let high = year.high_ns.unwrap();
+        // Between the estimate and the upper end: the claim is not supported.
+        let between = ((year.level_ns + high) / 2.0) as u64;
+        let above = high as u64 + 1_000;
+        let judge = |req: &str, p: &ProbeResult| {
+            let v =
+                evaluate(std::slice::from_ref(p), &[], None, 0.25, &[parse_requirement(req).unwrap()], &facts(Status::Complete));
+            v.checks.into_iter().find(|c| c.expr.starts_with("once") || c.expr.starts_with("settled")).unwrap()
+        };
+        let c = judge(&format!("once-per-1y<{between}ns"), &p);
+        assert!(!c.passed && c.observed.contains("upper end of the 95 % interval, forecast"), "{c:?}");
+        assert!(judge(&format!("once-per-1y<{above}ns"), &p).passed);
+        // The same level asked for in periods.
+        assert!(judge(&format!("once-in-3.15576e10<{above}ns"), &p).passed);
+        // A forecast that does not apply: not judged, failed, with the reason.
+        let mut q = p.clone();
+        q.forecast.as_mut().unwrap().not_applicable = Some("the window maxima rose during the run".into());
+        let c = judge("once-per-1y<1s", &q);
+        assert!(!c.passed && c.observed.starts_with("not judged: forecast not applicable: the window maxima rose"), "{c:?}");
+        // No forecast at all, and a level below the threshold (measured, not forecast).
+        q.forecast = None;
+        assert!(judge("once-per-1y<1s", &q).observed.starts_with("not judged"));
+        // A horizon the run covered many times over is measured (here once in 10 000 periods:
+        // 360 times in 3 600 000), forecast or not.
+        let c = judge("once-in-1e4<1s", &q);
+        assert!(c.passed && c.observed.contains("measured"), "{c:?}");
+        let c = judge(&format!("once-in-1e4<{}ns", p.max_ns.unwrap() / 2), &p);
+        assert!(c.observed.contains("measured") && c.observed_value.unwrap() <= p.max_ns.unwrap() as f64 + 1.0, "{c:?}");
+        // Convergence: the share since the last rise against the bound; no timeline, not judged.
+        let settled = p.convergence.as_ref().unwrap().settled_percent;
+        assert!(judge(&format!("settled>={}%", settled.floor()), &p).passed);
+        assert_eq!(judge(&format!("settled>={}%", (settled + 1.0).min(100.0)), &p).passed, settled + 1.0 > 100.0);
+        q.convergence = None;
+        assert!(judge("settled>=0%", &q).observed.starts_with("not judged"));
+    }
+
+    #[test]
+    fn the_verdict_says_what_the_runs_length_supports() {
+        let p = forecast_probe(0, 12);
+        let r = [parse_requirement("max<1s").unwrap(), parse_requirement("p99.99999<1s").unwrap()];
+        let v = evaluate(std::slice::from_ref(&p), &[], None, 0.25, &r, &facts(Status::Complete));
+        let max = v.support.iter().find(|s| s.starts_with("max<")).unwrap();
+        // 3 600 000 periods: below 3/n = 8.3e-7 a period; 1e-6 supported, 1e-9 not.
+        assert!(
+            max.contains("3 600 000 periods") && max.contains("8.3e-7") && max.contains("too short to support 1e-9."),
+            "{max}"
+        );
+        assert!(max.contains("The forecast's estimate: "), "{max}");
+        let pct = v.support.iter().find(|s| s.starts_with("p99.99999")).unwrap();
+        assert!(pct.contains("1 value in 10 000 000") && pct.contains("too short"), "{pct}");
+        // A cycle time makes the same claim of its budget; no criteria, no sentence.
+        let v = evaluate(std::slice::from_ref(&p), &[], Some(1_000_000_000), 0.25, &[], &facts(Status::Complete));
+        assert!(v.support.iter().any(|s| s.starts_with("cycle time 1 s (timer): no value over 250 ms")), "{:?}", v.support);
+        assert!(evaluate(&[p], &[], None, 0.25, &[], &facts(Status::Complete)).support.is_empty());
     }
 
     /// All CPUs of the timer together, with this maximum.

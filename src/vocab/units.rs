@@ -127,9 +127,36 @@ impl fmt::Display for Nanos {
     }
 }
 
+/// A duration as an option takes it, to paste (`28m`, `1s`, `1500ms`): the largest unit of the
+/// grammar ([`parse_duration_ns`]) that holds it whole.
+pub fn arg(ns: u64) -> String {
+    const UNITS: [(u64, &str); 6] =
+        [(3_600_000_000_000, "h"), (60_000_000_000, "m"), (1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us"), (1, "ns")];
+    let (size, unit) = UNITS.iter().find(|(size, _)| ns >= *size && ns.is_multiple_of(*size)).copied().unwrap_or((1, "ns"));
+    format!("{}{unit}", ns / size)
+}
+
 /// Nanoseconds as microseconds with sub-µs precision, the unit of every latency table.
 pub fn us(ns: u64) -> String {
     format!("{:.3}", ns as f64 / 1000.0)
+}
+
+/// The largest latency worth a figure: an hour, the most a latency histogram holds
+/// (`result::histogram::HIST_HIGHEST_NS`). A forecast's level past it reads "more than 1 h".
+pub const MOST_LATENCY_NS: f64 = 3.6e12;
+
+/// A latency that may be very large (a forecast's level or bound) written as the verdict writes
+/// latencies: `183.250us` below a second, `12.5s` up to an hour, `more than 1h` beyond.
+pub fn us_or_s(ns: f64) -> String {
+    if ns < 1e9 {
+        format!("{}us", us(ns.round() as u64))
+    } else if ns <= MOST_LATENCY_NS {
+        let s = format!("{:.3}", ns / 1e9);
+        format!("{}s", s.trim_end_matches('0').trim_end_matches('.'))
+    } else {
+        // (past an hour, the most a latency histogram holds, a figure says nothing more)
+        "more than 1h".to_string()
+    }
 }
 
 /// A value in µs as [`us`] shows it, or `-` for none.
@@ -199,5 +226,15 @@ mod tests {
         assert_eq!(Nanos(1_500_000_000).to_string(), "1.5 s");
         assert_eq!(Nanos(300_000_000_000).to_string(), "5 min");
         assert_eq!(us(1234), "1.234");
+    }
+
+    #[test]
+    fn an_options_duration_reads_back_as_itself() {
+        for ns in [1, 999, 1_000, 1_500_000, 1_000_000_000, 1_500_000_000, 28 * 60_000_000_000, 7_200_000_000_000, 0] {
+            let text = super::arg(ns);
+            assert!(!text.contains(' '), "{text}");
+            assert_eq!(super::parse_duration_ns(&text, None).unwrap(), ns, "{text}");
+        }
+        assert_eq!(super::arg(28 * 60_000_000_000), "28m");
     }
 }

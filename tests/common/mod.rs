@@ -11,6 +11,16 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
 
+/// Whether a thread's name (`comm`, at most 15 bytes) is a measurement thread's:
+/// `rtgauge-<probe><cpu>[role]`, with one of the probes' names (the registry's), all short
+/// enough that the CPU's first digit is always within the 15 bytes.
+pub fn is_measurement_thread(comm: &str) -> bool {
+    let Some(rest) = comm.trim_end().strip_prefix("rtgauge-") else { return false };
+    rtgauge::probe::registry::names()
+        .iter()
+        .any(|p| rest.strip_prefix(p).is_some_and(|cpu| cpu.starts_with(|c: char| c.is_ascii_digit())))
+}
+
 /// The rtgauge binary under test.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rtgauge"))
@@ -27,6 +37,11 @@ pub fn runner() -> Option<String> {
 /// which never sleeps) runs after it was seen waiting for its start — instead of assuming how
 /// long start-up takes: on a busy host under an emulator it took over 1.5 s (CI), and a signal
 /// or a stall sent earlier lands in the set-up instead of the measurement.
+///
+/// Only measurement threads count: rtgauge's other threads (`rtgauge-pg-connect`,
+/// `rtgauge-store`, `rtgauge-metrics`, `rtgauge-watchdog`) also wait on futexes and then run,
+/// some of them before the store is even opened (CI under qemu-user took the connecting
+/// thread for a measuring one, and a server stopped "while measuring" was stopped before).
 pub fn wait_until_measuring(pid: u32) {
     let t = std::time::Instant::now();
     let read = |task: &std::path::Path, f: &str| std::fs::read_to_string(task.join(f)).unwrap_or_default();
@@ -39,7 +54,7 @@ pub fn wait_until_measuring(pid: u32) {
             Err(e) => panic!("process {pid} ended before it measured: {e}"),
         };
         for task in &tasks {
-            if !read(task, "comm").starts_with("rtgauge-") {
+            if !is_measurement_thread(&read(task, "comm")) {
                 continue;
             }
             let wchan = read(task, "wchan");
@@ -367,4 +382,74 @@ pub fn panic_text(e: &Box<dyn std::any::Any + Send>) -> String {
         .cloned()
         .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_else(|| "(no message)".into())
+}
+
+/// A cyclictest --json file of one thread: `(µs, count)` rows.
+pub fn cyclictest_json(rows: &[(u64, u64)]) -> String {
+    let hist: Vec<String> = rows.iter().map(|(us, n)| format!("\"{us}\": {n}")).collect();
+    let cycles: u64 = rows.iter().map(|r| r.1).sum();
+    let (min, max) = (rows.iter().map(|r| r.0).min().unwrap(), rows.iter().map(|r| r.0).max().unwrap());
+    let avg = rows.iter().map(|(us, n)| us * n).sum::<u64>() as f64 / cycles as f64;
+    format!(
+        "{{\"file_version\": 1, \"cmdline:\": \"cyclictest -m -p 80 -i 1000 -l {cycles} -h 200000 -q -t 1 -a 0 --json=ct.json\", \
+         \"rt_test_version:\": \"2.40\", \"start_time\": \"Mon, 23 Nov 2026 09:09:22 +0000\", \"end_time\": \"Mon, 23 Nov 2026 \
+         09:09:23 +0000\", \"return_code\": 0, \"sysinfo\": {{\"sysname\": \"Linux\", \"nodename\": \"board\", \"release\": \
+         \"6.12.0\", \"version\": \"#1 SMP PREEMPT_RT\", \"machine\": \"aarch64\", \"realtime\": 1}}, \"num_threads\": 1, \
+         \"resolution_in_ns\": 0, \"thread\": {{\"0\": {{\"histogram\": {{{}}}, \"cycles\": {cycles}, \"min\": {min}, \"max\": {max}, \
+         \"avg\": {avg:.2}, \"cpu\": 0, \"node\": 0}}}}}}",
+        hist.join(", ")
+    )
+}
+
+/// An rtgauge document of one CPU whose values follow an exponential tail: 20 000 values at the
+/// quantiles of an exponential distribution of scale 40 µs from 10 µs, as a cyclictest file,
+/// imported into a store of its own in `dir` and exported; without its origin and UUID (so that
+/// it imports as a new run), and without a timeline (the caller gives it one).
+pub fn exponential_document(dir: &std::path::Path) -> Value {
+    let n = 20_000u64;
+    let mut counts = std::collections::BTreeMap::new();
+    for i in 1..=n {
+        let q = (i as f64 - 0.5) / n as f64;
+        *counts.entry((10.0 - 40.0 * (1.0 - q).ln()) as u64).or_insert(0u64) += 1;
+    }
+    let rows: Vec<(u64, u64)> = counts.into_iter().collect();
+    let file = dir.join("exponential.json");
+    std::fs::write(&file, cyclictest_json(&rows)).unwrap();
+    let db = dir.join("exponential.db").display().to_string();
+    let out = rtgauge(&["import", "--db", &db, "--label", "plain", file.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = rtgauge(&["export", "plain", "--db", &db, "-f", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["imported"] = Value::Null;
+    doc.as_object_mut().unwrap().remove("uuid");
+    doc
+}
+
+/// `p`'s timeline made steady: `windows` windows of 500 ms sharing its samples, their maxima
+/// spread pseudo-randomly between half its maximum and its maximum (which one window holds);
+/// `sorted`: the same maxima in ascending order (a worst case rising all run).
+pub fn steady_timeline(p: &mut Value, windows: u64, sorted: bool) {
+    let (samples, max) = (u(&p["samples"]), u(&p["max_ns"]));
+    let mut x = 12_345u64;
+    let mut maxima: Vec<u64> = (0..windows)
+        .map(|_| {
+            x = (x * 1_103_515_245 + 12_345) % (1 << 31);
+            max / 2 + (max - max / 2) * (x >> 8) / (1 << 23)
+        })
+        .collect();
+    maxima[13] = max;
+    if sorted {
+        maxima.sort();
+    }
+    let mut count = vec![samples / windows; windows as usize];
+    count[0] += samples % windows;
+    let o = p.as_object_mut().unwrap();
+    o.remove("forecast");
+    o.remove("convergence");
+    o.insert(
+        "timeline".into(),
+        serde_json::json!({"window_ns": 500_000_000u64, "start_ns": 0, "count": count, "missed": vec![0; windows as usize],
+            "max_ns": maxima, "p99_ns": vec![max / 4; windows as usize]}),
+    );
 }

@@ -1,5 +1,6 @@
 //! The board page `/board/NAME`: the board's long-term view. Per latency series its long-term
-//! plot (worst case, p99.9 and p99 per run against time, kernel changes marked, each point a
+//! plot (worst case, p99.9 and p99 per run against time, beside them the latency the run's
+//! forecast says is exceeded once per day with its interval, kernel changes marked, each point a
 //! link to its run) and its heat map of latency by run; the board's runs as a table (newest
 //! first, paged with `?before=ID`, each run can be picked for a comparison); its configuration
 //! as its latest run describes it, and what changed between runs.
@@ -60,8 +61,9 @@ pub fn board(b: &BoardPage, store_shown: &str) -> String {
         let _ = write!(h, "<h2 id=\"series-{}\">{}</h2>", esc(&anchor(n)), esc(n));
         let _ = write!(
             h,
-            "<h3>Worst case, p99.9 and p99 per run</h3><figure class=\"wide\">{}</figure>",
-            plot::long_term(&b.runs, n, &b.changes)
+            "<h3>Worst case, p99.9, p99 and the once-per-day forecast per run</h3><figure class=\"wide\">{}</figure>{}",
+            plot::long_term(&b.runs, n, &b.changes),
+            forecast_note(&b.runs, n)
         );
         let _ = write!(
             h,
@@ -76,6 +78,27 @@ pub fn board(b: &BoardPage, store_shown: &str) -> String {
     h += &runs_table(b);
     h += &configuration(b);
     page(&format!("Board {}", b.name), store_shown, &b.view, Place::Board(&b.name), &h)
+}
+
+/// What the long-term plot's forecast marks are, and for how many of the runs: where the store
+/// keeps no forecast (an older layout, read as it is), that instead.
+fn forecast_note(runs: &[BoardRun], name: &str) -> String {
+    let with: Vec<&BoardRun> = runs.iter().filter(|r| r.figures.series.iter().any(|s| s.series == name)).collect();
+    if with.iter().any(|r| !r.figures.forecasts) {
+        return "<p class=\"muted note\">No once-per-day forecast is shown: this store's layout keeps none (the dashboard \
+never changes a store; the next <code>rtgauge run</code>, <code>import</code> or <code>push</code> into it brings it up to \
+date).</p>"
+            .to_string();
+    }
+    let drawn = with.iter().filter(|r| r.figures.series.iter().any(|s| s.series == name && s.day_level_ns.is_some())).count();
+    format!(
+        "<p class=\"muted note\">Once per day (forecast): the latency the run's forecast says is exceeded on average once \
+per day of operation at its period, the highest of its CPUs', on a bar over its 95 % interval (an arrow at the top: no upper \
+end, or beyond the plot). Drawn for {} of these {}; where a CPU's forecast does not apply none is drawn, and the worst \
+case's title says why. A forecast holds for that run's load and configuration only.</p>",
+        if drawn == 0 { "none".to_string() } else { drawn.to_string() },
+        crate::vocab::Count(with.len() as u64, "run")
+    )
 }
 
 /// The latency series of the runs, those of the newest run first.
@@ -222,9 +245,25 @@ mod tests {
                 .flat_map(|r| latency(&r.figures))
                 .map(|s| [s.max_ns, s.p999_ns, s.p99_ns].iter().flatten().count())
                 .sum();
-            assert_eq!(plot_links(&h), points);
-            // Three figures a run a series, but for the sample's run without a p99.9.
-            assert_eq!(plot_links(&h), n * 3 * names.len() - usize::from(n > 2));
+            let forecasts = b.runs.iter().flat_map(|r| latency(&r.figures)).filter(|s| s.day_level_ns.is_some()).count();
+            assert!(n < 5 || (forecasts > 0 && forecasts < n * names.len()), "some runs' forecasts apply, not all");
+            assert_eq!(plot_links(&h), points + forecasts);
+            // Three figures a run a series, but for the sample's run without a p99.9; and a
+            // forecast's mark where it applies, titled so.
+            assert_eq!(plot_links(&h), n * 3 * names.len() - usize::from(n > 2) + forecasts);
+            assert_eq!(h.matches(": once per day (forecast) ").count(), forecasts);
+            let not_applicable = b
+                .runs
+                .iter()
+                .flat_map(|r| latency(&r.figures))
+                .filter(|s| s.day_level_ns.is_none() && s.forecast_note.is_some())
+                .count();
+            assert_eq!(h.matches(" · forecast not applicable: cpu2: ").count(), not_applicable, "on the worst case's title");
+            let with_forecast = names
+                .iter()
+                .filter(|n| b.runs.iter().flat_map(|r| latency(&r.figures)).any(|s| &s.series == *n && s.day_level_ns.is_some()))
+                .count();
+            assert_eq!(h.matches("once per day (forecast)</text>").count(), with_forecast, "in the legend of a plot with one");
             // Two plots a series, well-formed.
             assert_eq!(well_formed(&h), 2 * names.len());
             // The table: a row and a box per run.
@@ -271,6 +310,17 @@ mod tests {
         assert!(h.contains("action=\"/board/%3Cscript%3Ealert%281%29%3C%2Fscript%3E\""));
         well_formed(&h);
         same_origin(&h);
+    }
+
+    #[test]
+    fn a_store_that_keeps_no_forecast_is_said_to_and_nothing_drawn() {
+        let mut b = sample::board(5, false);
+        for r in &mut b.runs {
+            crate::store::figures::without_forecasts(&mut r.figures);
+        }
+        let h = board(&b, "s");
+        assert_eq!(h.matches("this store's layout keeps none").count(), 2, "under each series' plot");
+        assert!(!h.contains("once per day (forecast) ") && !h.contains("forecast not applicable"));
     }
 
     #[test]

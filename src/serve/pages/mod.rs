@@ -295,7 +295,27 @@ pub(crate) mod sample {
             p999_ns: Some((p99 as f64 * (1.0 + (spike - 1.0) / 3.0)) as u64),
             max_ns: Some(max),
             bins,
+            day_level_ns: None,
+            day_low_ns: None,
+            day_high_ns: None,
+            forecast_note: None,
         }
+    }
+
+    /// A series' forecast, from its figures (no draw of the stream, so the figures stay as they
+    /// were): most runs' once-per-day level a little over the worst case, with an interval (some
+    /// without an upper end); every fourth not applicable, with a reason.
+    fn forecast(s: &mut SeriesFigures) {
+        let (Some(p99), Some(max)) = (s.p99_ns, s.max_ns) else { return };
+        if p99 % 4 == 0 {
+            s.forecast_note =
+                Some("cpu2: the tails of the run's first and second halves differ (Kolmogorov–Smirnov p = 0.003)".into());
+            return;
+        }
+        let level = max as f64 * (1.1 + (p99 % 7) as f64 * 0.05);
+        s.day_level_ns = Some(level as u64);
+        s.day_low_ns = Some((max as f64 * 1.01) as u64);
+        s.day_high_ns = (p99 % 5 != 0).then_some((level * 1.6) as u64);
     }
 
     fn figures(rng: &mut Rng, base: f64, kernel_config: &str) -> Figures {
@@ -304,10 +324,14 @@ pub(crate) mod sample {
         let timer = series(0, "timer", p99, spike, 600_000);
         let wakeup = series(1, "wakeup.task", p99 * 2, spike * 0.8 + 0.5, 300_000);
         let cycle = SeriesFigures { entry: 2, series: "cycle".into(), latency: false, bins: Vec::new(), ..timer.clone() };
+        let (mut timer, mut wakeup) = (timer, wakeup);
+        forecast(&mut timer);
+        forecast(&mut wakeup);
         Figures {
             shortest_cycle_ns: timer.max_ns.max(wakeup.max_ns).map(|m| (m * 2).div_ceil(10_000) * 10_000),
             kernel_config: Some(kernel_config.to_string()),
             series: vec![timer, wakeup, cycle],
+            forecasts: true,
         }
     }
 
@@ -336,6 +360,8 @@ pub(crate) mod sample {
             verdict: verdict.into(),
             status: "complete".into(),
             imported_from: None,
+            series: None,
+            part: None,
         }
     }
 
@@ -357,6 +383,11 @@ pub(crate) mod sample {
             if i == n / 2 && n > 2 {
                 // A run without a p99.9 of its wake-up series (an import that did not say).
                 f.series[1].p999_ns = None;
+            }
+            if hostile {
+                // A reason that would be markup, were it not escaped.
+                f.series[0].day_level_ns = None;
+                f.series[0].forecast_note = Some("cpu0: <img src=x onerror=alert(3)>".into());
             }
             let worst = f.series.iter().filter(|s| s.latency).filter_map(|s| s.max_ns).max();
             let started = at(i as f64 * span / n.max(1) as f64 + 0.3 * rng.next());

@@ -1,7 +1,8 @@
 //! The dashboard's plots, written as SVG text by hand (the report draws with plotters; these
 //! need links and titles on every mark, and stay small at 1 000 runs): a board's long-term plot
-//! (worst case, p99.9 and p99 of one series per run against time, log latency, kernel changes
-//! marked, each point a link to its run), its heat map of latency by run (one column per run,
+//! (worst case, p99.9 and p99 of one series per run against time, and beside them the latency
+//! its forecast says is exceeded once per day with its 95 % interval; log latency, kernel changes
+//! marked, each mark a link to its run), its heat map of latency by run (one column per run,
 //! its histogram as colour on a log count scale: OSADL's 3-D plot in 2-D) and the fleet page's
 //! sparkline of a board's worst case. Latency axes read as durations (`20 µs`, `1 ms`); every
 //! text from a run is escaped.
@@ -21,6 +22,8 @@ pub const LONG_HEIGHT: u32 = 360;
 const MAX_COLOUR: &str = "#d62728";
 const P999_COLOUR: &str = "#ff7f0e";
 const P99_COLOUR: &str = "#1f77b4";
+/// The colour of the forecast's once-per-day level and its interval.
+const FORECAST_COLOUR: &str = "#7b3fa0";
 
 /// The SVG element's start: its size, a view box (it scales with the page) and its text style.
 fn svg_start(w: u32, h: u32, class: &str, label: &str) -> String {
@@ -72,8 +75,11 @@ fn us_label(us: f64) -> String {
 }
 
 /// The long-term plot of series `name`: per run its worst case, p99.9 and p99 against the run's
-/// start, latency on a log scale; a dashed line where the kernel changed, labelled with the new
-/// release; every point a link to its run. `runs` oldest first.
+/// start, and the once-per-day level of its forecast (a diamond on a bar over its 95 % interval,
+/// an arrow at the top where the interval has no upper end; no mark where a CPU's forecast does
+/// not apply: the worst case's title says why), latency on a log scale; a dashed line where the
+/// kernel changed, labelled with the new release; every mark a link to its run. `runs` oldest
+/// first.
 pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
     const L: f64 = 82.0;
     const R: f64 = 16.0;
@@ -81,10 +87,27 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
     const B: f64 = 54.0;
     let (w, h) = (WIDTH as f64, LONG_HEIGHT as f64);
     let (pw, ph) = (w - L - R, h - T - B);
-    let mut s = svg_start(WIDTH, LONG_HEIGHT, "long-term", &format!("{name}: worst case, p99.9 and p99 per run against time"));
+    let mut s = svg_start(
+        WIDTH,
+        LONG_HEIGHT,
+        "long-term",
+        &format!("{name}: worst case, p99.9, p99 and the once-per-day forecast per run against time"),
+    );
     let figs: Vec<Option<&SeriesFigures>> = runs.iter().map(|r| series_of(r, name)).collect();
-    let values: Vec<u64> =
+    let mut values: Vec<u64> =
         figs.iter().flatten().flat_map(|f| [f.max_ns, f.p999_ns, f.p99_ns]).flatten().filter(|&v| v > 0).collect();
+    // The forecasts (levels and intervals) up to a decade over the highest measured figure: one
+    // further leaves the plot at its top (an arrow), rather than squeezing every measured figure
+    // into its bottom.
+    let cap = values.iter().max().map_or(u64::MAX, |&m| m.saturating_mul(10));
+    values.extend(
+        figs.iter()
+            .flatten()
+            .flat_map(|f| [f.day_level_ns, f.day_low_ns, f.day_high_ns])
+            .flatten()
+            .map(|v| v.min(cap))
+            .filter(|&v| v > 0),
+    );
     let (Some(&lo), Some(&hi)) = (values.iter().min(), values.iter().max()) else {
         let _ = write!(
             s,
@@ -198,9 +221,8 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
     }
     s += "</g>";
 
-    // The three figures: a thin line through each, and a linked point per run (the worst case last,
-    // on top). Points shrink as runs grow in number.
-    let r = match runs.len() {
+    // Points shrink as runs grow in number.
+    let r: f64 = match runs.len() {
         0..=60 => 4.0,
         61..=250 => 2.8,
         251..=600 => 2.0,
@@ -208,6 +230,86 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
     };
     // The lines fade as the points crowd: the points are what a reader reads then.
     let line = if runs.len() > 250 { ".3" } else { ".55" };
+
+    // The forecast first, under the figures: per run whose forecast applies on every CPU, a bar
+    // over the 95 % interval of its once-per-day level (to the plot's top, with an arrow, where
+    // the interval has no upper end) and a diamond at the level; a thin line through the levels.
+    let forecasts = figs.iter().flatten().filter(|f| f.day_level_ns.is_some()).count();
+    if forecasts > 0 {
+        let mut d = String::new();
+        let mut pen_up = true;
+        for (i, f) in figs.iter().enumerate() {
+            match f.and_then(|f| f.day_level_ns) {
+                Some(v) => {
+                    let _ = write!(d, "{}{} {}", if pen_up { "M" } else { "L" }, c(x(ts[i])), c(y(v).clamp(T, T + ph)));
+                    pen_up = false;
+                }
+                None => pen_up = true,
+            }
+        }
+        // Bars and arrows lighten as the runs crowd: the levels are what a reader reads then.
+        let bar = (r * 0.9).max(1.5);
+        let (shade, arrow) = if runs.len() > 250 { (".2", 2.5) } else { (".35", 4.0) };
+        let _ = write!(
+            s,
+            "<g class=\"forecast\" fill=\"{FORECAST_COLOUR}\" stroke=\"{FORECAST_COLOUR}\"><path d=\"{d}\" fill=\"none\" stroke-width=\"1\" stroke-opacity=\"{line}\"/>"
+        );
+        for (i, f) in figs.iter().enumerate() {
+            let Some(f) = f else { continue };
+            let (Some(level), Some(low)) = (f.day_level_ns, f.day_low_ns) else { continue };
+            let row = &runs[i].row;
+            let xx = x(ts[i]);
+            // (Past the plot's top: to the top, with an arrow, as an interval with no upper end.)
+            let top = f.day_high_ns.map_or(T, |h| y(h).clamp(T, T + ph));
+            let open = top <= T;
+            let interval = match f.day_high_ns {
+                Some(high) => format!("{}–{}", dur(low), dur(high)),
+                None => format!("from {}, no upper end within 1 h", dur(low)),
+            };
+            let _ = write!(
+                s,
+                "<a href=\"/run/{id}\"><title>run {id} · {at} · {kernel}: once per day (forecast) {level} (95 % {interval})</title>\
+<line x1=\"{xx}\" x2=\"{xx}\" y1=\"{low}\" y2=\"{top}\" stroke-width=\"{bar}\" stroke-opacity=\"{shade}\"/>",
+                id = row.id,
+                at = esc(&when(&row.started_at)),
+                kernel = esc(&row.kernel),
+                level = dur(level),
+                xx = c(xx),
+                low = c(y(low).clamp(T, T + ph)),
+                top = c(top),
+                bar = c(bar),
+            );
+            if open {
+                let _ = write!(
+                    s,
+                    "<path d=\"M{} {}L{} {T}L{} {}\" fill=\"none\" stroke-width=\"1.2\" stroke-opacity=\"{shade}\"/>",
+                    c(xx - arrow),
+                    c(T + arrow * 1.5),
+                    c(xx),
+                    c(xx + arrow),
+                    c(T + arrow * 1.5)
+                );
+            }
+            // (a level past the plot's top sits at the top, its value in the title)
+            let (yl, k) = (y(level).clamp(T, T + ph), r + 1.5);
+            let _ = write!(
+                s,
+                "<path d=\"M{} {}L{} {}L{} {}L{} {}Z\" stroke=\"#fff\" stroke-width=\".8\"/></a>",
+                c(xx),
+                c(yl - k),
+                c(xx + k),
+                c(yl),
+                c(xx),
+                c(yl + k),
+                c(xx - k),
+                c(yl)
+            );
+        }
+        s += "</g>";
+    }
+
+    // The three figures: a thin line through each, and a linked point per run (the worst case last,
+    // on top); the worst case's title says why a run has no forecast mark.
     type Pick = fn(&SeriesFigures) -> Option<u64>;
     let figures: [(&str, &str, Pick); 3] =
         [("p99", P99_COLOUR, |f| f.p99_ns), ("p99.9", P999_COLOUR, |f| f.p999_ns), ("max", MAX_COLOUR, |f| f.max_ns)];
@@ -217,7 +319,7 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
         for (i, f) in figs.iter().enumerate() {
             match f.and_then(pick) {
                 Some(v) => {
-                    let _ = write!(d, "{}{} {}", if pen_up { "M" } else { "L" }, c(x(ts[i])), c(y(v)));
+                    let _ = write!(d, "{}{} {}", if pen_up { "M" } else { "L" }, c(x(ts[i])), c(y(v).clamp(T, T + ph)));
                     pen_up = false;
                 }
                 None => pen_up = true,
@@ -227,9 +329,15 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
         for (i, f) in figs.iter().enumerate() {
             let Some(v) = f.and_then(pick) else { continue };
             let row = &runs[i].row;
+            let why = match f {
+                Some(f) if label == "max" && f.day_level_ns.is_none() && runs[i].figures.forecasts => {
+                    f.forecast_note.as_deref().map(|n| format!(" · forecast not applicable: {}", esc(n))).unwrap_or_default()
+                }
+                _ => String::new(),
+            };
             let _ = write!(
                 s,
-                "<a href=\"/run/{id}\"><circle cx=\"{}\" cy=\"{}\" r=\"{r}\"><title>run {id} · {} · {}: {label} {}</title></circle></a>",
+                "<a href=\"/run/{id}\"><circle cx=\"{}\" cy=\"{}\" r=\"{r}\"><title>run {id} · {} · {}: {label} {}{why}</title></circle></a>",
                 c(x(ts[i])),
                 c(y(v)),
                 esc(&when(&row.started_at)),
@@ -241,8 +349,20 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
         s += "</g>";
     }
 
-    // The legend, above the plot on the right.
+    // The legend, above the plot on the right: the forecast's mark (where one is drawn) beside
+    // the worst case.
     let mut lx = L + pw - 250.0;
+    if forecasts > 0 {
+        let fx = lx - 180.0;
+        let _ = write!(
+            s,
+            "<g fill=\"{FORECAST_COLOUR}\" stroke=\"{FORECAST_COLOUR}\"><line x1=\"{0}\" x2=\"{0}\" y1=\"6\" y2=\"24\" stroke-width=\"3.5\" stroke-opacity=\".35\"/><path d=\"M{0} 9.5L{1} 15L{0} 20.5L{2} 15Z\" stroke=\"#fff\" stroke-width=\".8\"/></g><text x=\"{3}\" y=\"19\">once per day (forecast)</text>",
+            c(fx),
+            c(fx + 5.5),
+            c(fx - 5.5),
+            c(fx + 9.0)
+        );
+    }
     for (label, colour) in [("worst case", MAX_COLOUR), ("p99.9", P999_COLOUR), ("p99", P99_COLOUR)] {
         let _ = write!(
             s,

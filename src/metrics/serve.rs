@@ -1,0 +1,203 @@
+//! Where the live metrics go while a run measures: served over HTTP (`--metrics ADDR`: GET
+//! /metrics, the Prometheus text format or OpenMetrics as the client's `Accept` asks), and
+//! written to a file once per window (`--metrics-file PATH`: a temporary file in the same
+//! directory, mode 0644, renamed over PATH, for node_exporter's textfile collector).
+//!
+//! Both run on one thread of their own (a single-threaded runtime), confined to the CPUs
+//! rtgauge does not measure at SCHED_OTHER before anything else runs on it. A scrape reads the
+//! latest snapshot the collector published (`Slot::latest`: an `Arc` cloned under a lock the
+//! collector never waits for) and renders it: work bounded by the number of series. The
+//! server is `serve::http`'s (a task per connection, a client that sends nothing or reads
+//! nothing let go in seconds); it has no write endpoint.
+
+use super::{expo, Slot};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The metrics' outlets, checked and bound before measuring.
+pub struct Outlets {
+    listener: Option<(std::net::TcpListener, SocketAddr)>,
+    file: Option<PathBuf>,
+}
+
+impl Outlets {
+    /// Binds `listen` and checks `file`'s directory, before anything runs: each failure one line
+    /// naming the option and the fix.
+    pub fn open(listen: Option<SocketAddr>, file: Option<&Path>) -> Result<Outlets, String> {
+        let listener = match listen {
+            None => None,
+            Some(addr) => {
+                let l = std::net::TcpListener::bind(addr).map_err(|e| {
+                    let fix = if e.kind() == std::io::ErrorKind::AddrInUse {
+                        format!(
+                            "something listens there already; give another port, e.g. --metrics {}:{}",
+                            addr.ip(),
+                            addr.port().wrapping_add(1).max(1024)
+                        )
+                    } else {
+                        format!("give an address of this machine, e.g. --metrics 127.0.0.1:{}", addr.port())
+                    };
+                    format!("--metrics {addr}: cannot listen there ({e}); {fix}")
+                })?;
+                let bound = l.local_addr().map_err(|e| format!("--metrics {addr}: {e}"))?;
+                l.set_nonblocking(true).map_err(|e| format!("--metrics {addr}: {e}"))?;
+                Some((l, bound))
+            }
+        };
+        if let Some(path) = file {
+            check_file(path)?;
+        }
+        Ok(Outlets { listener, file: file.map(Path::to_path_buf) })
+    }
+
+    /// Where the server listens (the port the system chose for port 0).
+    pub fn address(&self) -> Option<SocketAddr> {
+        self.listener.as_ref().map(|l| l.1)
+    }
+
+    /// Starts the metrics thread: confined by `confine` first, then serving and writing until
+    /// the process ends. `window_ns`: how often the file is written. A failure to write the
+    /// file is a warning (once), and the measurement goes on.
+    pub fn start(
+        self,
+        slot: Arc<Slot>,
+        window_ns: u64,
+        confine: impl FnOnce() -> std::io::Result<()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        std::thread::Builder::new().name("rtgauge-metrics".into()).spawn(move || {
+            if let Err(e) = confine() {
+                crate::report::out::err_line(&format!(
+                    "rtgauge: warning: the metrics thread could not be kept off the measured CPUs ({e})"
+                ));
+            }
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                crate::report::out::err_line("rtgauge: warning: the metrics could not start (no runtime)");
+                return;
+            };
+            rt.block_on(async move {
+                let file = self.file.map(|path| tokio::spawn(write_every(path, Arc::clone(&slot), window_ns)));
+                if let Some((listener, _)) = self.listener {
+                    if let Ok(listener) = tokio::net::TcpListener::from_std(listener) {
+                        crate::serve::http::accept_with(listener, router(slot), Some(stall_warning())).await;
+                    }
+                }
+                if let Some(f) = file {
+                    let _ = f.await;
+                }
+            });
+        })?;
+        Ok(())
+    }
+}
+
+/// Says, at most once a minute, that a scraping client took nothing of its answer and was let
+/// go (the measurement is not concerned: it goes on).
+fn stall_warning() -> crate::serve::http::OnStall {
+    let last = std::sync::Mutex::new(None::<std::time::Instant>);
+    Arc::new(move |peer| {
+        let Ok(mut last) = last.lock() else { return };
+        if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+            *last = Some(std::time::Instant::now());
+            crate::report::out::err_line(&format!(
+                "rtgauge: warning: the metrics client at {peer} took nothing of its answer for {} s and was let go; \
+                 the measurement goes on",
+                crate::serve::http::WRITE_STALL.as_secs()
+            ));
+        }
+    })
+}
+
+/// The metrics file's directory exists and takes a new file; the file, if there, is a regular
+/// one (rtgauge replaces nothing else).
+fn check_file(path: &Path) -> Result<(), String> {
+    let shown = path.display();
+    let dir = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(d) => d.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    if path.file_name().is_none() {
+        return Err(format!(
+            "--metrics-file {shown}: not a file name; give e.g. --metrics-file /var/lib/prometheus/node-exporter/rtgauge.prom"
+        ));
+    }
+    match std::fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(format!("--metrics-file {shown}: {} is not a directory; give a file in a directory", dir.display())),
+        Err(e) => {
+            return Err(format!(
+                "--metrics-file {shown}: the directory {} cannot be used ({e}); make it first or give another",
+                dir.display()
+            ))
+        }
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.is_file() => {
+            return Err(format!(
+                "--metrics-file {shown}: it is {}; rtgauge replaces only a regular file: give another name",
+                crate::sys::files::kind(&m)
+            ))
+        }
+        _ => {}
+    }
+    tempfile::Builder::new().prefix(".rtgauge-metrics-").tempfile_in(&dir).map(drop).map_err(|e| {
+        format!("--metrics-file {shown}: cannot write in {} ({e}); give a directory rtgauge may write", dir.display())
+    })
+}
+
+/// Writes the latest snapshot to `path` every `window_ns`.
+async fn write_every(path: PathBuf, slot: Arc<Slot>, window_ns: u64) {
+    let mut every = tokio::time::interval(Duration::from_nanos(window_ns.max(1_000_000)));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut warned = false;
+    loop {
+        every.tick().await;
+        let Some(s) = slot.latest() else { continue };
+        let text = expo::render(&s, false);
+        if let Err(e) = write_file(&path, &text) {
+            if !warned {
+                crate::report::out::err_line(&format!(
+                    "rtgauge: warning: --metrics-file {}: not written ({e}); the measurement goes on",
+                    path.display()
+                ));
+                warned = true;
+            }
+        }
+    }
+}
+
+/// Writes `text` to a new temporary file beside `path` (mode 0644) and renames it over `path`:
+/// a reader sees the old file or the new, whole.
+pub fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut f = tempfile::Builder::new()
+        .prefix(".rtgauge-metrics-")
+        .permissions(std::fs::Permissions::from_mode(0o644))
+        .tempfile_in(dir)?;
+    f.write_all(text.as_bytes())?;
+    f.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    f.persist(path).map(drop).map_err(|e| e.error)
+}
+
+/// GET /metrics (and HEAD); anything else 404 or 405.
+fn router(slot: Arc<Slot>) -> axum::Router {
+    use axum::http::{header, HeaderMap, StatusCode};
+    use axum::response::IntoResponse;
+    let metrics = move |headers: HeaderMap| {
+        let slot = Arc::clone(&slot);
+        async move {
+            let om = expo::wants_openmetrics(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
+            let Some(s) = slot.latest() else {
+                return (StatusCode::SERVICE_UNAVAILABLE, "the measurement has not started yet\n").into_response();
+            };
+            let kind = if om { expo::OPENMETRICS_TYPE } else { expo::TEXT_TYPE };
+            ([(header::CONTENT_TYPE, kind), (header::CACHE_CONTROL, "no-store")], expo::render(&s, om)).into_response()
+        }
+    };
+    axum::Router::new()
+        .route("/metrics", axum::routing::get(metrics))
+        .fallback(|| async { (StatusCode::NOT_FOUND, "not found: the metrics are at /metrics\n") })
+}
