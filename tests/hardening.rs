@@ -8,7 +8,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 /// Tests that put RT loads on every CPU take turns (they would disturb each other's runs).
@@ -27,33 +26,6 @@ fn emulated() -> bool {
         eprintln!("SKIPPED under an emulator: an RT load on every CPU starves the emulated coordinator");
     }
     skip
-}
-
-/// Reads `child`'s output on another thread until it ends (a large document would otherwise
-/// fill the pipe): its pid, and where its output arrives.
-fn collect(child: Child) -> (String, Receiver<Output>) {
-    let pid = child.id().to_string();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || tx.send(child.wait_with_output().unwrap()));
-    (pid, rx)
-}
-
-/// Kills process `pid`, whose output comes on `rx`, and fails the test with `why` and its stderr.
-fn kill_and_fail(pid: &str, rx: Receiver<Output>, why: &str) -> ! {
-    let _ = Command::new("kill").args(["-KILL", pid]).status();
-    let out = rx.recv().unwrap();
-    panic!("{why}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// Waits for `child` at most `limit`, reading its output meanwhile; kills it and fails the test
-/// if it does not end.
-fn wait_bounded(child: Child, limit: Duration, what: &str) -> (Duration, Output) {
-    let t = Instant::now();
-    let (pid, rx) = collect(child);
-    match rx.recv_timeout(limit) {
-        Ok(out) => (t.elapsed(), out),
-        Err(_) => kill_and_fail(&pid, rx, &format!("{what} did not end within {limit:?}")),
-    }
 }
 
 /// Samples and missed periods of one probe entry, measured and warm-up.
@@ -95,8 +67,16 @@ fn a_load_is_warned_about_by_the_priority_of_the_measurement_threads_it_can_hold
             args.extend(["--measure", m]);
         }
         let out = rtgauge(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{measure:?} {load}: {}", String::from_utf8_lossy(&out.stderr));
+        // Exit 1 is a verdict: under an emulator the 50 periods can all pass while the threads
+        // start ("nothing was measured"). The warnings, this test's subject, are made before.
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{measure:?} {load}: {:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
         let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["status"], "complete", "{measure:?} {load}");
         doc["warnings"]
             .as_array()
             .unwrap()

@@ -221,7 +221,15 @@ fn sigxfsz_neither_kills_nor_stops_a_run() {
 
 /// `rtgauge ARGS` under the shell's limit `limit` (e.g. `ulimit -f 64`).
 fn under_limit(limit: &str, args: &str) -> std::process::Output {
-    std::process::Command::new("sh").args(["-c", &format!("{limit} && exec {} {args}", bin_shell())]).output().unwrap()
+    let child = std::process::Command::new("sh")
+        .args(["-c", &format!("{limit} && exec {} {args}", bin_shell())])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Refused at once natively; a CI run under qemu-user once never came back from here: bounded,
+    // so a hang is this test's failure with what it said, not the suite's.
+    wait_bounded(child, Duration::from_secs(120), &format!("'{limit}' then rtgauge {args}")).1
 }
 
 /// Under `ulimit -f` the run was killed by SIGXFSZ after its summary, leaving `.rtgauge-store-*`

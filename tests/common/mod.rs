@@ -453,3 +453,30 @@ pub fn steady_timeline(p: &mut Value, windows: u64, sorted: bool) {
             "max_ns": maxima, "p99_ns": vec![max / 4; windows as usize]}),
     );
 }
+
+/// Reads `child`'s output on another thread until it ends (a large document would otherwise
+/// fill the pipe): its pid, and where its output arrives.
+pub fn collect(child: std::process::Child) -> (String, std::sync::mpsc::Receiver<Output>) {
+    let pid = child.id().to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output().unwrap()));
+    (pid, rx)
+}
+
+/// Kills process `pid`, whose output comes on `rx`, and fails the test with `why` and its stderr.
+pub fn kill_and_fail(pid: &str, rx: std::sync::mpsc::Receiver<Output>, why: &str) -> ! {
+    let _ = Command::new("kill").args(["-KILL", pid]).status();
+    let out = rx.recv().unwrap();
+    panic!("{why}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Waits for `child` at most `limit`, reading its output meanwhile; kills it and fails the test
+/// if it does not end.
+pub fn wait_bounded(child: std::process::Child, limit: Duration, what: &str) -> (Duration, Output) {
+    let t = std::time::Instant::now();
+    let (pid, rx) = collect(child);
+    match rx.recv_timeout(limit) {
+        Ok(out) => (t.elapsed(), out),
+        Err(_) => kill_and_fail(&pid, rx, &format!("{what} did not end within {limit:?}")),
+    }
+}
