@@ -779,6 +779,36 @@ fn a_run_is_stored_whole_once_and_found_by_id_uuid_label_and_last(b: Backend) {
 }
 both!(a_run_is_stored_whole_once_and_found_by_id_uuid_label_and_last);
 
+/// A run listed (as a spool's delivery lists what waits), then copied and removed by another
+/// delivery, its id then given to a run kept since (SQLite gives a deleted highest id again):
+/// copying from the old listing copies nothing, and removing the listed run leaves the new one.
+/// A spooled run was lost that way in CI (2026-11-27) when ten runs ended together: a delivery
+/// removed, by its id alone, a run it had not delivered. `b` is the source (the spool's part);
+/// the destination is a SQLite store of its own.
+fn a_run_listed_then_replaced_is_neither_copied_nor_removed(b: Backend) {
+    let from = Store::open(&Location::of(Path::new(b.db()))).unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let to = Store::open(&Location::File(dir.path().join("to.db"))).unwrap_or_else(|e| panic!("{e}"));
+    let (first, second) = (uuid(0x51), uuid(0x52));
+    let first_id = save(&from, &mut result(), &first, "board-a", Some("first")).id;
+    let listed = from.list(&Filter::default()).unwrap();
+    let row = listed.iter().find(|r| r.uuid.as_deref() == Some(first.as_str())).expect("listed").clone();
+    // Another delivery takes it: copied, then removed (it is still the run listed).
+    rtgauge::store::copy_run(&from, &row, &to).unwrap_or_else(|e| panic!("{e}"));
+    assert!(from.delete_if_still(row.id, &first).unwrap());
+    let second_id = save(&from, &mut result(), &second, "board-a", Some("second")).id;
+    if !b.is_pg() {
+        assert_eq!(second_id, first_id, "the case: SQLite gave the removed id again");
+    }
+    // The old listing again: nothing copied, nothing removed.
+    assert!(rtgauge::store::copy_run(&from, &row, &to).is_err(), "run {} is no longer {first}", row.id);
+    assert!(!from.delete_if_still(row.id, &first).unwrap(), "the run kept since is not removed");
+    assert_eq!(from.resolve(&second).unwrap(), second_id, "the run kept since is still there");
+    let arrived: Vec<Option<String>> = to.list(&Filter::default()).unwrap().into_iter().map(|r| r.uuid).collect();
+    assert_eq!(arrived, vec![Some(first)], "the destination has the first run, once, and not the second");
+}
+both!(a_run_listed_then_replaced_is_neither_copied_nor_removed);
+
 /// Runs of three boards for the dashboard's queries: board `a` 5 runs, `b` 3, `c` 1 (an oslat
 /// import: other series), interleaved, a day apart in the order of their ids (2026-01-01 on);
 /// their ids in that order, and each one's board.

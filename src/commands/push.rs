@@ -57,7 +57,7 @@ pub fn push(a: &PushArgs) -> Result<u8> {
     // The destination: made if it is a file that is not there yet, only now that there is
     // something to write.
     let to = Store::open(&to_location).map_err(|e| anyhow!("{e}"))?;
-    let delivered = store::spool::deliver(&to, &to_location).map_err(anyhow::Error::msg)?;
+    let delivered = store::spool::deliver(&to, &to_location, None).map_err(anyhow::Error::msg)?;
     if let Some(why) = &delivered.stopped {
         return Err(anyhow!(
             "{} of the spool {} not delivered to {}: {why}; 'rtgauge push --to {}' again delivers {} ({} delivered now)",

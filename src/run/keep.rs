@@ -145,7 +145,7 @@ pub(super) fn keep_part(result: &mut RunResult, store: Option<&Store>, keep: &st
     if let Some(location) = keep.location.as_ref().filter(|l| matches!(l, store::Location::Postgres(_))) {
         let uuid = result.uuid.map(|u| u.to_string()).unwrap_or_default();
         return match store::spool::keep(result, location, label, None) {
-            Ok(file) => match store::spool::deliver(store, location) {
+            Ok(file) => match store::spool::deliver(store, location, Some(&uuid)) {
                 Ok(d) => match d.of(&uuid) {
                     Some(a) => format!("stored as run {} in {}", a.id, store.shown()),
                     None => format!(
@@ -309,16 +309,7 @@ fn deliver_within(
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     let (to, mine) = (location.clone(), uuid.clone());
     let spawned = std::thread::Builder::new().name("rtgauge-store".into()).spawn(move || {
-        let delivered = store::spool::deliver(&store, &to).map(|mut d| {
-            // Another delivery at the same time (a run of this board ending too, a push) may
-            // have taken this run: where the destination has it.
-            if d.of(&mine).is_none() {
-                if let Ok(id) = store.resolve(&mine) {
-                    d.runs.push(store::spool::Arrived { uuid: Some(mine), id, already: true });
-                }
-            }
-            d
-        });
+        let delivered = store::spool::deliver(&store, &to, Some(&mine));
         let _ = tx.send(delivered);
     });
     let delivered = match spawned {

@@ -197,8 +197,9 @@ trait Backend: Send {
     fn load(&self, id: i64) -> Result<RunResult, String>;
     /// The label of run `id`, if it has one.
     fn label(&self, id: i64) -> Result<Option<String>, String>;
-    /// Deletes run `id` (its figures with it).
-    fn delete(&self, id: i64) -> Result<(), String>;
+    /// Deletes run `id` (its figures with it), only if its UUID is `uuid` when one is given, in
+    /// one step (no other writer between the check and the delete); whether it was deleted.
+    fn delete(&self, id: i64, uuid: Option<&str>) -> Result<bool, String>;
     /// The boards that have a run passing `filter` (`filter.newest` aside), by name.
     fn boards(&self, filter: &Filter) -> Result<Vec<figures::BoardRow>, String>;
     /// Each board's newest `per_board` runs that pass `filter`: by board, oldest first.
@@ -683,14 +684,29 @@ impl Store {
 
     /// Deletes run `id`.
     pub fn delete(&self, id: i64) -> Result<(), String> {
-        self.backend.delete(id)
+        self.backend.delete(id, None).map(drop)
+    }
+
+    /// Deletes run `id` if it is still the run with `uuid` (a spool's delivered run: a run kept
+    /// in the spool since may have the same id, as SQLite gives a deleted highest id again);
+    /// whether it was deleted.
+    pub fn delete_if_still(&self, id: i64, uuid: &str) -> Result<bool, String> {
+        self.backend.delete(id, Some(uuid))
     }
 }
 
 /// Copies run `row` of store `from` into store `to`, whole, as it is: its UUID (so a run copied
 /// twice is stored once), label, origin and kernel configuration kept.
+///
+/// `row` may be from a listing made before: the run loaded must still have its UUID (a run stored
+/// since can have the id of one deleted since), else it is an error and nothing is copied.
 pub fn copy_run(from: &Store, row: &RunRow, to: &Store) -> Result<Saved, String> {
     let mut r = from.load(row.id)?;
+    if let Some(listed) = &row.uuid {
+        if r.uuid.map(|u| u.to_string()).as_ref() != Some(listed) {
+            return Err(format!("run {} of {} is no longer the run {listed} it was listed as", row.id, from.shown()));
+        }
+    }
     let kernel_config = from.kernel_config_of(&r)?;
     to.save(&mut r, row.label.as_deref(), row.imported_from.as_deref(), kernel_config)
 }

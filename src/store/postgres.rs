@@ -1427,13 +1427,14 @@ impl super::Backend for PgStore {
     }
 
     /// Deletes run `id` (its timelines go with it).
-    fn delete(&self, id: i64) -> Result<(), String> {
+    fn delete(&self, id: i64, uuid: Option<&str>) -> Result<bool, String> {
         let t = &self.target;
-        self.client
-            .borrow_mut()
-            .execute("DELETE FROM runs WHERE id = $1", &[&id])
-            .map(drop)
-            .map_err(|e| t.error("deleting the run", &e))
+        let mut c = self.client.borrow_mut();
+        let n = match uuid {
+            None => c.execute("DELETE FROM runs WHERE id = $1", &[&id]),
+            Some(u) => c.execute("DELETE FROM runs WHERE id = $1 AND uuid = $2::text::uuid", &[&id, &u]),
+        };
+        n.map(|n| n > 0).map_err(|e| t.error("deleting the run", &e))
     }
 
     fn refuse_writes(&self) -> Result<(), String> {

@@ -11,7 +11,7 @@
 //! again, rtgauge stopped) leaves the runs not yet removed waiting, and delivering one of them a
 //! second time finds it there already. Two deliveries at once store each run once too.
 
-use super::{default_location, dir_of, local_data_dir, Location, Store};
+use super::{default_location, dir_of, local_data_dir, Location, RunRow, Store};
 use crate::result::RunResult;
 use crate::vocab::Count;
 use std::path::PathBuf;
@@ -120,7 +120,13 @@ pub struct Arrived {
 /// Delivers the runs waiting in the spool of `destination` into `to` (the destination, opened),
 /// oldest first, each removed from the spool once the destination has it. `Ok` with nothing
 /// stored when nothing waits; a spool that cannot be read is an error.
-pub fn deliver(to: &Store, destination: &Location) -> Result<Delivered, String> {
+///
+/// Other deliveries may run at the same time (runs of this board ending together, a push): a run
+/// one of them took is theirs to remove, and a run kept in the spool meanwhile may be given the
+/// id of one removed (SQLite gives a deleted highest id again), so a run is copied only while it
+/// is the run listed and removed only if it still is. `mine`, the UUID of a run this delivery is
+/// for, is looked for in the destination when another delivery took it.
+pub fn deliver(to: &Store, destination: &Location, mine: Option<&str>) -> Result<Delivered, String> {
     let Some(file) = file_for(destination) else { return Ok(Delivered::default()) };
     match std::fs::symlink_metadata(&file) {
         Ok(_) => {}
@@ -130,25 +136,42 @@ pub fn deliver(to: &Store, destination: &Location) -> Result<Delivered, String> 
     let spool = open_checked(&file)?;
     let waiting = spool.list(&super::Filter::default())?;
     let mut done = Delivered { file: Some(file), ..Delivered::default() };
+    // Whether the spool still holds the run `row` lists (its id and its UUID).
+    let holds = |row: &RunRow| -> Result<bool, String> {
+        Ok(match &row.uuid {
+            Some(u) => spool.resolve(u).ok() == Some(row.id),
+            None => spool.has(row.id)?,
+        })
+    };
     for (n, row) in waiting.iter().enumerate() {
         match super::copy_run(&spool, row, to) {
             Ok(saved) => {
                 done.runs.push(Arrived { uuid: row.uuid.clone(), id: saved.id, already: saved.already });
-                // Only now: a run removed before the destination had it could be lost.
-                if let Err(e) = spool.delete(row.id) {
+                // Only now: a run removed before the destination had it could be lost. Only
+                // this run: the id may have been given to a run kept since.
+                let removed = match &row.uuid {
+                    Some(u) => spool.delete_if_still(row.id, u).map(drop),
+                    None => spool.delete(row.id),
+                };
+                if let Err(e) = removed {
                     done.stopped = Some(format!("a delivered run could not be removed from the spool: {e}"));
                     done.left = waiting.len() - n;
                     return Ok(done);
                 }
             }
-            // Another delivery (a run of this board ending at the same time, a push) took it
-            // first: it is the destination's now, or on its way there.
-            Err(_) if !spool.has(row.id)? => continue,
+            // Another delivery took it first: it is the destination's now, or on its way there.
+            Err(_) if !holds(row)? => continue,
             Err(e) => {
                 done.stopped = Some(e);
                 done.left = waiting.len() - n;
                 return Ok(done);
             }
+        }
+    }
+    // This delivery's run, taken by another: where the destination has it.
+    if let Some(mine) = mine.filter(|m| done.of(m).is_none()) {
+        if let Ok(id) = to.resolve(mine) {
+            done.runs.push(Arrived { uuid: Some(mine.to_string()), id, already: true });
         }
     }
     Ok(done)

@@ -942,13 +942,25 @@ impl super::Backend for Sqlite {
     }
 
     /// Deletes run `id`.
-    fn delete(&self, id: i64) -> Result<(), String> {
-        let tx = self.conn.unchecked_transaction().map_err(|e| sql_error(&self.path, e))?;
+    fn delete(&self, id: i64, uuid: Option<&str>) -> Result<bool, String> {
+        // IMMEDIATE: the write lock is taken before the check, so no other writer comes between.
+        let tx = rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| sql_error(&self.path, e))?;
+        if let Some(uuid) = uuid {
+            let theirs: Option<Option<String>> = tx
+                .query_row("SELECT uuid FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                .optional()
+                .map_err(|e| sql_error(&self.path, e))?;
+            if theirs.flatten().as_deref() != Some(uuid) {
+                return Ok(false);
+            }
+        }
         tx.execute("DELETE FROM timelines WHERE run = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
         tx.execute("DELETE FROM figures WHERE run = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
         tx.execute("DELETE FROM documents WHERE run = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
-        tx.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
-        tx.commit().map_err(|e| sql_error(&self.path, e))
+        let n = tx.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
+        tx.commit().map_err(|e| sql_error(&self.path, e))?;
+        Ok(n > 0)
     }
 
     fn refuse_writes(&self) -> Result<(), String> {
