@@ -184,19 +184,26 @@ const MIGRATIONS: &[Migration] = &[
 /// memory); and its kernel configuration's SHA-256 where its document records one the row
 /// lacks. A document that does not read gets no figures (`load` says what is wrong with it).
 fn fill_figures(c: &Connection) -> rusqlite::Result<()> {
-    let mut documents = c.prepare("SELECT run, document FROM documents ORDER BY run")?;
     let mut set =
         c.prepare("UPDATE runs SET shortest_cycle_ns = ?2, kernel_config = coalesce(kernel_config, ?3) WHERE id = ?1")?;
+    each_document(c, |id, bytes| {
+        let Ok(figures) = super::figures_of_document(bytes) else { return Ok(()) };
+        set.execute(params![id, figures.shortest_cycle_ns.map(clamp), figures.kernel_config])?;
+        insert_figures(c, id, &figures, false)
+    })
+}
+
+/// Calls `each` with every stored document (its run's id and its bytes), one at a time, in the
+/// order of the runs: the statement steps through them, so a migration's memory stays bounded
+/// however many runs the store holds. A document that is neither text nor a blob is passed over.
+fn each_document(c: &Connection, mut each: impl FnMut(i64, &[u8]) -> rusqlite::Result<()>) -> rusqlite::Result<()> {
+    let mut documents = c.prepare("SELECT run, document FROM documents ORDER BY run")?;
     let mut found = documents.query([])?;
     while let Some(row) = found.next()? {
         let id: i64 = row.get(0)?;
-        let bytes: &[u8] = match row.get_ref(1)? {
-            ValueRef::Text(t) | ValueRef::Blob(t) => t,
-            _ => continue,
-        };
-        let Ok(figures) = super::figures_of_document(bytes) else { continue };
-        set.execute(params![id, figures.shortest_cycle_ns.map(clamp), figures.kernel_config])?;
-        insert_figures(c, id, &figures, false)?;
+        if let ValueRef::Text(bytes) | ValueRef::Blob(bytes) = row.get_ref(1)? {
+            each(id, bytes)?;
+        }
     }
     Ok(())
 }
@@ -205,22 +212,15 @@ fn fill_figures(c: &Connection) -> rusqlite::Result<()> {
 /// from its whole document and timelines, one run at a time (bounded memory); a document of an
 /// older version gets its forecast made here. A run that does not read keeps none.
 fn fill_forecasts(c: &Connection) -> rusqlite::Result<()> {
-    let mut documents = c.prepare("SELECT run, document FROM documents ORDER BY run")?;
     let mut timelines = c.prepare("SELECT entry, data FROM timelines WHERE run = ?1")?;
     let mut set = c.prepare(
         "UPDATE figures SET day_level_ns = ?3, day_low_ns = ?4, day_high_ns = ?5, forecast_note = ?6 \
          WHERE run = ?1 AND entry = ?2",
     )?;
-    let mut found = documents.query([])?;
-    while let Some(row) = found.next()? {
-        let id: i64 = row.get(0)?;
-        let bytes: &[u8] = match row.get_ref(1)? {
-            ValueRef::Text(t) | ValueRef::Blob(t) => t,
-            _ => continue,
-        };
+    each_document(c, |id, bytes| {
         let kept: Vec<(i64, Vec<u8>)> =
             timelines.query_map([id], |t| Ok((t.get(0)?, t.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
-        let Some(figures) = super::forecasts_of_document(bytes, &kept) else { continue };
+        let Some(figures) = super::forecasts_of_document(bytes, &kept) else { return Ok(()) };
         for f in &figures.series {
             set.execute(params![
                 id,
@@ -231,8 +231,8 @@ fn fill_forecasts(c: &Connection) -> rusqlite::Result<()> {
                 f.forecast_note
             ])?;
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Keeps the figures of run `id`, one row per series; `forecasts`: with their forecasts'
