@@ -267,6 +267,7 @@ fn metrics_are_served_in_both_formats_and_equal_the_run_at_its_end() {
     }
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
+    let prom = dir.path().join("rtgauge.prom");
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     // Long enough for a client that never reads to be let go (after 20 s without taking anything;
@@ -290,6 +291,8 @@ fn metrics_are_served_in_both_formats_and_equal_the_run_at_its_end() {
         json.to_str().unwrap(),
         "--metrics-buckets",
         "10us,50us,100us,1ms,1s",
+        "--metrics-file",
+        prom.to_str().unwrap(),
     ])
     .stdout(Stdio::null())
     .stderr(Stdio::piped())
@@ -327,15 +330,16 @@ fn metrics_are_served_in_both_formats_and_equal_the_run_at_its_end() {
     let mut answer = String::new();
     s.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 405"), "no write endpoint: {answer}");
-    // At the end, the figures served are the run's own (served while the result is made).
+    // Scraped to the end, the figures served only grow; the last ones, in the metrics file
+    // written as the run ends (and served in the moment before it exits), are the run's own.
     let samples = |body: &str| -> Option<u64> {
         body.lines().find(|l| l.starts_with("rtgauge_samples_total{")).and_then(|l| l.rsplit(' ').next()?.parse().ok())
     };
     let mut run = run;
-    let mut last = None;
+    let mut served = Vec::new();
     while run.try_wait().unwrap().is_none() {
         if let Some(v) = try_get(port, "/metrics").and_then(|b| samples(&b)) {
-            last = Some(v);
+            served.push(v);
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -348,7 +352,11 @@ fn metrics_are_served_in_both_formats_and_equal_the_run_at_its_end() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("took nothing of its answer") && stderr.contains("the measurement goes on"), "{stderr}");
     assert_eq!(stderr.matches("took nothing of its answer").count(), 1, "said once a minute at most: {stderr}");
-    assert_eq!(last, Some(u(&t["samples"])), "the last figures served are the run's");
+    assert!(served.len() > 10, "scraped all along: {} answers", served.len());
+    assert!(served.windows(2).all(|w| w[0] <= w[1]), "the samples served only grow: {served:?}");
+    assert!(served.iter().all(|&v| v <= u(&t["samples"])), "never more than the run measured: {served:?}");
+    let last = samples(&std::fs::read_to_string(&prom).unwrap());
+    assert_eq!(last, Some(u(&t["samples"])), "the last figures published are the run's");
 }
 
 /// A server the test started, stopped when dropped.

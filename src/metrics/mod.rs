@@ -97,6 +97,17 @@ impl Slot {
         true
     }
 
+    /// Makes `s` the latest snapshot, waiting for a reader that holds the lock: for the figures
+    /// at the end, once nothing measures any more (a reader holds it only to clone an `Arc`, but
+    /// it may be descheduled while it does).
+    pub fn publish_last(&self, s: Snapshot) {
+        let new = Arc::new(s);
+        let mut slot = self.latest.lock().unwrap_or_else(|p| p.into_inner());
+        let old = slot.replace(new);
+        drop(slot);
+        drop(old);
+    }
+
     /// The latest snapshot published, `None` before the first.
     pub fn latest(&self) -> Option<Arc<Snapshot>> {
         let slot = self.latest.lock().unwrap_or_else(|p| p.into_inner());
@@ -140,5 +151,27 @@ mod tests {
         assert_eq!(slot.latest().unwrap().rotated_runs, 1);
         assert!(slot.publish(snapshot(3)));
         assert_eq!(slot.latest().unwrap().rotated_runs, 3);
+    }
+
+    #[test]
+    fn the_last_figures_wait_for_a_reader_and_are_never_dropped() {
+        let slot = Arc::new(Slot::new());
+        assert!(slot.publish(snapshot(1)));
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let reader = {
+            let slot = Arc::clone(&slot);
+            std::thread::spawn(move || {
+                let held = slot.latest.lock().unwrap();
+                held_tx.send(()).unwrap();
+                // A reader descheduled while it holds the lock.
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                drop(held);
+            })
+        };
+        held_rx.recv().unwrap();
+        assert!(!slot.publish(snapshot(2)), "a periodic publication is dropped");
+        slot.publish_last(snapshot(9));
+        reader.join().unwrap();
+        assert_eq!(slot.latest().unwrap().rotated_runs, 9, "the last figures are there once the reader let go");
     }
 }

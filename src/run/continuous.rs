@@ -252,13 +252,8 @@ impl Beside {
     pub(super) fn publish_final(&mut self, collector: &Collector, loads: &LoadSet) {
         let rotated = self.rotation.as_ref().map_or(0, |r| r.continuity.index);
         if let Some(f) = &mut self.feed {
-            // (A scrape may hold the slot that instant: the last figures are offered again.)
-            for _ in 0..50 {
-                if f.publish(collector, loads, rotated, true) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            // Nothing measures any more: this one waits for a scrape that holds the slot.
+            f.publish(collector, loads, rotated, true);
         }
     }
 
@@ -292,8 +287,9 @@ impl Feed {
         }
     }
 
-    /// Publishes the series' figures so far (the carried totals and the open part's).
-    /// `ended`: the measurement is over (its last window is complete too).
+    /// Publishes the series' figures so far (the carried totals and the open part's); false when
+    /// a scrape held the slot (the next publication will do).
+    /// `ended`: the measurement is over (its last window is complete too): waits for the slot.
     fn publish(&mut self, collector: &Collector, loads: &LoadSet, rotated_runs: u64, ended: bool) -> bool {
         let mut series = Vec::with_capacity(collector.accounts.len());
         for (i, a) in collector.accounts.iter().enumerate() {
@@ -327,14 +323,21 @@ impl Feed {
                 failed: r.failed,
             })
             .collect();
-        self.slot.publish(Snapshot {
+        let snapshot = Snapshot {
             info: self.info.clone(),
             bounds_ns: Arc::clone(&self.bounds),
             series,
             loads,
             rotated_runs,
             start_unix_s: self.start_unix_s,
-        })
+        };
+        match ended {
+            true => {
+                self.slot.publish_last(snapshot);
+                true
+            }
+            false => self.slot.publish(snapshot),
+        }
     }
 }
 
