@@ -156,7 +156,6 @@ fn lock_memory(plan: &RunPlan, system: &mut SystemInfo) -> Option<String> {
     if !plan.mlock {
         return Some("memory not locked (--no-mlock): page faults may add latency".into());
     }
-    sys::mem::tame_malloc();
     // The code the audit and the planning ran is not needed again while measuring: let it go
     // before everything touched from now on is locked in memory.
     sys::mem::release_code_pages();

@@ -178,9 +178,6 @@ pub fn serve(db: Option<&std::path::Path>, listen: &str) -> Result<u8, String> {
         idle: Mutex::new(vec![store]),
         slots: tokio::sync::Semaphore::new(POOL),
     });
-    // Pages are large strings made and dropped on several threads: one arena, and large blocks
-    // given back when freed, so the server's memory stays where the first requests put it.
-    crate::sys::mem::tame_malloc();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(POOL + 2)

@@ -7,9 +7,12 @@ use std::io;
 /// would otherwise get one of its own, whose first 132 KiB become resident), and large blocks
 /// always mapped and unmapped (glibc otherwise raises that threshold after the first large
 /// free, and the end-of-run encoders' transient buffers then stay in the heap). glibc only;
-/// the measurement threads do not allocate in their loops, so they never contend for it. The
-/// dashboard (`rtgauge serve`) sets it up too: its pages are large transient strings, and with
-/// glibc's defaults its resident set grew 11-13 % over 100 000 requests (BENCHMARKS.md).
+/// the measurement threads do not allocate in their loops, so they never contend for it.
+/// Called first thing in `main`, before any thread: glibc fixes how many arenas it may make
+/// when a second thread first allocates, and ignores a later limit. Set later, a continuous
+/// run's keeper got an arena of its own that grew by about 4 KiB per rotated run kept; the
+/// dashboard's resident set, with glibc's defaults, grew 11-13 % over 100 000 requests
+/// (BENCHMARKS.md).
 pub fn tame_malloc() {
     #[cfg(target_env = "gnu")]
     // Raw: the C library's allocator's own settings (no system call).
@@ -17,6 +20,22 @@ pub fn tame_malloc() {
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);
         libc::mallopt(libc::M_MMAP_THRESHOLD, 32 * 1024);
+    }
+}
+
+/// For a process that keeps working beside a measurement for months (a continuous run's
+/// keeper): every block of a page or more mapped of its own and unmapped when freed, so the
+/// heap holds only small blocks. With the 32-KiB threshold of [`tame_malloc`], the blocks between
+/// 4 and 32 KiB that keeping a rotated run makes and frees left holes in the heap that the next
+/// run's could not fill: the heap grew by about 15 KiB per run kept, run after run (rotated every
+/// 10 s, 300 s: 784 to 1304 KiB); with this it stayed at 788 KiB (BENCHMARKS.md). Not for a
+/// single run: there it would only add system calls and a little peak memory. glibc only.
+pub fn map_every_page_sized_block() {
+    #[cfg(target_env = "gnu")]
+    // Raw: the C library's allocator's own settings (no system call).
+    // SAFETY: mallopt takes two integers and only changes future allocations.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 4096);
     }
 }
 
