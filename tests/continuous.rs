@@ -665,3 +665,68 @@ fn a_rotated_noise_probe_counts_no_quiet_window_missed() {
         assert!(!r["warnings"].to_string().contains("did not run"), "part {k}: {}", r["warnings"]);
     }
 }
+
+/// The C library's allocator keeps one arena, however many of rtgauge's threads allocate (the
+/// coordinator, the keeper of rotated runs, the metrics server): glibc fixes how many arenas it
+/// may make when a second thread first allocates, so a limit set any later is ignored, and each
+/// extra arena grows on its own, locked in memory. Read from the process's own map: a thread's
+/// arena is a heap reserved whole (64 MiB on a 64-bit system) of which only the part in use is
+/// readable; glibc only, and natively (under an emulator the map read is the emulator's).
+#[test]
+fn one_malloc_arena_whatever_threads_allocate() {
+    if !cfg!(all(target_env = "gnu", target_pointer_width = "64")) || common::runner().is_some() {
+        eprintln!("SKIPPED: glibc's arenas are read from the map of a native 64-bit process");
+        return;
+    }
+    let Some((dir, db)) = store_of_its_own() else { return };
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let run = rtgauge(&[
+        "run",
+        "-q",
+        "-D",
+        "6s",
+        "--warmup",
+        "0",
+        "--cpus",
+        CPU,
+        "--load",
+        "none",
+        "--db",
+        &db,
+        "--rotate",
+        "2s",
+        "--window",
+        "1s",
+        "--metrics",
+        &listen,
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    wait_until_measuring(run.id());
+    // After the first rotated run is kept and the metrics served: every thread has allocated.
+    let t = Instant::now();
+    while stored_runs(&db).is_empty() {
+        assert!(t.elapsed() < Duration::from_secs(30), "no rotated run kept");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(try_get(port, "/metrics").is_some_and(|b| b.contains("rtgauge_samples_total")));
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", run.id())).unwrap();
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // Anonymous, unreadable reservations of 16 MiB or more: the unused rest of a thread's arena.
+    let reserved: Vec<&str> = maps
+        .lines()
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let Some((a, b)) = f[0].split_once('-') else { return false };
+            let size = u64::from_str_radix(b, 16).unwrap() - u64::from_str_radix(a, 16).unwrap();
+            f[1] == "---p" && f.len() == 5 && size >= 16 << 20
+        })
+        .collect();
+    assert!(reserved.is_empty(), "a malloc arena per thread: {reserved:?}\n{maps}");
+    assert!(maps.contains("[heap]"), "the one arena is the main heap: {maps}");
+    drop(dir);
+}
