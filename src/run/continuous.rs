@@ -357,8 +357,6 @@ pub(super) fn keeper<'s>(
     command_line: Vec<String>,
 ) -> (mpsc::Sender<Part>, std::thread::ScopedJoinHandle<'s, Option<crate::store::Store>>) {
     let (tx, rx) = mpsc::channel::<Part>();
-    // Keeping a part every rotation for months must not fragment the heap.
-    crate::sys::mem::map_every_page_sized_block();
     let handle = scope.spawn(move || {
         let _ = confine_here(&cpus);
         // The store's memory bounded before the first part is kept, as after each: the first

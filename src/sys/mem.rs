@@ -23,22 +23,6 @@ pub fn tame_malloc() {
     }
 }
 
-/// For a process that keeps working beside a measurement for months (a continuous run's
-/// keeper): every block of a page or more mapped of its own and unmapped when freed, so the
-/// heap holds only small blocks. With the 32-KiB threshold of [`tame_malloc`], the blocks between
-/// 4 and 32 KiB that keeping a rotated run makes and frees left holes in the heap that the next
-/// run's could not fill: the heap grew by about 15 KiB per run kept, run after run (rotated every
-/// 10 s, 300 s: 784 to 1304 KiB); with this it stayed at 788 KiB (BENCHMARKS.md). Not for a
-/// single run: there it would only add system calls and a little peak memory. glibc only.
-pub fn map_every_page_sized_block() {
-    #[cfg(target_env = "gnu")]
-    // Raw: the C library's allocator's own settings (no system call).
-    // SAFETY: mallopt takes two integers and only changes future allocations.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 4096);
-    }
-}
-
 /// Gives the allocator's free memory back to the system (`malloc_trim(0)`: the heap's free top,
 /// and its free pages within): a server's resident set then follows what it holds, not what it
 /// once held. glibc only (musl's allocator gives memory back as it frees it).
