@@ -85,15 +85,13 @@ impl Slot {
     /// whichever of the collector and the readers holds it last.
     pub fn publish(&self, s: Snapshot) -> bool {
         let new = Arc::new(s);
-        let mut slot = match self.latest.try_lock() {
+        let slot = match self.latest.try_lock() {
             Ok(slot) => slot,
             // A reader that panicked while cloning an Arc left nothing half-written.
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
             Err(TryLockError::WouldBlock) => return false,
         };
-        let old = slot.replace(new);
-        drop(slot);
-        drop(old);
+        Slot::put(slot, new);
         true
     }
 
@@ -102,7 +100,11 @@ impl Slot {
     /// it may be descheduled while it does).
     pub fn publish_last(&self, s: Snapshot) {
         let new = Arc::new(s);
-        let mut slot = self.latest.lock().unwrap_or_else(|p| p.into_inner());
+        Slot::put(self.latest.lock().unwrap_or_else(|p| p.into_inner()), new);
+    }
+
+    /// Puts `new` in the slot held; the snapshot it replaces is dropped after the lock is let go.
+    fn put(mut slot: std::sync::MutexGuard<'_, Option<Arc<Snapshot>>>, new: Arc<Snapshot>) {
         let old = slot.replace(new);
         drop(slot);
         drop(old);

@@ -331,13 +331,11 @@ impl Feed {
             rotated_runs,
             start_unix_s: self.start_unix_s,
         };
-        match ended {
-            true => {
-                self.slot.publish_last(snapshot);
-                true
-            }
-            false => self.slot.publish(snapshot),
+        if ended {
+            self.slot.publish_last(snapshot);
+            return true;
         }
+        self.slot.publish(snapshot)
     }
 }
 
