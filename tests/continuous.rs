@@ -730,3 +730,46 @@ fn one_malloc_arena_whatever_threads_allocate() {
     assert!(maps.contains("[heap]"), "the one arena is the main heap: {maps}");
     drop(dir);
 }
+
+/// The run is run again with glibc's per-thread cache off (its held blocks fragmented a
+/// continuous run's heap): its start-up environment has the tunable added to the caller's; the
+/// commands it starts get the caller's `GLIBC_TUNABLES`, without the tunable or the mark; and a
+/// cache size the caller chose is left as it is, with no second start.
+#[test]
+fn glibc_thread_cache_off_in_the_run_and_the_callers_tunables_for_its_commands() {
+    if !cfg!(target_env = "gnu") || common::runner().is_some() {
+        eprintln!("SKIPPED: glibc's tunables are read from a native glibc process");
+        return;
+    }
+    for (given, turned_off) in [("glibc.malloc.check=0", true), ("glibc.malloc.tcache_count=3", false)] {
+        let Some((dir, db)) = store_of_its_own() else { return };
+        let seen = dir.path().join("seen");
+        let load = format!(
+            "cmd:sh -c \"printenv GLIBC_TUNABLES > {0}.part; printenv RTGAUGE_GLIBC_TUNABLES_WAS >> {0}.part; \
+             mv {0}.part {0}; exec sleep 1000\"",
+            seen.display()
+        );
+        let run = rtgauge(&["run", "-q", "-D", "30s", "--warmup", "0", "--cpus", CPU, "--load", &load, "--db", &db])
+            .env("GLIBC_TUNABLES", given)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        while !seen.exists() {
+            assert!(t.elapsed() < Duration::from_secs(30), "the command load never ran");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let environ = std::fs::read(format!("/proc/{}/environ", run.id())).unwrap();
+        signal(&run, "INT");
+        let out = run.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        // glibc cuts its copy of the tunables at each ':' as it reads them: searched as bytes.
+        let has = |text: &str| environ.windows(text.len()).any(|w| w == text.as_bytes());
+        let shown = String::from_utf8_lossy(&environ);
+        assert_eq!(has("glibc.malloc.tcache_count=0"), turned_off, "the cache off: {shown}");
+        assert!(has(&format!("GLIBC_TUNABLES={given}")), "the caller's tunables kept: {shown}");
+        assert_eq!(has("RTGAUGE_GLIBC_TUNABLES_WAS="), turned_off, "started again only to turn it off: {shown}");
+        assert_eq!(std::fs::read_to_string(&seen).unwrap(), format!("{given}\n"), "the command's environment");
+    }
+}

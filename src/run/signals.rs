@@ -84,11 +84,15 @@ impl Interrupts {
 pub const MIN_STACK_KIB: u64 = 1024;
 
 /// What every command needs of the process before it starts: the allocator kept small
-/// ([`sys::mem::tame_malloc`]: a run's memory is locked, the dashboard's pages are large
+/// (run again without glibc's per-thread cache, [`sys::mem::exec_without_thread_cache`], and
+/// [`sys::mem::tame_malloc`]: a run's memory is locked, the dashboard's pages are large
 /// transient strings), a stack limit it can run under (else a one-line error), and writes past
 /// the file size limit (`ulimit -f`) or to a closed pipe that fail (EFBIG, EPIPE) instead of
 /// killing the process, so their error is said and a result kept elsewhere.
 pub fn prepare_process() -> std::result::Result<(), String> {
+    // Before anything else, and before any thread exists: run again without glibc's per-thread
+    // cache, whose held blocks fragmented a continuous run's heap.
+    sys::mem::exec_without_thread_cache();
     // Before any thread exists: glibc fixes its number of arenas when a second thread first
     // allocates, so a limit set later (as it was, when memory was locked) came too late.
     sys::mem::tame_malloc();
