@@ -732,44 +732,115 @@ fn one_malloc_arena_whatever_threads_allocate() {
 }
 
 /// The run is run again with glibc's per-thread cache off (its held blocks fragmented a
-/// continuous run's heap): its start-up environment has the tunable added to the caller's; the
-/// commands it starts get the caller's `GLIBC_TUNABLES`, without the tunable or the mark; and a
-/// cache size the caller chose is left as it is, with no second start.
+/// continuous run's heap): its start-up environment has the tunable added to the caller's (or on
+/// its own); it keeps its name; the commands it starts get the caller's `GLIBC_TUNABLES` (or
+/// none), without the tunable or the marks; and a cache size the caller chose is left as it is,
+/// with no second start.
 #[test]
 fn glibc_thread_cache_off_in_the_run_and_the_callers_tunables_for_its_commands() {
     if !cfg!(target_env = "gnu") || common::runner().is_some() {
         eprintln!("SKIPPED: glibc's tunables are read from a native glibc process");
         return;
     }
-    for (given, turned_off) in [("glibc.malloc.check=0", true), ("glibc.malloc.tcache_count=3", false)] {
+    for (given, turned_off) in [(None, true), (Some("glibc.malloc.check=0"), true), (Some("glibc.malloc.tcache_count=3"), false)]
+    {
         let Some((dir, db)) = store_of_its_own() else { return };
         let seen = dir.path().join("seen");
         let load = format!(
-            "cmd:sh -c \"printenv GLIBC_TUNABLES > {0}.part; printenv RTGAUGE_GLIBC_TUNABLES_WAS >> {0}.part; \
-             mv {0}.part {0}; exec sleep 1000\"",
+            "cmd:sh -c \"env | grep -e GLIBC_TUNABLES -e RTGAUGE_ > {0}.part; mv {0}.part {0}; exec sleep 1000\"",
             seen.display()
         );
-        let run = rtgauge(&["run", "-q", "-D", "30s", "--warmup", "0", "--cpus", CPU, "--load", &load, "--db", &db])
-            .env("GLIBC_TUNABLES", given)
+        let mut run = rtgauge(&["run", "-q", "-D", "30s", "--warmup", "0", "--cpus", CPU, "--load", &load, "--db", &db]);
+        match given {
+            Some(g) => run.env("GLIBC_TUNABLES", g),
+            None => run.env_remove("GLIBC_TUNABLES"),
+        };
+        let mut run = run.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let t = Instant::now();
+        while !seen.exists() {
+            if t.elapsed() > Duration::from_secs(30) {
+                let _ = run.kill();
+                panic!("the command load never ran: {:?}", run.wait_with_output());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let environ = std::fs::read(format!("/proc/{}/environ", run.id())).unwrap();
+        let name = std::fs::read_to_string(format!("/proc/{}/comm", run.id())).unwrap();
+        signal(&run, "INT");
+        let out = run.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(name, "rtgauge\n", "the run keeps its name");
+        // glibc cuts its copy of the tunables at each ':' as it reads them: searched as bytes.
+        let has = |text: &str| environ.windows(text.len()).any(|w| w == text.as_bytes());
+        let shown = String::from_utf8_lossy(&environ);
+        assert_eq!(has("glibc.malloc.tcache_count=0"), turned_off, "the cache off: {shown}");
+        assert_eq!(has("GLIBC_TUNABLES="), given.is_some() || turned_off, "{shown}");
+        if let Some(g) = given {
+            assert!(has(&format!("GLIBC_TUNABLES={g}")), "the caller's tunables kept: {shown}");
+        }
+        assert_eq!(has("RTGAUGE_GLIBC_TUNABLES_WAS="), turned_off, "started again only to turn it off: {shown}");
+        let callers = given.map_or(String::new(), |g| format!("GLIBC_TUNABLES={g}\n"));
+        assert_eq!(std::fs::read_to_string(&seen).unwrap(), callers, "the command's environment");
+    }
+}
+
+/// Where `/proc/self/exe` cannot be checked to be the running program (no `/proc` in its mount
+/// namespace), `serve` goes on as it was started: it serves, under its own name, and is not run
+/// again; with `/proc`, the same command is run again (its start-up environment holds the mark).
+/// Commands that end soon are never run again.
+#[test]
+fn without_proc_serve_goes_on_as_it_was_started() {
+    if !cfg!(target_env = "gnu") || common::runner().is_some() {
+        eprintln!("SKIPPED: a native glibc binary runs itself again");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db").display().to_string();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import/oslat.json");
+    let out = rtgauge(&["import", "--db", &db, &fixture.display().to_string()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    for with_proc in [false, true] {
+        let port = free_port();
+        let serve = format!("exec {} serve --db {db} --listen 127.0.0.1:{port}", common::bin_shell());
+        let script = if with_proc { serve } else { format!("umount -l /proc && {serve}") };
+        // unshare and sh exec: the server has their process id.
+        let mut server = Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &script])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let t = Instant::now();
-        while !seen.exists() {
-            assert!(t.elapsed() < Duration::from_secs(30), "the command load never ran");
+        let page = loop {
+            if let Some(page) = try_get(port, "/api/runs") {
+                break page;
+            }
+            if t.elapsed() > Duration::from_secs(30) {
+                let _ = server.kill();
+                panic!("with /proc {with_proc}: the server never answered: {:?}", server.wait_with_output());
+            }
             std::thread::sleep(Duration::from_millis(50));
-        }
-        let environ = std::fs::read(format!("/proc/{}/environ", run.id())).unwrap();
-        signal(&run, "INT");
-        let out = run.wait_with_output().unwrap();
+        };
+        let environ = std::fs::read(format!("/proc/{}/environ", server.id())).unwrap();
+        let name = std::fs::read_to_string(format!("/proc/{}/comm", server.id())).unwrap();
+        signal(&server, "TERM");
+        let out = server.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-        // glibc cuts its copy of the tunables at each ':' as it reads them: searched as bytes.
-        let has = |text: &str| environ.windows(text.len()).any(|w| w == text.as_bytes());
-        let shown = String::from_utf8_lossy(&environ);
-        assert_eq!(has("glibc.malloc.tcache_count=0"), turned_off, "the cache off: {shown}");
-        assert!(has(&format!("GLIBC_TUNABLES={given}")), "the caller's tunables kept: {shown}");
-        assert_eq!(has("RTGAUGE_GLIBC_TUNABLES_WAS="), turned_off, "started again only to turn it off: {shown}");
-        assert_eq!(std::fs::read_to_string(&seen).unwrap(), format!("{given}\n"), "the command's environment");
+        assert!(page.contains("oslat"), "with /proc {with_proc}: {page}");
+        assert_eq!(name, "rtgauge\n");
+        let marked = environ.windows(12).any(|w| w == b"RTGAUGE_NAME");
+        assert_eq!(marked, with_proc, "run again: {}", String::from_utf8_lossy(&environ));
     }
+    // `list` ends soon: started once, never again (strace shows each execve).
+    let trace = dir.path().join("execve.trace");
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=execve", "-o"])
+        .arg(&trace)
+        .args(common::bin_argv())
+        .args(["list", "--db", &db])
+        .output()
+        .expect("strace is needed for this test: apt-get install strace (.ci/run installs it)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let calls = std::fs::read_to_string(&trace).unwrap();
+    assert_eq!(calls.matches("execve(").count(), 1, "{calls}");
 }

@@ -912,30 +912,3 @@ fn loads_started_by_rtgauge_cost_its_measurement_threads_no_page_fault() {
     }
     assert!(spawned >= 5, "the guardian and the loads' launchers were spawned: {spawned}");
 }
-
-/// Where rtgauge cannot run itself again without glibc's per-thread cache (no `/proc`, so no link
-/// to the running program), it goes on as it was started, unchanged: it does its work, and a
-/// write to a closed pipe still fails with EPIPE and ends the command with status 141 (std's
-/// `Command::exec` resets SIGPIPE before it tries: after a failed attempt the signal killed it).
-#[test]
-fn without_proc_it_goes_on_as_it_was_started() {
-    if runner().is_some() || !cfg!(target_env = "gnu") {
-        eprintln!("SKIPPED: a native glibc binary runs itself again");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("runs.db").display().to_string();
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import/oslat.json");
-    let out = rtgauge(&["import", "--db", &db, &fixture.display().to_string()]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let without_proc = format!("umount -l /proc && exec {} list --db {db}", bin_shell());
-    let listed = Command::new("unshare").args(["-m", "sh", "-c", &without_proc]).output().unwrap();
-    assert_eq!(listed.status.code(), Some(0), "{}", String::from_utf8_lossy(&listed.stderr));
-    assert!(String::from_utf8_lossy(&listed.stdout).contains("(imported)"), "{listed:?}");
-    for sh in [without_proc.as_str(), &format!("exec {} list --db {db}", bin_shell())] {
-        let (reader, writer) = std::io::pipe().unwrap();
-        drop(reader);
-        let out = Command::new("unshare").args(["-m", "sh", "-c", sh]).stdout(writer).output().unwrap();
-        assert_eq!(out.status.code(), Some(141), "{sh}: {out:?}");
-    }
-}

@@ -23,44 +23,55 @@ pub fn tame_malloc() {
     }
 }
 
-/// The tunable that turns glibc's per-thread cache of freed small blocks off, and the variable
-/// that tells the re-executed process what `GLIBC_TUNABLES` was before it (empty: unset).
+/// The tunable that turns glibc's per-thread cache of freed small blocks off; the variables that
+/// tell the process run again what `GLIBC_TUNABLES` was before (empty: unset; else '=' and the
+/// value) and what the process was named (the kernel names it after the path run, here `exe`).
 #[cfg(target_env = "gnu")]
 const CACHE_SIZE: &str = "glibc.malloc.tcache_count=";
 #[cfg(target_env = "gnu")]
 const NO_THREAD_CACHE: &str = "glibc.malloc.tcache_count=0";
 #[cfg(target_env = "gnu")]
 const TUNED_MARK: &str = "RTGAUGE_GLIBC_TUNABLES_WAS";
+#[cfg(target_env = "gnu")]
+const NAME_MARK: &str = "RTGAUGE_NAME_WAS";
 
-/// Runs the process again, once, with glibc's per-thread cache of freed small blocks (tcache)
-/// turned off; glibc reads that setting only at start-up (`GLIBC_TUNABLES`), and `mallopt` has
-/// none for it. Each thread keeps up to 7 freed blocks of each small size for itself; in a
-/// continuous run, blocks a thread freed and never took again pinned holes in the one heap, which
-/// grew by fragmentation while the memory in use stayed the same (heaptrack: 1 541 569 bytes
-/// between kept runs from the first to the last; the heap 784 -> 1 304 KiB over 6 minutes rotated
-/// every 10 s). Without the cache it stayed at 744 KiB (BENCHMARKS.md). The measurement loops do
-/// not allocate, so they never feel the difference.
+/// Runs `rtgauge run` and `rtgauge serve` again, once, with glibc's per-thread cache of freed
+/// small blocks (tcache) turned off; glibc reads that setting only at start-up (`GLIBC_TUNABLES`),
+/// and `mallopt` has none for it. Each thread keeps up to 7 freed blocks of each small size for
+/// itself; in a continuous run, blocks a thread freed and never took again pinned holes in the one
+/// heap, which grew by fragmentation while the memory in use stayed the same (heaptrack: 1 541 569
+/// bytes between kept runs from the first to the last; the heap 784 -> 1 304 KiB over 6 minutes
+/// rotated every 10 s). Without the cache it stayed at 744 KiB (BENCHMARKS.md). The measurement
+/// loops do not allocate, so they never feel the difference. The other commands end soon, and the
+/// loads' processes are not rtgauge's measurement: they start once.
 ///
 /// The program run again is the one running (`/proc/self/exe`, the kernel's link to it, not a
-/// path named by anyone), with the same arguments and environment but for the tunable. The run
-/// process gives its children the `GLIBC_TUNABLES` it was given ([`restore_tunables`]). Nothing
-/// is done if the caller already chose a cache size, or on a second pass; if it cannot be done
-/// (no `/proc`, an emulator that cannot execute it) the process goes on with the cache, as before.
-/// glibc only (musl has no such cache).
+/// path named by anyone), and only if that link is the file this code was loaded from (not so
+/// under an emulator older than qemu 7.2, or when started through the dynamic loader), with the
+/// same arguments and environment but for the tunable and two marks. The process run again takes
+/// its name back, and gives the programs it starts the `GLIBC_TUNABLES` it was given
+/// ([`restore_after_exec`]). Nothing is done if the caller already chose a cache size (to profile
+/// rtgauge with an `LD_PRELOAD` tool such as heaptrack, give `GLIBC_TUNABLES=` with
+/// `glibc.malloc.tcache_count=0`: the tool's settings would not reach a second start), in a
+/// set-user-ID or file-capability process (glibc ignores the tunable there), or on a second pass;
+/// if it cannot be done the process goes on with the cache, unchanged. glibc only (musl has no
+/// such cache).
 pub fn exec_without_thread_cache() {
     #[cfg(target_env = "gnu")]
     {
         use std::os::unix::ffi::OsStrExt;
-        if std::env::var_os(TUNED_MARK).is_some() {
-            return restore_tunables();
-        }
-        let was = std::env::var_os("GLIBC_TUNABLES");
-        let was = was.as_ref().map(|w| w.as_bytes());
-        if was.is_some_and(|w| w.windows(CACHE_SIZE.len()).any(|k| k == CACHE_SIZE.as_bytes())) {
-            return;
+        // Raw: the C library's copy of the kernel's auxiliary vector (rustix keeps its own private).
+        // SAFETY: getauxval takes a key and returns 0 for one it does not know.
+        let secure = unsafe { libc::getauxval(libc::AT_SECURE) } != 0;
+        if std::env::var_os(TUNED_MARK).is_some() || std::env::var_os(NAME_MARK).is_some() {
+            return restore_after_exec(secure);
         }
         let args: Vec<Vec<u8>> = std::env::args_os().map(|a| a.as_bytes().to_vec()).collect();
-        if args.is_empty() {
+        let long_lived = args.get(1).is_some_and(|c| c == b"run" || c == b"serve");
+        let was = std::env::var_os("GLIBC_TUNABLES");
+        let was = was.as_ref().map(|w| w.as_bytes());
+        let chosen = was.is_some_and(|w| w.windows(CACHE_SIZE.len()).any(|k| k == CACHE_SIZE.as_bytes()));
+        if !long_lived || chosen || secure || !running_file_is_proc_self_exe() {
             return;
         }
         let mut env: Vec<Vec<u8>> = std::env::vars_os()
@@ -71,18 +82,44 @@ pub fn exec_without_thread_cache() {
             Some(w) if !w.is_empty() => [b"GLIBC_TUNABLES=", w, b":", NO_THREAD_CACHE.as_bytes()].concat(),
             _ => [b"GLIBC_TUNABLES=", NO_THREAD_CACHE.as_bytes()].concat(),
         });
-        // The mark: empty if the caller gave no GLIBC_TUNABLES, else '=' and what it gave.
         env.push(match was {
             Some(w) => [TUNED_MARK.as_bytes(), b"==", w].concat(),
             None => [TUNED_MARK.as_bytes(), b"="].concat(),
         });
+        if let Ok(name) = rustix::thread::name() {
+            env.push([NAME_MARK.as_bytes(), b"=", name.as_bytes()].concat());
+        }
         // Only returns if the program could not be run again: it then goes on as it is.
         let _ = execute_self(args, env);
     }
 }
 
+/// Whether `/proc/self/exe` is the file this code was loaded from: the same device and inode as
+/// the mapping that holds this function in `/proc/self/maps`.
+#[cfg(target_env = "gnu")]
+fn running_file_is_proc_self_exe() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(exe) = std::fs::metadata("/proc/self/exe") else { return false };
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return false };
+    let here = running_file_is_proc_self_exe as fn() -> bool as usize;
+    // "start-end perms offset major:minor inode path", numbers but the inode in hex.
+    maps.lines().any(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(range), Some(dev), Some(inode)) = (f.first(), f.get(3), f.get(4)) else { return false };
+        let Some((start, end)) = range.split_once('-') else { return false };
+        let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16)) else {
+            return false;
+        };
+        let Some((major, minor)) = dev.split_once(':') else { return false };
+        (start..end).contains(&here)
+            && u32::from_str_radix(major, 16) == Ok(rustix::fs::major(exe.dev()))
+            && u32::from_str_radix(minor, 16) == Ok(rustix::fs::minor(exe.dev()))
+            && inode.parse::<u64>() == Ok(exe.ino())
+    })
+}
+
 /// `execve` of the running program (`/proc/self/exe`) with these arguments and environment
-/// entries (`NAME=value`); returns only on failure, having changed nothing (std's
+/// entries (`NAME=value`); returns only if the kernel refused it, having changed nothing (std's
 /// `Command::exec` resets SIGPIPE and the signal mask before it tries).
 #[cfg(target_env = "gnu")]
 fn execute_self(args: Vec<Vec<u8>>, env: Vec<Vec<u8>>) -> io::Error {
@@ -98,25 +135,40 @@ fn execute_self(args: Vec<Vec<u8>>, env: Vec<Vec<u8>>) -> io::Error {
     // Raw: the C library's `execve` (rustix has it only in its unstable `runtime` feature).
     // SAFETY: the path is a NUL-terminated literal; argv and envp are arrays of pointers to
     // NUL-terminated strings (`args`, `env`) that outlive the call, each array ended by a null
-    // pointer. execve returns only on failure, having changed nothing in this process.
+    // pointer. A refused execve returns, having changed nothing in this process.
     unsafe {
         libc::execve(c"/proc/self/exe".as_ptr(), argv.as_ptr(), envp.as_ptr());
     }
     io::Error::last_os_error()
 }
 
-/// In the process run again by [`exec_without_thread_cache`]: `GLIBC_TUNABLES` put back as the
-/// caller gave it (glibc read it at start-up; the loads, hooks and tools a run starts get the
-/// caller's), and the mark taken away. Single-threaded: called first thing in `main`.
+/// In the process run again by [`exec_without_thread_cache`]: its name put back, `GLIBC_TUNABLES`
+/// put back as the caller gave it (glibc read it at start-up, and cut its own copy at each ':';
+/// the loads, hooks and tools a run starts get the caller's), and the marks taken away. A mark
+/// not in the form rtgauge writes, or in a set-user-ID or file-capability process, is only taken
+/// away. Single-threaded: called first thing in `main`.
 #[cfg(target_env = "gnu")]
-fn restore_tunables() {
+fn restore_after_exec(secure: bool) {
     use std::os::unix::ffi::OsStrExt;
-    let mark = std::env::var_os(TUNED_MARK).unwrap_or_default();
-    match mark.as_bytes().strip_prefix(b"=") {
-        Some(was) => std::env::set_var("GLIBC_TUNABLES", std::ffi::OsStr::from_bytes(was)),
-        None => std::env::remove_var("GLIBC_TUNABLES"),
-    }
+    let mark = std::env::var_os(TUNED_MARK);
+    let name = std::env::var_os(NAME_MARK);
     std::env::remove_var(TUNED_MARK);
+    std::env::remove_var(NAME_MARK);
+    if secure {
+        return;
+    }
+    if let Some(name) = name {
+        let _ = super::process::set_thread_name(&name.to_string_lossy());
+    }
+    match mark.as_ref().map(|m| m.as_bytes()) {
+        Some(b"") => std::env::remove_var("GLIBC_TUNABLES"),
+        Some(m) => {
+            if let Some(was) = m.strip_prefix(b"=") {
+                std::env::set_var("GLIBC_TUNABLES", std::ffi::OsStr::from_bytes(was));
+            }
+        }
+        None => {}
+    }
 }
 
 /// Gives the allocator's free memory back to the system (`malloc_trim(0)`: the heap's free top,
