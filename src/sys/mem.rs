@@ -94,12 +94,15 @@ pub fn exec_without_thread_cache() {
     }
 }
 
-/// Whether `/proc/self/exe` is the file this code was loaded from: the same device and inode as
-/// the mapping that holds this function in `/proc/self/maps`.
+/// Whether `/proc/self/exe` is the file this code was loaded from: the inode of the mapping that
+/// holds this function in `/proc/self/maps`, and its device or, where the kernel shows the device
+/// of the file under an overlay (overlayfs before Linux 6.8: a read-only root with an overlay, a
+/// container), its path.
 #[cfg(target_env = "gnu")]
 fn running_file_is_proc_self_exe() -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(exe) = std::fs::metadata("/proc/self/exe") else { return false };
+    let Ok(exe_path) = std::fs::read_link("/proc/self/exe") else { return false };
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return false };
     let here = running_file_is_proc_self_exe as fn() -> bool as usize;
     // "start-end perms offset major:minor inode path", numbers but the inode in hex.
@@ -111,10 +114,11 @@ fn running_file_is_proc_self_exe() -> bool {
             return false;
         };
         let Some((major, minor)) = dev.split_once(':') else { return false };
-        (start..end).contains(&here)
-            && u32::from_str_radix(major, 16) == Ok(rustix::fs::major(exe.dev()))
-            && u32::from_str_radix(minor, 16) == Ok(rustix::fs::minor(exe.dev()))
-            && inode.parse::<u64>() == Ok(exe.ino())
+        let same_device = u32::from_str_radix(major, 16) == Ok(rustix::fs::major(exe.dev()))
+            && u32::from_str_radix(minor, 16) == Ok(rustix::fs::minor(exe.dev()));
+        // The path is the rest of the line from its first '/' (no field before it holds one).
+        let same_path = line.split_once(" /").is_some_and(|(_, p)| exe_path.as_os_str() == format!("/{p}").as_str());
+        (start..end).contains(&here) && inode.parse::<u64>() == Ok(exe.ino()) && (same_device || same_path)
     })
 }
 
