@@ -747,7 +747,8 @@ fn glibc_thread_cache_off_in_the_run_and_the_callers_tunables_for_its_commands()
         let Some((dir, db)) = store_of_its_own() else { return };
         let seen = dir.path().join("seen");
         let load = format!(
-            "cmd:sh -c \"env | grep -e GLIBC_TUNABLES -e RTGAUGE_ > {0}.part; mv {0}.part {0}; exec sleep 1000\"",
+            "cmd:sh -c \"env | grep -e ^GLIBC_TUNABLES= -e ^RTGAUGE_GLIBC_TUNABLES_WAS= -e ^RTGAUGE_NAME_WAS= \\
+             > {0}.part; mv {0}.part {0}; exec sleep 1000\"",
             seen.display()
         );
         let mut run = rtgauge(&["run", "-q", "-D", "30s", "--warmup", "0", "--cpus", CPU, "--load", &load, "--db", &db]);
@@ -784,12 +785,14 @@ fn glibc_thread_cache_off_in_the_run_and_the_callers_tunables_for_its_commands()
     }
 }
 
-/// Where `/proc/self/exe` cannot be checked to be the running program (no `/proc` in its mount
-/// namespace), `serve` goes on as it was started: it serves, under its own name, and is not run
-/// again; with `/proc`, the same command is run again (its start-up environment holds the mark).
-/// Commands that end soon are never run again.
+/// `serve` runs itself again only where `/proc/self/exe` is the running program: with no `/proc`
+/// in its mount namespace (it cannot be checked), or started through the dynamic loader (the link
+/// is the loader, which would take `serve` for a program), it goes on as it was started: it
+/// serves, under its own name, and is not run again; started as such, it is run again (its
+/// start-up environment holds the mark) and keeps its name. Commands that end soon are never run
+/// again.
 #[test]
-fn without_proc_serve_goes_on_as_it_was_started() {
+fn serve_runs_itself_again_only_where_it_is_proc_self_exe() {
     if !cfg!(target_env = "gnu") || common::runner().is_some() {
         eprintln!("SKIPPED: a native glibc binary runs itself again");
         return;
@@ -799,10 +802,20 @@ fn without_proc_serve_goes_on_as_it_was_started() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import/oslat.json");
     let out = rtgauge(&["import", "--db", &db, &fixture.display().to_string()]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    for with_proc in [false, true] {
+    // The dynamic loader this test binary (glibc, like rtgauge's) was started by.
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let loader = maps
+        .lines()
+        .filter_map(|l| l.split_once(" /").map(|(_, p)| format!("/{p}")))
+        .find(|p| p.rsplit('/').next().is_some_and(|n| n.starts_with("ld-linux")))
+        .expect("the dynamic loader in this process's map");
+    let bin = common::bin_shell();
+    for (how, prefix, run_again) in
+        [("without /proc", "umount -l /proc && ", false), ("through the loader", "", false), ("as such", "", true)]
+    {
         let port = free_port();
-        let serve = format!("exec {} serve --db {db} --listen 127.0.0.1:{port}", common::bin_shell());
-        let script = if with_proc { serve } else { format!("umount -l /proc && {serve}") };
+        let start = if how == "through the loader" { format!("{loader} {bin}") } else { bin.clone() };
+        let script = format!("{prefix}exec {start} serve --db {db} --listen 127.0.0.1:{port}");
         // unshare and sh exec: the server has their process id.
         let mut server = Command::new("unshare")
             .args(["-m", "--propagation", "private", "sh", "-c", &script])
@@ -817,7 +830,7 @@ fn without_proc_serve_goes_on_as_it_was_started() {
             }
             if t.elapsed() > Duration::from_secs(30) {
                 let _ = server.kill();
-                panic!("with /proc {with_proc}: the server never answered: {:?}", server.wait_with_output());
+                panic!("{how}: the server never answered: {:?}", server.wait_with_output());
             }
             std::thread::sleep(Duration::from_millis(50));
         };
@@ -825,11 +838,13 @@ fn without_proc_serve_goes_on_as_it_was_started() {
         let name = std::fs::read_to_string(format!("/proc/{}/comm", server.id())).unwrap();
         signal(&server, "TERM");
         let out = server.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-        assert!(page.contains("oslat"), "with /proc {with_proc}: {page}");
-        assert_eq!(name, "rtgauge\n");
+        assert_eq!(out.status.code(), Some(0), "{how}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(page.contains("oslat"), "{how}: {page}");
+        if how != "through the loader" {
+            assert_eq!(name, "rtgauge\n", "{how}");
+        }
         let marked = environ.windows(12).any(|w| w == b"RTGAUGE_NAME");
-        assert_eq!(marked, with_proc, "run again: {}", String::from_utf8_lossy(&environ));
+        assert_eq!(marked, run_again, "{how}: {}", String::from_utf8_lossy(&environ));
     }
     // `list` ends soon: started once, never again (strace shows each execve).
     let trace = dir.path().join("execve.trace");

@@ -42,8 +42,9 @@ const NAME_MARK: &str = "RTGAUGE_NAME_WAS";
 /// heap, which grew by fragmentation while the memory in use stayed the same (heaptrack: 1 541 569
 /// bytes between kept runs from the first to the last; the heap 784 -> 1 304 KiB over 6 minutes
 /// rotated every 10 s). Without the cache it stayed at 744 KiB (BENCHMARKS.md). The measurement
-/// loops do not allocate, so they never feel the difference. The other commands end soon, and the
-/// loads' processes are not rtgauge's measurement: they start once.
+/// loops do not allocate, so they never feel the difference. Only `run` and `serve` are run
+/// again: they are what a board or a lab keeps running for months (the loads' processes start
+/// often, the store's commands end soon).
 ///
 /// The program run again is the one running (`/proc/self/exe`, the kernel's link to it, not a
 /// path named by anyone), and only if that link is the file this code was loaded from (not so
@@ -94,18 +95,19 @@ pub fn exec_without_thread_cache() {
     }
 }
 
-/// Whether `/proc/self/exe` is the file this code was loaded from: the inode of the mapping that
-/// holds this function in `/proc/self/maps`, and its device or, where the kernel shows the device
-/// of the file under an overlay (overlayfs before Linux 6.8: a read-only root with an overlay, a
-/// container), its path.
+/// Whether `/proc/self/exe` is the file this code was loaded from: the mapping that holds this
+/// function in `/proc/self/maps` has its device and inode, as the map shows them or as `stat`
+/// shows the map's path (btrfs, and overlayfs before Linux 6.8, show another device in the map
+/// than `stat` does; a copied-up overlay file, another inode). Not so under qemu-user before
+/// 7.2 (the link is the emulator) or when started through the dynamic loader (the link is the
+/// loader).
 #[cfg(target_env = "gnu")]
 fn running_file_is_proc_self_exe() -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(exe) = std::fs::metadata("/proc/self/exe") else { return false };
-    let Ok(exe_path) = std::fs::read_link("/proc/self/exe") else { return false };
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return false };
     let here = running_file_is_proc_self_exe as fn() -> bool as usize;
-    // "start-end perms offset major:minor inode path", numbers but the inode in hex.
+    // "start-end perms offset major:minor inode path": the numbers in hex but the inode.
     maps.lines().any(|line| {
         let f: Vec<&str> = line.split_whitespace().collect();
         let (Some(range), Some(dev), Some(inode)) = (f.first(), f.get(3), f.get(4)) else { return false };
@@ -113,12 +115,19 @@ fn running_file_is_proc_self_exe() -> bool {
         let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16)) else {
             return false;
         };
+        if !(start..end).contains(&here) {
+            return false;
+        }
         let Some((major, minor)) = dev.split_once(':') else { return false };
-        let same_device = u32::from_str_radix(major, 16) == Ok(rustix::fs::major(exe.dev()))
+        let as_mapped = inode.parse::<u64>() == Ok(exe.ino())
+            && u32::from_str_radix(major, 16) == Ok(rustix::fs::major(exe.dev()))
             && u32::from_str_radix(minor, 16) == Ok(rustix::fs::minor(exe.dev()));
         // The path is the rest of the line from its first '/' (no field before it holds one).
-        let same_path = line.split_once(" /").is_some_and(|(_, p)| exe_path.as_os_str() == format!("/{p}").as_str());
-        (start..end).contains(&here) && inode.parse::<u64>() == Ok(exe.ino()) && (same_device || same_path)
+        let as_named = line
+            .split_once(" /")
+            .and_then(|(_, p)| std::fs::metadata(format!("/{p}")).ok())
+            .is_some_and(|m| m.dev() == exe.dev() && m.ino() == exe.ino());
+        as_mapped || as_named
     })
 }
 
