@@ -765,11 +765,13 @@ fn glibc_thread_cache_off_in_the_run_and_the_callers_tunables_for_its_commands()
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+        // Stopped once it measures: a run stopped in its set-up has measured nothing (status 1).
+        wait_until_measuring(run.id());
         let environ = std::fs::read(format!("/proc/{}/environ", run.id())).unwrap();
         let name = std::fs::read_to_string(format!("/proc/{}/comm", run.id())).unwrap();
         signal(&run, "INT");
         let out = run.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{given:?}: {}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(name, "rtgauge\n", "the run keeps its name");
         // glibc cuts its copy of the tunables at each ':' as it reads them: searched as bytes.
         let has = |text: &str| environ.windows(text.len()).any(|w| w == text.as_bytes());
