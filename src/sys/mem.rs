@@ -122,12 +122,14 @@ fn running_file_is_proc_self_exe() -> bool {
         let as_mapped = inode.parse::<u64>() == Ok(exe.ino())
             && u32::from_str_radix(major, 16) == Ok(rustix::fs::major(exe.dev()))
             && u32::from_str_radix(minor, 16) == Ok(rustix::fs::minor(exe.dev()));
-        // The path is the rest of the line from its first '/' (no field before it holds one).
-        let as_named = line
-            .split_once(" /")
-            .and_then(|(_, p)| std::fs::metadata(format!("/{p}")).ok())
-            .is_some_and(|m| m.dev() == exe.dev() && m.ino() == exe.ino());
-        as_mapped || as_named
+        // The path is the rest of the line from its first '/' (no field before it holds one);
+        // looked at only where the map's numbers differ.
+        let as_named = || {
+            line.split_once(" /")
+                .and_then(|(_, p)| std::fs::metadata(format!("/{p}")).ok())
+                .is_some_and(|m| m.dev() == exe.dev() && m.ino() == exe.ino())
+        };
+        as_mapped || as_named()
     })
 }
 
