@@ -126,7 +126,8 @@ fn running_file_is_proc_self_exe() -> bool {
         // looked at only where the map's numbers differ.
         let as_named = || {
             line.split_once(" /")
-                .and_then(|(_, p)| std::fs::metadata(format!("/{p}")).ok())
+                // Not followed: a link planted at the path is not the running file.
+                .and_then(|(_, p)| std::fs::symlink_metadata(format!("/{p}")).ok())
                 .is_some_and(|m| m.dev() == exe.dev() && m.ino() == exe.ino())
         };
         as_mapped || as_named()
