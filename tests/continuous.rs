@@ -731,6 +731,53 @@ fn one_malloc_arena_whatever_threads_allocate() {
     drop(dir);
 }
 
+/// The mappings of SQLite's page cache of its own (strace's stack of each `mmap` names
+/// `pcache1Alloc`) in `rtgauge run` with `args` and the store `db`, traced into `trace`. A page
+/// SQLite takes from the C library is 64 KiB, above the threshold where glibc maps each block
+/// and lets it go when freed.
+fn page_cache_mappings(db: &str, trace: &Path, args: &[&str]) -> usize {
+    let argv = [&["run", "-q", "--warmup", "0", "--cpus", CPU, "--load", "none", "--db", db], args].concat();
+    let out = Command::new("strace")
+        .args(["-f", "-k", "-e", "trace=mmap", "-o"])
+        .arg(trace)
+        .arg(env!("CARGO_BIN_EXE_rtgauge"))
+        .args(&argv)
+        .output()
+        .expect("strace is needed for this test: apt-get install strace (.ci/run installs it)");
+    assert_eq!(out.status.code(), Some(0), "{argv:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let trace = std::fs::read_to_string(trace).unwrap();
+    // Each traced call is a line of its own, its stack the lines after it that begin with ' >'.
+    let calls = trace.split('\n').filter(|l| !l.starts_with(" >")).count();
+    assert!(calls > 10, "strace traced no mmap: {trace}");
+    trace
+        .split('\n')
+        .collect::<Vec<_>>()
+        .split(|l| !l.starts_with(" >"))
+        .filter(|stack| stack.iter().any(|f| f.contains("(pcache1Alloc+")))
+        .count()
+}
+
+/// A run that goes on for months gives SQLite's page cache memory allocated once, before the
+/// store is opened: from the store's opening to its last part kept, the page cache maps no
+/// memory of its own (before, each part kept mapped and let go of pages, and the run's peak
+/// memory rose whenever a part happened to hold more of them at once than any before). A run
+/// that is not rotated makes the store and maps its pages, as SQLite does by default: the
+/// detector sees them. Native glibc only: strace's stacks name SQLite's functions there.
+#[test]
+fn a_rotated_runs_sqlite_pages_come_from_memory_allocated_once() {
+    if !cfg!(target_env = "gnu") || common::runner().is_some() {
+        eprintln!("SKIPPED: SQLite's allocations are read from strace's stacks of a native glibc process");
+        return;
+    }
+    let Some((dir, db)) = store_of_its_own() else { return };
+    let once = page_cache_mappings(&db, &dir.path().join("once.trace"), &["-D", "2s"]);
+    assert!(once > 0, "a run that is not rotated mapped no page of SQLite's: the detector sees nothing");
+    let rotated = page_cache_mappings(&db, &dir.path().join("rotated.trace"), &["-D", "8s", "--rotate", "2s", "--window", "1s"]);
+    let parts = stored_runs(&db).len() - 1;
+    assert!(parts >= 3, "{parts} rotated runs stored of 4");
+    assert_eq!(rotated, 0, "SQLite's page cache mapped memory of its own in a rotated run of {parts} parts");
+}
+
 /// The run is run again with glibc's per-thread cache off (its held blocks fragmented a
 /// continuous run's heap): its start-up environment has the tunable added to the caller's (or on
 /// its own); it keeps its name; the commands it starts get the caller's `GLIBC_TUNABLES` (or

@@ -42,6 +42,11 @@ pub const EXIT_FAILED: u8 = 1;
 pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Result<u8> {
     // Signals first: Ctrl-C and SIGTERM stop the run at any moment from here on.
     let interrupts = Interrupts::install_for_run()?;
+    // A run that goes on for months: SQLite's pages get memory of their own before any store
+    // is opened, so that the run's peak memory is reached with its first part kept.
+    if plan.continuous.rotate_ns.is_some() {
+        crate::store::fix_page_memory();
+    }
     let (mut system, resolved) = resolved::against_machine(&plan)?;
     // The audit, before anything is tuned: what the system is as found.
     let findings = crate::audit::checks::audit(

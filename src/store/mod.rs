@@ -20,6 +20,8 @@ pub mod postgres;
 pub mod spool;
 mod sqlite;
 
+pub use sqlite::fix_page_memory;
+
 use crate::result::timeline::TimelineData;
 use crate::result::RunResult;
 use crate::sys;

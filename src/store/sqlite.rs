@@ -301,6 +301,42 @@ fn fill_uuids(c: &Connection) -> rusqlite::Result<()> {
 /// The page cache (KiB) of a connection that stays open: to read (the dashboard's), or to keep
 /// a continuous run's parts (after [`super::Backend::fold`]).
 const FOLLOWING_CACHE_KIB: i64 = 256;
+/// The size of a store's pages (set when it is made; a store made by an older rtgauge may have
+/// smaller ones, which fit the same room).
+const PAGE_BYTES: usize = 65536;
+/// Pages a connection holds at once beyond its page cache while it writes (the b-tree's path
+/// from root to leaf, a blob's pages in flight): room for them in the pool of
+/// [`fix_page_memory`].
+const PAGES_IN_FLIGHT: usize = 16;
+
+/// Gives SQLite's page cache memory of its own, allocated once, before any store is opened: the
+/// page cache of a store that stays open ([`FOLLOWING_CACHE_KIB`]) and the pages a write holds
+/// beyond it. For a run that goes on for months (`--rotate`): its peak memory is then reached with
+/// the first part kept, not whenever a part happens to hold more pages than any before. Returns
+/// whether SQLite took it (not once a store has been opened in this process).
+pub fn fix_page_memory() -> bool {
+    let lines = (FOLLOWING_CACHE_KIB as usize * 1024).div_ceil(PAGE_BYTES) + PAGES_IN_FLIGHT;
+    let taken = crate::sys::mem::sqlite_page_pool(PAGE_BYTES, lines);
+    if taken {
+        PAGE_MEMORY_FIXED.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    taken
+}
+
+/// Set once SQLite took the pool of [`fix_page_memory`]: every connection opened from then on
+/// keeps a page cache that fits it, from its first statement (a store's check on opening reads
+/// every page, and SQLite's default cache of 2 MB would hold 31 of them).
+static PAGE_MEMORY_FIXED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Opens a connection to `path` with `flags`, with the page cache of [`PAGE_MEMORY_FIXED`]
+/// where the process's page memory is fixed.
+fn connect(path: impl AsRef<Path>, flags: OpenFlags) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(path, flags)?;
+    if PAGE_MEMORY_FIXED.load(std::sync::atomic::Ordering::Relaxed) {
+        conn.pragma_update(None, "cache_size", -FOLLOWING_CACHE_KIB)?;
+    }
+    Ok(conn)
+}
 /// How long a write waits for another rtgauge holding the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The first bytes of every SQLite database file.
@@ -358,7 +394,7 @@ impl Sqlite {
             Err(e) => return Err(unreachable("read", &e)),
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(|e| unreachable("open", &e))?;
+        let conn = connect(path, flags).map_err(|e| unreachable("open", &e))?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| refused(path, e))?;
         let mut store = Sqlite { conn, path: path.to_path_buf(), layout: 0, immutable: false };
         store.check_and_migrate()?;
@@ -387,7 +423,7 @@ impl Sqlite {
         let open = |uri: &str| {
             // Without SQLITE_OPEN_CREATE: a store that vanished meanwhile is not made again.
             let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
-            let conn = Connection::open_with_flags(uri, flags).map_err(|e| unreadable(&e))?;
+            let conn = connect(uri, flags).map_err(|e| unreadable(&e))?;
             conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| unreadable(&e))?;
             let mut store = Sqlite { conn, path: path.to_path_buf(), layout: 0, immutable: false };
             store.layout = store.identity(|e| match e.sqlite_error_code() {
@@ -1105,9 +1141,9 @@ fn create(path: &Path) -> Result<(), OpenError> {
     // limit): no `.rtgauge-store-*` file is left beside the store.
     let _companions = Companions(tmp.path().to_path_buf());
     {
-        let conn = Connection::open(tmp.path()).map_err(|e| unreachable("create", &e))?;
+        let conn = connect(tmp.path(), OpenFlags::default()).map_err(|e| unreachable("create", &e))?;
         // Large pages: a long run's timelines are tens of MB of blobs, written page by page.
-        conn.pragma_update(None, "page_size", 65536).map_err(|e| refused(path, e))?;
+        conn.pragma_update(None, "page_size", PAGE_BYTES as i64).map_err(|e| refused(path, e))?;
         let store = Sqlite { conn, path: tmp.path().to_path_buf(), layout: 0, immutable: false };
         store.check_and_migrate()?;
         // Back to a single file before it is linked (the WAL mode stays in its header).

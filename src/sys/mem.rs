@@ -1,4 +1,4 @@
-//! Memory: the allocator's set-up, locking every page (`mlockall`) and letting go again, the
+//! Memory: the allocators' set-up (the C library's, SQLite's page cache), locking every page (`mlockall`) and letting go again, the
 //! page faults a thread takes, dropping code and file-cache pages, and the vm load's unit.
 
 use std::io;
@@ -21,6 +21,36 @@ pub fn tame_malloc() {
         libc::mallopt(libc::M_ARENA_MAX, 1);
         libc::mallopt(libc::M_MMAP_THRESHOLD, 32 * 1024);
     }
+}
+
+/// Gives SQLite's page cache a pool of `lines` lines, each room for one page of up to
+/// `page_bytes` bytes with SQLite's own header, allocated here once and used for the life of the
+/// process; pages beyond it fall back to SQLite's allocator. SQLite takes it only before it first
+/// starts (the first connection opened): returns whether it did. A continuous run's keeper would
+/// otherwise take each 64-KiB page from the C library as a mapping of its own and let it go
+/// again, so that the process's peak grew whenever a part happened to hold more pages at once than
+/// any before (BENCHMARKS.md); from the pool, the pages' memory is the same at the first part
+/// as at the thousandth, and locked with the rest.
+pub fn sqlite_page_pool(page_bytes: usize, lines: usize) -> bool {
+    use rusqlite::ffi;
+    let mut header: std::ffi::c_int = 0;
+    // Raw: SQLite's process-wide configuration (rusqlite has no safe call for it).
+    // SAFETY: this option writes one int through the pointer given, which outlives the call.
+    if unsafe { ffi::sqlite3_config(ffi::SQLITE_CONFIG_PCACHE_HDRSZ, &mut header as *mut std::ffi::c_int) } != ffi::SQLITE_OK {
+        return false;
+    }
+    let line = (page_bytes + header.max(0) as usize).next_multiple_of(8);
+    let (Ok(size), Ok(count)) = (std::ffi::c_int::try_from(line), std::ffi::c_int::try_from(lines)) else { return false };
+    let mut pool = vec![0u64; line / 8 * lines].into_boxed_slice();
+    // SAFETY: the pool is 8-byte aligned and `line * lines` bytes long; it is leaked below when
+    // SQLite takes it, so it lives as long as the process, and SQLite alone uses it from then on.
+    let taken = unsafe {
+        ffi::sqlite3_config(ffi::SQLITE_CONFIG_PAGECACHE, pool.as_mut_ptr() as *mut std::ffi::c_void, size, count)
+    } == ffi::SQLITE_OK;
+    if taken {
+        Box::leak(pool);
+    }
+    taken
 }
 
 /// The tunable that turns glibc's per-thread cache of freed small blocks off; the variables that
