@@ -44,9 +44,9 @@ pub fn sqlite_page_pool(page_bytes: usize, lines: usize) -> bool {
     let mut pool = vec![0u64; line / 8 * lines].into_boxed_slice();
     // SAFETY: the pool is 8-byte aligned and `line * lines` bytes long; it is leaked below when
     // SQLite takes it, so it lives as long as the process, and SQLite alone uses it from then on.
-    let taken = unsafe {
-        ffi::sqlite3_config(ffi::SQLITE_CONFIG_PAGECACHE, pool.as_mut_ptr() as *mut std::ffi::c_void, size, count)
-    } == ffi::SQLITE_OK;
+    let taken =
+        unsafe { ffi::sqlite3_config(ffi::SQLITE_CONFIG_PAGECACHE, pool.as_mut_ptr() as *mut std::ffi::c_void, size, count) }
+            == ffi::SQLITE_OK;
     if taken {
         Box::leak(pool);
     }

@@ -19,7 +19,8 @@
 //!   its at-fork handlers) and `_exit`;
 //! - the C library's own functions, not a system call rustix could make: its allocator's
 //!   settings (`mallopt`) and trim (`malloc_trim`), its version (`gnu_get_libc_version`), its priority-inheritance mutex
-//!   (`pthread_mutex_*`);
+//!   (`pthread_mutex_*`); and SQLite's process-wide configuration (`sqlite3_config`: the page
+//!   cache's pool of a continuous run), which rusqlite has no safe call for;
 //! - calls rustix covers in another form, kept as they are: the timer probe's `select` and
 //!   `ppoll` wait methods (what they measure is the C library's functions as an application
 //!   calls them), `poll` in `fd::readable_first`, an RT wait (the C library makes `poll` on
