@@ -302,21 +302,26 @@ fn fill_uuids(c: &Connection) -> rusqlite::Result<()> {
 /// a continuous run's parts (after [`super::Backend::fold`]).
 const FOLLOWING_CACHE_KIB: i64 = 256;
 /// The size of a store's pages (set when it is made; a store made by an older rtgauge may have
-/// smaller ones, which fit the same room).
+/// smaller ones, each of which takes a whole line of the pool of [`fix_page_memory`]).
 const PAGE_BYTES: usize = 65536;
-/// Pages a connection holds at once beyond its page cache while it writes (the b-tree's path
-/// from root to leaf, a blob's pages in flight): room for them in the pool of
-/// [`fix_page_memory`].
-const PAGES_IN_FLIGHT: usize = 16;
+/// The page cache, in pages, of a connection in a process whose page memory is fixed
+/// ([`fix_page_memory`]): [`FOLLOWING_CACHE_KIB`] of the store's own pages, counted in pages so
+/// that a store with smaller pages holds no more lines of the pool.
+const FIXED_CACHE_PAGES: i64 = FOLLOWING_CACHE_KIB * 1024 / PAGE_BYTES as i64;
+/// Lines of the pool beyond the page cache: what a connection holds at once beyond its cache
+/// while it writes (the b-tree's path from root to leaf, a blob's pages in flight, the pager's
+/// and the b-tree's scratch pages, a page split's), with room to spare before SQLite counts
+/// the pool as under pressure (under a tenth free). A part kept held up to 14 lines with a
+/// 3-page cache (SQLite's own count, rotated every 10 s and every minute).
+const PAGES_IN_FLIGHT: usize = 20;
 
 /// Gives SQLite's page cache memory of its own, allocated once, before any store is opened: the
-/// page cache of a store that stays open ([`FOLLOWING_CACHE_KIB`]) and the pages a write holds
-/// beyond it. For a run that goes on for months (`--rotate`): its peak memory is then reached with
-/// the first part kept, not whenever a part happens to hold more pages than any before. Returns
-/// whether SQLite took it (not once a store has been opened in this process).
+/// page cache of a store that stays open ([`FIXED_CACHE_PAGES`]) and the pages a write holds
+/// beyond it. For a run that goes on for months (`--rotate`): its peak memory is then reached
+/// before the first part is kept, not whenever a part happens to hold more pages than any
+/// before. Returns whether SQLite took it (not once a store has been opened in this process).
 pub fn fix_page_memory() -> bool {
-    let lines = (FOLLOWING_CACHE_KIB as usize * 1024).div_ceil(PAGE_BYTES) + PAGES_IN_FLIGHT;
-    let taken = crate::sys::mem::sqlite_page_pool(PAGE_BYTES, lines);
+    let taken = crate::sys::mem::sqlite_page_pool(PAGE_BYTES, FIXED_CACHE_PAGES as usize + PAGES_IN_FLIGHT);
     if taken {
         PAGE_MEMORY_FIXED.store(true, std::sync::atomic::Ordering::Relaxed);
     }
@@ -324,19 +329,19 @@ pub fn fix_page_memory() -> bool {
 }
 
 /// Set once SQLite took the pool of [`fix_page_memory`]: every connection opened from then on
-/// keeps a page cache that fits it, from its first statement (a store's check on opening reads
-/// every page, and SQLite's default cache of 2 MB would hold 31 of them).
+/// keeps a cache of [`FIXED_CACHE_PAGES`] from its first statement (a store's check on opening
+/// reads every page, and SQLite's default cache of 2 MB would hold 31 of them).
 static PAGE_MEMORY_FIXED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Opens a connection to `path` with `flags`, with the page cache of [`PAGE_MEMORY_FIXED`]
-/// where the process's page memory is fixed.
-fn connect(path: impl AsRef<Path>, flags: OpenFlags) -> rusqlite::Result<Connection> {
-    let conn = Connection::open_with_flags(path, flags)?;
-    if PAGE_MEMORY_FIXED.load(std::sync::atomic::Ordering::Relaxed) {
-        conn.pragma_update(None, "cache_size", -FOLLOWING_CACHE_KIB)?;
+/// The `cache_size` of a connection that stays open: [`FIXED_CACHE_PAGES`] pages where the
+/// process's page memory is fixed, else [`FOLLOWING_CACHE_KIB`] (negative: KiB).
+fn following_cache() -> i64 {
+    match PAGE_MEMORY_FIXED.load(std::sync::atomic::Ordering::Relaxed) {
+        true => FIXED_CACHE_PAGES,
+        false => -FOLLOWING_CACHE_KIB,
     }
-    Ok(conn)
 }
+
 /// How long a write waits for another rtgauge holding the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The first bytes of every SQLite database file.
@@ -394,7 +399,7 @@ impl Sqlite {
             Err(e) => return Err(unreachable("read", &e)),
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = connect(path, flags).map_err(|e| unreachable("open", &e))?;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| unreachable("open", &e))?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| refused(path, e))?;
         let mut store = Sqlite { conn, path: path.to_path_buf(), layout: 0, immutable: false };
         store.check_and_migrate()?;
@@ -423,7 +428,7 @@ impl Sqlite {
         let open = |uri: &str| {
             // Without SQLITE_OPEN_CREATE: a store that vanished meanwhile is not made again.
             let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
-            let conn = connect(uri, flags).map_err(|e| unreadable(&e))?;
+            let conn = Connection::open_with_flags(uri, flags).map_err(|e| unreadable(&e))?;
             conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| unreadable(&e))?;
             let mut store = Sqlite { conn, path: path.to_path_buf(), layout: 0, immutable: false };
             store.layout = store.identity(|e| match e.sqlite_error_code() {
@@ -451,6 +456,11 @@ impl Sqlite {
     /// `fail` says what a SQLite error means to the caller (a reader's, a writer's).
     fn identity(&self, fail: impl Fn(rusqlite::Error) -> OpenError) -> Result<i64, OpenError> {
         let c = &self.conn;
+        // First: where the page memory is fixed, reading the store (every page, when it is
+        // checked on opening) stays within the pool from here on.
+        if PAGE_MEMORY_FIXED.load(std::sync::atomic::Ordering::Relaxed) {
+            c.pragma_update(None, "cache_size", FIXED_CACHE_PAGES).map_err(&fail)?;
+        }
         let id: i32 = c.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(&fail)?;
         let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(&fail)?;
         let tables: i64 = c.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(&fail)?;
@@ -586,7 +596,7 @@ impl super::Backend for Sqlite {
         // The page cache of a store kept open for months: small (the operating system caches
         // the file), and let go of after each run. With SQLite's default (2 MB) it grew by about
         // one 64-KiB page per run kept, for the first 30 runs (BENCHMARKS.md).
-        let _ = self.conn.pragma_update(None, "cache_size", -FOLLOWING_CACHE_KIB);
+        let _ = self.conn.pragma_update(None, "cache_size", following_cache());
         let _ = self.conn.query_row("PRAGMA shrink_memory", [], |_| Ok(()));
     }
 
@@ -1003,7 +1013,7 @@ impl super::Backend for Sqlite {
         self.conn.pragma_update(None, "query_only", true).map_err(|e| sql_error(&self.path, e))?;
         // A reader that stays open keeps a small page cache of its own (the operating system
         // caches the file): its memory is bounded, and reached soon, however long it serves.
-        self.conn.pragma_update(None, "cache_size", -FOLLOWING_CACHE_KIB).map_err(|e| sql_error(&self.path, e))
+        self.conn.pragma_update(None, "cache_size", following_cache()).map_err(|e| sql_error(&self.path, e))
     }
 
     fn snapshot(&self) -> Option<String> {
@@ -1141,7 +1151,7 @@ fn create(path: &Path) -> Result<(), OpenError> {
     // limit): no `.rtgauge-store-*` file is left beside the store.
     let _companions = Companions(tmp.path().to_path_buf());
     {
-        let conn = connect(tmp.path(), OpenFlags::default()).map_err(|e| unreachable("create", &e))?;
+        let conn = Connection::open(tmp.path()).map_err(|e| unreachable("create", &e))?;
         // Large pages: a long run's timelines are tens of MB of blobs, written page by page.
         conn.pragma_update(None, "page_size", PAGE_BYTES as i64).map_err(|e| refused(path, e))?;
         let store = Sqlite { conn, path: tmp.path().to_path_buf(), layout: 0, immutable: false };

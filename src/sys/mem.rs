@@ -24,13 +24,15 @@ pub fn tame_malloc() {
 }
 
 /// Gives SQLite's page cache a pool of `lines` lines, each room for one page of up to
-/// `page_bytes` bytes with SQLite's own header, allocated here once and used for the life of the
+/// `page_bytes` bytes with SQLite's own header, allocated here once, every page of it written
+/// (memory is locked as it is first touched: `MCL_ONFAULT`), and used for the life of the
 /// process; pages beyond it fall back to SQLite's allocator. SQLite takes it only before it first
-/// starts (the first connection opened): returns whether it did. A continuous run's keeper would
-/// otherwise take each 64-KiB page from the C library as a mapping of its own and let it go
-/// again, so that the process's peak grew whenever a part happened to hold more pages at once than
-/// any before (BENCHMARKS.md); from the pool, the pages' memory is the same at the first part
-/// as at the thousandth, and locked with the rest.
+/// starts (the first connection opened): returns whether it did. To be called before any other
+/// thread may use SQLite (SQLite's configuration is not made for threads). A continuous run's
+/// keeper would otherwise take each 64-KiB page from the C library as a mapping of its own and
+/// let it go again, so that the process's peak grew whenever a part happened to hold more pages
+/// at once than any before (BENCHMARKS.md); from the pool, the pages' memory is resident and the
+/// same from the start as at the thousandth part.
 pub fn sqlite_page_pool(page_bytes: usize, lines: usize) -> bool {
     use rusqlite::ffi;
     let mut header: std::ffi::c_int = 0;
@@ -42,13 +44,20 @@ pub fn sqlite_page_pool(page_bytes: usize, lines: usize) -> bool {
     let line = (page_bytes + header.max(0) as usize).next_multiple_of(8);
     let (Ok(size), Ok(count)) = (std::ffi::c_int::try_from(line), std::ffi::c_int::try_from(lines)) else { return false };
     let mut pool = vec![0u64; line / 8 * lines].into_boxed_slice();
-    // SAFETY: the pool is 8-byte aligned and `line * lines` bytes long; it is leaked below when
-    // SQLite takes it, so it lives as long as the process, and SQLite alone uses it from then on.
+    // The allocator's fresh mapping reads as zeros without being resident: one word of each
+    // 4-KiB page written makes all of it resident now (volatile: not a store to elide).
+    for word in pool.iter_mut().step_by(4096 / 8) {
+        // SAFETY: a valid, aligned, exclusive reference to a u64.
+        unsafe { std::ptr::write_volatile(word, 0) };
+    }
+    let raw: *mut [u64] = Box::into_raw(pool);
+    // SAFETY: the pool is 8-byte aligned and `line * lines` bytes long; when SQLite takes it, it
+    // is never freed (it lives as long as the process) and SQLite alone uses it from then on.
     let taken =
-        unsafe { ffi::sqlite3_config(ffi::SQLITE_CONFIG_PAGECACHE, pool.as_mut_ptr() as *mut std::ffi::c_void, size, count) }
-            == ffi::SQLITE_OK;
-    if taken {
-        Box::leak(pool);
+        unsafe { ffi::sqlite3_config(ffi::SQLITE_CONFIG_PAGECACHE, raw as *mut std::ffi::c_void, size, count) } == ffi::SQLITE_OK;
+    if !taken {
+        // SAFETY: SQLite refused it, so `raw` is still the only pointer to the box made above.
+        drop(unsafe { Box::from_raw(raw) });
     }
     taken
 }
