@@ -4,7 +4,8 @@
 //! calls these safe functions instead.
 //!
 //! Each wrapper documents the syscall it makes; the unsafe blocks only pass valid pointers
-//! to stack values that live for the duration of the call. The calls are grouped by domain, as
+//! to values that live for the duration of the call (stack values, mostly), or, where the
+//! callee keeps the pointer (SQLite's page pool), to memory that lives as long as the process. The calls are grouped by domain, as
 //! rustix groups them, and rustix makes every call it covers (rustix's errors become
 //! `io::Error`s with the same text). Raw calls are kept only where it does not, each with its
 //! reason where it is made:
@@ -19,8 +20,9 @@
 //!   its at-fork handlers) and `_exit`;
 //! - the C library's own functions, not a system call rustix could make: its allocator's
 //!   settings (`mallopt`) and trim (`malloc_trim`), its version (`gnu_get_libc_version`), its priority-inheritance mutex
-//!   (`pthread_mutex_*`); and SQLite's process-wide configuration (`sqlite3_config`: the page
-//!   cache's pool of a continuous run), which rusqlite has no safe call for;
+//!   (`pthread_mutex_*`);
+//! - SQLite's process-wide configuration (`sqlite3_config`: the page cache's pool of a
+//!   continuous run), which rusqlite has no safe call for;
 //! - calls rustix covers in another form, kept as they are: the timer probe's `select` and
 //!   `ppoll` wait methods (what they measure is the C library's functions as an application
 //!   calls them), `poll` in `fd::readable_first`, an RT wait (the C library makes `poll` on
