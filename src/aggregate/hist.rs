@@ -5,7 +5,7 @@
 //! distribution takes a few KB, so histograms per CPU and per phase cost little. It converts
 //! exactly to an [`hdrhistogram::Histogram`] for percentiles and the result document.
 
-use crate::result::histogram::{index_of, value_of, HIST_HIGHEST_NS, HIST_LOWEST_NS, HIST_SIGFIG};
+use crate::result::histogram::{index_of, value_of, HistogramData, HIST_HIGHEST_NS, HIST_LOWEST_NS, HIST_SIGFIG};
 use hdrhistogram::Histogram;
 
 /// Counts per chunk: 512 bytes while every count fits 32 bits, 1 KiB once one does not.
@@ -94,7 +94,7 @@ impl Hist {
     }
 
     /// Non-empty buckets as (index, count), ascending.
-    fn buckets(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+    fn buckets(&self) -> impl Iterator<Item = (usize, u64)> + Clone + '_ {
         self.chunks
             .iter()
             .enumerate()
@@ -170,6 +170,13 @@ impl Hist {
         h
     }
 
+    /// The result document's histogram of these counts: what [`HistogramData::encode`] gives
+    /// for [`Hist::to_hdr`], byte for byte, without that dense copy (see
+    /// [`HistogramData::from_buckets`]).
+    pub fn to_data(&self) -> HistogramData {
+        HistogramData::from_buckets(self.buckets(), self.count, self.max.max(2 * HIST_LOWEST_NS))
+    }
+
     /// Bytes this histogram holds on the heap.
     #[cfg(test)]
     pub fn heap_bytes(&self) -> usize {
@@ -205,6 +212,37 @@ mod tests {
         for p in [50.0, 90.0, 99.0, 99.9] {
             let (min, max) = mine.min_max().unwrap();
             assert_eq!(mine.percentile(p), Some(crate::aggregate::percentile(&theirs, p, min, max)), "p{p}");
+        }
+    }
+
+    /// The document's histogram made from the sparse counts is the one the dense copy gives,
+    /// byte for byte: empty, one value, values at both ends of the range, long runs of empty
+    /// buckets and single ones between, counts beyond 32 bits.
+    #[test]
+    fn its_document_histogram_is_the_dense_copys_byte_for_byte() {
+        let mut cases: Vec<Hist> = vec![Hist::default()];
+        let mut one = Hist::default();
+        one.record(0);
+        cases.push(one);
+        let mut ends = Hist::default();
+        for v in [1, 2, 2047, 2048, 2050, 4100, HIST_HIGHEST_NS, u64::MAX] {
+            ends.record(v);
+        }
+        ends.record_n(1_000, u64::from(u32::MAX) + 7);
+        cases.push(ends);
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for case in 0..40 {
+            let mut h = Hist::default();
+            for _ in 0..(case * 97 % 3000) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                h.record_n(x % (1u64 << (x % 44)).max(1), 1 + x % 5);
+            }
+            cases.push(h);
+        }
+        for h in &cases {
+            assert_eq!(h.to_data(), HistogramData::encode(&h.to_hdr()), "{:?}", h.min_max());
         }
     }
 

@@ -44,7 +44,7 @@ pub fn probe_result(
     (probe, series): (&str, Option<&str>),
     cpu: Option<usize>,
     s: &LatencyStats,
-    hist: &hdrhistogram::Histogram<u64>,
+    histogram: HistogramData,
 ) -> ProbeResult {
     ProbeResult {
         probe: probe.to_string(),
@@ -58,7 +58,7 @@ pub fn probe_result(
         page_faults: None,
         min_ns: s.min_ns,
         mean_ns: s.mean_ns.map(|m| (m * 10.0).round() / 10.0),
-        percentiles: s.percentiles.counted(hist.len()),
+        percentiles: s.percentiles.counted(histogram.total_count),
         max_ns: s.max_ns,
         max_at_ns: s.max_at_ns,
         bounds: s.bounds,
@@ -69,12 +69,12 @@ pub fn probe_result(
         timeline: None,
         convergence: None,
         forecast: None,
-        histogram: HistogramData::encode(hist),
+        histogram,
     }
 }
 
-/// Statistics with the standard histogram they came from.
-pub type Figures = (LatencyStats, Histogram<u64>);
+/// Statistics with the histogram they came from, as the result document keeps it.
+pub type Figures = (LatencyStats, HistogramData);
 
 /// Reads percentile `p` (in percent) from a histogram, clamped into [min, max]: HDR reports
 /// the top of a bucket, which may lie a little above the exact maximum.
@@ -139,7 +139,11 @@ impl Tally {
         self.extremes.or_else(|| self.hist.min_max())
     }
 
-    /// The statistics and the standard histogram of this tally; `warmup` = (samples, missed).
+    /// The statistics and the document's histogram of this tally; `warmup` = (samples, missed).
+    /// The percentiles are read from a standard (dense) copy, which is let go of before the
+    /// document's histogram is made from the sparse counts: the two never take memory at once,
+    /// and the encoding's memory does not grow with the worst case (a continuous run keeps a
+    /// part with the same memory whatever the part measured).
     pub fn stats(&self, warmup: (u64, u64), interval_ns: u64, bounds: Option<(u64, u64)>) -> Figures {
         let hist = self.hist.to_hdr();
         let mm = self.min_max().filter(|_| self.samples > 0);
@@ -158,7 +162,8 @@ impl Tally {
             max_at_ns: mm.map(|_| self.max_period * interval_ns),
             bounds: bounds.map(|(below_ns, above_ns)| BoundCounts { below_ns, above_ns, below: self.below, above: self.above }),
         };
-        (stats, hist)
+        drop(hist);
+        (stats, self.hist.to_data())
     }
 }
 

@@ -415,7 +415,8 @@ mod tests {
             max_at_ns: Some(0),
             bounds: None,
         };
-        let p = crate::aggregate::probe_result(("timer", None), Some(0), &stats, &h);
+        let p =
+            crate::aggregate::probe_result(("timer", None), Some(0), &stats, crate::result::histogram::HistogramData::encode(&h));
         assert_eq!(micro_buckets(&p).into_iter().collect::<Vec<_>>(), vec![(17, 1), (24, 1)]);
     }
 }

@@ -223,7 +223,7 @@ fn series_result(probe: &str, s: &ForeignSeries) -> ProbeResult {
         max_at_ns: None,
         bounds: None,
     };
-    probe_result((probe, None), Some(s.cpu), &stats, &hist)
+    probe_result((probe, None), Some(s.cpu), &stats, crate::result::histogram::HistogramData::encode(&hist))
 }
 
 /// All series together: counts summed, extremes over all, the mean weighted by samples.

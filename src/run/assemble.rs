@@ -205,7 +205,7 @@ impl Resolved {
         span: (u64, u64),
     ) -> ProbeResult {
         let plan = &self.probes[k.probe];
-        let mut r = crate::aggregate::probe_result(self.names(k), cpu, &stats, &hist);
+        let mut r = crate::aggregate::probe_result(self.names(k), cpu, &stats, hist);
         r.measures = plan.probe.measures(k.series).map(str::to_string);
         let Some(threshold) = plan.probe.accounting().noise_threshold() else { return r };
         let s = plan.probe.schedule();
