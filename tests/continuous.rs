@@ -736,7 +736,7 @@ fn one_malloc_arena_whatever_threads_allocate() {
 /// SQLite takes from the C library is 64 KiB, above the threshold where glibc maps each block
 /// and lets it go when freed.
 fn page_cache_mappings(db: &str, trace: &Path, args: &[&str]) -> usize {
-    let argv = [&["run", "-q", "--warmup", "0", "--cpus", CPU, "--load", "none", "--db", db], args].concat();
+    let argv = [&["run", "--warmup", "0", "--cpus", CPU, "--load", "none", "--db", db], args].concat();
     let out = Command::new("strace")
         .args(["-f", "-k", "--seccomp-bpf", "-e", "trace=mmap", "-o"])
         .arg(trace)
@@ -744,7 +744,14 @@ fn page_cache_mappings(db: &str, trace: &Path, args: &[&str]) -> usize {
         .args(&argv)
         .output()
         .expect("strace is needed for this test: apt-get install strace (.ci/run installs it)");
-    assert_eq!(out.status.code(), Some(0), "{argv:?}: {}", String::from_utf8_lossy(&out.stderr));
+    // 1: a run that measured nothing (another test's busy probe held the CPU at the same
+    // priority) fails its verdict; what it keeps, and how, is the same.
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{argv:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let trace = std::fs::read_to_string(trace).unwrap();
     // Each traced call is a line of its own, its stack the lines after it that begin with ' >'.
     let calls = trace.split('\n').filter(|l| !l.starts_with(" >")).count();
