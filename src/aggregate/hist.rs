@@ -2,8 +2,9 @@
 //! layout, 1 ns .. 1 h, 3 significant digits, the same buckets as [`crate::result::histogram::new_histogram`]) but
 //! stored sparsely, in chunks allocated only where values fall. A dense HdrHistogram of that
 //! range is ~270 KB, all of it resident under `mlockall`; one of these holding a real latency
-//! distribution takes a few KB, so histograms per CPU and per phase cost little. It converts
-//! exactly to an [`hdrhistogram::Histogram`] for percentiles and the result document.
+//! distribution takes a few KB, so histograms per CPU and per phase cost little. Its
+//! percentiles and the result document's histogram are read from the sparse counts exactly as
+//! HdrHistogram reads them from a dense copy ([`Hist::to_hdr`], which unit tests compare).
 
 use crate::result::histogram::{index_of, value_of, HistogramData, HIST_HIGHEST_NS, HIST_LOWEST_NS, HIST_SIGFIG};
 use hdrhistogram::Histogram;
@@ -117,20 +118,34 @@ impl Hist {
         (self.count > 0).then_some((self.min, self.max))
     }
 
-    /// The value at percentile `p` (in percent), as HdrHistogram reports it (the top of the
-    /// bucket), clamped into the exact extremes. For the live view; reports use [`Hist::to_hdr`].
+    /// The value at percentile `p` (in percent), clamped into the exact extremes (the live view).
     pub fn percentile(&self, p: f64) -> Option<u64> {
         let (min, max) = self.min_max()?;
-        let target = ((p / 100.0) * self.count as f64).ceil().max(1.0) as u64;
+        self.value_at(p).map(|v| v.clamp(min, max))
+    }
+
+    /// The value at percentile `p` (in percent) exactly as HdrHistogram's `value_at_quantile`
+    /// gives it for [`Hist::to_hdr`], without that dense copy: the top of the bucket where the
+    /// count reaches `ceil(p/100 · n)` (at least 1; the bottom for `p` = 0). `None` when empty.
+    pub fn value_at(&self, p: f64) -> Option<u64> {
+        if self.count == 0 {
+            return None;
+        }
+        let q = (p / 100.0).min(1.0);
+        let target = ((q * self.count as f64).ceil() as u64).max(1);
         let mut seen = 0;
+        let mut last = 0;
         for (i, n) in self.buckets() {
             seen += n;
+            last = i;
             if seen >= target {
-                let top = value_of(i + 1).saturating_sub(1).max(value_of(i));
-                return Some(top.clamp(min, max));
+                break;
             }
         }
-        Some(max)
+        Some(match q == 0.0 {
+            true => value_of(last),
+            false => value_of(last + 1).saturating_sub(1).max(value_of(last)),
+        })
     }
 
     /// Cumulative counts for a Prometheus histogram: `out[i]` is the number of recorded values
@@ -229,6 +244,8 @@ mod tests {
             ends.record(v);
         }
         ends.record_n(1_000, u64::from(u32::MAX) + 7);
+        // A count whose varint takes all nine bytes.
+        ends.record_n(7, 1 << 56);
         cases.push(ends);
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         for case in 0..40 {
@@ -244,6 +261,28 @@ mod tests {
         for h in &cases {
             assert_eq!(h.to_data(), HistogramData::encode(&h.to_hdr()), "{:?}", h.min_max());
         }
+    }
+
+    /// Percentiles read from the sparse counts are HdrHistogram's from the dense copy, for every
+    /// reported percentile and the edges (0, 100, beyond 100).
+    #[test]
+    fn its_percentiles_are_the_dense_copys() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for case in 0..40 {
+            let mut h = Hist::default();
+            for _ in 0..(1 + case * 131 % 5000) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                h.record_n(x % (1u64 << (x % 40)).max(1), 1 + x % 3);
+            }
+            let dense = h.to_hdr();
+            let ps = crate::vocab::percentiles::REPORTED.iter().map(|r| r.q).chain([0.0, 0.001, 1.0, 33.3, 100.0, 120.0]);
+            for p in ps {
+                assert_eq!(h.value_at(p), Some(dense.value_at_quantile(p / 100.0)), "p{p}, case {case}");
+            }
+        }
+        assert_eq!(Hist::default().value_at(50.0), None);
     }
 
     #[test]

@@ -76,6 +76,28 @@ pub fn probe_result(
 /// Statistics with the histogram they came from, as the result document keeps it.
 pub type Figures = (LatencyStats, HistogramData);
 
+/// Reads percentile `p` (in percent) from a document's histogram, clamped into [min, max], as
+/// [`percentile`] reads it from the decoded histogram but from its bucket list, without a dense
+/// copy (the memory a continuous run's verdict takes does not grow with the worst case); from
+/// the decoded histogram where the list does not hold every value (`None`: not decodable).
+pub fn percentile_of(h: &HistogramData, p: f64, min: u64, max: u64) -> Option<u64> {
+    let listed: u64 = h.buckets.triples().map(|[_, _, n]| n).sum();
+    if listed != h.total_count || listed == 0 {
+        return h.decode().ok().map(|d| percentile(&d, p, min, max));
+    }
+    let q = (p / 100.0).min(1.0);
+    let target = ((q * listed as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    let mut found = [0, 0];
+    for [lo, hi, n] in h.buckets.triples() {
+        (seen, found) = (seen + n, [lo, hi]);
+        if seen >= target {
+            break;
+        }
+    }
+    Some(if q == 0.0 { found[0] } else { found[1] }.clamp(min, max))
+}
+
 /// Reads percentile `p` (in percent) from a histogram, clamped into [min, max]: HDR reports
 /// the top of a bucket, which may lie a little above the exact maximum.
 pub fn percentile(hist: &Histogram<u64>, p: f64, min: u64, max: u64) -> u64 {
@@ -140,14 +162,12 @@ impl Tally {
     }
 
     /// The statistics and the document's histogram of this tally; `warmup` = (samples, missed).
-    /// The percentiles are read from a standard (dense) copy, which is let go of before the
-    /// document's histogram is made from the sparse counts: the two never take memory at once,
-    /// and the encoding's memory does not grow with the worst case (a continuous run keeps a
-    /// part with the same memory whatever the part measured).
+    /// Everything is read from the sparse counts, as HdrHistogram reads its dense copy (unit
+    /// tests compare them): no dense copy is made, so the memory this takes does not grow with
+    /// the worst case (a continuous run keeps a part with the same memory whatever it measured).
     pub fn stats(&self, warmup: (u64, u64), interval_ns: u64, bounds: Option<(u64, u64)>) -> Figures {
-        let hist = self.hist.to_hdr();
         let mm = self.min_max().filter(|_| self.samples > 0);
-        let pct = |p: f64| mm.filter(|_| !hist.is_empty()).map(|(lo, hi)| percentile(&hist, p, lo, hi));
+        let pct = |p: f64| mm.and_then(|(lo, hi)| self.hist.value_at(p).map(|v| v.clamp(lo, hi)));
         let stats = LatencyStats {
             samples: self.samples,
             missed: self.missed,
@@ -162,7 +182,6 @@ impl Tally {
             max_at_ns: mm.map(|_| self.max_period * interval_ns),
             bounds: bounds.map(|(below_ns, above_ns)| BoundCounts { below_ns, above_ns, below: self.below, above: self.above }),
         };
-        drop(hist);
         (stats, self.hist.to_data())
     }
 }
@@ -558,8 +577,8 @@ impl Collector {
 
     /// Hands over phase `p` of series `series` of probe `probe`: `f` gets its figures per CPU
     /// and then all CPUs together (`None`). Its tallies are freed as it goes (once measuring is
-    /// over), and each standard histogram is built only when `f` takes it and dropped before the
-    /// next: the results of many phases on many CPUs need not sit beside all their histograms.
+    /// over), and each document's histogram is made only when `f` takes it: the results of many
+    /// phases on many CPUs need not sit beside all their tallies.
     pub fn take_phase(&mut self, (probe, series): (usize, usize), p: usize, mut f: impl FnMut(Option<usize>, Figures)) {
         let mut all = Tally::default();
         let (mut interval, mut bounds) = (1, None);
@@ -583,6 +602,26 @@ impl Collector {
 mod tests {
     use super::*;
     use crate::result::histogram::new_histogram;
+
+    /// A percentile read from a document's bucket list is the one its decoded histogram gives.
+    #[test]
+    fn a_percentile_from_the_bucket_list_is_the_decoded_histograms() {
+        let mut x = 0x853c_49e6_748f_ea9bu64;
+        for case in 0..30 {
+            let mut h = new_histogram();
+            for _ in 0..(1 + case * 211 % 4000) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                h.record(x % (1u64 << (x % 38)).max(1)).unwrap();
+            }
+            let data = HistogramData::encode(&h);
+            let (min, max) = (h.min(), h.max());
+            for p in crate::vocab::percentiles::REPORTED.iter().map(|r| r.q).chain([0.0, 95.0, 100.0]) {
+                assert_eq!(percentile_of(&data, p, min, max), Some(percentile(&h, p, min, max)), "p{p}, case {case}");
+            }
+        }
+    }
 
     #[test]
     fn histogram_keeps_a_one_hour_maximum_within_precision() {

@@ -158,13 +158,15 @@ impl HistogramData {
         }
     }
 
-    /// What [`HistogramData::encode`] gives, byte for byte, for the standard histogram (the
-    /// project-wide lowest value and precision, `highest_ns` its highest trackable value) holding
-    /// `buckets` — each non-empty bucket as (index, count), ascending, `total` their sum — without
-    /// making that histogram. A dense copy and the serialiser's buffer each take memory in
-    /// proportion to the largest value's bucket (8 and 9 bytes a bucket: about 130 KiB each for a
-    /// worst case of 10 ms); these take a few bytes per non-empty bucket, so that a continuous
-    /// run's keeping of a part needs the same memory whatever the part's worst case.
+    /// What [`HistogramData::encode`] (`hdrhistogram`'s V2 deflate serialiser) gives, byte for
+    /// byte, for the standard histogram (the project-wide lowest value and precision,
+    /// `highest_ns` its highest trackable value) holding `buckets` — each non-empty bucket as
+    /// (index, count), ascending, `total` their sum — without making that histogram; a count
+    /// above 2^63 (which `encode` refuses) is written as 2^63 − 1. A dense copy and the
+    /// serialiser's buffer each take memory in proportion to the largest value's bucket (8 and 9
+    /// bytes a bucket: about 130 KiB each for a worst case of 10 ms); these take a few bytes per
+    /// non-empty bucket, so that a continuous run's keeping of a part needs the same memory
+    /// whatever the part's worst case.
     pub fn from_buckets(buckets: impl Iterator<Item = (usize, u64)> + Clone, total: u64, highest_ns: u64) -> HistogramData {
         // HdrHistogram's V2 layout: a 40-byte header, then each count up to the largest value's
         // bucket as a zig-zag LEB128 varint, a run of two or more empty buckets as minus its

@@ -28,9 +28,8 @@ fn observe(metric: Metric, p: &ProbeResult) -> Option<f64> {
             if let Some(Some(v)) = p.percentiles.get(q) {
                 return Some(v as f64);
             }
-            let h = p.histogram.decode().ok()?;
             let (min, max) = (p.min_ns?, p.max_ns?);
-            Some(crate::aggregate::percentile(&h, q, min, max) as f64)
+            crate::aggregate::percentile_of(&p.histogram, q, min, max).map(|v| v as f64)
         }
     }
 }
