@@ -6,7 +6,7 @@
 //! percentiles and the result document's histogram are read from the sparse counts exactly as
 //! HdrHistogram reads them from a dense copy ([`Hist::to_hdr`], which unit tests compare).
 
-use crate::result::histogram::{index_of, value_of, HistogramData, HIST_HIGHEST_NS, HIST_LOWEST_NS, HIST_SIGFIG};
+use crate::result::histogram::{bucket_range, index_of, value_of, HistogramData, HIST_HIGHEST_NS, HIST_LOWEST_NS, HIST_SIGFIG};
 use hdrhistogram::Histogram;
 
 /// Counts per chunk: 512 bytes while every count fits 32 bits, 1 KiB once one does not.
@@ -44,6 +44,26 @@ impl Chunk {
             Chunk::Wide(_) => CHUNK * 8,
         }
     }
+}
+
+/// The value at percentile `p` (in percent) of `total` values in `buckets` (each non-empty
+/// bucket as `[lowest, highest, count]`, ascending), as HdrHistogram's `value_at_quantile` reads
+/// it: the top of the bucket where the count reaches `ceil(p/100 · total)` (at least 1; the
+/// bottom for `p` = 0). `None` when there are no values.
+pub fn value_at_quantile(buckets: impl Iterator<Item = [u64; 3]>, total: u64, p: f64) -> Option<u64> {
+    if total == 0 {
+        return None;
+    }
+    let q = (p / 100.0).min(1.0);
+    let target = ((q * total as f64).ceil() as u64).max(1);
+    let (mut seen, mut found) = (0, [0, 0]);
+    for [lo, hi, n] in buckets {
+        (seen, found) = (seen + n, [lo, hi]);
+        if seen >= target {
+            break;
+        }
+    }
+    Some(if q == 0.0 { found[0] } else { found[1] })
 }
 
 /// A sparse latency histogram with exact count, sum, minimum and maximum.
@@ -125,27 +145,14 @@ impl Hist {
     }
 
     /// The value at percentile `p` (in percent) exactly as HdrHistogram's `value_at_quantile`
-    /// gives it for [`Hist::to_hdr`], without that dense copy: the top of the bucket where the
-    /// count reaches `ceil(p/100 · n)` (at least 1; the bottom for `p` = 0). `None` when empty.
+    /// gives it for [`Hist::to_hdr`], without that dense copy (see [`value_at_quantile`]).
+    /// `None` when empty.
     pub fn value_at(&self, p: f64) -> Option<u64> {
-        if self.count == 0 {
-            return None;
-        }
-        let q = (p / 100.0).min(1.0);
-        let target = ((q * self.count as f64).ceil() as u64).max(1);
-        let mut seen = 0;
-        let mut last = 0;
-        for (i, n) in self.buckets() {
-            seen += n;
-            last = i;
-            if seen >= target {
-                break;
-            }
-        }
-        Some(match q == 0.0 {
-            true => value_of(last),
-            false => value_of(last + 1).saturating_sub(1).max(value_of(last)),
-        })
+        let buckets = self.buckets().map(|(i, n)| {
+            let (lo, hi) = bucket_range(i);
+            [lo, hi, n]
+        });
+        value_at_quantile(buckets, self.count, p)
     }
 
     /// Cumulative counts for a Prometheus histogram: `out[i]` is the number of recorded values

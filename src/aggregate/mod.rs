@@ -85,17 +85,7 @@ pub fn percentile_of(h: &HistogramData, p: f64, min: u64, max: u64) -> Option<u6
     if listed != h.total_count || listed == 0 {
         return h.decode().ok().map(|d| percentile(&d, p, min, max));
     }
-    let q = (p / 100.0).min(1.0);
-    let target = ((q * listed as f64).ceil() as u64).max(1);
-    let mut seen = 0;
-    let mut found = [0, 0];
-    for [lo, hi, n] in h.buckets.triples() {
-        (seen, found) = (seen + n, [lo, hi]);
-        if seen >= target {
-            break;
-        }
-    }
-    Some(if q == 0.0 { found[0] } else { found[1] }.clamp(min, max))
+    hist::value_at_quantile(h.buckets.triples(), listed, p).map(|v| v.clamp(min, max))
 }
 
 /// Reads percentile `p` (in percent) from a histogram, clamped into [min, max]: HDR reports
