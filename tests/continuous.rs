@@ -802,6 +802,64 @@ fn a_rotated_runs_sqlite_pages_come_from_memory_allocated_once() {
     panic!("three rotated runs in a row had fewer than two parts that measured");
 }
 
+/// The code of process `pid`'s own binary (its read-and-execute mappings of the file
+/// `/proc/PID/exe` names), from `/proc/PID/smaps`: its KiB, the KiB of it resident, and the KiB
+/// of the mappings the kernel keeps locked (`lo` among their `VmFlags`; smaps' `Locked:` is a
+/// proportional share, lower when another process maps the same pages).
+fn own_code_kib(pid: u32) -> (u64, u64, u64) {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap().display().to_string();
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let (mut inside, mut size, mut kib) = (false, 0, (0, 0, 0));
+    for line in smaps.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.first() {
+            Some(&"Size:") if inside => {
+                size = f[1].parse::<u64>().unwrap();
+                kib.0 += size;
+            }
+            Some(&"Rss:") if inside => kib.1 += f[1].parse::<u64>().unwrap(),
+            Some(&"VmFlags:") if inside && f.contains(&"lo") => kib.2 += size,
+            Some(first) if first.contains('-') && !first.ends_with(':') => {
+                inside = f.len() >= 6 && f[1] == "r-xp" && f[5..].join(" ") == exe;
+            }
+            _ => {}
+        }
+    }
+    kib
+}
+
+/// A run that goes on for months has all its code resident and locked from the start, so that
+/// code its keeper runs for the first time hours later adds nothing (before, each part kept
+/// that took a path not taken before made 64 KiB more resident, and the run's peak rose for its
+/// first parts). A run that is not continuous makes resident only the code it runs: the test
+/// sees the difference. Native only: under an emulator the mappings are the emulator's.
+#[test]
+fn a_rotated_run_has_all_its_code_resident_and_locked_while_it_measures() {
+    if common::runner().is_some() {
+        eprintln!("SKIPPED: under an emulator the mappings and their pages are the emulator's");
+        return;
+    }
+    let Some((_dir, db)) = store_of_its_own() else { return };
+    for rotated in [true, false] {
+        let mut args = vec!["run", "-q", "-D", "60s", "--warmup", "0", "--cpus", CPU, "--load", "none", "--db", &db];
+        if rotated {
+            args.extend(["--rotate", "2s", "--window", "1s"]);
+        }
+        let run = rtgauge(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        wait_until_measuring(run.id());
+        let (size, resident, locked) = own_code_kib(run.id());
+        signal(&run, "TERM");
+        let out = run.wait_with_output().unwrap();
+        assert!(size > 0, "no code mapping of rtgauge's own binary was found in its smaps");
+        if rotated {
+            assert_eq!((resident, locked), (size, size), "a rotated run's code: {size} KiB, resident and locked");
+        } else {
+            assert!(resident < size, "a run that is not rotated had all its code resident ({size} KiB)");
+        }
+        assert!(out.status.code().is_some_and(|c| c <= 1), "{:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    }
+}
+
 /// The run is run again with glibc's per-thread cache off (its held blocks fragmented a
 /// continuous run's heap): its start-up environment has the tunable added to the caller's (or on
 /// its own); it keeps its name; the commands it starts get the caller's `GLIBC_TUNABLES` (or

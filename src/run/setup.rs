@@ -168,6 +168,12 @@ fn lock_memory(plan: &RunPlan, system: &mut SystemInfo) -> Option<String> {
     match locked {
         Ok(()) => {
             system.mlockall_obtained = true;
+            // A run that goes on for months has all its code resident from the start, so that
+            // its memory is at its full size before the first part is kept (see
+            // `sys::mem::make_code_resident`).
+            if plan.continuous.rotate_ns.is_some() {
+                sys::mem::make_code_resident();
+            }
             None
         }
         Err(e) => {

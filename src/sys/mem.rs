@@ -241,7 +241,8 @@ pub fn trim_heap() {
 /// Locks every page of the process in memory as it is first touched, now and in future
 /// (`mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)`): a page once resident is never paged
 /// out, but the parts of the binary a run never executes (the store's, the report's) are not
-/// made resident. The measurement threads touch their stacks and rings before their loops, and
+/// made resident (a continuous run then makes all its code resident: [`make_code_resident`]).
+/// The measurement threads touch their stacks and rings before their loops, and
 /// their loops' code in the warm-up; every page fault they take while measuring is counted
 /// ([`thread_page_faults`]) and reported. Kernels before 4.4 lack `MCL_ONFAULT`: everything is
 /// then made resident at once.
@@ -302,6 +303,35 @@ pub fn release_code_pages() -> usize {
     released
 }
 
+/// Makes every page of code and read-only data of the process resident and locked at once
+/// (`mlock` on each private read-only mapping of a file that has a code mapping: rtgauge's own
+/// binary and its libraries; not their written data, not a data file mapped later). Under
+/// `mlockall(MCL_ONFAULT)` such a page otherwise becomes resident, with its fault-around
+/// neighbourhood, the first time it is run, and stays so: a run that goes on for months would
+/// then grow whenever its keeper first took a path not taken before (in the first parts kept of a
+/// continuous run, 64 KiB at a time, BENCHMARKS.md). Returns the bytes of the mappings locked.
+pub fn make_code_resident() -> usize {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return 0 };
+    // Each line: range, permissions, offset, device, inode, path.
+    let fields: Vec<Vec<&str>> = maps.lines().map(|l| l.split_whitespace().collect()).collect();
+    let code_files: std::collections::HashSet<(&str, &str)> =
+        fields.iter().filter(|f| f.len() >= 6 && f[1] == "r-xp" && f[5].starts_with('/')).map(|f| (f[3], f[4])).collect();
+    let mut locked = 0;
+    for f in &fields {
+        if f.len() < 6 || !(f[1] == "r-xp" || f[1] == "r--p") || !code_files.contains(&(f[3], f[4])) {
+            continue;
+        }
+        let Some((start, end)) = f[0].split_once('-') else { continue };
+        let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16)) else { continue };
+        // SAFETY: the range is a whole mapping of the process, read-only: locking it only reads
+        // its pages in from the file and keeps them.
+        if unsafe { rustix::mm::mlock(start as *mut std::ffi::c_void, end - start) }.is_ok() {
+            locked += end - start;
+        }
+    }
+    locked
+}
+
 /// Asks the kernel to drop `file`'s pages from the page cache (so reading it goes to the disk;
 /// `posix_fadvise(POSIX_FADV_DONTNEED)` on the whole file).
 pub fn drop_file_cache(file: &std::fs::File) {
@@ -350,12 +380,51 @@ mod tests {
         kib
     }
 
+    /// The two tests below both change what of the test binary's code is resident.
+    static CODE_PAGES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// (start, end) of every private read-and-execute file mapping, and their total KiB.
+    fn code_mappings() -> (Vec<(usize, usize)>, u64) {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let ranges: Vec<(usize, usize)> = maps
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() >= 6 && f[1] == "r-xp" && f[5].starts_with('/')).then_some(f[0])
+            })
+            .map(|r| r.split_once('-').unwrap())
+            .map(|(a, b)| (usize::from_str_radix(a, 16).unwrap(), usize::from_str_radix(b, 16).unwrap()))
+            .collect();
+        let kib = ranges.iter().map(|(a, b)| (b - a) as u64 / 1024).sum();
+        (ranges, kib)
+    }
+
+    #[test]
+    fn code_made_resident_is_every_page_of_it() {
+        if std::env::var_os("RTGAUGE_RUNNER").is_some() {
+            eprintln!("SKIPPED: under an emulator the mappings and their pages are the emulator's");
+            return;
+        }
+        let _one = CODE_PAGES.lock().unwrap_or_else(|e| e.into_inner());
+        super::release_code_pages();
+        let (ranges, size) = code_mappings();
+        assert!(code_resident_kib() < size, "released: not every page of code is resident");
+        let locked = super::make_code_resident();
+        assert!(locked as u64 >= size * 1024, "{locked} bytes locked, the code is {size} KiB");
+        assert_eq!(code_resident_kib(), size, "every page of every code mapping resident");
+        for (a, b) in ranges {
+            // SAFETY: whole mappings of this process, locked just now by make_code_resident.
+            let _ = unsafe { rustix::mm::munlock(a as *mut std::ffi::c_void, b - a) };
+        }
+    }
+
     #[test]
     fn released_code_pages_leave_the_process_and_come_back_when_run() {
         if std::env::var_os("RTGAUGE_RUNNER").is_some() {
             eprintln!("SKIPPED: under an emulator the mappings and their pages are the emulator's");
             return;
         }
+        let _one = CODE_PAGES.lock().unwrap_or_else(|e| e.into_inner());
         let before = code_resident_kib();
         assert!(super::release_code_pages() >= 1, "the test binary's own code at least");
         let after = code_resident_kib();

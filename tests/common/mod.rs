@@ -53,6 +53,12 @@ pub fn wait_until_measuring(pid: u32) {
             Ok(t) => t,
             Err(e) => panic!("process {pid} ended before it measured: {e}"),
         };
+        // Ended (a zombie until the test reaps it): it will never measure.
+        let own = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(
+            !own.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+            "process {pid} ended before it measured (its status and standard error are the test's to read)"
+        );
         for task in &tasks {
             if !is_measurement_thread(&read(task, "comm")) {
                 continue;
