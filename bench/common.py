@@ -1,6 +1,6 @@
 """What the benchmark scripts share: the release binary, built if it is missing, and the header
 lines that say when, where and with what a run was made (BENCHMARKS.md records them)."""
-import os, platform, subprocess, sys, threading, time
+import os, platform, re, subprocess, sys, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARY = os.path.join(ROOT, "target", "release", "rtgauge")
@@ -80,38 +80,53 @@ def run_rusage(argv):
 
 class RssTrace:
     """The exact resident set of one process and its peak, from the kernel's `kmem:rss_stat`
-    trace event (one event per change of a process's file, anonymous or shared-memory page
-    count, carrying the count's exact value), in a tracefs instance of its own.
+    trace event, in a tracefs instance of its own. Since Linux 6.2 the event fires at every
+    change of a process's file, anonymous or shared-memory page count and carries the count's
+    exact value (checked here: one event per page touched, 4096 B apart); older kernels are
+    refused.
 
-    Why not VmHWM: the kernel's high-water mark (`mm->hiwater_rss`) is only updated when memory
-    is unmapped, from per-CPU counters read without summing them, which lag the truth by up to
-    31 pages per CPU either way (seen here: one VmHWM reading 16 KiB lower than the one a minute
-    before). On a 2-CPU machine that is up to ~250 KiB, more than 1 % of rtgauge's resident set.
-    The event's value is exact (checked: one event per page touched, 4096 B apart).
+    Why not VmHWM: the kernel raises its high-water mark (`mm->hiwater_rss`) only when memory is
+    unmapped, from per-CPU counters read without summing them, each of which lags the truth by up
+    to 31 pages per CPU either way (VmHWM is the larger of that mark and the resident set when
+    read). RSS is the sum of two or three such counters: on a 2-CPU machine the mark can be
+    several hundred KiB off, more than 1 % of rtgauge's resident set (seen here: one VmHWM reading
+    16 KiB lower than the one a minute before, and VmHWM up to 180 KiB under the exact peak).
 
-    Use: `t = RssTrace()`, `subprocess.Popen(..., preexec_fn=t.follow_me)`, `t.start()`;
-    `t.now()` -> (exact KiB, peak KiB so far); `t.close()` -> events lost (must be 0)."""
+    Use as a context manager (the instance, and a mount made for it, are removed however the
+    script ends): `with RssTrace() as t:`, `p = subprocess.Popen(..., preexec_fn=t.follow_me)`,
+    `t.start(p.pid)`; `t.now()` -> (exact KiB, peak KiB so far); `t.close()` -> events lost (0:
+    exact). The process followed is the one started (its threads share its memory); a child it
+    starts is traced too (event-fork) but counted apart, by its own memory's id."""
 
-    def __init__(self, name="rtgauge-bench-rss"):
-        import re
-        self.re = re
-        self.root = root = "/sys/kernel/tracing"
-        self.mounted = not os.path.isdir(os.path.join(root, "instances"))
+    ROOT = "/sys/kernel/tracing"
+
+    def __init__(self, name=None):
+        release = tuple(int(x) for x in re.findall(r"\d+", platform.release())[:2])
+        if release < (6, 2):
+            sys.exit(f"RssTrace: kernel {platform.release()}: kmem:rss_stat is exact from Linux 6.2 on")
+        self.mounted = not os.path.isdir(os.path.join(self.ROOT, "instances"))
         if self.mounted:
-            subprocess.run(["mount", "-t", "tracefs", "nodev", root], check=True)
-        self.dir = os.path.join(root, "instances", name)
-        if os.path.isdir(self.dir):
-            os.rmdir(self.dir)
+            subprocess.run(["mount", "-t", "tracefs", "nodev", self.ROOT], check=True)
+        # A name of this process's own: another benchmark may be tracing beside it.
+        self.dir = os.path.join(self.ROOT, "instances", name or f"rtgauge-bench-rss-{os.getpid()}")
         os.mkdir(self.dir)
         self._write("tracing_on", "0")
         self._write("buffer_size_kb", "8192")
         self._write("options/event-fork", "1")
         self._write("events/kmem/rss_stat/enable", "1")
         self.lock = threading.Lock()
-        self.mms = {}   # mm_id -> {"members": {name: bytes}, "peak": bytes, "last": seq}
-        self.seq = 0
-        self.current = None  # the mm_id of the latest event taken in the process's own context
+        self.mms = {}        # mm_id -> {"members": {type: bytes}, "peak": bytes, "at_peak": {type: bytes}}
+        self.current = None  # the followed process's memory: of its latest event from its own pid
+        self.pid = None
+        self.thread = None
         self.stop = False
+        self.started = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def _write(self, rel, text):
         with open(os.path.join(self.dir, rel), "w") as f:
@@ -119,49 +134,48 @@ class RssTrace:
 
     def follow_me(self):
         """For preexec_fn: traces the child (and, with event-fork, its threads) from before exec."""
-        with open(os.path.join(self.dir, "set_event_pid"), "w") as f:
-            f.write(str(os.getpid()))
-        with open(os.path.join(self.dir, "tracing_on"), "w") as f:
-            f.write("1")
+        self._write("set_event_pid", str(os.getpid()))
+        self._write("tracing_on", "1")
 
-    def start(self):
+    def start(self, pid):
+        self.pid = pid
+        self.started = time.monotonic()
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
     def _read(self):
-        pat = self.re.compile(rb"rss_stat: mm_id=(\d+) curr=(\d) type=(\w+) size=(-?\d+)B")
+        import select
+        # "<comm>-<pid> [(<tgid>)] [<cpu>] <flags> <time>: rss_stat: mm_id=.. curr=.. type=.. size=..B"
+        pat = re.compile(rb"-(\d+)\s+(?:\(\s*[\d-]+\)\s+)?\[\d+\].*rss_stat: mm_id=(\d+) curr=(\d) type=(\w+) size=(-?\d+)B")
         fd = os.open(os.path.join(self.dir, "trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
         buf = b""
-        import select
         while not self.stop:
             select.select([fd], [], [], 0.2)
             try:
                 chunk = os.read(fd, 1 << 16)
             except BlockingIOError:
                 continue
-            if not chunk:
-                continue
             buf += chunk
             *lines, buf = buf.split(b"\n")
             with self.lock:
                 for line in lines:
                     m = pat.search(line)
-                    if not m:
+                    if not m or m.group(4) == b"MM_SWAPENTS":
                         continue
-                    mm, curr, kind, size = int(m.group(1)), m.group(2) == b"1", m.group(3), int(m.group(4))
-                    if kind == b"MM_SWAPENTS":
-                        continue
+                    pid, mm, curr, kind, size = int(m.group(1)), int(m.group(2)), m.group(3) == b"1", m.group(4), int(m.group(5))
                     st = self.mms.setdefault(mm, {"members": {}, "peak": 0, "at_peak": {}})
                     st["members"][kind] = size
                     total = sum(st["members"].values())
                     if total > st["peak"]:
                         st["peak"], st["at_peak"] = total, dict(st["members"])
-                    if curr:
+                    # The process's own thread, in its own memory (exec gives it new memory:
+                    # the last one is its own).
+                    if curr and pid == self.pid:
                         self.current = mm
         os.close(fd)
 
     def split(self):
-        """The peak's parts: 'file 1234 anon 5678 shmem 0' (KiB), and the same now."""
+        """The peak's parts: 'peak: anon 5678 file 1234; now: ...' (KiB)."""
         with self.lock:
             st = self.mms.get(self.current)
             if st is None:
@@ -170,16 +184,24 @@ class RssTrace:
             return f"peak: {name(st['at_peak'])}; now: {name(st['members'])}"
 
     def now(self):
-        """(exact resident KiB, its peak KiB so far) of the traced process; None before any event."""
+        """(exact resident KiB, its peak KiB so far) of the followed process; None before its first
+        event. Exits when no event of it was read 10 s after the start (the trace is not working)."""
         time.sleep(0.3)  # let the reader catch up with what the kernel has buffered
         with self.lock:
             st = self.mms.get(self.current)
-            if st is None:
-                return None
+        if st is None:
+            if time.monotonic() - self.started > 10:
+                self.close()
+                sys.exit("RssTrace: no kmem:rss_stat event of the process read in 10 s")
+            return None
+        with self.lock:
             return sum(st["members"].values()) // 1024, st["peak"] // 1024
 
     def close(self):
-        """Stops tracing, removes the instance; returns the events the buffer lost (0: exact)."""
+        """Stops tracing and removes the instance (and a mount made for it); returns the events the
+        buffer lost (0: exact). Safe to call twice."""
+        if self.dir is None:
+            return 0
         lost = 0
         try:
             for cpu in os.listdir(os.path.join(self.dir, "per_cpu")):
@@ -191,10 +213,12 @@ class RssTrace:
             pass
         self._write("tracing_on", "0")
         self.stop = True
-        self.thread.join()
+        if self.thread is not None:
+            self.thread.join()
         self._write("events/kmem/rss_stat/enable", "0")
         os.rmdir(self.dir)
+        self.dir = None
         if self.mounted:
             # Mounted here: unmounted again (left alone if someone else uses it by now).
-            subprocess.run(["umount", self.root], stderr=subprocess.DEVNULL)
+            subprocess.run(["umount", self.ROOT], stderr=subprocess.DEVNULL)
         return lost

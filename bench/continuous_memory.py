@@ -12,8 +12,8 @@ periods (`measured_ns / interval_ns`, from `rtgauge show ID --json`).
 
 The peak is also followed exactly: the kernel's `kmem:rss_stat` trace event, in a tracefs
 instance of this script's own, carries the process's exact resident count at every change
-(common.RssTrace); VmHWM is updated only when memory is unmapped, from per-CPU counters read
-without summing them, and understated the peak by up to 180 KiB here. Each rise of the exact peak
+(common.RssTrace); the kernel raises the mark VmHWM reports only when memory is unmapped, from
+per-CPU counters read without summing them, and VmHWM was up to 180 KiB under the exact peak here. Each rise of the exact peak
 is logged on standard error with its file and anonymous parts.
 
 Reported: VmRSS at 10 min (--reference) and at the end and their ratio, the peak (VmHWM, and the
@@ -103,10 +103,22 @@ def main():
     argv = [args.binary, "run", "-D", "forever", "--rotate", args.rotate, "--cpus", args.cpus,
             "-i", args.interval, "--load", "none", "--db", db, "--quiet"]
     err_path = os.path.join(tmp, "stderr.txt")
-    rss = common.RssTrace()
-    with open(err_path, "wb") as err:
-        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=rss.follow_me)
-    rss.start()
+    # Stopped (SIGTERM, or Ctrl-C): rtgauge is stopped and the trace removed before exiting.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("continuous_memory.py: stopped by SIGTERM"))
+    with common.RssTrace() as rss:
+        with open(err_path, "wb") as err:
+            p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=rss.follow_me)
+        try:
+            rss.start(p.pid)
+            follow(args, p, rss, db, err_path, tmp, rotate_s)
+        finally:
+            if p.poll() is None:  # the script was stopped or failed: so is rtgauge
+                p.send_signal(signal.SIGTERM)
+                p.wait(timeout=60)
+
+
+def follow(args, p, rss, db, err_path, tmp, rotate_s):
+    """Reads the run's memory and store until --duration, stops it, and reports."""
     t0 = time.monotonic()
     readings = []   # (s since start, VmRSS KiB, VmHWM KiB, [heap] KiB, exact KiB, exact peak KiB)
     store = []      # (s since start, (db, wal, shm) bytes) at each change of the store's size

@@ -157,8 +157,12 @@ fn lock_memory(plan: &RunPlan, system: &mut SystemInfo) -> Option<String> {
         return Some("memory not locked (--no-mlock): page faults may add latency".into());
     }
     // The code the audit and the planning ran is not needed again while measuring: let it go
-    // before everything touched from now on is locked in memory.
-    sys::mem::release_code_pages();
+    // before everything touched from now on is locked in memory (a continuous run keeps it: all
+    // its code is made resident below).
+    let continuous = plan.continuous.rotate_ns.is_some();
+    if !continuous {
+        sys::mem::release_code_pages();
+    }
     let locked = match system.memory_lock_hazard() {
         Some(why) => Err(why),
         None => {
@@ -171,10 +175,13 @@ fn lock_memory(plan: &RunPlan, system: &mut SystemInfo) -> Option<String> {
             // A run that goes on for months has all its code resident from the start, so that
             // its memory is at its full size before the first part is kept (see
             // `sys::mem::make_code_resident`).
-            if plan.continuous.rotate_ns.is_some() {
-                sys::mem::make_code_resident();
+            match continuous.then(sys::mem::make_code_resident) {
+                Some(Err(e)) => Some(format!(
+                    "not all of rtgauge's code could be made resident ({e}): its memory may grow a little as the \
+                     parts kept first run code not run before"
+                )),
+                _ => None,
             }
-            None
         }
         Err(e) => {
             system.mlockall_error = Some(e.clone());

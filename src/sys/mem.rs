@@ -305,18 +305,19 @@ pub fn release_code_pages() -> usize {
 
 /// Makes every page of code and read-only data of the process resident and locked at once
 /// (`mlock` on each private read-only mapping of a file that has a code mapping: rtgauge's own
-/// binary and its libraries; not their written data, not a data file mapped later). Under
-/// `mlockall(MCL_ONFAULT)` such a page otherwise becomes resident, with its fault-around
+/// binary and its libraries; not their writable data, not a data file, nothing mapped later).
+/// Under `mlockall(MCL_ONFAULT)` such a page otherwise becomes resident, with its fault-around
 /// neighbourhood, the first time it is run, and stays so: a run that goes on for months would
 /// then grow whenever its keeper first took a path not taken before (in the first parts kept of a
-/// continuous run, 64 KiB at a time, BENCHMARKS.md). Returns the bytes of the mappings locked.
-pub fn make_code_resident() -> usize {
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return 0 };
+/// continuous run: 1.4 MiB, then 64 KiB at a time; BENCHMARKS.md). Returns the ranges locked,
+/// or the first refusal (the ranges after it are still tried; those locked stay locked).
+pub fn make_code_resident() -> io::Result<Vec<(usize, usize)>> {
+    let maps = std::fs::read_to_string("/proc/self/maps")?;
     // Each line: range, permissions, offset, device, inode, path.
     let fields: Vec<Vec<&str>> = maps.lines().map(|l| l.split_whitespace().collect()).collect();
     let code_files: std::collections::HashSet<(&str, &str)> =
         fields.iter().filter(|f| f.len() >= 6 && f[1] == "r-xp" && f[5].starts_with('/')).map(|f| (f[3], f[4])).collect();
-    let mut locked = 0;
+    let (mut locked, mut refused) = (Vec::new(), None);
     for f in &fields {
         if f.len() < 6 || !(f[1] == "r-xp" || f[1] == "r--p") || !code_files.contains(&(f[3], f[4])) {
             continue;
@@ -325,11 +326,26 @@ pub fn make_code_resident() -> usize {
         let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16)) else { continue };
         // SAFETY: the range is a whole mapping of the process, read-only: locking it only reads
         // its pages in from the file and keeps them.
-        if unsafe { rustix::mm::mlock(start as *mut std::ffi::c_void, end - start) }.is_ok() {
-            locked += end - start;
+        match unsafe { rustix::mm::mlock(start as *mut std::ffi::c_void, end - start) } {
+            Ok(()) => locked.push((start, end)),
+            Err(e) => {
+                refused.get_or_insert(e);
+            }
         }
     }
-    locked
+    match refused {
+        Some(e) => Err(e.into()),
+        None => Ok(locked),
+    }
+}
+
+/// Unlocks ranges [`make_code_resident`] locked (`munlock`); a test's clean-up.
+#[cfg(test)]
+fn unlock_ranges(ranges: &[(usize, usize)]) {
+    for &(start, end) in ranges {
+        // SAFETY: whole mappings of this process; unlocking only lets their pages be paged out.
+        let _ = unsafe { rustix::mm::munlock(start as *mut std::ffi::c_void, end - start) };
+    }
 }
 
 /// Asks the kernel to drop `file`'s pages from the page cache (so reading it goes to the disk;
@@ -383,20 +399,26 @@ mod tests {
     /// The two tests below both change what of the test binary's code is resident.
     static CODE_PAGES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-    /// (start, end) of every private read-and-execute file mapping, and their total KiB.
-    fn code_mappings() -> (Vec<(usize, usize)>, u64) {
+    /// KiB of the process's private read-and-execute file mappings (`/proc/self/maps`).
+    fn code_mappings_kib() -> u64 {
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        let ranges: Vec<(usize, usize)> = maps
-            .lines()
+        maps.lines()
             .filter_map(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
                 (f.len() >= 6 && f[1] == "r-xp" && f[5].starts_with('/')).then_some(f[0])
             })
             .map(|r| r.split_once('-').unwrap())
-            .map(|(a, b)| (usize::from_str_radix(a, 16).unwrap(), usize::from_str_radix(b, 16).unwrap()))
-            .collect();
-        let kib = ranges.iter().map(|(a, b)| (b - a) as u64 / 1024).sum();
-        (ranges, kib)
+            .map(|(a, b)| (usize::from_str_radix(b, 16).unwrap() - usize::from_str_radix(a, 16).unwrap()) as u64 / 1024)
+            .sum()
+    }
+
+    /// Unlocks what `make_code_resident` locked when the test ends, failed or not: a locked
+    /// mapping would make the other test's release fail for the wrong reason.
+    struct Unlock(Vec<(usize, usize)>);
+    impl Drop for Unlock {
+        fn drop(&mut self) {
+            super::unlock_ranges(&self.0);
+        }
     }
 
     #[test]
@@ -407,15 +429,13 @@ mod tests {
         }
         let _one = CODE_PAGES.lock().unwrap_or_else(|e| e.into_inner());
         super::release_code_pages();
-        let (ranges, size) = code_mappings();
+        let size = code_mappings_kib();
         assert!(code_resident_kib() < size, "released: not every page of code is resident");
-        let locked = super::make_code_resident();
-        assert!(locked as u64 >= size * 1024, "{locked} bytes locked, the code is {size} KiB");
+        let locked = super::make_code_resident().expect("root may lock the test binary's code");
+        let _unlock = Unlock(locked.clone());
+        let locked_kib: u64 = locked.iter().map(|(a, b)| (b - a) as u64 / 1024).sum();
+        assert!(locked_kib >= size, "{locked_kib} KiB locked, the code is {size} KiB");
         assert_eq!(code_resident_kib(), size, "every page of every code mapping resident");
-        for (a, b) in ranges {
-            // SAFETY: whole mappings of this process, locked just now by make_code_resident.
-            let _ = unsafe { rustix::mm::munlock(a as *mut std::ffi::c_void, b - a) };
-        }
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub fn wait_until_measuring(pid: u32) {
         let own = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         assert!(
             !own.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
-            "process {pid} ended before it measured (its status and standard error are the test's to read)"
+            "process {pid} ended before it measured: run the test's command by hand to see why"
         );
         for task in &tasks {
             if !is_measurement_thread(&read(task, "comm")) {
