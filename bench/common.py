@@ -90,7 +90,7 @@ class RssTrace:
     to 31 pages per CPU either way (VmHWM is the larger of that mark and the resident set when
     read). RSS is the sum of two or three such counters: on a 2-CPU machine the mark can be
     several hundred KiB off, more than 1 % of rtgauge's resident set (seen here: one VmHWM reading
-    16 KiB lower than the one a minute before, and VmHWM up to 180 KiB under the exact peak).
+    16 KiB lower than the one a minute before, and VmHWM up to 184 KiB under the exact peak).
 
     Use as a context manager (the instance, and a mount made for it, are removed however the
     script ends): `with RssTrace() as t:`, `p = subprocess.Popen(..., preexec_fn=t.follow_me)`,

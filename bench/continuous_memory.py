@@ -13,7 +13,7 @@ periods (`measured_ns / interval_ns`, from `rtgauge show ID --json`).
 The peak is also followed exactly: the kernel's `kmem:rss_stat` trace event, in a tracefs
 instance of this script's own, carries the process's exact resident count at every change
 (common.RssTrace); the kernel raises the mark VmHWM reports only when memory is unmapped, from
-per-CPU counters read without summing them, and VmHWM was up to 180 KiB under the exact peak here. Each rise of the exact peak
+per-CPU counters read without summing them, and VmHWM was up to 184 KiB under the exact peak here. Each rise of the exact peak
 is logged on standard error with its file and anonymous parts.
 
 Reported: VmRSS at 10 min (--reference) and at the end and their ratio, the peak (VmHWM, and the
