@@ -266,7 +266,10 @@ mod tests {
             cases.push(h);
         }
         for h in &cases {
-            assert_eq!(h.to_data(), HistogramData::encode(&h.to_hdr()), "{:?}", h.min_max());
+            let data = h.to_data();
+            assert_eq!(data, HistogramData::encode(&h.to_hdr()), "{:?}", h.min_max());
+            // Each bucket list takes its exact size, not the next power of two.
+            assert_eq!(data.buckets.spare(), 0, "{:?}", h.min_max());
         }
     }
 

@@ -104,6 +104,14 @@ impl Buckets {
     }
 }
 
+#[cfg(test)]
+impl Buckets {
+    /// Room allocated beyond the buckets held, in buckets (index and count together).
+    pub fn spare(&self) -> usize {
+        self.index.capacity() - self.index.len() + self.count.capacity() - self.count.len()
+    }
+}
+
 impl Serialize for Buckets {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.triples())
@@ -202,7 +210,15 @@ impl HistogramData {
         bytes.extend_from_slice(&V2_COMPRESSED_COOKIE.to_be_bytes());
         bytes.extend_from_slice(&(compressed.len() as u32).to_be_bytes());
         bytes.extend_from_slice(&compressed);
-        let (index, count): (Vec<u32>, Vec<u64>) = buckets.map(|(i, n)| (i as u32, n)).unzip();
+        // Allocated at their exact size: grown by doubling, a part whose values spread over a
+        // few more buckets than the one before could take twice the memory (a continuous run's
+        // peak then rose with the part that happened to cross a power of two).
+        let len = buckets.clone().count();
+        let (mut index, mut count) = (Vec::with_capacity(len), Vec::with_capacity(len));
+        for (i, n) in buckets {
+            index.push(i as u32);
+            count.push(n);
+        }
         HistogramData {
             encoding: ENCODING.to_string(),
             lowest_ns: HIST_LOWEST_NS,
