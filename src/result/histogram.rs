@@ -95,8 +95,18 @@ pub struct Buckets {
 }
 
 impl Buckets {
-    /// Every bucket as `[lowest_ns, highest_ns, count]`.
-    pub fn triples(&self) -> impl Iterator<Item = [u64; 3]> + '_ {
+    /// How many non-empty buckets there are.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// Every bucket as `[lowest_ns, highest_ns, count]`, ascending (or from the top: `rev`).
+    pub fn triples(&self) -> impl DoubleEndedIterator<Item = [u64; 3]> + ExactSizeIterator + '_ {
         self.index.iter().zip(&self.count).map(|(&i, &n)| {
             let (lo, hi) = bucket_range(i as usize);
             [lo, hi, n]
