@@ -422,7 +422,8 @@ pub const MEASURED_FROM: f64 = 3.0;
 /// `None` for a horizon the run did not cover often enough, or without values.
 pub fn measured_level(h: &HistogramData, run_periods: u64, name: &str, periods: f64) -> Option<ReturnLevel> {
     let c = run_periods as f64 / periods;
-    if c.is_nan() || c < MEASURED_FROM || h.total_count == 0 {
+    // (a document whose bucket list is empty has nothing to read a level from)
+    if c.is_nan() || c < MEASURED_FROM || h.total_count == 0 || h.buckets.is_empty() {
         return None;
     }
     // The bucket holding the r-th largest value (r ≥ 1; the smallest value's past the count).
@@ -557,8 +558,10 @@ mod tests {
     }
 
     /// The threshold, excesses and measured levels read from the top of the bucket list are
-    /// those of a copy of it indexed from the bottom (as they were read before), for random
-    /// histograms, every `k` from 1 to beyond the count, and ranks from 1 to beyond the count.
+    /// those of a copy of it indexed from the bottom (as they were read before): for random
+    /// histograms with counts up to 3 000 per value (so that a bucket of ties too large to take
+    /// whole ends the walk), fixed lists that end it for certain, `k` from 0 to beyond the
+    /// count, and levels whose ranks run past the count.
     #[test]
     fn walking_the_buckets_from_the_top_reads_what_a_copy_read() {
         let copied_exceedances = |h: &HistogramData, k: u64| {
@@ -576,39 +579,75 @@ mod tests {
                 triples[first..].iter().map(|&[lo, hi, n]| ((lo - u) as f64, (hi + 1 - u) as f64, n)).collect();
             (u, excesses)
         };
+        let copied_level = |h: &HistogramData, name: &str, periods: f64| {
+            let c = h.total_count as f64 / periods;
+            let triples: Vec<[u64; 3]> = h.buckets.triples().collect();
+            let at_rank = |r: f64| -> [u64; 3] {
+                let r = r.max(1.0).ceil() as u64;
+                let mut above = 0;
+                for t in triples.iter().rev() {
+                    above += t[2];
+                    if above >= r {
+                        return *t;
+                    }
+                }
+                triples[0]
+            };
+            let spread = 1.96 * c.sqrt();
+            let (estimate, high, low) = (at_rank(c), at_rank((c - spread).floor()), at_rank((c + spread).ceil() + 1.0));
+            ReturnLevel {
+                horizon: name.to_string(),
+                periods,
+                level_ns: (estimate[0] + estimate[1] + 1) as f64 / 2.0,
+                low_ns: low[0] as f64,
+                high_ns: Some((high[1] + 1) as f64),
+            }
+        };
+        let mut cases = Vec::new();
         let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
         for case in 0..30 {
             let mut h = new_histogram();
             for _ in 0..(case * 131 % 4000) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                h.record_n(1 + x % (1u64 << (8 + x % 20)), 1 + x % 60).unwrap();
+                let (v, n) = (next(), next());
+                h.record_n(1 + v % (1u64 << (8 + v % 20)), 1 + n % 3000).unwrap();
             }
-            let d = HistogramData::encode(&h);
-            for k in [1, 2, 49, 50, 51, 100, 500, 1000, 5000, 1 << 40] {
-                assert_eq!(exceedances(&d, k), copied_exceedances(&d, k), "case {case}, k {k}");
+            cases.push(HistogramData::encode(&h));
+        }
+        // From the top: 30, 30, then 200 ties: with k = 100 the walk stops before the 200, its
+        // threshold the second bucket's lowest value.
+        let mut ties = new_histogram();
+        for (v, n) in [(1_000, 5), (2_000, 200), (3_000, 30), (4_000, 30)] {
+            ties.record_n(v, n).unwrap();
+        }
+        let ties = HistogramData::encode(&ties);
+        let (u, excesses) = exceedances(&ties, 100);
+        assert_eq!((u, excesses.len()), (3_000, 2), "the 200 ties end the walk");
+        cases.push(ties);
+        let mut walks_ended = 0;
+        for (case, d) in cases.iter().enumerate() {
+            for k in [0, 1, 2, 49, 50, 51, 100, 500, 1000, 5000, 1 << 40] {
+                let ours = exceedances(d, k);
+                assert_eq!(ours, copied_exceedances(d, k), "case {case}, k {k}");
+                let taken: u64 = ours.1.iter().map(|e| e.2).sum();
+                walks_ended += usize::from(taken < k && ours.1.len() < d.buckets.len());
             }
-            if d.total_count > 0 {
-                let n = d.total_count as f64;
-                for periods in [1.0, n / 100.0, n / 10.0, n / 3.0] {
-                    let level = measured_level(&d, d.total_count, "t", periods);
-                    let c = d.total_count as f64 / periods;
-                    assert_eq!(level.is_some(), c >= MEASURED_FROM, "case {case}");
-                    if let Some(l) = level {
-                        // The bucket of the c-th largest value, from a copy.
-                        let triples: Vec<[u64; 3]> = d.buckets.triples().collect();
-                        let mut above = 0;
-                        let at = triples.iter().rev().find(|t| {
-                            above += t[2];
-                            above >= c.max(1.0).ceil() as u64
-                        });
-                        let at = at.copied().unwrap_or(triples[0]);
-                        assert_eq!(l.level_ns, (at[0] + at[1] + 1) as f64 / 2.0, "case {case}, periods {periods}");
-                    }
+            let n = d.total_count as f64;
+            for periods in [1.0, 2.0, n / 100.0, n / 10.0, n / 3.0] {
+                let level = measured_level(d, d.total_count, "t", periods);
+                let c = n / periods;
+                assert_eq!(level.is_some(), d.total_count > 0 && c >= MEASURED_FROM, "case {case}, periods {periods}");
+                if let Some(l) = level {
+                    assert_eq!(l, copied_level(d, "t", periods), "case {case}, periods {periods}");
                 }
             }
         }
+        assert!(walks_ended >= 5, "only {walks_ended} walks ended at a bucket of ties: the cases do not test it");
     }
 
     /// A histogram whose top is a few values (a quiet system, a file of whole microseconds):

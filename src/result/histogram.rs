@@ -131,7 +131,7 @@ impl Serialize for Buckets {
 impl<'de> Deserialize<'de> for Buckets {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let triples = Vec::<[u64; 3]>::deserialize(d)?;
-        let mut b = Buckets::default();
+        let mut b = Buckets { index: Vec::with_capacity(triples.len()), count: Vec::with_capacity(triples.len()) };
         for [lo, _, n] in triples {
             b.index.push(index_of(lo) as u32);
             b.count.push(n);
