@@ -399,6 +399,15 @@ mod tests {
     /// The two tests below both change what of the test binary's code is resident.
     static CODE_PAGES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+    /// The test binary's code pages to one test at a time; `None` (skipped) under an emulator.
+    fn code_pages_alone() -> Option<std::sync::MutexGuard<'static, ()>> {
+        if std::env::var_os("RTGAUGE_RUNNER").is_some() {
+            eprintln!("SKIPPED: under an emulator the mappings and their pages are the emulator's");
+            return None;
+        }
+        Some(CODE_PAGES.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
     /// KiB of the process's private read-and-execute file mappings (`/proc/self/maps`).
     fn code_mappings_kib() -> u64 {
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
@@ -423,11 +432,7 @@ mod tests {
 
     #[test]
     fn code_made_resident_is_every_page_of_it() {
-        if std::env::var_os("RTGAUGE_RUNNER").is_some() {
-            eprintln!("SKIPPED: under an emulator the mappings and their pages are the emulator's");
-            return;
-        }
-        let _one = CODE_PAGES.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(_one) = code_pages_alone() else { return };
         super::release_code_pages();
         let size = code_mappings_kib();
         assert!(code_resident_kib() < size, "released: not every page of code is resident");
@@ -440,11 +445,7 @@ mod tests {
 
     #[test]
     fn released_code_pages_leave_the_process_and_come_back_when_run() {
-        if std::env::var_os("RTGAUGE_RUNNER").is_some() {
-            eprintln!("SKIPPED: under an emulator the mappings and their pages are the emulator's");
-            return;
-        }
-        let _one = CODE_PAGES.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(_one) = code_pages_alone() else { return };
         let before = code_resident_kib();
         assert!(super::release_code_pages() >= 1, "the test binary's own code at least");
         let after = code_resident_kib();
