@@ -282,25 +282,49 @@ pub fn unlock_all_memory() {
 /// from the page cache (a private mapping's pages that were written, its data, are left alone).
 /// Returns how many mappings were let go of.
 pub fn release_code_pages() -> usize {
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return 0 };
+    let Ok(maps) = file_mappings() else { return 0 };
     let mut released = 0;
-    for line in maps.lines() {
-        let mut fields = line.split_whitespace();
-        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else { continue };
-        let path = fields.nth(3).unwrap_or("");
-        if perms != "r-xp" || !path.starts_with('/') {
-            continue;
-        }
-        let Some((start, end)) = range.split_once('-') else { continue };
-        let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16)) else { continue };
+    for m in maps.iter().filter(|m| m.perms == "r-xp") {
         // SAFETY: the range is a whole mapping of the process, read-only and executable: dropping
         // its pages only makes the next access fault them back in from the file.
-        if unsafe { rustix::mm::madvise(start as *mut std::ffi::c_void, end - start, rustix::mm::Advice::LinuxDontNeed) }.is_ok()
+        if unsafe { rustix::mm::madvise(m.start as *mut std::ffi::c_void, m.end - m.start, rustix::mm::Advice::LinuxDontNeed) }
+            .is_ok()
         {
             released += 1;
         }
     }
     released
+}
+
+/// A mapping of a file in the process (a line of `/proc/self/maps` whose path is absolute).
+struct FileMapping {
+    start: usize,
+    end: usize,
+    perms: String,
+    /// Device and inode: which file.
+    file: (String, String),
+}
+
+/// The process's mappings of files, from `/proc/self/maps` (the kernel's).
+fn file_mappings() -> io::Result<Vec<FileMapping>> {
+    let maps = std::fs::read_to_string("/proc/self/maps")?;
+    // Each line: range, permissions, offset, device, inode, path.
+    Ok(maps
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 6 || !f[5].starts_with('/') {
+                return None;
+            }
+            let (start, end) = f[0].split_once('-')?;
+            Some(FileMapping {
+                start: usize::from_str_radix(start, 16).ok()?,
+                end: usize::from_str_radix(end, 16).ok()?,
+                perms: f[1].to_string(),
+                file: (f[3].to_string(), f[4].to_string()),
+            })
+        })
+        .collect())
 }
 
 /// Makes every page of code and read-only data of the process resident and locked at once
@@ -312,22 +336,15 @@ pub fn release_code_pages() -> usize {
 /// continuous run: 1.4 MiB, then 64 KiB at a time; BENCHMARKS.md). Returns the ranges locked,
 /// or the first refusal (the ranges after it are still tried; those locked stay locked).
 pub fn make_code_resident() -> io::Result<Vec<(usize, usize)>> {
-    let maps = std::fs::read_to_string("/proc/self/maps")?;
-    // Each line: range, permissions, offset, device, inode, path.
-    let fields: Vec<Vec<&str>> = maps.lines().map(|l| l.split_whitespace().collect()).collect();
-    let code_files: std::collections::HashSet<(&str, &str)> =
-        fields.iter().filter(|f| f.len() >= 6 && f[1] == "r-xp" && f[5].starts_with('/')).map(|f| (f[3], f[4])).collect();
+    let maps = file_mappings()?;
+    let code_files: std::collections::HashSet<&(String, String)> =
+        maps.iter().filter(|m| m.perms == "r-xp").map(|m| &m.file).collect();
     let (mut locked, mut refused) = (Vec::new(), None);
-    for f in &fields {
-        if f.len() < 6 || !(f[1] == "r-xp" || f[1] == "r--p") || !code_files.contains(&(f[3], f[4])) {
-            continue;
-        }
-        let Some((start, end)) = f[0].split_once('-') else { continue };
-        let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16)) else { continue };
+    for m in maps.iter().filter(|m| (m.perms == "r-xp" || m.perms == "r--p") && code_files.contains(&m.file)) {
         // SAFETY: the range is a whole mapping of the process, read-only: locking it only reads
         // its pages in from the file and keeps them.
-        match unsafe { rustix::mm::mlock(start as *mut std::ffi::c_void, end - start) } {
-            Ok(()) => locked.push((start, end)),
+        match unsafe { rustix::mm::mlock(m.start as *mut std::ffi::c_void, m.end - m.start) } {
+            Ok(()) => locked.push((m.start, m.end)),
             Err(e) => {
                 refused.get_or_insert(e);
             }
