@@ -962,6 +962,69 @@ fn unknown_paths_and_bad_parameters_are_refused(s: &Server) {
     }
 }
 
+/// What no route takes is refused before any route sees it, on every path: a method other than
+/// GET and HEAD (OPTIONS, CONNECT and TRACE too) 405 with `Allow: GET, HEAD`; a malformed
+/// percent-escape or escapes that are not UTF-8, in the path or the query, 400; a series no run
+/// of the board has 400 naming it and listing the board's series. One line of text each.
+fn strict_requests_are_refused(s: &Server) {
+    let mut c = s.conn();
+    let alpha = percent(ALPHA);
+    for (method, target) in [
+        ("OPTIONS", "/".to_string()),
+        ("OPTIONS", "/api/runs".to_string()),
+        ("OPTIONS", "*".to_string()),
+        ("OPTIONS", "/no-such-page".to_string()),
+        ("TRACE", "/".to_string()),
+        ("CONNECT", format!("{}", s.addr)),
+        ("CONNECT", "/api/boards".to_string()),
+        ("PROPFIND", format!("/board/{alpha}")),
+    ] {
+        // (a new connection each: a server may close one after a CONNECT)
+        let r = Conn::new(s.addr).request(method, &target);
+        assert_eq!(r.status, 405, "{method} {target}: {}", r.text());
+        assert_eq!(r.header("allow"), Some("GET, HEAD"), "{method} {target}");
+        assert_eq!(r.text().lines().count(), 1, "{method} {target}: {}", r.text());
+    }
+    for (target, word) in [
+        ("/api/runs?label=%ZZ".to_string(), "%ZZ"),
+        ("/api/runs?label=%".to_string(), "percent-escape"),
+        ("/api/runs?label=a%2".to_string(), "percent-escape"),
+        ("/?label=%FF".to_string(), "UTF-8"),
+        (format!("/board/{alpha}%ZZ"), "%ZZ"),
+        ("/run/%C3%28".to_string(), "UTF-8"),
+        (format!("/api/boards/{alpha}/series?probe=timr"), "timr"),
+        (format!("/api/boards/{alpha}/series?probe=wakeup"), "wakeup"),
+    ] {
+        let r = c.get(&target);
+        assert_eq!(r.status, 400, "GET {target}: {}", r.text());
+        let text = r.text();
+        assert!(text.contains(word) && text.trim_end().lines().count() == 1, "GET {target}: {text}");
+    }
+    // The unknown series' answer lists the board's series; a known one is answered.
+    let r = c.get(&format!("/api/boards/{alpha}/series?probe=timr"));
+    assert!(r.text().contains("its series: ") && r.text().contains("timer"), "{}", r.text());
+    assert_eq!(c.get(&format!("/api/boards/{alpha}/series?probe=timer")).status, 200);
+    assert_eq!(c.get("/api/runs?label=a%2Bb%20c").status, 200, "well-formed escapes are taken");
+}
+
+/// An idle server (no request ever, or one answered and its connection closed) stops on
+/// SIGTERM and on SIGINT with status 0: nothing holds the store's connections but the server,
+/// and letting them go must not abort it (on PostgreSQL it did: exit 134).
+fn idle_servers_stop_cleanly(db: &str) {
+    for sig in ["TERM", "INT"] {
+        let never = Server::start(db, "127.0.0.1:0");
+        std::thread::sleep(Duration::from_millis(200));
+        let said = never.stop(sig);
+        assert!(!said.iter().any(|l| l.contains("panic") || l.contains("runtime")), "SIG{sig}, no request: {said:?}");
+        let served = Server::start(db, "127.0.0.1:0");
+        assert_eq!(served.get("/api/runs?limit=1").status, 200);
+        assert_eq!(served.get("/").status, 200);
+        std::thread::sleep(Duration::from_millis(300));
+        let said = served.stop(sig);
+        assert!(!said.iter().any(|l| l.contains("panic") || l.contains("runtime")), "SIG{sig}, after requests: {said:?}");
+    }
+}
+
 /// While 20 stalled clients are connected (10 sent half a request line, 10 asked for big pages
 /// and read nothing), others are served within 2 s, and another process stores a run (the
 /// server holds no lock on the store for them); `late-board` is stored.
@@ -1294,6 +1357,7 @@ fn the_dashboard(b: Backend) {
     let t = Instant::now();
     every_route_answers(&s, &b.db, &m);
     unknown_paths_and_bad_parameters_are_refused(&s);
+    strict_requests_are_refused(&s);
     stalled_clients_hold_nobody_up(&s, &b.db, &m);
     it_shows_what_the_store_holds(&s, &b.db);
     every_link_answers(&s, &m);
@@ -1309,6 +1373,7 @@ fn the_dashboard(b: Backend) {
     drop(stalled);
     assert!(stderr[0].starts_with(STARTED), "its first line says where it serves: {stderr:?}");
     assert!(!stderr.iter().any(|l| l.contains("authentication")), "no warning on the loopback address: {stderr:?}");
+    idle_servers_stop_cleanly(&b.db);
     drop(b.dir);
 }
 
@@ -1488,6 +1553,105 @@ fn sigint_stops_it_at_once_with_stalled_clients_connected() {
     assert_eq!(s.get("/healthz").status, 200);
     s.stop("INT");
     drop(stalled);
+}
+
+/// A TCP connection to `to` from the address `from` (another loopback address: another client).
+fn connect_from(from: std::net::Ipv4Addr, to: SocketAddr) -> TcpStream {
+    use std::os::fd::FromRawFd;
+    let SocketAddr::V4(to) = to else { panic!("IPv4 only") };
+    let sockaddr = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(ip.octets()) },
+        sin_zero: [0; 8],
+    };
+    let (src, dst) = (sockaddr(from, 0), sockaddr(*to.ip(), to.port()));
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: a socket this function owns (handed to the TcpStream, which closes it); the
+    // addresses outlive the calls.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let stream = TcpStream::from_raw_fd(fd);
+        assert_eq!(
+            libc::bind(fd, (&src as *const libc::sockaddr_in).cast(), len),
+            0,
+            "bind {from}: {}",
+            std::io::Error::last_os_error()
+        );
+        assert_eq!(
+            libc::connect(fd, (&dst as *const libc::sockaddr_in).cast(), len),
+            0,
+            "connect: {}",
+            std::io::Error::last_os_error()
+        );
+        stream
+    }
+}
+
+/// One client holding 1 000 half-open connections (half a request line each, from 127.0.0.1)
+/// does not starve another: a request from 127.0.0.2 is answered within 1 s, again and again,
+/// while they are held; and the first client itself is served again once it lets them go.
+#[test]
+fn one_client_holding_a_thousand_half_open_connections_starves_nobody() {
+    // 1 000 connections and their server's ends: more descriptors than the usual soft limit.
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let (now, want) = (getrlimit(Resource::Nofile), 4096u64);
+    if now.current.is_some_and(|c| c < want) {
+        let maximum = now.maximum.map(|m| m.max(want));
+        setrlimit(Resource::Nofile, Rlimit { current: Some(want), maximum }).expect("raise the test's limit of open files");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&small_store(dir.path()), "127.0.0.1:0");
+    // The first client keeps 1 000 connections open, each with half a request line: every
+    // 100 ms it drops those the server closed and opens new ones in their place.
+    let (stop, opened) = (Arc::new(std::sync::atomic::AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+    let holder = {
+        let (stop, opened, addr) = (Arc::clone(&stop), Arc::clone(&opened), s.addr);
+        std::thread::spawn(move || {
+            let mut held: Vec<TcpStream> = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                held.retain(|c| {
+                    let mut b = [0u8; 1];
+                    matches!(c.peek(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+                });
+                while held.len() < 1000 && !stop.load(Ordering::Relaxed) {
+                    let Ok(mut c) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else { break };
+                    let _ = c.write_all(b"GET /api/ru");
+                    let _ = c.set_nonblocking(true);
+                    held.push(c);
+                    opened.fetch_add(1, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    let t = Instant::now();
+    while opened.load(Ordering::Relaxed) < 1000 {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the first client opened only {} connections",
+            opened.load(Ordering::Relaxed)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let other = std::net::Ipv4Addr::new(127, 0, 0, 2);
+    let limit = bound(Duration::from_secs(1));
+    for i in 0..5 {
+        std::thread::sleep(Duration::from_millis(300));
+        let t = Instant::now();
+        let mut c = BufReader::new(connect_from(other, s.addr));
+        c.get_mut().set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        c.get_mut().write_all(&request_bytes("GET", "/api/runs?limit=1", s.addr)).unwrap();
+        let (r, _) = read_response(&mut c, false).unwrap_or_else(|e| panic!("request {i} from 127.0.0.2: {e}"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert!(t.elapsed() < limit, "request {i} from another client took {:?} while one held 1 000 connections", t.elapsed());
+    }
+    stop.store(true, Ordering::Relaxed);
+    holder.join().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(s.get("/healthz").status, 200, "the first client is served again once it let go");
+    s.stop("TERM");
 }
 
 /// The default address is the loopback one (`serve --help` says 127.0.0.1:8080; where port 8080

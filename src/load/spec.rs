@@ -233,8 +233,8 @@ impl LoadSpec {
                     "workers" => *workers = parse_count(spec, k, v, MAX_WORKERS)?,
                     "size" => *size = parse_bytes(spec, k, v, MAX_DATAGRAM)? as usize,
                     "target" => {
-                        v.parse::<std::net::SocketAddr>()
-                            .map_err(|_| err(spec, format!("target={v} is not ADDR:PORT, e.g. target=10.0.0.2:9000")))?;
+                        crate::vocab::address::send_target(v, crate::vocab::address::Use::OneWay)
+                            .map_err(|e| err(spec, format!("{e}, e.g. target=10.0.0.2:9000")))?;
                         *target = Some(v.to_string());
                     }
                     _ => return Err(bad_opt("workers=N, size=BYTES, target=ADDR:PORT, nice=N")),
@@ -342,6 +342,8 @@ mod tests {
             ("hackbench@90s..30s", "ends"),
             ("io:size=1M,block=2M", "block is larger"),
             ("net:target=nowhere", "ADDR:PORT"),
+            ("net:target=127.0.0.1:0", "port 0"),
+            ("net:target=0.0.0.0:9000", "any"),
             ("cmd:", "no command"),
             ("cmd:echo 'unbalanced", "quotes"),
             ("timers:period=10ns", "at least 1us"),

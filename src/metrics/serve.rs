@@ -200,4 +200,5 @@ fn router(slot: Arc<Slot>) -> axum::Router {
     axum::Router::new()
         .route("/metrics", axum::routing::get(metrics))
         .fallback(|| async { (StatusCode::NOT_FOUND, "not found: the metrics are at /metrics\n") })
+        .layer(axum::middleware::map_request(crate::serve::http::strict))
 }

@@ -96,7 +96,10 @@ fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
     for (k, v) in given.options {
         match k.as_str() {
             "target" => {
-                target = Some(v.parse().map_err(|_| bad(&format!("target={v} is not ADDR:PORT"), "target=192.168.1.2:9000"))?)
+                target = Some(
+                    crate::vocab::address::send_target(v, crate::vocab::address::Use::RoundTrip)
+                        .map_err(|e| bad(&e, "target=192.168.1.2:9000"))?,
+                )
             }
             "interval" | "rate" => {
                 let ns = if k == "rate" { given.rate(v)? } else { given.interval(v)? };

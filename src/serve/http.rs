@@ -1,5 +1,6 @@
 //! The HTTP/1 server under the routes: hyper, one task per connection (not a thread), at most
-//! [`CONNECTIONS`] at once. A client has [`HEAD_WITHIN`] to send a request's head (a client that
+//! [`CONNECTIONS`] at once and [`PER_CLIENT`] of one client. A client has [`HEAD_WITHIN`] to
+//! send a request's head ([`HEAD_WITHIN_BUSY`] near the cap; a client that
 //! sends half a request line and stops is closed then, as is an idle kept-alive connection); a
 //! client that takes nothing of its answer for [`WRITE_STALL`] is closed ([`Stalls`]); a
 //! connection lives at most [`LIFETIME`]. Pages are made whole before they are sent (see
@@ -26,6 +27,12 @@ pub const HEAD_WITHIN: Duration = Duration::from_secs(10);
 pub const WRITE_STALL: Duration = Duration::from_secs(20);
 /// The longest a connection is kept.
 pub const LIFETIME: Duration = Duration::from_secs(600);
+/// The most connections one client (an IPv4 address, an IPv6 /64) holds at once: more from it
+/// are closed as soon as they are taken, so that one client cannot take every slot.
+pub const PER_CLIENT: usize = 64;
+/// How long a client has to send a request's head when the server is near its cap (fewer than
+/// a quarter of its slots free): slots held by clients that send nothing come free sooner.
+pub const HEAD_WITHIN_BUSY: Duration = Duration::from_secs(1);
 
 /// What is told of a client let go because it took nothing of its answer (its address).
 pub type OnStall = Arc<dyn Fn(std::net::SocketAddr) + Send + Sync>;
@@ -38,6 +45,7 @@ pub async fn accept(listener: tokio::net::TcpListener, app: Router) {
 /// [`accept`], telling `on_stall` of each client let go for taking nothing of its answer.
 pub async fn accept_with(listener: tokio::net::TcpListener, app: Router, on_stall: Option<OnStall>) {
     let limit = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
+    let clients = Clients::default();
     loop {
         let Ok(permit) = Arc::clone(&limit).acquire_owned().await else { return };
         let (stream, peer) = match listener.accept().await {
@@ -48,19 +56,128 @@ pub async fn accept_with(listener: tokio::net::TcpListener, app: Router, on_stal
                 continue;
             }
         };
+        // One client over its share: closed at once, its slot free again.
+        let Some(share) = clients.take(peer.ip()) else { continue };
+        let head_within = if limit.available_permits() < CONNECTIONS / 4 { HEAD_WITHIN_BUSY } else { HEAD_WITHIN };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(app.clone());
         let told = on_stall.clone().map(|f| (f, peer));
         tokio::spawn(async move {
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
-                .header_read_timeout(HEAD_WITHIN)
+                .header_read_timeout(head_within)
                 .max_buf_size(64 * 1024)
                 .serve_connection(TokioIo::new(Stalls { inner: stream, since: None, told }), service);
             let _ = tokio::time::timeout(LIFETIME, conn).await;
+            drop(share);
             drop(permit);
         });
     }
+}
+
+/// How many connections each client holds ([`PER_CLIENT`] at most).
+#[derive(Default, Clone)]
+struct Clients(Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>);
+
+/// A connection counted to its client until dropped.
+struct Share {
+    clients: Clients,
+    client: std::net::IpAddr,
+}
+
+impl Clients {
+    /// A client's address as counted: an IPv4 address (an IPv4-mapped IPv6 one as IPv4), an
+    /// IPv6 address's /64 (one host is given a /64's many addresses).
+    fn key(ip: std::net::IpAddr) -> std::net::IpAddr {
+        match ip {
+            std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => v4.into(),
+                None => std::net::Ipv6Addr::from(v6.to_bits() & !((1u128 << 64) - 1)).into(),
+            },
+            v4 => v4,
+        }
+    }
+
+    /// One more connection of `ip`'s client, unless it holds [`PER_CLIENT`] already.
+    fn take(&self, ip: std::net::IpAddr) -> Option<Share> {
+        let client = Clients::key(ip);
+        let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let n = held.entry(client).or_insert(0);
+        if *n >= PER_CLIENT {
+            return None;
+        }
+        *n += 1;
+        Some(Share { clients: self.clone(), client })
+    }
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        let mut held = self.clients.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = held.get_mut(&self.client) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&self.client);
+            }
+        }
+    }
+}
+
+/// Refuses, before any route sees it, what no route takes: a method other than GET and HEAD
+/// (405, with the methods that are: `OPTIONS`, `CONNECT`, `POST`, ... on any path), and a
+/// path or query whose percent-escapes are malformed (`%ZZ`, a `%` at the end) or do not
+/// decode to UTF-8 (400).
+pub async fn strict(req: axum::extract::Request) -> Result<axum::extract::Request, axum::response::Response> {
+    use axum::http::{header, HeaderValue, Method, StatusCode};
+    use axum::response::IntoResponse;
+    let refuse = |status: StatusCode, line: String| {
+        let mut r = (status, format!("{line}\n")).into_response();
+        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+        r
+    };
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        let mut r = refuse(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("{} is not taken here: the server is read-only and answers GET and HEAD", req.method()),
+        );
+        r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return Err(r);
+    }
+    let uri = req.uri();
+    for (part, text) in [("path", uri.path()), ("query", uri.query().unwrap_or(""))] {
+        if let Err(why) = check_escapes(text) {
+            return Err(refuse(StatusCode::BAD_REQUEST, format!("the request's {part} {why}")));
+        }
+    }
+    Ok(req)
+}
+
+/// Whether every `%` in `text` starts an escape of two hex digits, and what they decode to is
+/// UTF-8.
+fn check_escapes(text: &str) -> Result<(), String> {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+            let Some(byte) =
+                hex.filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit())).and_then(|h| u8::from_str_radix(h, 16).ok())
+            else {
+                let shown: String = text[i..].chars().take(3).collect();
+                return Err(format!(
+                    "has a malformed percent-escape '{}'; write a '%' as %25 and every escape as % and two hex digits",
+                    crate::report::shown(&shown)
+                ));
+            };
+            decoded.push(byte);
+            i += 3;
+        } else {
+            decoded.push(bytes[i]);
+            i += 1;
+        }
+    }
+    std::str::from_utf8(&decoded).map(|_| ()).map_err(|_| "has percent-escapes that are not UTF-8 text".to_string())
 }
 
 /// A client's connection whose writes fail once the client has taken nothing for
@@ -125,5 +242,41 @@ impl AsyncWrite for Stalls {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_are_two_hex_digits_of_utf_8() {
+        for ok in ["", "/board/a%20b", "label=%E2%9C%93&x=1", "a+b", "%41%42", "/run/%2F"] {
+            assert!(check_escapes(ok).is_ok(), "{ok}");
+        }
+        for (bad, word) in [("label=%ZZ", "'%ZZ'"), ("a%", "'%'"), ("a%4", "'%4'"), ("x=%FF", "UTF-8"), ("%C3%28", "UTF-8")] {
+            let e = check_escapes(bad).unwrap_err();
+            assert!(e.contains(word), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_client_holds_its_share_and_no_more() {
+        let clients = Clients::default();
+        let a: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+        let held: Vec<Share> = (0..PER_CLIENT).map(|_| clients.take(a).unwrap()).collect();
+        assert!(clients.take(a).is_none());
+        // The same client through an IPv4-mapped address; another client; another /64.
+        assert!(clients.take("::ffff:127.0.0.1".parse().unwrap()).is_none());
+        assert!(clients.take("127.0.0.2".parse().unwrap()).is_some());
+        let v6: Vec<Share> =
+            (0..PER_CLIENT).map(|i| clients.take(format!("2001:db8::{i:x}").parse().unwrap()).unwrap()).collect();
+        assert!(clients.take("2001:db8::ffff:1".parse().unwrap()).is_none());
+        assert!(clients.take("2001:db8:0:1::1".parse().unwrap()).is_some());
+        drop(held);
+        assert!(clients.take(a).is_some());
+        drop(v6);
+        // Every connection let go: no client is counted any more.
+        assert!(clients.0.lock().unwrap().is_empty());
     }
 }

@@ -185,6 +185,7 @@ pub fn serve(db: Option<&std::path::Path>, listen: &str) -> Result<u8, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the server's threads: {e}"))?;
+    let kept = Arc::clone(&shared);
     let outcome = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| format!("--listen {addr}: {e}"))?;
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -209,7 +210,10 @@ pub fn serve(db: Option<&std::path::Path>, listen: &str) -> Result<u8, String> {
                 let _ = tokio::task::spawn_blocking(crate::sys::mem::trim_heap).await;
             }
         });
-        let app = routes::router(shared);
+        // The server keeps its own reference to what it shares, outside this future: when a
+        // signal ends the wait below, dropping the accepting future never drops the last one
+        // (and with it the store's connections) inside the runtime.
+        let app = routes::router(Arc::clone(&kept));
         tokio::select! {
             _ = http::accept(listener, app) => Ok(()),
             _ = term.recv() => Ok(()),
@@ -221,6 +225,11 @@ pub fn serve(db: Option<&std::path::Path>, listen: &str) -> Result<u8, String> {
     // with a runtime of its own, while the server's runtime stops could abort the process.)
     match outcome {
         Ok(()) => std::process::exit(0),
-        Err(e) => Err(e),
+        Err(e) => {
+            // The runtime stopped first, then what it shared is let go, outside it.
+            drop(runtime);
+            drop(shared);
+            Err(e)
+        }
     }
 }

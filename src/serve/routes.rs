@@ -34,6 +34,8 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/healthz", get(|| async { "ok\n" }))
         .fallback(not_found)
         .with_state(shared)
+        // Before any route: a method that is not GET or HEAD (405), a malformed escape (400).
+        .layer(axum::middleware::map_request(super::http::strict))
         // Every answer, the server's own (405, a path that is not UTF-8) included.
         .layer(axum::middleware::map_response(|mut r: Response| async move {
             super::secure(&mut r);
@@ -124,6 +126,32 @@ async fn api_series(State(s): State<Arc<Shared>>, Path(name): Path<String>, RawQ
             && store.count(&Filter { board: Some(name.clone()), ..Filter::default() }).map_err(Failure::Store)? == 0
         {
             return Err(Failure::NotFound(format!("no board '{}' in the store", crate::report::shown(&name))));
+        }
+        if !names.contains(series) {
+            // Not on this page: a series none of the board's newest runs (under the same
+            // conditions) has is a mistake, named, never an empty answer.
+            let newest = crate::store::FIGURES_MAX;
+            let wider = Filter { before_id: None, newest: Some(newest as u64), ..f.clone() };
+            let ids: Vec<i64> = store.list(&wider).map_err(Failure::Store)?.iter().map(|r| r.id).collect();
+            let known: std::collections::BTreeSet<String> = store
+                .figures(&ids)
+                .map_err(Failure::Store)?
+                .into_values()
+                .flat_map(|f| f.series.into_iter().map(|s| s.series))
+                .collect();
+            if !known.contains(series) {
+                return Err(Failure::BadRequest(format!(
+                    "no series '{}' on board '{}'{}; its series: {}",
+                    crate::report::shown(series),
+                    crate::report::shown(&name),
+                    if ids.len() == newest { format!(" (in its newest {newest} runs)") } else { String::new() },
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.iter().map(|n| crate::report::shown(n)).collect::<Vec<_>>().join(", ")
+                    }
+                )));
+            }
         }
         let points: Vec<serde_json::Value> = rows
             .iter()

@@ -891,10 +891,50 @@ mod verifiers {
 
 /// An open store in a PostgreSQL database.
 pub struct PgStore {
-    client: RefCell<Client>,
+    client: RefCell<Conn>,
     target: Target,
     /// The layout as opened: the latest once migrated; a store only read keeps its own.
     layout: i64,
+}
+
+/// The synchronous client, which may be dropped anywhere. Closing it runs the client's own
+/// runtime, and a runtime cannot be started from within another: a store dropped on a thread
+/// that runs an asynchronous runtime (the dashboard's, the metrics server's) would abort the
+/// process ("Cannot start a runtime from within a runtime"). There it is closed on a thread of
+/// its own instead.
+struct Conn(Option<Client>);
+
+impl std::ops::Deref for Conn {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        self.0.as_ref().expect("a connection is present until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut Client {
+        self.0.as_mut().expect("a connection is present until dropped")
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        let Some(client) = self.0.take() else { return };
+        if tokio::runtime::Handle::try_current().is_err() {
+            return drop(client);
+        }
+        let slot = Arc::new(std::sync::Mutex::new(Some(client)));
+        let theirs = Arc::clone(&slot);
+        let spawned = std::thread::Builder::new().name("rtgauge-pg-close".into()).spawn(move || {
+            drop(theirs.lock().map(|mut c| c.take()));
+        });
+        if spawned.is_err() {
+            // No thread to be had: the connection is left open, and ends with the process.
+            if let Ok(mut c) = slot.lock() {
+                std::mem::forget(c.take());
+            }
+        }
+    }
 }
 
 /// What a database holds in rtgauge's schema.
@@ -922,7 +962,7 @@ impl PgStore {
     pub fn open_read(url: &str) -> Result<Option<PgStore>, OpenError> {
         let mut store = PgStore::connect(url)?;
         let doing = "reading the store";
-        let identity = store.identity(&mut *store.client.borrow_mut(), doing)?;
+        let identity = store.identity(&mut **store.client.borrow_mut(), doing)?;
         Ok(match identity {
             Identity::Empty => None,
             Identity::Store(layout) => {
@@ -938,7 +978,7 @@ impl PgStore {
             Connect::Pg(e) => open_error(&target, "connecting", &e),
             other => OpenError::Unreachable(target.connect_error("connecting", &other)),
         })?;
-        Ok(PgStore { client: RefCell::new(client), target, layout: 0 })
+        Ok(PgStore { client: RefCell::new(Conn(Some(client))), target, layout: 0 })
     }
 
     /// What the database holds in the schema rtgauge uses (the first of the search path).
@@ -1000,7 +1040,7 @@ impl PgStore {
     /// an advisory lock, its identity read again under the lock.
     fn check_and_migrate(&self) -> Result<(), OpenError> {
         let t = &self.target;
-        let c = &mut *self.client.borrow_mut();
+        let c = &mut **self.client.borrow_mut();
         let known = MIGRATIONS.len() as i64;
         if self.identity(c, "opening the store")? == Identity::Store(known) {
             return Ok(());
@@ -1134,13 +1174,13 @@ impl super::Backend for PgStore {
         let t = &self.target;
         let mut c = self.client.borrow_mut();
         if c.is_closed() {
-            *c = t.connect().map_err(|e| t.connect_error("connecting again to store the run", &e))?;
+            *c = Conn(Some(t.connect().map_err(|e| t.connect_error("connecting again to store the run", &e))?));
         }
         match write(&mut c, &prepared, row) {
             // Lost (idle through a long run, a server restart): once more on a new connection; the
             // UUID makes a write that did commit after all a no-op.
             Err(e) if lost(&e) => {
-                *c = t.connect().map_err(|e| t.connect_error("connecting again to store the run", &e))?;
+                *c = Conn(Some(t.connect().map_err(|e| t.connect_error("connecting again to store the run", &e))?));
                 write(&mut c, &prepared, row).map_err(|e| t.error("storing the run", &e))
             }
             saved => saved.map_err(|e| t.error("storing the run", &e)),

@@ -1,6 +1,7 @@
 //! Shared vocabulary: the quantities, CPU lists, policies, percentiles and counted nouns every
 //! stage speaks of. A leaf: it depends on no other module of rtgauge, and every stage may use it.
 
+pub mod address;
 pub mod cpus;
 pub mod length;
 pub mod percentiles;
