@@ -531,6 +531,60 @@ fn a_journal_path_that_is_not_rtgauges_journal_is_refused_and_left_as_it_was() {
     assert!(real.exists(), "the link's target is untouched");
 }
 
+/// A journal rtgauge wrote (valid, of this boot, 0600, root's) in a directory another user
+/// controls — writable by every user without the sticky bit, writable by its group, owned by
+/// another user, reached through a link another user planted in a shared directory — is
+/// refused by every command that reads a journal (`check`, `restore`, `run`, `load`), exit 2,
+/// one line, and left as it was: not restored, not removed.
+#[test]
+fn a_journal_in_a_directory_another_user_controls_is_refused_by_every_command() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let d = tempfile::tempdir().unwrap();
+    let boot = read("/proc/sys/kernel/random/boot_id");
+    let dir = |name: &str, mode: u32, owner: Option<u32>| {
+        let p = d.path().join(name);
+        std::fs::create_dir(&p).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        std::os::unix::fs::chown(&p, owner, None).unwrap();
+        p
+    };
+    let mut cases: Vec<(&str, std::path::PathBuf, std::path::PathBuf)> = Vec::new();
+    for (what, name, mode, owner) in [
+        ("a directory every user may write, not sticky", "open", 0o777, None),
+        ("a directory its group may write", "group", 0o770, None),
+        ("another user's directory", "theirs", 0o755, Some(65534)),
+    ] {
+        let at = dir(name, mode, owner).join("tuning.journal");
+        cases.push((what, at.clone(), at));
+    }
+    // A private directory of root's, reached through a link that user nobody put in a shared one.
+    let private = dir("private", 0o700, None);
+    let shared = dir("shared", 0o1777, None);
+    let link = shared.join("j");
+    std::os::unix::fs::symlink(&private, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(65534), None).unwrap();
+    cases.push(("a link another user planted on the way", link.join("tuning.journal"), private.join("tuning.journal")));
+    let commands: [&[&str]; 4] = [
+        &["check"],
+        &["restore"],
+        &["run", "--loops", "5", "--load", "none", "--tune=rt-throttling"],
+        &["load", "cpu", "-D", "1s"],
+    ];
+    for (what, named, real) in &cases {
+        write_journal(real, &boot, &[]);
+        let before = (std::fs::read(real).unwrap(), std::fs::metadata(real).unwrap().ino());
+        for args in commands {
+            let out = rtgauge(args).env("RTGAUGE_JOURNAL", named).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{what}, {args:?}: {err}");
+            assert!(err.contains("not one rtgauge may trust") && err.trim_end().lines().count() == 1, "{what}, {args:?}: {err}");
+            assert!(real.exists(), "{what}, {args:?}: the journal was acted on (removed): {err}");
+            let now = (std::fs::read(real).unwrap(), std::fs::metadata(real).unwrap().ino());
+            assert_eq!(now, before, "{what}, {args:?}: left as it was");
+        }
+    }
+}
+
 /// Under a umask of 000, the journal's directory rtgauge makes is 0700 and the journal 0600; the
 /// result it writes is 0644 (not 0666).
 #[test]

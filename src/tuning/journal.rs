@@ -116,28 +116,44 @@ fn refused(path: &Path, why: impl std::fmt::Display) -> OpenError {
     ))
 }
 
-/// Checks the directory the journal lives in: made (0700) when missing; one another user could
-/// replace the journal in is refused.
+/// Makes the directory the journal lives in (0700) when missing, then judges it ([`judge_dir`]).
 fn check_dir(path: &Path) -> Result<(), OpenError> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = dir_of(path);
     crate::sys::files::make_dir_all(dir, 0o700)
         .map_err(|e| OpenError::Unavailable(format!("cannot make {}: {e}", shown_path(dir))))?;
-    // No link another user could have planted on the way to it.
-    if let Err(e) = crate::sys::files::open_dir_checked(dir) {
-        return Err(if crate::sys::files::is_refusal(&e) {
-            refused(path, e)
-        } else {
-            OpenError::Unavailable(format!("cannot open {}: {e}", shown_path(dir)))
-        });
+    match judge_dir(path)? {
+        true => Ok(()),
+        false => Err(OpenError::Unavailable(format!("{} is not there", shown_path(dir)))),
     }
-    let meta = std::fs::metadata(dir).map_err(|e| OpenError::Unavailable(format!("cannot read {}: {e}", shown_path(dir))))?;
+}
+
+/// The directory the journal at `path` lives in (`.` for a bare name).
+fn dir_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// Judges the directory the journal at `path` lives in, for every command that reads, restores
+/// or writes a journal (one rule for all): no link another user could have planted on the way
+/// to it, and no other user able to replace the journal in it (writable by others without the
+/// sticky bit, or owned by another user) — else refused, the journal left as it is. `Ok(false)`:
+/// the directory is not there (so no journal is).
+fn judge_dir(path: &Path) -> Result<bool, OpenError> {
+    let dir = dir_of(path);
+    let opened = match crate::sys::files::open_dir_checked(dir) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if crate::sys::files::is_refusal(&e) => return Err(refused(path, e)),
+        Err(e) => return Err(OpenError::Unavailable(format!("cannot open {}: {e}", shown_path(dir)))),
+    };
+    // (the directory as opened, not as its path names it now)
+    let meta = opened.metadata().map_err(|e| OpenError::Unavailable(format!("cannot read {}: {e}", shown_path(dir))))?;
     if crate::sys::files::others_can_replace_in(&meta) {
         return Err(refused(path, format!("its directory {} lets other users replace it", shown_path(dir))));
     }
-    Ok(())
+    Ok(true)
 }
 
 /// What an existing journal file holds, once it is known to be a journal rtgauge may trust.
@@ -310,6 +326,7 @@ impl Journal {
 
 /// The first line of the journal a live run holds (to name it), read without following a link.
 fn read_header(path: &Path) -> Option<Header> {
+    judge_dir(path).ok().filter(|&there| there)?;
     let mut file = crate::sys::files::open_existing_rw(path).ok()?;
     match recognise(path, &mut file).ok()? {
         Contents::Journal(h, _) => Some(h),
@@ -354,6 +371,11 @@ pub fn recover() -> Result<Option<Restored>, String> {
 /// removed; anything else at that path is refused and left as it was.
 pub fn recover_at(path: &Path, wait: std::time::Duration) -> Result<Restored, OpenError> {
     let until = std::time::Instant::now() + wait;
+    // The same judgement of the directory as when a run makes the journal: a journal another
+    // user could have put there is never acted on (restored, removed).
+    if !judge_dir(path)? {
+        return Ok(Restored::default());
+    }
     loop {
         let mut file = match crate::sys::files::open_existing_rw(path) {
             Ok(f) => f,
