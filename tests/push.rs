@@ -337,3 +337,245 @@ fn a_server_that_stops_answering_costs_the_time_limit_and_the_run_waits_in_the_s
     assert_eq!((there.len(), there[0]["uuid"].as_str()), (1, doc["uuid"].as_str()), "{there:?}");
     assert_eq!(shown(home.path(), &url, "frozen"), doc);
 }
+
+/// The spool file in `home/spool` of the database `url` names (the `.db` named after it).
+fn spool_file(home: &Path, url: &str) -> std::path::PathBuf {
+    let db = url.rsplit('/').next().unwrap().split('?').next().unwrap();
+    let files: Vec<_> = std::fs::read_dir(home.join("spool")).unwrap().flatten().map(|e| e.path()).collect();
+    files
+        .iter()
+        .find(|f| {
+            f.extension().is_some_and(|e| e == "db") && f.file_name().unwrap().to_string_lossy().contains(&format!("_{db}-"))
+        })
+        .unwrap_or_else(|| panic!("a spool store for {db} in {files:?}"))
+        .clone()
+}
+
+/// The files in `home/spool` set aside as damaged.
+fn set_aside(home: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(home.join("spool"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().unwrap().to_string_lossy().contains(".db.damaged-")
+                && !p.to_string_lossy().ends_with("-shm")
+                && !p.to_string_lossy().ends_with("-wal")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The lab away when a board's run starts (nothing listening: a board up before its network, a
+/// server restarting): the run measures all the same, says once where its result waits, and
+/// keeps it (and every part of a rotated run) in the spool; when the server is back the next run
+/// delivers them, oldest first, each once. What can never succeed — a wrong password, a
+/// database that is not there — is still refused before measuring, in one line.
+#[test]
+fn a_board_measures_while_the_lab_is_away_and_its_runs_arrive_in_order_once() {
+    let Some(own) = pg::own() else { return };
+    let url = own.url(&own.database("away", true));
+    let home = tempfile::tempdir().unwrap();
+    own.stop();
+    // A one-shot run, then a rotated run of three parts, all while nothing answers.
+    let json = home.path().join("away.json");
+    let (code, out, err) = cli(
+        home.path(),
+        &[
+            "run",
+            "--loops",
+            "100",
+            "--warmup",
+            "0",
+            "--cpus",
+            "0",
+            "--load",
+            "none",
+            "--db",
+            &url,
+            "--label",
+            "away",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    no_password(&[&out, &err]);
+    assert!(matches!(code, 0 | 1), "measured, its own status: {err}");
+    assert!(err.contains("does not answer now") && err.contains("the run measures all the same"), "{err}");
+    assert!(
+        err.contains("waits in the spool")
+            && err.contains(&format!("rtgauge push --to {}", rtgauge::store::postgres::redact(&url))),
+        "{err}"
+    );
+    let first: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(err.contains(&first["uuid"].as_str().unwrap()[..8]), "the run named: {err}");
+    let (code, _, err) = cli(
+        home.path(),
+        &[
+            "run", "-q", "-D", "3s", "--rotate", "1s", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &url, "--label",
+            "rotor",
+        ],
+    );
+    assert!(matches!(code, 0 | 1), "{err}");
+    assert!(err.matches("waits in the spool").count() >= 3, "every part waits: {err}");
+    let spool = spool_file(home.path(), &url).display().to_string();
+    let waiting = listed(home.path(), &spool, &[]);
+    assert_eq!(waiting.len(), 4, "the run and its three parts wait: {waiting:?}");
+    // Never on the lab while it is away.
+    own.start_again();
+    assert!(listed(home.path(), &url, &[]).is_empty());
+    // Back: the next run delivers them before itself, in the order measured, each once.
+    let (code, out, err) =
+        cli(home.path(), &["run", "--loops", "100", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &url]);
+    assert!(matches!(code, 0 | 1), "{err}");
+    assert!(
+        out.contains("Delivered from the spool: 4 runs (now runs 1, 2, 3, 4).") && out.contains("Stored as run 5 in "),
+        "{out}"
+    );
+    let there = listed(home.path(), &url, &[]);
+    let order: Vec<&str> = there.iter().map(|r| r["uuid"].as_str().unwrap()).collect();
+    let waited: Vec<&str> = waiting.iter().map(|r| r["uuid"].as_str().unwrap()).collect();
+    assert_eq!(&order[..4], &waited[..], "in the order they were measured");
+    assert_eq!(there.len(), 5);
+    assert_eq!(shown(home.path(), &url, "away"), first, "delivered whole");
+    assert!(listed(home.path(), &spool, &[]).is_empty(), "the spool is empty once delivered");
+    let out = ok(home.path(), &["push", "--to", &url]);
+    assert!(!out.contains("Delivered"), "nothing delivered twice: {out}");
+    assert_eq!(listed(home.path(), &url, &[]).len(), 5);
+
+    // What can never succeed is refused before measuring (a run of 300 s would otherwise go on).
+    for (bad, says) in [
+        (own.url_as(pg::ROLE, Some("Wrong-Pa55-xyz"), &own.database("away2", true), ""), "refused the password"),
+        (own.url("no_such_db"), "there is no database no_such_db"),
+    ] {
+        let t = std::time::Instant::now();
+        let (code, out, err) = cli(home.path(), &["run", "-D", "300s", "--load", "none", "--db", &bad]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(says) && err.trim_end().lines().count() == 1 && out.is_empty(), "{err}");
+        assert!(!err.contains("Wrong-Pa55"), "{err}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(60), "before measuring");
+    }
+    assert_eq!(listed(home.path(), &spool, &[]).len(), 0, "nothing spooled for them");
+}
+
+/// A spool damaged in several ways — its bytes overwritten at random, cut short in the middle,
+/// emptied, one run's document made unreadable — is never passed over in silence: the run that
+/// finds it warns, names it and where it was set aside (never deleted); `push` says the same and
+/// exits 1; every run that can still be read from it is delivered, once.
+#[test]
+fn a_damaged_spool_is_said_set_aside_and_what_can_be_read_of_it_delivered() {
+    let Some(own) = pg::own() else { return };
+    let home = tempfile::tempdir().unwrap();
+    // Runs kept in the spool while the lab is away.
+    let spool_runs = |url: &str, n: usize| {
+        own.stop();
+        for i in 0..n {
+            let (code, _, err) = cli(
+                home.path(),
+                &[
+                    "run",
+                    "--loops",
+                    "50",
+                    "--warmup",
+                    "0",
+                    "--cpus",
+                    "0",
+                    "--load",
+                    "none",
+                    "--db",
+                    url,
+                    "--label",
+                    &format!("s{i}"),
+                ],
+            );
+            assert!(matches!(code, 0 | 1) && err.contains("waits in the spool"), "{err}");
+        }
+        own.start_again();
+        spool_file(home.path(), url)
+    };
+    type Damage = fn(&Path);
+    let damages: [(&str, Damage, bool); 4] = [
+        (
+            "random bytes",
+            |f| {
+                let len = std::fs::metadata(f).unwrap().len() as usize;
+                let bytes: Vec<u8> = (0..len).map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8).collect();
+                std::fs::write(f, bytes).unwrap();
+            },
+            true,
+        ),
+        (
+            "cut short after its first page",
+            |f| {
+                // (the page size from the header: the file's end may be free pages alone)
+                let head = std::fs::read(f).unwrap();
+                let page = match u16::from_be_bytes([head[16], head[17]]) {
+                    1 => 65536,
+                    n => u64::from(n),
+                };
+                std::fs::OpenOptions::new().write(true).open(f).unwrap().set_len(page).unwrap();
+            },
+            true,
+        ),
+        ("emptied", |f| std::fs::write(f, b"").unwrap(), true),
+        (
+            "one document unreadable",
+            |f| {
+                let c = rusqlite::Connection::open(f).unwrap();
+                c.execute("UPDATE documents SET document = x'00112233' WHERE run = (SELECT min(run) FROM documents)", [])
+                    .unwrap();
+            },
+            false,
+        ),
+    ];
+    for (round, (what, damage, by_push)) in damages.into_iter().enumerate() {
+        let url = own.url(&own.database(&format!("dmg{round}"), true));
+        let file = spool_runs(&url, 3);
+        // Fold the write-ahead log in, so the damage reaches what the runs are kept in.
+        rusqlite::Connection::open(&file).unwrap().execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+        let before = set_aside(home.path()).len();
+        damage(&file);
+        let (code, out, err) = if by_push {
+            cli(home.path(), &["push", "--to", &url])
+        } else {
+            cli(home.path(), &["run", "--loops", "50", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &url])
+        };
+        no_password(&[&out, &err]);
+        let aside = set_aside(home.path());
+        assert_eq!(aside.len(), before + 1, "{what}: the damaged spool set aside: {aside:?}; exit {code}: {out}{err}");
+        let name =
+            aside.iter().find(|p| std::fs::metadata(p).is_ok()).unwrap().file_name().unwrap().to_string_lossy().into_owned();
+        assert!(err.contains("was damaged") && err.contains("set aside as") && err.contains("not deleted"), "{what}: {err}");
+        assert!(aside.iter().any(|p| err.contains(&p.display().to_string())), "{what}: where it went is said: {err} ({name})");
+        if by_push {
+            assert_eq!(code, 1, "{what}: push fails: {out}{err}");
+        } else {
+            assert!(matches!(code, 0 | 1), "{what}: the run's own status: {err}");
+            assert!(err.contains("could not be read"), "{what}: the unreadable run named: {err}");
+        }
+        let there = listed(home.path(), &url, &[]);
+        let uuids: std::collections::HashSet<&str> = there.iter().map(|r| r["uuid"].as_str().unwrap()).collect();
+        assert_eq!(uuids.len(), there.len(), "{what}: each stored once");
+        if what == "one document unreadable" {
+            // The two readable runs and the run itself; the damaged one kept aside, not lost.
+            assert_eq!(there.len(), 3, "{what}: {there:?}; {out}{err}");
+        }
+        // Whatever could be read was delivered, and the spool is clean again.
+        // (no spool at all when nothing was left to keep in a new one)
+        let db = url.rsplit('/').next().unwrap().to_string();
+        let left: Vec<_> = std::fs::read_dir(home.path().join("spool"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name().unwrap().to_string_lossy().contains(&format!("_{db}-")) && p.extension().is_some_and(|e| e == "db")
+            })
+            .collect();
+        for spool in left {
+            assert!(listed(home.path(), &spool.display().to_string(), &[]).is_empty(), "{what}: nothing is left waiting");
+        }
+        let (code, out, err) = cli(home.path(), &["push", "--to", &url]);
+        assert_eq!(code, 0, "{what}: a push after it finds nothing wrong: {out}{err}");
+    }
+}

@@ -58,6 +58,12 @@ pub fn push(a: &PushArgs) -> Result<u8> {
     // something to write.
     let to = Store::open(&to_location).map_err(|e| anyhow!("{e}"))?;
     let delivered = store::spool::deliver(&to, &to_location, None).map_err(anyhow::Error::msg)?;
+    // A damaged spool (or runs in it that cannot be read) is said, and makes the push fail once
+    // everything that could be delivered and copied is.
+    for n in &delivered.damaged {
+        crate::report::out::err_line(&format!("rtgauge: warning: {}", report::shown(n)));
+    }
+    let status = if delivered.damaged.is_empty() { 0 } else { 1 };
     if let Some(why) = &delivered.stopped {
         return Err(anyhow!(
             "{} of the spool {} not delivered to {}: {why}; 'rtgauge push --to {}' again delivers {} ({} delivered now)",
@@ -72,7 +78,7 @@ pub fn push(a: &PushArgs) -> Result<u8> {
     let spool_lines = delivered.said();
     let Some(from) = from else {
         say_done(&to, &[], 0, &spool_lines)?;
-        return Ok(0);
+        return Ok(status);
     };
     // What the destination has already is not read again (a run is there once, by its UUID).
     let there: HashSet<String> =
@@ -94,7 +100,7 @@ pub fn push(a: &PushArgs) -> Result<u8> {
         }
     }
     say_done(&to, &copied, already, &spool_lines)?;
-    Ok(0)
+    Ok(status)
 }
 
 /// Whether two locations are the same store (the same file, or the same URL without password).

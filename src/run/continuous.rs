@@ -350,7 +350,7 @@ pub(super) fn keeper<'s>(
     findings: &'s [crate::result::findings::Finding],
     board: &'s crate::result::board::Board,
     keep: &'s crate::store::Request,
-    store: Option<crate::store::Store>,
+    mut store: Option<crate::store::Store>,
     cpus: Vec<usize>,
     command_line: Vec<String>,
 ) -> (mpsc::Sender<Part>, std::thread::ScopedJoinHandle<'s, Option<crate::store::Store>>) {
@@ -367,7 +367,7 @@ pub(super) fn keeper<'s>(
             let mut result = part_result(plan, resolved, part, system.clone(), findings.to_vec(), command_line.clone());
             result.uuid = uuid.or(result.uuid);
             result.board = Some(board.clone());
-            let line = super::keep::keep_part(&mut result, store.as_ref(), keep);
+            let line = super::keep::keep_part(&mut result, &mut store, keep);
             if let Some(s) = &store {
                 s.fold();
             }

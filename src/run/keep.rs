@@ -51,7 +51,13 @@ impl Outputs {
                 check_file_size_limit("--json", path, result_bytes)?;
             }
         }
+        let said = warnings.len();
         let store = keep.open(result_bytes, &mut warnings).map_err(anyhow::Error::msg)?;
+        // What opening the store found (a shared store that does not answer: where the result
+        // will wait) is said now, once, as the warnings before it.
+        for w in &warnings[said..] {
+            crate::report::out::err_line(&format!("rtgauge: warning: {w}"));
+        }
         Ok(Outputs { sink, store, warnings, said_before })
     }
 
@@ -138,41 +144,60 @@ pub(super) fn say(to_stderr: bool, text: &str) -> std::io::Result<()> {
 }
 
 /// Keeps a closed part of a rotated run while measuring goes on: in the store (a shared one
-/// through the spool, delivered here), else in a rescue file; the sentence that says where.
-pub(super) fn keep_part(result: &mut RunResult, store: Option<&Store>, keep: &store::Request) -> String {
-    let Some(store) = store else { return "not stored (--no-store)".into() };
+/// through the spool, delivered here; a shared one that did not answer before is tried again,
+/// and kept once it answers), else in a rescue file; the sentence that says where.
+pub(super) fn keep_part(result: &mut RunResult, store: &mut Option<Store>, keep: &store::Request) -> String {
     let label = keep.label.as_deref();
-    if let Some(location) = keep.location.as_ref().filter(|l| matches!(l, store::Location::Postgres(_))) {
+    if let Some(location) = keep.location.as_ref().filter(|_| keep.is_shared()) {
         let uuid = result.uuid.map(|u| u.to_string()).unwrap_or_default();
-        return match store::spool::keep(result, location, label, None) {
-            Ok(file) => match store::spool::deliver(store, location, Some(&uuid)) {
-                Ok(d) => match d.of(&uuid) {
-                    Some(a) => format!("stored as run {} in {}", a.id, store.shown()),
+        let (file, notes) = match store::spool::keep(result, location, label, None) {
+            Ok(kept) => kept,
+            Err(e) => {
+                return match store {
+                    Some(s) => rescued(result, s.rescue_dir(), &s.shown(), &e),
+                    None => rescued(result, None, &location.shown(), &e),
+                }
+            }
+        };
+        let notes: String = notes.iter().map(|n| format!("; warning: {n}")).collect();
+        if store.is_none() {
+            match store::Store::open(location) {
+                Ok(s) => *store = Some(s),
+                Err(e) => return format!("waits in the spool {} ({e}){notes}", file.display()),
+            }
+        }
+        let Some(s) = store.as_ref() else { unreachable!("opened above") };
+        return match store::spool::deliver(s, location, Some(&uuid)) {
+            Ok(d) => {
+                let damaged: String = d.damaged.iter().map(|n| format!("; warning: {n}")).collect();
+                match d.of(&uuid) {
+                    Some(a) => format!("stored as run {} in {}{notes}{damaged}", a.id, s.shown()),
                     None => format!(
-                        "waits in the spool {} ({})",
+                        "waits in the spool {} ({}){notes}{damaged}",
                         file.display(),
                         d.stopped.as_deref().unwrap_or("the delivery stopped before it")
                     ),
-                },
-                Err(e) => format!("waits in the spool {} ({e})", file.display()),
-            },
-            Err(e) => rescued(result, store, &e),
+                }
+            }
+            Err(e) => format!("waits in the spool {} ({e}){notes}", file.display()),
         };
     }
-    match store.save(result, label, None, None) {
-        Ok(saved) => format!("stored as run {} in {}", saved.id, store.shown()),
-        Err(e) => rescued(result, store, &e),
+    let Some(s) = store.as_ref() else { return "not stored (--no-store)".into() };
+    match s.save(result, label, None, None) {
+        Ok(saved) => format!("stored as run {} in {}", saved.id, s.shown()),
+        Err(e) => rescued(result, s.rescue_dir(), &s.shown(), &e),
     }
 }
 
-/// A part the store did not take, saved to a rescue file: the sentence that says so.
-fn rescued(result: &RunResult, store: &Store, why: &str) -> String {
-    match store::rescue(result, store.rescue_dir()) {
+/// A part the store did not take, saved to a rescue file (`beside`: the store's directory,
+/// where it is a file): the sentence that says so.
+fn rescued(result: &RunResult, beside: Option<std::path::PathBuf>, shown: &str, why: &str) -> String {
+    match store::rescue(result, beside) {
         Ok(file) => format!(
-            "not stored ({why}); saved to '{}': 'rtgauge import {} --db {}' stores it",
-            file.display(),
-            file.display(),
-            store.shown()
+            "not stored ({why}); saved to {}: 'rtgauge import {} --db {}' stores it",
+            shell_word(&file.display().to_string()),
+            shell_word(&file.display().to_string()),
+            shell_word(shown)
         ),
         Err(e) => format!("not stored ({why}); {e}"),
     }
@@ -225,23 +250,40 @@ fn keep_result(
     keep: &store::Request,
     kernel_config: Option<store::KernelOptions>,
 ) -> Kept {
-    let Some(store) = store else {
-        if let Some(why) = &keep.why_not {
-            let _ = say(true, &format!("rtgauge: warning: {why}\n"));
-        }
-        return Kept::Nowhere;
-    };
     // A shared store: the run is kept first where nothing can hang, in the spool, then the spool
     // is delivered (the runs that waited before first), within a time limit; a run the server
-    // does not take waits on, nothing lost. Only when no spool can be had is it stored directly.
-    let shared = keep.location.as_ref().filter(|l| matches!(l, store::Location::Postgres(_)));
+    // does not take waits on, nothing lost. A server that did not answer before the run is
+    // tried again now. Only when no spool can be had is it stored directly.
+    let shared = keep.location.as_ref().filter(|_| keep.is_shared());
     let mut spool_failed = String::new();
     if let Some(location) = shared {
         match store::spool::keep(result, location, keep.label.as_deref(), kernel_config.clone()) {
-            Ok(file) => return deliver_within(store, location, result, &file, keep),
+            Ok((file, notes)) => {
+                for n in notes {
+                    let _ = say(true, &format!("rtgauge: warning: {n}\n"));
+                }
+                return deliver_within(store, location, result, &file, keep);
+            }
             Err(e) => spool_failed = format!("; nor kept in the spool: {e}"),
         }
     }
+    let store = match (store, shared) {
+        (Some(s), _) => s,
+        // The server did not answer before the run, and the spool cannot take it: once more.
+        (None, Some(location)) => match Store::open(location) {
+            Ok(s) => s,
+            Err(e) => {
+                let e = format!("{e}{spool_failed}");
+                return Kept::Rescued(rescue_said(result, None, &location.shown(), &e, keep));
+            }
+        },
+        (None, None) => {
+            if let Some(why) = &keep.why_not {
+                let _ = say(true, &format!("rtgauge: warning: {why}\n"));
+            }
+            return Kept::Nowhere;
+        }
+    };
     let e = match store.save(result, keep.label.as_deref(), None, kernel_config.clone()) {
         Ok(saved) => {
             let (id, shown) = (saved.id, store.shown());
@@ -253,19 +295,24 @@ fn keep_result(
     let (db, beside) = (store.shown(), store.rescue_dir());
     drop(store);
     let e = format!("{e}{spool_failed}");
-    Kept::Rescued(match store::rescue(result, beside) {
+    Kept::Rescued(rescue_said(result, beside, &db, &e, keep))
+}
+
+/// The run saved to a rescue file (`beside`: the store's directory, where it is a file), the
+/// store `db` having failed for `e`: the sentence that says so, with the command that stores it.
+fn rescue_said(result: &RunResult, beside: Option<std::path::PathBuf>, db: &str, e: &str, keep: &store::Request) -> String {
+    match store::rescue(result, beside) {
         Ok(file) => {
             let label = keep.label.as_deref().map_or(String::new(), |l| format!(" --label {}", shell_word(l)));
+            let file = shell_word(&file.display().to_string());
             format!(
-                "the run was measured but not stored: {e}; it was saved to '{}' instead: \
-                 'rtgauge import {} --db {}{label}' stores it",
-                file.display(),
-                file.display(),
-                db
+                "the run was measured but not stored: {e}; it was saved to {file} instead: \
+                 'rtgauge import {file} --db {}{label}' stores it",
+                shell_word(db)
             )
         }
         Err(e2) => format!("the run was measured but not stored: {e}; {e2}"),
-    })
+    }
 }
 
 /// The summary goes to stdout unless stdout carries the JSON document; then the document.
@@ -298,18 +345,24 @@ fn store_time_limit() -> std::time::Duration {
 /// [`store_time_limit`]: where the run went, and what else the delivery did. The thread is left
 /// behind, blocked, when the server does not answer in time; the run still waits in the spool.
 fn deliver_within(
-    store: Store,
+    store: Option<Store>,
     location: &store::Location,
     result: &RunResult,
     file: &std::path::Path,
     keep: &store::Request,
 ) -> Kept {
-    let (shown, uuid) = (store.shown(), result.uuid.map(|u| u.to_string()).unwrap_or_default());
+    let shown = store.as_ref().map_or_else(|| location.shown(), Store::shown);
+    let uuid = result.uuid.map(|u| u.to_string()).unwrap_or_default();
     let limit = store_time_limit();
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     let (to, mine) = (location.clone(), uuid.clone());
     let spawned = std::thread::Builder::new().name("rtgauge-store".into()).spawn(move || {
-        let delivered = store::spool::deliver(&store, &to, Some(&mine));
+        // A server that did not answer before the run is tried once more now.
+        let delivered = match store {
+            Some(s) => Ok(s),
+            None => Store::open(&to).map_err(|e| e.to_string()),
+        }
+        .and_then(|s| store::spool::deliver(&s, &to, Some(&mine)));
         let _ = tx.send(delivered);
     });
     let delivered = match spawned {
@@ -327,6 +380,11 @@ fn deliver_within(
             uuid.get(..8).unwrap_or_default()
         ))
     };
+    if let Ok(d) = &delivered {
+        for n in &d.damaged {
+            let _ = say(true, &format!("rtgauge: warning: {n}\n"));
+        }
+    }
     match delivered {
         Ok(d) => match d.of(&uuid) {
             Some(arrived) => Kept::Stored(format!(

@@ -37,12 +37,16 @@ pub enum OpenError {
     /// The file or its directory cannot be reached or made (permissions, a read-only file
     /// system): an error for a store that was asked for, a warning for the default one.
     Unreachable(String),
+    /// A server that does not answer now but may later: no route to it, nothing listening,
+    /// no answer in time, its name not resolved yet, starting up or shutting down, taking no
+    /// more connections. A run measures all the same, its result kept in the spool.
+    Away(String),
 }
 
 impl std::fmt::Display for OpenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            OpenError::Refused(m) | OpenError::Unreachable(m) => f.write_str(m),
+            OpenError::Refused(m) | OpenError::Unreachable(m) | OpenError::Away(m) => f.write_str(m),
         }
     }
 }
@@ -401,8 +405,31 @@ impl Request {
                 warnings.push(format!("the run will not be stored: {m}"));
                 Ok(None)
             }
+            // The lab away (a board up before its network, a server restarting): the run
+            // measures, kept in the spool, which must be usable now; the end of the run (or of
+            // each part) tries the server again, then the next run or `push` delivers it.
+            Err(OpenError::Away(m)) if matches!(location, Location::Postgres(_)) => match spool::ready(location) {
+                Ok((file, notes)) => {
+                    warnings.extend(notes);
+                    warnings.push(format!(
+                        "the store does not answer now ({m}); the run measures all the same and its result waits in the \
+                         spool {} until the server takes it: at the end of this run, the next run with this store or \
+                         'rtgauge push --to {}'",
+                        file.display(),
+                        location.shown()
+                    ));
+                    Ok(None)
+                }
+                Err(e) => Err(format!("{m}; and no result could wait in the spool: {e}")),
+            },
             Err(e) => Err(e.to_string()),
         }
+    }
+
+    /// Whether the run's store is a shared one (a lab's PostgreSQL), whose runs go through the
+    /// spool.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.location, Some(Location::Postgres(_)))
     }
 }
 
@@ -703,14 +730,21 @@ impl Store {
 /// `row` may be from a listing made before: the run loaded must still have its UUID (a run stored
 /// since can have the id of one deleted since), else it is an error and nothing is copied.
 pub fn copy_run(from: &Store, row: &RunRow, to: &Store) -> Result<Saved, String> {
-    let mut r = from.load(row.id)?;
+    let (mut r, kernel_config) = read_run(from, row)?;
+    to.save(&mut r, row.label.as_deref(), row.imported_from.as_deref(), kernel_config)
+}
+
+/// What [`copy_run`] reads of run `row` in `from`: its whole result, with its kernel
+/// configuration's options where kept.
+pub fn read_run(from: &Store, row: &RunRow) -> Result<(RunResult, Option<KernelOptions>), String> {
+    let r = from.load(row.id)?;
     if let Some(listed) = &row.uuid {
         if r.uuid.map(|u| u.to_string()).as_ref() != Some(listed) {
             return Err(format!("run {} of {} is no longer the run {listed} it was listed as", row.id, from.shown()));
         }
     }
     let kernel_config = from.kernel_config_of(&r)?;
-    to.save(&mut r, row.label.as_deref(), row.imported_from.as_deref(), kernel_config)
+    Ok((r, kernel_config))
 }
 
 /// `run` as the start of a UUID in its canonical form (lower case, hyphens after the 8th, 12th,

@@ -976,6 +976,8 @@ impl PgStore {
         let target = Target::parse(url).map_err(OpenError::Refused)?;
         let client = target.connect().map_err(|e| match e {
             Connect::Pg(e) => open_error(&target, "connecting", &e),
+            // No answer within the time-out: away for now, as a host that cannot be reached.
+            other @ Connect::NoAnswer(_) => OpenError::Away(target.connect_error("connecting", &other)),
             other => OpenError::Unreachable(target.connect_error("connecting", &other)),
         })?;
         Ok(PgStore { client: RefCell::new(Conn(Some(client))), target, layout: 0 })
@@ -1686,18 +1688,67 @@ fn lost(e: &postgres::Error) -> bool {
     e.is_closed() || io || e.code() == Some(&SqlState::ADMIN_SHUTDOWN)
 }
 
-/// A failure while opening: the server cannot be reached or refuses us (`Unreachable`), or the
-/// database is not one rtgauge may use (`Refused`).
+/// Whether `e` says the server is away for now (it may answer later): no route, nothing
+/// listening, no answer in time, a name not resolved yet (a board up before its network), the
+/// connection lost, the server starting up or shutting down or taking no more connections. What
+/// can never succeed as given — a wrong password, an unknown user or database, a server that is
+/// not trusted, a right refused — is not.
+pub(super) fn away(e: &postgres::Error) -> bool {
+    use std::io::ErrorKind as K;
+    if let Some(code) = e.code() {
+        return [
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CRASH_SHUTDOWN,
+            SqlState::CANNOT_CONNECT_NOW,
+            SqlState::TOO_MANY_CONNECTIONS,
+            SqlState::CONFIGURATION_LIMIT_EXCEEDED,
+        ]
+        .contains(code);
+    }
+    if e.is_closed() {
+        return true;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                K::ConnectionRefused
+                    | K::ConnectionReset
+                    | K::ConnectionAborted
+                    | K::NotConnected
+                    | K::TimedOut
+                    | K::HostUnreachable
+                    | K::NetworkUnreachable
+                    | K::NetworkDown
+                    | K::AddrNotAvailable
+                    | K::UnexpectedEof
+                    | K::BrokenPipe
+                    // (a server's socket directory with no socket yet: a server not started)
+                    | K::NotFound
+            ) || matches!(io.raw_os_error(), Some(libc::EHOSTDOWN | libc::EHOSTUNREACH | libc::ENETUNREACH))
+                || chain(s).contains("lookup address");
+        }
+        source = s.source();
+    }
+    chain(e).contains("lookup address") || chain(e).contains("Name or service not known")
+}
+
+/// A failure while opening: the server away for now (`Away`), cannot be reached or refuses us
+/// (`Unreachable`), or the database is not one rtgauge may use (`Refused`).
 fn open_error(t: &Target, doing: &str, e: &postgres::Error) -> OpenError {
     match e.code() {
         Some(&SqlState::INSUFFICIENT_PRIVILEGE | &SqlState::READ_ONLY_SQL_TRANSACTION) => OpenError::Refused(t.error(doing, e)),
+        _ if away(e) => OpenError::Away(t.error(doing, e)),
         _ => OpenError::Unreachable(t.error(doing, e)),
     }
 }
 
 /// A failure while checking or migrating the store.
 fn refused(t: &Target, doing: &str, e: &postgres::Error) -> OpenError {
-    if e.as_db_error().is_some() {
+    if away(e) {
+        OpenError::Away(t.error(doing, e))
+    } else if e.as_db_error().is_some() {
         OpenError::Refused(t.error(doing, e))
     } else {
         OpenError::Unreachable(t.error(doing, e))

@@ -53,45 +53,214 @@ fn key_of(destination: &Location) -> String {
 }
 
 /// Keeps `r` in the spool of `destination` (its directory made, mode 0700); returns the spool
-/// file. `label`, and the kernel configuration, travel with the run.
+/// file, and what was found on the way (a damaged spool set aside: see [`set_aside`]). `label`,
+/// and the kernel configuration, travel with the run.
 pub fn keep(
     r: &mut RunResult,
     destination: &Location,
     label: Option<&str>,
     kernel_config: Option<super::KernelOptions>,
-) -> Result<PathBuf, String> {
+) -> Result<(PathBuf, Vec<String>), String> {
+    let (file, _guard, spool, notes) = open_for_keeping(destination)?;
+    spool.save(r, label, None, kernel_config)?;
+    Ok((file, notes))
+}
+
+/// Makes sure, before a run measures, that its result can wait in the spool of `destination`
+/// (a run whose shared store does not answer): the spool made or opened (a damaged one set
+/// aside); the spool file and what was found.
+pub fn ready(destination: &Location) -> Result<(PathBuf, Vec<String>), String> {
+    let (file, _guard, _spool, notes) = open_for_keeping(destination)?;
+    Ok((file, notes))
+}
+
+/// The spool of `destination`, opened to keep a run in it, while a shared lock on its
+/// directory is held (the guard): a damaged spool is set aside only under the exclusive lock,
+/// so a run is never kept in a file being set aside. A spool that is damaged (not a SQLite
+/// store, corrupt, another program's) is set aside and a new one made: the notes say so.
+fn open_for_keeping(destination: &Location) -> Result<(PathBuf, std::fs::File, Store, Vec<String>), String> {
     let file =
         file_for(destination).ok_or("there is no local data directory for a spool (neither XDG_DATA_HOME nor HOME is set)")?;
     let dir = dir_of(&file);
     crate::sys::files::make_dir_all(dir, 0o700)
         .map_err(|e| format!("the spool directory {} cannot be made: {e}", dir.display()))?;
-    let spool = open_checked(&file)?;
-    spool.save(r, label, None, kernel_config)?;
-    Ok(file)
+    let guard = lock_dir(dir, false)?;
+    let mut notes = Vec::new();
+    let spool = match open_checked(&file) {
+        Ok(s) => s,
+        Err(Spoiled::Damaged(why)) => {
+            drop(guard);
+            notes.push(set_aside(&file, &why)?);
+            let guard = lock_dir(dir, false)?;
+            let spool = open_checked(&file).map_err(Spoiled::into_message)?;
+            return Ok((file, guard, spool, notes));
+        }
+        Err(e) => return Err(e.into_message()),
+    };
+    Ok((file, guard, spool, notes))
+}
+
+/// The spool directory `dir`, opened and locked: shared (keeping a run, delivering) or
+/// exclusive (setting a damaged spool aside; waits up to 10 s for the holders to finish).
+fn lock_dir(dir: &std::path::Path, exclusive: bool) -> Result<std::fs::File, String> {
+    let d = crate::sys::files::open_dir_checked(dir)
+        .and_then(|d| std::fs::File::open(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&d))))
+        .map_err(|e| format!("the spool directory {} cannot be opened: {e}", dir.display()))?;
+    let locked = if exclusive {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match crate::sys::fd::try_lock_exclusive(&d) {
+                Ok(true) => break Ok(()),
+                Ok(false) if std::time::Instant::now() < until => std::thread::sleep(std::time::Duration::from_millis(20)),
+                Ok(false) => break Err(std::io::Error::from(std::io::ErrorKind::WouldBlock)),
+                Err(e) => break Err(e),
+            }
+        }
+    } else {
+        crate::sys::fd::lock_shared(&d)
+    };
+    locked.map_err(|e| format!("the spool directory {} cannot be locked: {e}", dir.display()))?;
+    Ok(d)
+}
+
+/// Why a spool cannot be used.
+enum Spoiled {
+    /// The file is damaged: not a SQLite store, corrupt, another program's (why).
+    Damaged(String),
+    /// Anything else (its directory not to be trusted, a file system error): the whole message.
+    Other(String),
+}
+
+impl Spoiled {
+    fn into_message(self) -> String {
+        match self {
+            Spoiled::Damaged(why) => format!("the spool: {why}"),
+            Spoiled::Other(m) => m,
+        }
+    }
+}
+
+/// Moves a damaged spool `file` aside, never deleting it: renamed (with its write-ahead log and
+/// shared-memory files, if any) to `NAME.damaged-YYYYMMDDTHHMMSSZ` in the same directory,
+/// under the exclusive lock of the directory, never over another file; then every run that can
+/// still be read from it is kept again in a new spool at `file` (delivered with the rest), and
+/// the file set aside keeps whatever could not be read. The note that says so.
+fn set_aside(file: &std::path::Path, why: &str) -> Result<String, String> {
+    let dir = dir_of(file);
+    let _exclusive = lock_dir(dir, true)?;
+    // Another process may have set it aside (and made a new one) while this one waited.
+    if std::fs::symlink_metadata(file).is_err() {
+        return Ok(format!("the spool {} was damaged ({why}) and has been set aside", file.display()));
+    }
+    // 2026-11-28T17:21:35Z written 20261128T172135Z
+    let stamp: String = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut aside = dir.join(format!("{name}.damaged-{stamp}"));
+    let mut n = 1;
+    while std::fs::symlink_metadata(&aside).is_ok() {
+        n += 1;
+        aside = dir.join(format!("{name}.damaged-{stamp}-{n}"));
+    }
+    let no_replace = |from: &std::path::Path, to: &std::path::Path| {
+        rustix::fs::renameat_with(rustix::fs::CWD, from, rustix::fs::CWD, to, rustix::fs::RenameFlags::NOREPLACE)
+    };
+    no_replace(file, &aside).map_err(|e| {
+        format!("the spool {} is damaged ({why}) and could not be set aside ({e}); move it away yourself", file.display())
+    })?;
+    for tail in ["-wal", "-shm"] {
+        let from = PathBuf::from(format!("{}{tail}", file.display()));
+        if std::fs::symlink_metadata(&from).is_ok() {
+            let _ = no_replace(&from, std::path::Path::new(&format!("{}{tail}", aside.display())));
+        }
+    }
+    let (saved, lost) = salvage(&aside, file);
+    let what = match (saved, lost.is_empty()) {
+        (0, true) => "no run could be read from it".to_string(),
+        (n, true) => {
+            format!("{} read from it {} in the spool again", Count(n as u64, "run"), if n == 1 { "waits" } else { "wait" })
+        }
+        (n, false) => format!(
+            "{} read from it {} in the spool again; {} could not be read ({})",
+            Count(n as u64, "run"),
+            if n == 1 { "waits" } else { "wait" },
+            Count(lost.len() as u64, "run"),
+            lost.join(", ")
+        ),
+    };
+    Ok(format!("the spool {} was damaged ({why}): {what}; it was set aside as {}, not deleted", file.display(), aside.display()))
+}
+
+/// Keeps again in a new spool at `file` every run that can be read from the damaged spool
+/// `aside`: how many, and the runs that could not be read.
+fn salvage(aside: &std::path::Path, file: &std::path::Path) -> (usize, Vec<String>) {
+    let Ok(Some(old)) = Store::open_read(&Location::File(aside.to_path_buf())) else { return (0, Vec::new()) };
+    let Ok(rows) = old.list(&super::Filter::default()) else { return (0, vec!["its list of runs".into()]) };
+    let mut lost = Vec::new();
+    let mut saved = 0;
+    let mut new: Option<Store> = None;
+    for row in &rows {
+        let name = || format!("run {}", row.uuid.as_deref().and_then(|u| u.get(..8)).unwrap_or("?"));
+        let (mut r, kernel_config) = match super::read_run(&old, row) {
+            Ok(read) => read,
+            Err(e) => {
+                lost.push(format!("{}: {e}", name()));
+                continue;
+            }
+        };
+        if new.is_none() {
+            match open_checked(file) {
+                Ok(s) => new = Some(s),
+                Err(e) => {
+                    lost.push(format!("{}: {}", name(), e.into_message()));
+                    continue;
+                }
+            }
+        }
+        let Some(to) = &new else { continue };
+        match to.save(&mut r, row.label.as_deref(), row.imported_from.as_deref(), kernel_config) {
+            Ok(_) => saved += 1,
+            Err(e) => lost.push(format!("{}: {e}", name())),
+        }
+    }
+    (saved, lost)
 }
 
 /// The spool store `file`, opened (made if there is none), after its directory and the file are
 /// checked: rtgauge, as root, keeps runs only in a directory no other user can write into, and
-/// never through a link.
-fn open_checked(file: &std::path::Path) -> Result<Store, String> {
+/// never through a link. A file that is not a spool rtgauge can read whole is `Damaged`.
+fn open_checked(file: &std::path::Path) -> Result<Store, Spoiled> {
     let dir = dir_of(file);
-    let meta =
-        std::fs::symlink_metadata(dir).map_err(|e| format!("the spool directory {} cannot be read: {e}", dir.display()))?;
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|e| Spoiled::Other(format!("the spool directory {} cannot be read: {e}", dir.display())))?;
     let why_not = if meta.is_dir() { crate::sys::files::trusted(&meta).err() } else { Some("it is not a directory".into()) };
     if let Some(why) = why_not {
-        return Err(format!("the spool directory {} is not used: {why}; remove it, rtgauge makes it again", dir.display()));
+        return Err(Spoiled::Other(format!(
+            "the spool directory {} is not used: {why}; remove it, rtgauge makes it again",
+            dir.display()
+        )));
     }
     match std::fs::symlink_metadata(file) {
         Ok(m) if !m.is_file() => {
-            return Err(format!(
+            return Err(Spoiled::Other(format!(
                 "the spool {} is {}, not a file; it is not used: remove it",
                 file.display(),
                 crate::sys::files::kind(&m)
-            ))
+            )))
         }
         _ => {}
     }
-    Store::open(&Location::File(file.to_path_buf())).map_err(|e| format!("the spool: {e}"))
+    // (what the store's own message advises — another --db — is not for a spool)
+    let damaged = |e: super::OpenError| match e {
+        super::OpenError::Refused(m) => Spoiled::Damaged(m.split("; it is left as it is").next().unwrap_or(&m).to_string()),
+        other => Spoiled::Other(format!("the spool: {other}")),
+    };
+    let store = Store::open(&Location::File(file.to_path_buf())).map_err(damaged)?;
+    store.check_whole().map_err(damaged)?;
+    Ok(store)
 }
 
 /// What a delivery did.
@@ -105,6 +274,9 @@ pub struct Delivered {
     pub left: usize,
     /// The spool file.
     pub file: Option<PathBuf>,
+    /// What was found damaged (a spool that cannot be read whole, runs that cannot be read),
+    /// and where it was set aside: said by every command that delivers.
+    pub damaged: Vec<String>,
 }
 
 /// A run delivered.
@@ -133,9 +305,22 @@ pub fn deliver(to: &Store, destination: &Location, mine: Option<&str>) -> Result
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Delivered::default()),
         Err(e) => return Err(format!("the spool {} cannot be read: {e}", file.display())),
     }
-    let spool = open_checked(&file)?;
+    let mut done = Delivered { file: Some(file.clone()), ..Delivered::default() };
+    // A spool damaged past reading whole is set aside, what can be read of it (a truncated
+    // file's first runs, say) kept again in a new one, which is delivered.
+    let spool = match open_checked(&file) {
+        Ok(s) => s,
+        Err(Spoiled::Other(m)) => return Err(m),
+        Err(Spoiled::Damaged(why)) => {
+            done.damaged.push(set_aside(&file, &why)?);
+            match open_checked(&file) {
+                Ok(s) => s,
+                Err(Spoiled::Damaged(_) | Spoiled::Other(_)) if std::fs::symlink_metadata(&file).is_err() => return Ok(done),
+                Err(e) => return Err(e.into_message()),
+            }
+        }
+    };
     let waiting = spool.list(&super::Filter::default())?;
-    let mut done = Delivered { file: Some(file), ..Delivered::default() };
     // Whether the spool still holds the run `row` lists (its id and its UUID).
     let holds = |row: &RunRow| -> Result<bool, String> {
         Ok(match &row.uuid {
@@ -143,8 +328,19 @@ pub fn deliver(to: &Store, destination: &Location, mine: Option<&str>) -> Result
             None => spool.has(row.id)?,
         })
     };
+    let mut unreadable = Vec::new();
     for (n, row) in waiting.iter().enumerate() {
-        match super::copy_run(&spool, row, to) {
+        // A run the spool cannot give back whole is passed over (and said), never lost in
+        // silence: the rest are delivered, and the file is set aside once only such runs are left.
+        let (mut r, kernel_config) = match super::read_run(&spool, row) {
+            Ok(read) => read,
+            Err(_) if !holds(row)? => continue,
+            Err(e) => {
+                unreadable.push(format!("run {} ({e})", row.uuid.as_deref().and_then(|u| u.get(..8)).unwrap_or("?")));
+                continue;
+            }
+        };
+        match to.save(&mut r, row.label.as_deref(), row.imported_from.as_deref(), kernel_config) {
             Ok(saved) => {
                 done.runs.push(Arrived { uuid: row.uuid.clone(), id: saved.id, already: saved.already });
                 // Only now: a run removed before the destination had it could be lost. Only
@@ -167,6 +363,10 @@ pub fn deliver(to: &Store, destination: &Location, mine: Option<&str>) -> Result
                 return Ok(done);
             }
         }
+    }
+    if !unreadable.is_empty() {
+        drop(spool);
+        done.damaged.push(set_aside(&file, &format!("could not be read: {}", unreadable.join(", ")))?);
     }
     // This delivery's run, taken by another: where the destination has it.
     if let Some(mine) = mine.filter(|m| done.of(m).is_none()) {

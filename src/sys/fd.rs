@@ -72,6 +72,17 @@ pub fn try_lock_exclusive(file: &std::fs::File) -> io::Result<bool> {
     }
 }
 
+/// Takes a shared lock on `file`, waiting for it (`flock(LOCK_SH)`); dropped with the last
+/// descriptor, as [`try_lock_exclusive`]'s.
+pub fn lock_shared(file: &std::fs::File) -> io::Result<()> {
+    loop {
+        match rustix::fs::flock(file, rustix::fs::FlockOperation::LockShared) {
+            Err(rustix::io::Errno::INTR) => {}
+            done => return done.map_err(Into::into),
+        }
+    }
+}
+
 /// Whether standard output was closed when rtgauge started, or is not open for writing.
 /// Rust's runtime opens `/dev/null`
 /// read-write on a closed standard descriptor before `main`, so writes to it would vanish
