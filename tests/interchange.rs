@@ -753,3 +753,135 @@ fn an_import_states_each_threads_interval_and_unknown_where_the_file_says_nothin
     let text = summary("3");
     assert!(text.contains("(how long is unknown)") && text.contains("time unknown (the file's own is"), "{text}");
 }
+
+/// Every time a document states is checked against every other on import: times in order and
+/// plausible, what was measured within their span, the worst case at a time within it and in
+/// the timeline's window that holds it, the timeline's totals equal to the counts (a count
+/// beyond 2^53 refused). Each forgery of a real run's export (two CPUs, a timeline each) is
+/// refused naming the field, exit 2, one line; the run as measured, and as written with another
+/// time zone, is taken.
+#[test]
+fn an_rtgauge_export_whose_times_contradict_each_other_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let real = dir.path().join("real.json");
+    let out = rtgauge(&[
+        "run",
+        "-D",
+        "3s",
+        "--cpus",
+        "0-1",
+        "--warmup",
+        "0",
+        "--load",
+        "none",
+        "--no-store",
+        "-q",
+        "--json",
+        real.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(real.exists(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&real).unwrap()).unwrap();
+    assert!(doc["probes"][0]["timeline"]["count"].as_array().is_some_and(|c| c.len() >= 2), "a timeline to forge");
+    // The worst case's window on CPU 0, and another window.
+    let tl = &doc["probes"][0]["timeline"];
+    let (start, window) = (u(&tl["start_ns"]), u(&tl["window_ns"]));
+    let at = u(&doc["probes"][0]["max_at_ns"]);
+    let its = ((at - start) / window) as usize;
+    let other = if its == 0 { 1 } else { 0 };
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(&str, Edit, &[&str])> = vec![
+        ("future.json", Box::new(|v| v["started_at"] = "9999-01-01T00:00:00.000Z".into()), &["started_at", "future"]),
+        ("past.json", Box::new(|v| v["started_at"] = "1900-01-01T00:00:00.000Z".into()), &["started_at", "before 2000"]),
+        ("garbled.json", Box::new(|v| v["ended_at"] = "yesterday".into()), &["ended_at", "RFC 3339"]),
+        (
+            "reversed.json",
+            Box::new(|v| {
+                let (s, e) = (v["started_at"].clone(), v["ended_at"].clone());
+                v["started_at"] = e;
+                v["ended_at"] = s;
+            }),
+            &["ended_at", "before started_at"],
+        ),
+        (
+            "longer.json",
+            Box::new(|v| v["measured_ns"] = 30_000_000_000u64.into()),
+            &["measured_ns", "longer than the run's span"],
+        ),
+        (
+            "late-max.json",
+            Box::new(|v| {
+                v["probes"][0]["max_at_ns"] = 300_000_000_000u64.into();
+                v["combined"][0]["max_at_ns"] = 300_000_000_000u64.into();
+            }),
+            &["timer/cpu0", "max_at_ns", "past the run's end"],
+        ),
+        (
+            "moved-max.json",
+            Box::new(move |v| {
+                let moved = start + other as u64 * window + window / 2;
+                v["probes"][0]["max_at_ns"] = moved.into();
+            }),
+            &["timer/cpu0", "timeline", "max_at_ns"],
+        ),
+        (
+            "huge-count.json",
+            Box::new(|v| v["probes"][0]["timeline"]["count"][0] = (1u64 << 60).into()),
+            &["timer/cpu0", "timeline", "2^53"],
+        ),
+        (
+            "more-counted.json",
+            Box::new(|v| {
+                let c = u(&v["probes"][1]["timeline"]["count"][0]);
+                v["probes"][1]["timeline"]["count"][0] = (c + 1).into();
+            }),
+            &["timer/cpu1", "timeline", "samples"],
+        ),
+        (
+            "missed.json",
+            Box::new(|v| {
+                let m = u(&v["probes"][0]["timeline"]["missed"][0]);
+                v["probes"][0]["timeline"]["missed"][0] = (m + 5).into();
+            }),
+            &["timer/cpu0", "timeline", "missed"],
+        ),
+        (
+            "short-column.json",
+            Box::new(|v| {
+                v["probes"][0]["timeline"]["p99_ns"].as_array_mut().unwrap().pop();
+            }),
+            &["timer/cpu0", "timeline", "length"],
+        ),
+        (
+            "lower-max.json",
+            Box::new(move |v| {
+                let w = &mut v["probes"][0]["timeline"]["max_ns"][its];
+                *w = (u(w) - 1).into();
+            }),
+            &["timer/cpu0", "timeline"],
+        ),
+        (
+            "windows-past.json",
+            Box::new(|v| v["probes"][0]["timeline"]["start_ns"] = 3_600_000_000_000u64.into()),
+            &["timer/cpu0", "timeline", "past the run's end"],
+        ),
+    ];
+    for (name, edit, says) in &cases {
+        let f = edited_export(&real, name, edit);
+        refused(&db, &f, says);
+    }
+    assert_eq!(stored(&db), 0, "nothing forged stored");
+    // The same instants written with a time zone of +02:00: the same run, taken.
+    let shifted = edited_export(&real, "zoned.json", |v| {
+        for k in ["started_at", "ended_at"] {
+            let t = chrono::DateTime::parse_from_rfc3339(v[k].as_str().unwrap()).unwrap();
+            let zoned = t.with_timezone(&chrono::FixedOffset::east_opt(7200).unwrap());
+            v[k] = zoned.to_rfc3339_opts(chrono::SecondsFormat::Millis, false).into();
+        }
+    });
+    import(&db, &shifted);
+    import(&db, &real);
+    assert_eq!(stored(&db), 2);
+}

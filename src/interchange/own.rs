@@ -75,9 +75,143 @@ fn check_ranges(r: &RunResult) -> Result<(), String> {
     Ok(())
 }
 
+/// The earliest start an imported run may have: before it, no PREEMPT_RT kernel (nor rtgauge)
+/// measured anything (2000-01-01T00:00:00Z).
+const EARLIEST_UNIX_S: u64 = 946_684_800;
+/// How far a document's wall-clock times may lie past this machine's clock (a board's clock a
+/// little ahead).
+const FUTURE_SLACK_S: u64 = 86_400;
+
+/// The allowance between the wall clock's span of a run and what its monotonic clock measured:
+/// the times are written to the millisecond, and the wall clock may be stepped while a run
+/// measures (NTP); 1 s, and 1 % of a long run.
+fn slack_ns(span_ns: u64) -> u64 {
+    1_000_000_000 + span_ns / 100
+}
+
+/// Every time the document states consistent with every other: `started_at` and `ended_at`
+/// RFC 3339 times, in order, neither before 2000 nor (beyond a day) after this machine's
+/// clock; what was measured (warm-up and measurement) within their span; each entry's worst
+/// case at a time within it; each timeline's windows within it, its columns of one length and
+/// its totals equal to the entry's counts, its largest value the entry's maximum, in the
+/// window of `max_at_ns`. The first inconsistency is named.
+fn check_times(r: &RunResult) -> Result<(), String> {
+    let when = |field: &str, t: &str| -> Result<u64, String> {
+        let parsed = chrono::DateTime::parse_from_rfc3339(t)
+            .map_err(|_| format!("{field} '{}' is not an RFC 3339 time", crate::vocab::shown(t)))?;
+        let secs = parsed.timestamp();
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if secs < EARLIEST_UNIX_S as i64 {
+            return Err(format!("{field} {} is before 2000: no run measured then", crate::vocab::shown(t)));
+        }
+        if secs as u64 > now + FUTURE_SLACK_S {
+            return Err(format!("{field} {} is in the future (this machine's clock says otherwise)", crate::vocab::shown(t)));
+        }
+        Ok(secs as u64 * 1_000_000_000 + u64::from(parsed.timestamp_subsec_nanos()))
+    };
+    let (start, end) = (when("started_at", &r.started_at)?, when("ended_at", &r.ended_at)?);
+    if end < start {
+        return Err(format!("ended_at {} is before started_at {}", r.ended_at, r.started_at));
+    }
+    let span = end - start;
+    let within = span + slack_ns(span);
+    let warmup = r.config.warmup.ns.unwrap_or(0);
+    if r.measured_ns.saturating_add(warmup) > within {
+        return Err(format!(
+            "measured_ns {} (and a warm-up of {}) is longer than the run's span from started_at to ended_at ({})",
+            crate::vocab::units::Nanos(r.measured_ns),
+            crate::vocab::units::Nanos(warmup),
+            crate::vocab::units::Nanos(span)
+        ));
+    }
+    let phased = r
+        .phases
+        .iter()
+        .enumerate()
+        .flat_map(|(i, ph)| ph.probes.iter().chain(&ph.combined).map(move |p| (p, format!("phase {i}: "))));
+    for (p, at) in r.probes.iter().chain(&r.combined).map(|p| (p, String::new())).chain(phased) {
+        if let Some(t) = p.max_at_ns {
+            if t > within {
+                return Err(format!(
+                    "{at}{}: max_at_ns {} is past the run's end ({} from started_at to ended_at)",
+                    name(p),
+                    crate::vocab::units::Nanos(t),
+                    crate::vocab::units::Nanos(span)
+                ));
+            }
+        }
+        if let Some(tl) = &p.timeline {
+            check_timeline(p, tl, within).map_err(|e| format!("{at}{}: timeline: {e}", name(p)))?;
+        }
+    }
+    Ok(())
+}
+
+/// One entry's timeline against its figures and the run's span (`within`, slack included).
+fn check_timeline(p: &ProbeResult, tl: &crate::result::timeline::TimelineData, within: u64) -> Result<(), String> {
+    let n = tl.count.len();
+    if [tl.missed.len(), tl.max_ns.len(), tl.p99_ns.len()].iter().any(|&l| l != n) {
+        return Err(format!(
+            "its columns differ in length (count {n}, missed {}, max_ns {}, p99_ns {})",
+            tl.missed.len(),
+            tl.max_ns.len(),
+            tl.p99_ns.len()
+        ));
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    if tl.window_ns == 0 {
+        return Err("window_ns is 0".into());
+    }
+    let end = (n as u64).checked_mul(tl.window_ns).and_then(|w| w.checked_add(tl.start_ns));
+    // (the last window may run past the end of the run: it is cut by it)
+    if end.is_none_or(|e| e - tl.window_ns > within) {
+        return Err(format!(
+            "{n} windows of {} from {} reach past the run's end",
+            crate::vocab::units::Nanos(tl.window_ns),
+            crate::vocab::units::Nanos(tl.start_ns)
+        ));
+    }
+    let total = |column: &[u64], what: &str| -> Result<u64, String> {
+        column
+            .iter()
+            .try_fold(0u64, |sum, &v| sum.checked_add(v).filter(|&t| t <= MAX_COUNT))
+            .ok_or_else(|| format!("its {what} add up to more than {MAX_COUNT} (2^53), beyond anything a run counts"))
+    };
+    let (count, missed) = (total(&tl.count, "counts")?, total(&tl.missed, "missed periods")?);
+    if count != p.samples {
+        return Err(format!("its counts add up to {count}, the entry's samples are {}", p.samples));
+    }
+    if missed != p.missed {
+        return Err(format!("its missed periods add up to {missed}, the entry's are {}", p.missed));
+    }
+    if let Some(i) = (0..n).find(|&i| tl.p99_ns[i] > tl.max_ns[i] || (tl.count[i] == 0 && tl.max_ns[i] != 0)) {
+        return Err(format!("window {i}'s p99 is above its maximum, or it has a value and no count"));
+    }
+    let largest = tl.max_ns.iter().copied().max().unwrap_or(0);
+    if let Some(max) = p.max_ns.filter(|_| p.samples > 0) {
+        if largest != max {
+            return Err(format!("its largest value is {largest} ns, the entry's maximum {max} ns"));
+        }
+        if let Some(t) = p.max_at_ns {
+            let window = t.checked_sub(tl.start_ns).map(|d| (d / tl.window_ns) as usize);
+            if window.is_none_or(|w| w >= n || tl.max_ns[w] != max) {
+                return Err(format!(
+                    "max_at_ns {} falls in {}, not in a window whose largest value is the maximum {max} ns",
+                    crate::vocab::units::Nanos(t),
+                    window.filter(|&w| w < n).map_or("no window".to_string(), |w| format!("window {w}"))
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `r`, read from `source` (SHA-256 `sha256`), checked and marked as imported.
 pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResult, String> {
     check_ranges(&r)?;
+    check_times(&r)?;
     // Each entry on its own, then how they add up, then each entry's percentiles against its
     // histogram (the first inconsistency named is the plainest).
     for p in r.probes.iter().chain(&r.combined) {
