@@ -23,6 +23,9 @@ pub fn main() -> ExitCode {
         Ok(command) => command,
         Err(code) => return code,
     };
+    if let Some(w) = crate::store::password_on_command_line(std::env::args().skip(1)) {
+        out::err_line(&format!("rtgauge: warning: {w}"));
+    }
     // What a killed run left changed is put back first, before a command that changes the system.
     let recovered = match commands::restore::before(&command) {
         Ok(r) => r,

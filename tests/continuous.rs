@@ -602,7 +602,7 @@ fn bad_continuous_input_is_one_line_exit_2_before_measuring() {
         (vec!["--metrics", "nowhere"], "not an address and port"),
         (vec!["--metrics", "0.0.0.0:9464"], "--metrics-public"),
         (vec!["--metrics", &taken], "cannot listen there"),
-        (vec!["--metrics-file", "/nonexistent-rtgauge-dir/x.prom"], "cannot be used"),
+        (vec!["--metrics-file", "/nonexistent-rtgauge-dir/x.prom"], "cannot write"),
         (vec!["--metrics-file", &in_file], "not a directory"),
         (vec!["--metrics-file", a_dir.to_str().unwrap()], "replaces only a regular file"),
         (vec!["--metrics", "127.0.0.1:0", "--metrics-buckets", "1ms,10us"], "ascending"),

@@ -912,3 +912,106 @@ fn loads_started_by_rtgauge_cost_its_measurement_threads_no_page_fault() {
     }
     assert!(spawned >= 5, "the guardian and the loads' launchers were spawned: {spawned}");
 }
+
+/// Every option that names a file rtgauge writes as root — `--json`, `--metrics-file`,
+/// `export -o`, `report --html`, `report --png DIR` — goes through one checked writer: a path
+/// that passes through a link another user planted in a shared directory (to a private
+/// directory of root's) is refused before anything is written, in one line, exit 2, and the
+/// private directory is left exactly as it was (root's 0600 file unchanged, nothing new in it).
+#[test]
+fn every_output_option_refuses_a_path_through_a_link_another_user_planted() {
+    use std::os::unix::fs::PermissionsExt;
+    let (shared, _) = sticky_dir_with_roots_file(0o600);
+    let private = tempfile::tempdir().unwrap();
+    let victim = private.path().join("victim");
+    std::fs::write(&victim, "root's").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let through = shared.path().join("out");
+    std::os::unix::fs::symlink(private.path(), &through).unwrap();
+    assert!(Command::new("chown").args(["-h", "nobody"]).arg(&through).status().unwrap().success());
+    // A store of the test's own with one run, for export and report.
+    let store = tempfile::tempdir().unwrap();
+    let db = store.path().join("runs.db").display().to_string();
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import/oslat.json");
+    assert!(rtgauge(&["import", "--db", &db, fixture.to_str().unwrap()]).output().unwrap().status.success());
+    let at = |name: &str| through.join(name).display().to_string();
+    let run = ["run", "-q", "--loops", "20", "--warmup", "0", "--cpus", "0", "--load", "none", "--no-store"];
+    let cases: Vec<Vec<String>> = vec![
+        [&run[..], &["--json", &at("victim")]].concat().iter().map(|s| s.to_string()).collect(),
+        [&run[..], &["--json", &at("new.json")]].concat().iter().map(|s| s.to_string()).collect(),
+        [&run[..], &["--metrics-file", &at("victim")]].concat().iter().map(|s| s.to_string()).collect(),
+        [&run[..], &["--metrics-file", &at("rtgauge.prom")]].concat().iter().map(|s| s.to_string()).collect(),
+        vec!["export".into(), "last".into(), "--db".into(), db.clone(), "-f".into(), "json".into(), "-o".into(), at("victim")],
+        vec!["export".into(), "last".into(), "--db".into(), db.clone(), "-f".into(), "csv".into(), "-o".into(), at("new.csv")],
+        vec!["report".into(), "last".into(), "--db".into(), db.clone(), "--html".into(), at("report.html")],
+        vec!["report".into(), "last".into(), "--db".into(), db.clone(), "--png".into(), at("plots")],
+    ];
+    for args in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = rtgauge(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("symbolic link") && err.trim_end().lines().count() == 1, "{args:?}: {err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root's", "{args:?}");
+        assert_eq!(std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777, 0o600, "{args:?}");
+        let names: Vec<_> = std::fs::read_dir(private.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(names.len(), 1, "{args:?}: nothing made in the private directory: {names:?}");
+    }
+}
+
+/// A result that cannot be written where asked is rescued only where no other user can touch
+/// it: with the temporary directory another user's and the current directory writable by every
+/// user (not sticky), no rescue file is made in either — the error says why, naming both — and
+/// with a directory of root's as the temporary one, the rescue goes there.
+#[test]
+fn a_rescue_file_goes_only_where_no_other_user_can_touch_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let theirs = tempfile::tempdir().unwrap();
+    std::os::unix::fs::chown(theirs.path(), Some(65534), Some(65534)).unwrap();
+    let open = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(open.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mine = tempfile::tempdir().unwrap();
+    for (tmp, rescued) in [(theirs.path(), false), (mine.path(), true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("gone");
+        std::fs::create_dir(&sub).unwrap();
+        let dest = sub.join("r.json");
+        let child = rtgauge(&[
+            "run",
+            "-q",
+            "-D",
+            "2s",
+            "--warmup",
+            "0",
+            "--cpus",
+            "0",
+            "--load",
+            "none",
+            "--no-store",
+            "--json",
+            dest.to_str().unwrap(),
+        ])
+        .env("TMPDIR", tmp)
+        .current_dir(open.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+        let t = Instant::now();
+        while !holds_dma_latency(child.id()) && t.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::fs::remove_dir(&sub).unwrap();
+        let (_, out) = wait_bounded(child, Duration::from_secs(30), "a run whose destination vanished");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        let made = |d: &std::path::Path| std::fs::read_dir(d).unwrap().flatten().count();
+        assert_eq!(made(open.path()), 0, "nothing in a directory every user may write: {err}");
+        assert_eq!(made(theirs.path()), 0, "nothing in another user's directory: {err}");
+        if rescued {
+            assert!(err.contains("saved to") && made(mine.path()) == 1, "{err}");
+        } else {
+            assert!(err.contains("saving it elsewhere failed") && err.contains("another user controls it"), "{err}");
+        }
+    }
+}

@@ -444,6 +444,17 @@ fn a_board_measures_while_the_lab_is_away_and_its_runs_arrive_in_order_once() {
     assert!(!out.contains("Delivered"), "nothing delivered twice: {out}");
     assert_eq!(listed(home.path(), &url, &[]).len(), 5);
 
+    // A host that takes the connection and says nothing (a hung server, a proxy): the same,
+    // within the connection's time-out at the start and at the end.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hung = format!("postgres://{}@127.0.0.1:{}/x?connect_timeout=2", pg::ROLE, silent.local_addr().unwrap().port());
+    let t = std::time::Instant::now();
+    let (code, _, err) =
+        cli(home.path(), &["run", "--loops", "50", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &hung]);
+    assert!(matches!(code, 0 | 1) && err.contains("waits in the spool"), "{err}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(30), "{:?}", t.elapsed());
+    drop(silent);
+
     // What can never succeed is refused before measuring (a run of 300 s would otherwise go on).
     for (bad, says) in [
         (own.url_as(pg::ROLE, Some("Wrong-Pa55-xyz"), &own.database("away2", true), ""), "refused the password"),
@@ -578,4 +589,140 @@ fn a_damaged_spool_is_said_set_aside_and_what_can_be_read_of_it_delivered() {
         let (code, out, err) = cli(home.path(), &["push", "--to", &url]);
         assert_eq!(code, 0, "{what}: a push after it finds nothing wrong: {out}{err}");
     }
+}
+
+/// No credential needs to be on the command line (where `ps` shows it to every user), each of
+/// the PostgreSQL conventions tested through the binary against the real server: the password
+/// only in `~/.pgpass`; host, port, database, user and password only in a service file
+/// (`service=` in the URL, or `PGSERVICE`), a service file others may write refused; all of them
+/// only in the environment (PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD); a client
+/// certificate and key (`sslcert`/`sslkey`, or PGSSLCERT/PGSSLKEY) for a role that logs in by
+/// certificate, a key others may read refused. A password written in `--db` is used, with a
+/// warning that `ps` shows it.
+#[test]
+fn credentials_come_from_the_password_file_a_service_file_the_environment_or_a_certificate() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(c) = pg::shared() else { return };
+    let db = c.database("creds", true);
+    let home = tempfile::tempdir().unwrap();
+    let bare = c.url_as(pg::ROLE, None, &db, "");
+    // Nothing but what the test gives: no service, no environment of the caller's.
+    let clean = |args: &[&str]| {
+        let mut cmd = cmd(home.path(), args);
+        cmd.env("HOME", home.path()).env("PGSYSCONFDIR", home.path().join("no-such-dir"));
+        for v in [
+            "PGPASSWORD",
+            "PGPASSFILE",
+            "PGSERVICE",
+            "PGSERVICEFILE",
+            "PGHOST",
+            "PGPORT",
+            "PGDATABASE",
+            "PGUSER",
+            "PGSSLMODE",
+            "PGSSLCERT",
+            "PGSSLKEY",
+            "PGSSLROOTCERT",
+        ] {
+            cmd.env_remove(v);
+        }
+        cmd
+    };
+    let run_ok = |mut cmd: Command, what: &str| {
+        let out = cmd.output().unwrap();
+        let (o, e) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+        assert!(out.status.success(), "{what}: {e}{o}");
+        no_password(&[&o, &e]);
+        assert!(!e.contains("warning"), "{what}: no warning: {e}");
+        o
+    };
+    // The password file alone.
+    let pgpass = home.path().join(".pgpass");
+    let escaped = pg::ROLE_PASSWORD.replace('\\', "\\\\").replace(':', "\\:");
+    std::fs::write(&pgpass, format!("127.0.0.1:{}:{db}:{}:{escaped}\n", c.port, pg::ROLE)).unwrap();
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out =
+        run_ok(clean(&["run", "--loops", "50", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &bare]), "~/.pgpass");
+    assert!(out.contains("Stored as run 1"), "{out}");
+    std::fs::remove_file(&pgpass).unwrap();
+    // A service file: in the URL, or named by PGSERVICE.
+    let services = home.path().join(".pg_service.conf");
+    std::fs::write(
+        &services,
+        format!(
+            "# the lab\n[other]\nhost=192.0.2.1\n\n[lab]\nhost = 127.0.0.1\nport={}\ndbname={db}\nuser={}\npassword={}\n",
+            c.port,
+            pg::ROLE,
+            pg::ROLE_PASSWORD
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&services, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let listed = |o: &str| serde_json::from_str::<Value>(o).unwrap().as_array().unwrap().len();
+    assert_eq!(listed(&run_ok(clean(&["list", "--json", "--db", "postgres://?service=lab"]), "service=")), 1);
+    let mut by_env = clean(&["list", "--json", "--db", "postgresql://"]);
+    by_env.env("PGSERVICE", "lab");
+    assert_eq!(listed(&run_ok(by_env, "PGSERVICE")), 1);
+    // What the URL says wins over the service: another database (not there).
+    let out = clean(&["list", "--db", "postgres:///no_such_db?service=lab"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no database no_such_db"), "{}", String::from_utf8_lossy(&out.stderr));
+    for (what, mode, service, says) in [
+        ("a service file others may write", 0o666, "lab", "not believed"),
+        ("a service that is not there", 0o600, "nowhere", "'nowhere'"),
+    ] {
+        std::fs::set_permissions(&services, std::fs::Permissions::from_mode(mode)).unwrap();
+        let out = clean(&["list", "--db", &format!("postgres://?service={service}")]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+        assert!(err.contains(says) && err.trim_end().lines().count() == 1, "{what}: {err}");
+        no_password(&[&err]);
+    }
+    std::fs::remove_file(&services).unwrap();
+    // The environment alone.
+    let mut env = clean(&["list", "--json", "--db", "postgres://"]);
+    env.env("PGHOST", "127.0.0.1").env("PGPORT", c.port.to_string()).env("PGDATABASE", &db).env("PGUSER", pg::ROLE);
+    env.env("PGPASSWORD", pg::ROLE_PASSWORD);
+    assert_eq!(listed(&run_ok(env, "PG* variables")), 1);
+    // A password in --db: taken, and warned of.
+    let out = common::rtgauge_as_written(&["list", "--db", &c.url(&db)])
+        .env("HOME", home.path())
+        .env_remove("PGPASSWORD")
+        .env_remove("PGSERVICE")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.contains("shown to every user of this machine (ps)") && err.contains("PGPASSWORD"),
+        "{err}"
+    );
+    no_password(&[&err]);
+
+    // A client certificate.
+    if !c.tls() {
+        eprintln!("NOTE: client certificates not tested: openssl made no certificate");
+        return;
+    }
+    let certdb = format!("{db}_cert");
+    c.superuser("postgres").batch_execute(&format!("CREATE DATABASE {certdb} OWNER {}", pg::CERT_ROLE)).unwrap();
+    let (crt, key) = c.client_certificate();
+    let mine = home.path().join("client.key");
+    std::fs::copy(&key, &mine).unwrap();
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let ca = c.certificate().display().to_string();
+    let url =
+        |q: &str| format!("postgres://{}@localhost:{}/{certdb}?sslmode=verify-full&sslrootcert={ca}{q}", pg::CERT_ROLE, c.port);
+    let with_cert = url(&format!("&sslcert={}&sslkey={}", crt.display(), mine.display()));
+    let out =
+        run_ok(clean(&["run", "--loops", "50", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &with_cert]), "sslcert");
+    assert!(out.contains("Stored as run 1"), "{out}");
+    let mut by_env = clean(&["list", "--json", "--db", &url("")]);
+    by_env.env("PGSSLCERT", &crt).env("PGSSLKEY", &mine);
+    assert_eq!(listed(&run_ok(by_env, "PGSSLCERT")), 1);
+    // No certificate: the server refuses the role; a key others may read: refused before.
+    let out = clean(&["list", "--db", &url("")]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = clean(&["list", "--db", &with_cert]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code() == Some(2) && err.contains("chmod 600") && err.trim_end().lines().count() == 1, "{err}");
 }

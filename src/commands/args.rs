@@ -410,9 +410,11 @@ pub struct PngArgs {
 /// Where the store is.
 #[derive(Debug, Args)]
 pub struct StoreArg {
-    /// The store: a SQLite file, or a PostgreSQL database (postgres://USER@HOST[:PORT]/DB)
-    /// [default: $RTGAUGE_DB, else $XDG_DATA_HOME/rtgauge/runs.db, else
-    /// ~/.local/share/rtgauge/runs.db]
+    /// The store: a SQLite file, or a PostgreSQL database (postgres://USER@HOST[:PORT]/DB, or
+    /// postgres://?service=NAME). Keep its password off the command line (ps shows it to every
+    /// user): PGPASSWORD, ~/.pgpass (PGPASSFILE), a service file (PGSERVICE) or a client
+    /// certificate (sslcert=, sslkey=) [default: $RTGAUGE_DB, else
+    /// $XDG_DATA_HOME/rtgauge/runs.db, else ~/.local/share/rtgauge/runs.db]
     #[arg(long, value_name = "PATH|URL")]
     pub db: Option<std::path::PathBuf>,
 }

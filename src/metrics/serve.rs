@@ -12,14 +12,17 @@
 
 use super::{expo, Slot};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The metrics file, checked once and written again each window (and at the end of the run).
+pub type MetricsFile = Arc<std::sync::Mutex<crate::report::json::Rewritten>>;
 
 /// The metrics' outlets, checked and bound before measuring.
 pub struct Outlets {
     listener: Option<(std::net::TcpListener, SocketAddr)>,
-    file: Option<PathBuf>,
+    file: Option<MetricsFile>,
 }
 
 impl Outlets {
@@ -46,10 +49,16 @@ impl Outlets {
                 Some((l, bound))
             }
         };
-        if let Some(path) = file {
-            check_file(path)?;
-        }
-        Ok(Outlets { listener, file: file.map(Path::to_path_buf) })
+        let file = match file {
+            Some(path) => Some(Arc::new(std::sync::Mutex::new(check_file(path)?))),
+            None => None,
+        };
+        Ok(Outlets { listener, file })
+    }
+
+    /// The metrics file, for the last figures written at the end of the run.
+    pub fn file(&self) -> Option<MetricsFile> {
+        self.file.clone()
     }
 
     /// Where the server listens (the port the system chose for port 0).
@@ -77,7 +86,7 @@ impl Outlets {
                 return;
             };
             rt.block_on(async move {
-                let file = self.file.map(|path| tokio::spawn(write_every(path, Arc::clone(&slot), window_ns)));
+                let file = self.file.map(|f| tokio::spawn(write_every(f, Arc::clone(&slot), window_ns)));
                 if let Some((listener, _)) = self.listener {
                     if let Ok(listener) = tokio::net::TcpListener::from_std(listener) {
                         crate::serve::http::accept_with(listener, router(slot), Some(stall_warning())).await;
@@ -109,45 +118,21 @@ fn stall_warning() -> crate::serve::http::OnStall {
     })
 }
 
-/// The metrics file's directory exists and takes a new file; the file, if there, is a regular
-/// one (rtgauge replaces nothing else).
-fn check_file(path: &Path) -> Result<(), String> {
-    let shown = path.display();
-    let dir = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(d) => d.to_path_buf(),
-        None => PathBuf::from("."),
-    };
+/// The metrics file checked as every file rtgauge writes is (`report::json`'s checked writer:
+/// no link another user planted followed on its way, its directory held open, a directory or a
+/// device named as such).
+fn check_file(path: &Path) -> Result<crate::report::json::Rewritten, String> {
     if path.file_name().is_none() {
         return Err(format!(
-            "--metrics-file {shown}: not a file name; give e.g. --metrics-file /var/lib/prometheus/node-exporter/rtgauge.prom"
+            "--metrics-file {}: not a file name; give e.g. --metrics-file /var/lib/prometheus/node-exporter/rtgauge.prom",
+            path.display()
         ));
     }
-    match std::fs::metadata(&dir) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => return Err(format!("--metrics-file {shown}: {} is not a directory; give a file in a directory", dir.display())),
-        Err(e) => {
-            return Err(format!(
-                "--metrics-file {shown}: the directory {} cannot be used ({e}); make it first or give another",
-                dir.display()
-            ))
-        }
-    }
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if !m.is_file() => {
-            return Err(format!(
-                "--metrics-file {shown}: it is {}; rtgauge replaces only a regular file: give another name",
-                crate::sys::files::kind(&m)
-            ))
-        }
-        _ => {}
-    }
-    tempfile::Builder::new().prefix(".rtgauge-metrics-").tempfile_in(&dir).map(drop).map_err(|e| {
-        format!("--metrics-file {shown}: cannot write in {} ({e}); give a directory rtgauge may write", dir.display())
-    })
+    crate::report::json::Rewritten::open(path, crate::report::json::METRICS_FILE).map_err(|e| format!("{e:#}"))
 }
 
-/// Writes the latest snapshot to `path` every `window_ns`.
-async fn write_every(path: PathBuf, slot: Arc<Slot>, window_ns: u64) {
+/// Writes the latest snapshot to the metrics file every `window_ns`.
+async fn write_every(file: MetricsFile, slot: Arc<Slot>, window_ns: u64) {
     let mut every = tokio::time::interval(Duration::from_nanos(window_ns.max(1_000_000)));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut warned = false;
@@ -155,31 +140,20 @@ async fn write_every(path: PathBuf, slot: Arc<Slot>, window_ns: u64) {
         every.tick().await;
         let Some(s) = slot.latest() else { continue };
         let text = expo::render(&s, false);
-        if let Err(e) = write_file(&path, &text) {
+        if let Err(e) = write_file(&file, &text) {
             if !warned {
-                crate::report::out::err_line(&format!(
-                    "rtgauge: warning: --metrics-file {}: not written ({e}); the measurement goes on",
-                    path.display()
-                ));
+                crate::report::out::err_line(&format!("rtgauge: warning: --metrics-file {e}; the measurement goes on"));
                 warned = true;
             }
         }
     }
 }
 
-/// Writes `text` to a new temporary file beside `path` (mode 0644) and renames it over `path`:
-/// a reader sees the old file or the new, whole.
-pub fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::PermissionsExt;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut f = tempfile::Builder::new()
-        .prefix(".rtgauge-metrics-")
-        .permissions(std::fs::Permissions::from_mode(0o644))
-        .tempfile_in(dir)?;
-    f.write_all(text.as_bytes())?;
-    f.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    f.persist(path).map(drop).map_err(|e| e.error)
+/// Writes `text` as the metrics file's new version: a reader sees the old file or the new,
+/// whole. `Err`: the file and why, for a message.
+pub fn write_file(file: &MetricsFile, text: &str) -> Result<(), String> {
+    let mut f = file.lock().unwrap_or_else(|p| p.into_inner());
+    f.write(text.as_bytes()).map_err(|e| format!("{}: not written ({e})", f.shown()))
 }
 
 /// GET /metrics (and HEAD); anything else 404 or 405.

@@ -65,6 +65,8 @@ pub struct Asked {
 
 /// `--json FILE`.
 pub const JSON: Asked = Asked { option: "--json", example: "result.json" };
+/// `--metrics-file FILE`.
+pub const METRICS_FILE: Asked = Asked { option: "--metrics-file", example: "/var/lib/prometheus/node-exporter/rtgauge.prom" };
 
 fn unwritable(asked: Asked, path: &Path, why: impl std::fmt::Display) -> anyhow::Error {
     let Asked { option, example } = asked;
@@ -308,6 +310,86 @@ fn write_replace(path: &Path, dir: &Path, shown_dir: &Path, keep: Option<(u32, u
     });
     drop(guard);
     renamed
+}
+
+/// A file written again and again, whole each time (`--metrics-file`, once per window): checked
+/// once as every destination is ([`JsonSink::open_as`]: no link another user planted followed
+/// anywhere on its path, its directory held open, a directory or a special file named as such),
+/// then each version written into an unnamed file (or a new one of an unpredictable name) in
+/// the held directory and renamed over the last: a reader sees one version or the next, whole.
+/// A new file gets mode 0644 less the umask (a metrics collector reads it as another user); a
+/// file that was there keeps its mode and owner.
+pub struct Rewritten {
+    sink: JsonSink,
+}
+
+impl Rewritten {
+    /// Checks the destination `path` (named by `asked`'s option).
+    pub fn open(path: &Path, asked: Asked) -> anyhow::Result<Rewritten> {
+        let sink = JsonSink::open_as(&JsonTarget::File(path.to_path_buf()), asked)?;
+        Ok(Rewritten { sink })
+    }
+
+    /// The path as given (its links resolved).
+    pub fn shown(&self) -> String {
+        match &self.sink {
+            JsonSink::Stdout => "standard output".into(),
+            JsonSink::Replace { shown, .. } | JsonSink::InPlace { shown, .. } | JsonSink::Special { path: shown, .. } => {
+                shown.display().to_string()
+            }
+        }
+    }
+
+    /// Writes `bytes` as the file's new version.
+    pub fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match &mut self.sink {
+            JsonSink::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(bytes)?;
+                out.flush()
+            }
+            JsonSink::Special { file, .. } => file.write_all(bytes),
+            JsonSink::InPlace { path, .. } => {
+                let mut file = OpenOptions::new().write(true).truncate(true).custom_flags(libc::O_NOFOLLOW).open(&*path)?;
+                file.write_all(bytes)
+            }
+            JsonSink::Replace { path, dir, keep, .. } => replace_unwatched(path, dir, *keep, bytes),
+        }
+    }
+}
+
+/// [`write_replace`] for a file replaced again and again: no guardian is started for the staged
+/// name (a process each time); a run killed between the link and the rename can leave one
+/// `.rtgauge-file.*` file beside the destination.
+fn replace_unwatched(path: &Path, dir: &Path, keep: Option<(u32, u32, u32)>, bytes: &[u8]) -> std::io::Result<()> {
+    let token = crate::sys::host::random_u64().unwrap_or_else(|_| crate::sys::time::monotonic_ns());
+    let staged = dir.join(format!(".rtgauge-file.{}.{token:016x}.partial", std::process::id()));
+    let (file, named) = match crate::sys::fs::open_unnamed_in(dir) {
+        Ok(f) => (f, false),
+        Err(e) if unnamed_unsupported(&e) => (crate::sys::files::create_new(&staged, 0o600)?, true),
+        Err(e) => return Err(e),
+    };
+    let written = (|| {
+        let mut w = BufWriter::with_capacity(BUFFER, &file);
+        w.write_all(bytes)?;
+        w.flush()?;
+        drop(w);
+        match keep {
+            Some((mode, uid, gid)) => {
+                file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+                std::os::unix::fs::fchown(&file, Some(uid), Some(gid))?;
+            }
+            None => file.set_permissions(std::fs::Permissions::from_mode(crate::sys::files::user_mode(0o644)))?,
+        }
+        if !named {
+            crate::sys::fs::link_into(&file, &staged)?;
+        }
+        std::fs::rename(&staged, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&staged);
+    }
+    written
 }
 
 /// A guardian (see `load::guardian`) that removes the staged file if rtgauge is killed between

@@ -63,6 +63,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
         Some(m) => Some(crate::metrics::serve::Outlets::open(m.listen, m.file.as_deref()).map_err(anyhow::Error::msg)?),
         None => None,
     };
+    let metrics_file = outlets.as_ref().and_then(crate::metrics::serve::Outlets::file);
     let mut outputs = keep::Outputs::open(&plan, &resolved, &system, &keep)?;
     // The board as it describes itself, its kernel configuration compared with its last stored run's.
     let (mut board, kernel_config) =
@@ -132,10 +133,9 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
         outputs.put_store(store);
     }
     // The metrics file holds the figures at the end.
-    if let (Some(path), Some(s)) = (plan.continuous.metrics.as_ref().and_then(|m| m.file.as_ref()), slot.and_then(|s| s.latest()))
-    {
-        if let Err(e) = crate::metrics::serve::write_file(path, &crate::metrics::expo::render(&s, false)) {
-            outputs.warnings.push(format!("--metrics-file {}: the last figures were not written ({e})", path.display()));
+    if let (Some(file), Some(s)) = (metrics_file, slot.and_then(|s| s.latest())) {
+        if let Err(e) = crate::metrics::serve::write_file(&file, &crate::metrics::expo::render(&s, false)) {
+            outputs.warnings.push(format!("--metrics-file {e}: the last figures"));
         }
     }
     let mut result = assemble::run_result(

@@ -145,6 +145,19 @@ pub fn scrub_command_line(args: Vec<String>) -> Vec<String> {
         .collect()
 }
 
+/// The warning for a database password written on the command line (`--db
+/// postgres://USER:PASSWORD@…` or `?password=`), which `ps` shows every local user for as long
+/// as rtgauge runs; `None` when there is none.
+pub fn password_on_command_line(args: impl Iterator<Item = String>) -> Option<String> {
+    let given =
+        args.filter(|a| postgres::is_url(a.trim_start_matches("--db="))).any(|a| scrub_command_line(vec![a.clone()])[0] != a);
+    given.then(|| {
+        "the database password written in --db is shown to every user of this machine (ps) while rtgauge runs; give \
+         it in PGPASSWORD, ~/.pgpass (mode 0600) or a service file (PGSERVICE) instead (docs/security.md)"
+            .to_string()
+    })
+}
+
 /// `password=VALUE` (libpq's key/value form, a query) written `password=***`, wherever it is.
 fn scrub_password_words(a: &str) -> String {
     let lower = a.to_ascii_lowercase();

@@ -362,10 +362,15 @@ impl Target {
             }
             _ => url,
         };
-        // sslmode and sslrootcert are rtgauge's to read (tokio-postgres knows neither verify-*
-        // nor root certificates); the rest goes to tokio-postgres as it is.
+        // What the URL leaves out comes from its service (`service=NAME` or PGSERVICE: the
+        // service file) and then from libpq's environment variables (PGHOST, PGSSLMODE, ...).
+        let merged = with_defaults(url).map_err(|e| format!("{e} (the database {shown})"))?;
+        let url = merged.as_str();
+        // sslmode, sslrootcert, sslcert and sslkey are rtgauge's to read (tokio-postgres knows
+        // neither verify-* nor certificates); the rest goes to tokio-postgres as it is.
         let (base, query) = url.split_once('?').unwrap_or((url, ""));
         let (mut sslmode, mut rootcert, mut rest) = (SslMode::Prefer, None, Vec::new());
+        let (mut client_cert, mut client_key) = (None, None);
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             match k {
@@ -384,6 +389,8 @@ impl Target {
                     }
                 }
                 "sslrootcert" => rootcert = Some(percent_decode(v)),
+                "sslcert" => client_cert = Some(percent_decode(v)),
+                "sslkey" => client_key = Some(percent_decode(v)),
                 "connect_timeout"
                 | "application_name"
                 | "options"
@@ -402,8 +409,8 @@ impl Target {
                 | "sslnegotiation" => rest.push(pair),
                 _ => {
                     return Err(bad(&format_args!(
-                        "'{k}' is not a parameter rtgauge knows; give sslmode, sslrootcert, connect_timeout, \
-                         application_name, options, keepalives, tcp_user_timeout or target_session_attrs"
+                        "'{k}' is not a parameter rtgauge knows; give service, sslmode, sslrootcert, sslcert, sslkey, \
+                         connect_timeout, application_name, options, keepalives, tcp_user_timeout or target_session_attrs"
                     )))
                 }
             }
@@ -481,7 +488,9 @@ impl Target {
                 found
             }
         };
-        let tls = tls_config(sslmode, rootcert.as_deref()).map_err(|e| format!("{e} (the database {shown})"))?;
+        let client =
+            client_identity(client_cert.as_deref(), client_key.as_deref()).map_err(|e| format!("{e} (the database {shown})"))?;
+        let tls = tls_config(sslmode, rootcert.as_deref(), client).map_err(|e| format!("{e} (the database {shown})"))?;
         Ok(Target { config, tls, shown, at, user, dbname, secret, pgpass_note, deadline })
     }
 
@@ -754,10 +763,196 @@ fn pgpass_fields(line: &str) -> Vec<String> {
     fields
 }
 
+/// The parameters a URL's service or the environment may give (libpq's names), and the
+/// environment variable of each (none: not taken from the environment).
+const DEFAULTS: &[(&str, Option<&str>)] = &[
+    ("host", Some("PGHOST")),
+    ("hostaddr", Some("PGHOSTADDR")),
+    ("port", Some("PGPORT")),
+    ("dbname", Some("PGDATABASE")),
+    ("user", Some("PGUSER")),
+    // (PGPASSWORD is read with ~/.pgpass, after: see Target::parse)
+    ("password", None),
+    ("sslmode", Some("PGSSLMODE")),
+    ("sslrootcert", Some("PGSSLROOTCERT")),
+    ("sslcert", Some("PGSSLCERT")),
+    ("sslkey", Some("PGSSLKEY")),
+    ("connect_timeout", Some("PGCONNECT_TIMEOUT")),
+    ("application_name", Some("PGAPPNAME")),
+    ("options", Some("PGOPTIONS")),
+    ("target_session_attrs", Some("PGTARGETSESSIONATTRS")),
+    ("keepalives", None),
+    ("keepalives_idle", None),
+    ("tcp_user_timeout", None),
+    ("channel_binding", None),
+];
+
+/// `url` with what it leaves out filled in as libpq does: first from its service — `service=`
+/// in the URL, else `PGSERVICE` — read from `PGSERVICEFILE` or `~/.pg_service.conf`, else
+/// `PGSYSCONFDIR/pg_service.conf` (`/etc/postgresql-common/pg_service.conf`), then from the
+/// environment variables in [`DEFAULTS`]. A credential or a host then need not be on the command
+/// line (where `ps` shows it to every user).
+fn with_defaults(url: &str) -> Result<String, String> {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let rest = base.split_once("://").map_or("", |(_, r)| r);
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let (userinfo, hostport) = authority.rsplit_once('@').unwrap_or(("", authority));
+    let (mut service, mut pairs) = (None, Vec::new());
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("service", v)) => service = Some(percent_decode(v)),
+            _ => pairs.push(pair.to_string()),
+        }
+    }
+    let given = |key: &str, pairs: &[String]| {
+        let in_url = match key {
+            "user" => !userinfo.split(':').next().unwrap_or("").is_empty(),
+            "password" => userinfo.contains(':'),
+            "host" | "hostaddr" => !hostport.is_empty() && !hostport.starts_with(':'),
+            "port" => {
+                hostport.rsplit_once(':').is_some_and(|(h, p)| !p.contains(']') && !h.is_empty() || hostport.starts_with(':'))
+            }
+            "dbname" => !path.is_empty(),
+            _ => false,
+        };
+        in_url || pairs.iter().any(|p| p.split('=').next() == Some(key))
+    };
+    let service = service.or_else(|| std::env::var("PGSERVICE").ok().filter(|s| !s.is_empty()));
+    if let Some(name) = &service {
+        for (k, v) in service_params(name)? {
+            if !given(&k, &pairs) {
+                pairs.push(format!("{k}={}", percent_encode(&v)));
+            }
+        }
+    }
+    for (key, var) in DEFAULTS {
+        let Some(var) = var else { continue };
+        if let Some(v) = std::env::var(var).ok().filter(|v| !v.is_empty()) {
+            if !given(key, &pairs) {
+                pairs.push(format!("{key}={}", percent_encode(&v)));
+            }
+        }
+    }
+    Ok(if pairs.is_empty() { base.to_string() } else { format!("{base}?{}", pairs.join("&")) })
+}
+
+/// `s` percent-encoded for a URL's query value.
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .collect()
+}
+
+/// The parameters of service `name` in the first service file that has it (see
+/// [`with_defaults`]). A file another user could have written is not believed: refused.
+fn service_params(name: &str) -> Result<Vec<(String, String)>, String> {
+    let mut files = Vec::new();
+    match std::env::var_os("PGSERVICEFILE").filter(|p| !p.is_empty()) {
+        Some(f) => files.push(std::path::PathBuf::from(f)),
+        None => files.extend(
+            std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| std::path::Path::new(&h).join(".pg_service.conf")),
+        ),
+    }
+    let sysconf = std::env::var_os("PGSYSCONFDIR").filter(|p| !p.is_empty()).unwrap_or_else(|| "/etc/postgresql-common".into());
+    files.push(std::path::Path::new(&sysconf).join("pg_service.conf"));
+    for file in &files {
+        let shown = file.display();
+        let meta = match std::fs::metadata(file) {
+            Ok(m) => m,
+            Err(_) => continue,
+        };
+        if !meta.is_file() {
+            return Err(format!("the service file {shown} is not a file"));
+        }
+        crate::sys::files::trusted(&meta).map_err(|why| {
+            format!("the service file {shown} is not believed: {why}; make it root's or yours, writable by no one else")
+        })?;
+        let text = std::fs::read_to_string(file).map_err(|e| format!("the service file {shown} cannot be read: {e}"))?;
+        if let Some(params) = service_section(&text, name) {
+            let known = |k: &str| DEFAULTS.iter().any(|(d, _)| *d == k);
+            if let Some((k, _)) = params.iter().find(|(k, _)| !known(k)) {
+                return Err(format!("the service {name} in {shown} sets '{k}', which rtgauge does not take"));
+            }
+            return Ok(params);
+        }
+    }
+    Err(format!(
+        "the service '{name}' (service= or PGSERVICE) is in none of {}; add a section [{name}] to one",
+        files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")
+    ))
+}
+
+/// The `key=value` lines of section `[name]` of a service file's text, as libpq reads them
+/// (`#` comments, blank lines, spaces around the key and the value ignored).
+fn service_section(text: &str, name: &str) -> Option<Vec<(String, String)>> {
+    let mut found: Option<Vec<(String, String)>> = None;
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        if let Some(section) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            if found.is_some() {
+                break;
+            }
+            if section.trim() == name {
+                found = Some(Vec::new());
+            }
+            continue;
+        }
+        if let (Some(params), Some((k, v))) = (found.as_mut(), line.split_once('=')) {
+            params.push((k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    found
+}
+
+/// A client certificate and its key, as libpq finds them: `sslcert` and `sslkey` (URL, service
+/// or PGSSLCERT/PGSSLKEY), else `~/.postgresql/postgresql.crt` and `.key` when both are there.
+/// The key must be the user's (or root's) and readable by no one else, as libpq requires.
+type ClientIdentity = Option<(Vec<rustls::pki_types::CertificateDer<'static>>, rustls::pki_types::PrivateKeyDer<'static>)>;
+
+fn client_identity(cert: Option<&str>, key: Option<&str>) -> Result<ClientIdentity, String> {
+    use rustls::pki_types::pem::PemObject;
+    use std::os::unix::fs::MetadataExt;
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| std::path::PathBuf::from(h).join(".postgresql"));
+    let (cert, key) = match (cert, key) {
+        (Some(c), Some(k)) => (std::path::PathBuf::from(c), std::path::PathBuf::from(k)),
+        (Some(c), None) => (std::path::PathBuf::from(c), home.clone().map(|h| h.join("postgresql.key")).unwrap_or_default()),
+        (None, Some(k)) => (home.clone().map(|h| h.join("postgresql.crt")).unwrap_or_default(), std::path::PathBuf::from(k)),
+        (None, None) => {
+            let Some(h) = home else { return Ok(None) };
+            let (c, k) = (h.join("postgresql.crt"), h.join("postgresql.key"));
+            if !c.is_file() || !k.is_file() {
+                return Ok(None);
+            }
+            (c, k)
+        }
+    };
+    let meta = std::fs::metadata(&key)
+        .map_err(|e| format!("the client key {} cannot be read ({e}); give sslkey=PATH", key.display()))?;
+    let uid = rustix::process::geteuid().as_raw();
+    if !meta.is_file() || (meta.uid() != uid && meta.uid() != 0) {
+        return Err(format!("the client key {} is not a file of yours or root's; give sslkey=PATH of your own", key.display()));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "the client key {} may be read by others (mode {:04o}); chmod 600 it",
+            key.display(),
+            meta.mode() & 0o7777
+        ));
+    }
+    let certs = rustls::pki_types::CertificateDer::pem_file_iter(&cert)
+        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("the client certificate {} cannot be read ({e}); give sslcert=PATH (PEM)", cert.display()))?;
+    if certs.is_empty() {
+        return Err(format!("the client certificate {} holds no certificate; give sslcert=PATH (PEM)", cert.display()));
+    }
+    let private = rustls::pki_types::PrivateKeyDer::from_pem_file(&key)
+        .map_err(|e| format!("the client key {} cannot be read ({e}); give sslkey=PATH (PEM)", key.display()))?;
+    Ok(Some((certs, private)))
+}
+
 /// rustls' configuration for `mode`: the server's certificate checked against `rootcert` (a PEM
 /// file, or `system`) or the system's roots for `verify-*`, not checked for `prefer`/`require`
-/// (libpq's meaning: encrypted, whoever answers).
-fn tls_config(mode: SslMode, rootcert: Option<&str>) -> Result<MakeRustlsConnect, String> {
+/// (libpq's meaning: encrypted, whoever answers); `client`, the certificate rtgauge shows.
+fn tls_config(mode: SslMode, rootcert: Option<&str>, client: ClientIdentity) -> Result<MakeRustlsConnect, String> {
     use rustls::client::WebPkiServerVerifier;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
@@ -765,7 +960,7 @@ fn tls_config(mode: SslMode, rootcert: Option<&str>) -> Result<MakeRustlsConnect
         .map_err(|e| format!("TLS cannot be set up: {e}"))?;
     let config = match mode {
         SslMode::Disable | SslMode::Prefer | SslMode::Require => {
-            builder.dangerous().with_custom_certificate_verifier(Arc::new(Unchecked(provider))).with_no_client_auth()
+            authenticated(builder.dangerous().with_custom_certificate_verifier(Arc::new(Unchecked(provider))), client)?
         }
         SslMode::VerifyCa | SslMode::VerifyFull => {
             let mut roots = rustls::RootCertStore::empty();
@@ -794,10 +989,23 @@ fn tls_config(mode: SslMode, rootcert: Option<&str>) -> Result<MakeRustlsConnect
                 .build()
                 .map_err(|e| format!("TLS cannot be set up: {e}"))?;
             let verifier = Verified { inner, check_name: mode == SslMode::VerifyFull };
-            builder.dangerous().with_custom_certificate_verifier(Arc::new(verifier)).with_no_client_auth()
+            authenticated(builder.dangerous().with_custom_certificate_verifier(Arc::new(verifier)), client)?
         }
     };
     Ok(MakeRustlsConnect::new(config))
+}
+
+/// The configuration with the client's certificate, if it has one.
+fn authenticated(
+    builder: rustls::ConfigBuilder<rustls::ClientConfig, rustls::client::WantsClientCert>,
+    client: ClientIdentity,
+) -> Result<rustls::ClientConfig, String> {
+    match client {
+        Some((certs, key)) => builder.with_client_auth_cert(certs, key).map_err(|e| {
+            format!("the client certificate or its key cannot be used ({e}); give sslcert= and sslkey= of one pair (PEM)")
+        }),
+        None => Ok(builder.with_no_client_auth()),
+    }
 }
 
 /// `sslmode=prefer|require`: the certificate is not checked (libpq's meaning); the handshake's

@@ -155,20 +155,30 @@ pub fn others_can_replace_in(meta: &Metadata) -> bool {
 
 /// Makes directory `path` and any missing parent with exactly `mode` (the umask does not widen
 /// or narrow it: a directory rtgauge made for its own files is what it means). An existing
-/// directory is left as it is; an existing symbolic link is refused, not followed.
+/// directory is left as it is; an existing symbolic link at `path` is refused, not followed,
+/// and so is a link another user planted on the way to it ([`open_dir_checked`]): each missing
+/// directory is made inside its parent as opened, never through a path another user could
+/// change meanwhile.
 pub fn make_dir_all(path: &Path, mode: u32) -> io::Result<()> {
     match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(m) if m.is_dir() => return open_dir_checked(path).map(drop),
         Ok(m) => return Err(refuse(format!("{} is {}, not a directory", path.display(), kind(&m)))),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        make_dir_all(parent, 0o755)?;
-    }
-    match std::fs::DirBuilder::new().mode(mode).create(path) {
-        Ok(()) => std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) => Ok(()),
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let Some(name) = path.file_name() else { return open_dir_checked(path).map(drop) };
+    make_dir_all(parent, 0o755)?;
+    let held = open_dir_checked(parent)?;
+    let at = again(&held).join(name);
+    match std::fs::DirBuilder::new().mode(mode).create(&at) {
+        Ok(()) => {
+            // (the directory just made, opened without following a link, its mode set exactly)
+            let made =
+                OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC).open(&at)?;
+            made.set_permissions(std::fs::Permissions::from_mode(mode))
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir()) => Ok(()),
         Err(e) => Err(e),
     }
 }
@@ -294,8 +304,11 @@ pub fn open_special_for_writing(path: &Path) -> io::Result<File> {
 
 /// Saves what `write` writes to a new file `PREFIX<unpredictable>.json` (mode 0600, created
 /// exclusively: a name or link planted there is never followed) in the first of `dirs` that
-/// takes it whole, synced; a file not written whole is removed. The rescue of a result that
-/// could not go where it was asked. `Err`: each directory's failure, in one line.
+/// no other user can touch and that takes it whole, synced; a file not written whole is
+/// removed. The rescue of a result that could not go where it was asked: a directory another
+/// user controls (theirs, or writable by others without the sticky bit), or reached through a
+/// link another user planted, is passed over — there its owner could rename the file and put a
+/// forged one under the name rtgauge prints. `Err`: each directory's failure, in one line.
 pub fn save_new(
     dirs: &[std::path::PathBuf],
     prefix: &str,
@@ -303,22 +316,49 @@ pub fn save_new(
 ) -> Result<std::path::PathBuf, String> {
     let mut failed = Vec::new();
     for dir in dirs {
+        let held = match untouchable_dir(dir) {
+            Ok(h) => h,
+            Err(e) => {
+                failed.push(format!("{}: {e}", dir.display()));
+                continue;
+            }
+        };
         let saved = tempfile::Builder::new()
             .prefix(prefix)
             .suffix(".json")
             .permissions(std::fs::Permissions::from_mode(0o600))
-            .tempfile_in(dir)
+            .tempfile_in(again(&held))
             .and_then(|mut f| {
                 write(f.as_file_mut())?;
                 f.as_file().sync_all()?;
                 f.keep().map_err(|e| e.error)
             });
         match saved {
-            Ok((_, path)) => return Ok(std::fs::canonicalize(&path).unwrap_or(path)),
+            Ok((_, path)) => {
+                // The path by its name, not the held descriptor's.
+                let name = path.file_name().map(|n| dir.join(n)).unwrap_or(path);
+                return Ok(std::fs::canonicalize(&name).unwrap_or(name));
+            }
             Err(e) => failed.push(format!("{}: {e}", dir.display())),
         }
     }
     Err(failed.join("; "))
+}
+
+/// Directory `dir`, opened as [`open_dir_checked`] opens it, when no user but root and the one
+/// running rtgauge can rename or replace what is in it (a sticky directory of root's, such as
+/// `/tmp`, protects each file for its owner); else why not.
+pub fn untouchable_dir(dir: &Path) -> io::Result<File> {
+    let held = open_dir_checked(dir)?;
+    let meta = held.metadata()?;
+    if others_can_replace_in(&meta) {
+        return Err(refuse(format!(
+            "another user controls it (owner {}, mode {:04o}): a file there could be replaced",
+            meta.uid(),
+            meta.permissions().mode() & 0o7777
+        )));
+    }
+    Ok(held)
 }
 
 /// Writes `value` to a kernel setting file that exists (`/proc`, `/sys`, a cgroup): nothing is

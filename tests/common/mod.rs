@@ -121,11 +121,72 @@ pub fn bin_shell() -> String {
 }
 
 /// A command for the binary (its runs kept in the test binary's own store, see [`bin_argv`]).
+/// A database password written in a PostgreSQL URL among `args` is given as a user would who
+/// keeps it off the command line: the URL without it, the password in `PGPASSWORD` (the same
+/// password for every URL of the command; else the arguments are left as written). A test of
+/// what rtgauge does with a password on its command line uses [`rtgauge_as_written`].
 pub fn rtgauge(args: &[&str]) -> Command {
+    let (args, password) = password_in_environment(args);
+    let mut c = rtgauge_as_written(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    if let Some(p) = password {
+        c.env("PGPASSWORD", p);
+    }
+    c
+}
+
+/// A command for the binary with `args` exactly as written.
+pub fn rtgauge_as_written(args: &[&str]) -> Command {
     let argv = bin_argv();
     let mut c = Command::new(&argv[0]);
     c.args(&argv[1..]).args(args);
     c
+}
+
+/// `args` with the password taken out of every `postgres://USER:PASSWORD@…` URL, and that
+/// password (decoded), when all of them have one and the same.
+pub fn password_in_environment(args: &[&str]) -> (Vec<String>, Option<String>) {
+    let mut found: Vec<String> = Vec::new();
+    let stripped: Vec<String> = args
+        .iter()
+        .map(|a| {
+            let (prefix, url) = match a.strip_prefix("--db=") {
+                Some(u) => ("--db=", u),
+                None => ("", *a),
+            };
+            let Some((scheme, rest)) =
+                url.split_once("://").filter(|(s, _)| s.eq_ignore_ascii_case("postgres") || s.eq_ignore_ascii_case("postgresql"))
+            else {
+                return a.to_string();
+            };
+            let end = rest.find(['/', '?']).unwrap_or(rest.len());
+            let Some((userinfo, host)) = rest[..end].rsplit_once('@') else { return a.to_string() };
+            let Some((user, password)) = userinfo.split_once(':') else { return a.to_string() };
+            found.push(percent_decoded(password));
+            format!("{prefix}{scheme}://{user}@{host}{}", &rest[end..])
+        })
+        .collect();
+    match found.first() {
+        Some(p) if found.iter().all(|f| f == p) => (stripped, Some(p.clone())),
+        _ => (args.iter().map(|a| a.to_string()).collect(), None),
+    }
+}
+
+fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The binary run as `nobody` with no capability (no RT priority, no memory lock, no root's

@@ -18,6 +18,8 @@ use std::sync::OnceLock;
 
 /// The password of the cluster's superuser (`postgres`) and of the tests' role.
 pub const SUPER_PASSWORD: &str = "super-Secret-4711";
+/// The role that logs in with a client certificate (TLS, `cert` authentication) and no password.
+pub const CERT_ROLE: &str = "rtgcert";
 /// The role the tests connect as (not a superuser), and its password.
 pub const ROLE: &str = "rtg";
 pub const ROLE_PASSWORD: &str = "rtg-Pa55word:with@odd/chars";
@@ -150,6 +152,12 @@ impl Cluster {
                 std::fs::set_permissions(dir.join(f), std::os::unix::fs::PermissionsExt::from_mode(0o600))
                     .map_err(|e| e.to_string())?;
             }
+            give(&dir.join("ca.crt"))?;
+            // CERT_ROLE logs in by its client certificate alone, over TLS (the first line that
+            // matches wins).
+            let hba = dir.join("data/pg_hba.conf");
+            let text = std::fs::read_to_string(&hba).map_err(|e| e.to_string())?;
+            std::fs::write(&hba, format!("hostssl all {CERT_ROLE} 127.0.0.1/32 cert\n{text}")).map_err(|e| e.to_string())?;
         }
         let mut last = String::new();
         // A free port is found by binding port 0; another process may take it before the
@@ -162,7 +170,10 @@ impl Cluster {
                 dir.display()
             );
             if tls {
-                options += &format!(" -c ssl=on -c ssl_cert_file={0}/server.crt -c ssl_key_file={0}/server.key", dir.display());
+                options += &format!(
+                    " -c ssl=on -c ssl_cert_file={0}/server.crt -c ssl_key_file={0}/server.key -c ssl_ca_file={0}/ca.crt",
+                    dir.display()
+                );
             }
             let mut pg_ctl = as_server_user(&bin.join("pg_ctl"));
             pg_ctl.arg("-D").arg(dir.join("data")).arg("-l").arg(dir.join("log")).args(["-w", "-t", "60", "-s", "-o", &options]);
@@ -205,12 +216,18 @@ impl Cluster {
     fn setup(&self) -> Result<(), String> {
         let mut c = self.superuser("postgres");
         c.batch_execute(&format!("CREATE ROLE {ROLE} LOGIN PASSWORD '{}'", ROLE_PASSWORD.replace('\'', "''")))
-            .map_err(|e| format!("CREATE ROLE: {e}"))
+            .map_err(|e| format!("CREATE ROLE: {e}"))?;
+        c.batch_execute(&format!("CREATE ROLE {CERT_ROLE} LOGIN")).map_err(|e| format!("CREATE ROLE: {e}"))
     }
 
     /// Whether the server offers TLS (openssl made its certificates).
     pub fn tls(&self) -> bool {
         self.dir.join("server.crt").exists()
+    }
+
+    /// The client certificate (for [`CERT_ROLE`], signed by the cluster's CA) and its key.
+    pub fn client_certificate(&self) -> (PathBuf, PathBuf) {
+        (self.dir.join("client.crt"), self.dir.join("client.key"))
     }
 
     /// The certificate of the CA that signed the server's (for `localhost`).
@@ -313,6 +330,27 @@ fn make_certificates(dir: &Path) -> bool {
             "server.ext",
             "-out",
             "server.crt",
+        ])
+        && std::fs::write(dir.join("client.ext"), "basicConstraints=critical,CA:FALSE\nextendedKeyUsage=clientAuth\n").is_ok()
+        && openssl(
+            &[&["req"][..], &ec, &["-subj", &format!("/CN={CERT_ROLE}"), "-keyout", "client.key", "-out", "client.csr"]].concat(),
+        )
+        && openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "client.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "client.ext",
+            "-out",
+            "client.crt",
         ])
 }
 
