@@ -914,7 +914,8 @@ fn loads_started_by_rtgauge_cost_its_measurement_threads_no_page_fault() {
 }
 
 /// Every option that names a file rtgauge writes as root — `--json`, `--metrics-file`,
-/// `export -o`, `report --html`, `report --png DIR` — goes through one checked writer: a path
+/// `export -o`, `report --html`, `report --png DIR`, a new store (`--db`) — goes through one
+/// checked writer: a path
 /// that passes through a link another user planted in a shared directory (to a private
 /// directory of root's) is refused before anything is written, in one line, exit 2, and the
 /// private directory is left exactly as it was (root's 0600 file unchanged, nothing new in it).
@@ -945,6 +946,18 @@ fn every_output_option_refuses_a_path_through_a_link_another_user_planted() {
         vec!["export".into(), "last".into(), "--db".into(), db.clone(), "-f".into(), "csv".into(), "-o".into(), at("new.csv")],
         vec!["report".into(), "last".into(), "--db".into(), db.clone(), "--html".into(), at("report.html")],
         vec!["report".into(), "last".into(), "--db".into(), db.clone(), "--png".into(), at("plots")],
+        // A store made there, by a run or an import.
+        vec!["import".into(), "--db".into(), at("runs.db"), fixture.display().to_string()],
+        vec![
+            "run".into(),
+            "-q".into(),
+            "--loops".into(),
+            "20".into(),
+            "--load".into(),
+            "none".into(),
+            "--db".into(),
+            at("runs.db"),
+        ],
     ];
     for args in &cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();

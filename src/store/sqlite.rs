@@ -1142,11 +1142,15 @@ fn create(path: &Path) -> Result<(), OpenError> {
         OpenError::Unreachable(format!("cannot {what} the store {shown}: {e}; give another with --db PATH or --no-store"))
     };
     let dir = dir_of(path);
-    // (Its mode whatever the umask: readable by all, written by its owner.)
-    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o755)
-        .create(dir)
-        .map_err(|e| unreachable("make the directory of", &e))?;
-    let tmp = tempfile::Builder::new().prefix(".rtgauge-store-").tempfile_in(dir).map_err(|e| unreachable("create", &e))?;
+    // (Its mode whatever the umask: readable by all, written by its owner; each missing
+    // directory made inside its parent as opened, no link another user planted followed.)
+    crate::sys::files::make_dir_all(dir, 0o755).map_err(|e| unreachable("make the directory of", &e))?;
+    // The directory held open: the store is made and linked in there, whatever is renamed or
+    // swapped on its path meanwhile.
+    let held = crate::sys::files::open_dir_checked(dir).map_err(|e| unreachable("make the directory of", &e))?;
+    let held_dir = PathBuf::from(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&held)));
+    let name = path.file_name().ok_or_else(|| unreachable("create", &"it names no file"))?;
+    let tmp = tempfile::Builder::new().prefix(".rtgauge-store-").tempfile_in(&held_dir).map_err(|e| unreachable("create", &e))?;
     // Dropped before `tmp` on every way out, success or failure (a full disk, a file size
     // limit): no `.rtgauge-store-*` file is left beside the store.
     let _companions = Companions(tmp.path().to_path_buf());
@@ -1159,7 +1163,7 @@ fn create(path: &Path) -> Result<(), OpenError> {
         // Back to a single file before it is linked (the WAL mode stays in its header).
         store.conn.pragma_update(None, "wal_checkpoint", "TRUNCATE").map_err(|e| refused(path, e))?;
     }
-    match std::fs::hard_link(tmp.path(), path) {
+    match std::fs::hard_link(tmp.path(), held_dir.join(name)) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(unreachable("create", &e)),
