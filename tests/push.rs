@@ -726,3 +726,108 @@ fn credentials_come_from_the_password_file_a_service_file_the_environment_or_a_c
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.code() == Some(2) && err.contains("chmod 600") && err.trim_end().lines().count() == 1, "{err}");
 }
+
+/// How a command stopped by a signal ended: `Ok(code)` for an exit, `Err(signal)` when the
+/// signal ended it.
+fn ending(status: std::process::ExitStatus) -> Result<i32, i32> {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => Ok(c),
+        (None, Some(s)) => Err(s),
+        _ => unreachable!("a process ends by an exit or a signal"),
+    }
+}
+
+/// Sends `sig` to `child` once it has run `after`, and waits at most 30 s for its end.
+fn stopped(mut child: std::process::Child, sig: &str, after: std::time::Duration) -> (std::process::ExitStatus, String) {
+    std::thread::sleep(after);
+    common::signal(&child, sig);
+    let t = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(t.elapsed() < std::time::Duration::from_secs(30), "still running 30 s after SIG{sig}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (out.status, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// SIGTERM and SIGINT end every long-running command on both stores as documented: a forever
+/// run stores its open part as `partial` and exits 0; `push` (either way between SQLite and
+/// PostgreSQL), `list` and `export` end at once, ended by the signal as any Unix tool is
+/// (never an abort, never a panic), leaving no half of anything: a push again completes with
+/// every run stored once, an export's file is whole or not there. (`serve`: tests/serve.rs.)
+#[test]
+fn sigterm_and_sigint_end_every_long_running_command_cleanly_on_both_stores() {
+    let Some(c) = pg::shared() else { return };
+    let url = c.url(&c.database("signals", true));
+    let home = tempfile::tempdir().unwrap();
+    let local = home.path().join("runs.db").display().to_string();
+    // A store of 40 runs (distinct files: distinct runs).
+    let src = std::fs::read_to_string(fixture("oslat.json")).unwrap();
+    for i in 0..40 {
+        let f = home.path().join(format!("o{i}.json"));
+        let mut v: Value = serde_json::from_str(&src).unwrap();
+        v["rtgauge-test-copy"] = i.into();
+        std::fs::write(&f, v.to_string()).unwrap();
+        ok(home.path(), &["import", "--db", &local, "--label", &format!("copy-{i}"), f.to_str().unwrap()]);
+    }
+    let quick = std::time::Duration::from_millis(150);
+    let clean = |what: &str, status: std::process::ExitStatus, err: &str| {
+        assert!(!err.contains("panicked") && !err.contains("runtime"), "{what}: {err}");
+        match ending(status) {
+            Ok(0) => {}
+            Err(s) if s == libc::SIGTERM || s == libc::SIGINT => {}
+            other => panic!("{what}: ended {other:?}: {err}"),
+        }
+    };
+    for (from, to, sig) in [(&local, &url, "TERM"), (&url, &home.path().join("back.db").display().to_string(), "INT")] {
+        let child = cmd(home.path(), &["push", "--db", from, "--to", to])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (status, err) = stopped(child, sig, quick);
+        clean(&format!("push to {to} on SIG{sig}"), status, &err);
+        // Again, to the end: every run there once.
+        ok(home.path(), &["push", "--db", from, "--to", to]);
+        let there = listed(home.path(), to, &[]);
+        assert_eq!(there.len(), 40, "{to}");
+        assert_eq!(uuids(&there).iter().collect::<std::collections::HashSet<_>>().len(), 40, "each once");
+    }
+    for db in [&local, &url] {
+        for sig in ["TERM", "INT"] {
+            let child = cmd(home.path(), &["list", "--json", "--db", db])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let (status, err) = stopped(child, sig, std::time::Duration::from_millis(30));
+            clean(&format!("list of {db} on SIG{sig}"), status, &err);
+            let file = home.path().join(format!("export-{sig}.csv"));
+            let _ = std::fs::remove_file(&file);
+            let child = cmd(home.path(), &["export", "last", "--db", db, "-f", "json", "-o", file.to_str().unwrap()])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let (status, err) = stopped(child, sig, std::time::Duration::from_millis(30));
+            clean(&format!("export of {db} on SIG{sig}"), status, &err);
+            if file.exists() {
+                serde_json::from_slice::<Value>(&std::fs::read(&file).unwrap()).expect("an export's file is whole");
+            }
+        }
+        // A forever run, rotated: its open part stored as partial, exit 0.
+        let before = listed(home.path(), db, &[]).len();
+        for sig in ["TERM", "INT"] {
+            let child = measuring(cmd(
+                home.path(),
+                &["run", "-q", "-D", "forever", "--rotate", "1s", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", db],
+            ));
+            let (status, err) = stopped(child, sig, std::time::Duration::from_millis(300));
+            assert_eq!(ending(status), Ok(0), "run -D forever on {db}, SIG{sig}: {err}");
+        }
+        let after = listed(home.path(), db, &[]);
+        assert!(after.len() >= before + 2, "each forever run kept its open part: {} then {}", before, after.len());
+        assert!(after.iter().filter(|r| r["status"] == "partial").count() >= 2, "{after:?}");
+    }
+}
