@@ -23,7 +23,8 @@ pub fn main() -> ExitCode {
         Ok(command) => command,
         Err(code) => return code,
     };
-    if let Some(w) = crate::store::password_on_command_line(std::env::args().skip(1)) {
+    if let Some(w) = crate::store::password_on_command_line(std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()))
+    {
         out::err_line(&format!("rtgauge: warning: {w}"));
     }
     // What a killed run left changed is put back first, before a command that changes the system.

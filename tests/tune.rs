@@ -557,6 +557,13 @@ fn a_journal_in_a_directory_another_user_controls_is_refused_by_every_command() 
         let at = dir(name, mode, owner).join("tuning.journal");
         cases.push((what, at.clone(), at));
     }
+    // A private directory of root's inside another user's directory (who could rename it away
+    // and put one of theirs in its place).
+    let outer = dir("outer", 0o755, Some(65534));
+    let inner = outer.join("rt");
+    std::fs::create_dir(&inner).unwrap();
+    std::fs::set_permissions(&inner, std::fs::Permissions::from_mode(0o700)).unwrap();
+    cases.push(("a directory of root's inside another user's", inner.join("tuning.journal"), inner.join("tuning.journal")));
     // A private directory of root's, reached through a link that user nobody put in a shared one.
     let private = dir("private", 0o700, None);
     let shared = dir("shared", 0o1777, None);

@@ -38,10 +38,6 @@ impl Outputs {
         for w in &warnings {
             crate::report::out::err_line(&format!("rtgauge: warning: {w}"));
         }
-        // Said on the screen the summary goes to as well (both a terminal): not said again there.
-        use std::io::IsTerminal;
-        let said_before: Vec<String> =
-            if std::io::stdout().is_terminal() && std::io::stderr().is_terminal() { warnings.clone() } else { Vec::new() };
         crate::sys::mem::release_code_pages();
         // The store is checked before anything runs, and written once the threads have stopped.
         let result_bytes = result_size_estimate(resolved);
@@ -53,11 +49,18 @@ impl Outputs {
         }
         let said = warnings.len();
         let store = keep.open(result_bytes, &mut warnings).map_err(anyhow::Error::msg)?;
-        // What opening the store found (a shared store that does not answer: where the result
-        // will wait) is said now, once, as the warnings before it.
-        for w in &warnings[said..] {
-            crate::report::out::err_line(&format!("rtgauge: warning: {w}"));
+        // What opening a shared store found (it does not answer: where the result will wait) is
+        // said now, once, as the warnings before it. (The default store out of reach is said
+        // with the summary, as before.)
+        if keep.is_shared() {
+            for w in &warnings[said..] {
+                crate::report::out::err_line(&format!("rtgauge: warning: {w}"));
+            }
         }
+        // Said on the screen the summary goes to as well (both a terminal): not said again there.
+        use std::io::IsTerminal;
+        let said_before: Vec<String> =
+            if std::io::stdout().is_terminal() && std::io::stderr().is_terminal() { warnings.clone() } else { Vec::new() };
         Ok(Outputs { sink, store, warnings, said_before })
     }
 
@@ -154,8 +157,8 @@ pub(super) fn keep_part(result: &mut RunResult, store: &mut Option<Store>, keep:
             Ok(kept) => kept,
             Err(e) => {
                 return match store {
-                    Some(s) => rescued(result, s.rescue_dir(), &s.shown(), &e),
-                    None => rescued(result, None, &location.shown(), &e),
+                    Some(s) => rescued(result, s.rescue_dir(), &s.shown(), &e, label),
+                    None => rescued(result, None, &location.shown(), &e, label),
                 }
             }
         };
@@ -185,19 +188,20 @@ pub(super) fn keep_part(result: &mut RunResult, store: &mut Option<Store>, keep:
     let Some(s) = store.as_ref() else { return "not stored (--no-store)".into() };
     match s.save(result, label, None, None) {
         Ok(saved) => format!("stored as run {} in {}", saved.id, s.shown()),
-        Err(e) => rescued(result, s.rescue_dir(), &s.shown(), &e),
+        Err(e) => rescued(result, s.rescue_dir(), &s.shown(), &e, label),
     }
 }
 
 /// A part the store did not take, saved to a rescue file (`beside`: the store's directory,
 /// where it is a file): the sentence that says so.
-fn rescued(result: &RunResult, beside: Option<std::path::PathBuf>, shown: &str, why: &str) -> String {
+fn rescued(result: &RunResult, beside: Option<std::path::PathBuf>, shown: &str, why: &str, label: Option<&str>) -> String {
     match store::rescue(result, beside) {
         Ok(file) => format!(
-            "not stored ({why}); saved to {}: 'rtgauge import {} --db {}' stores it",
+            "not stored ({why}); saved to {}: 'rtgauge import {} --db {}{}' stores it",
             shell_word(&file.display().to_string()),
             shell_word(&file.display().to_string()),
-            shell_word(shown)
+            shell_word(shown),
+            label.map_or(String::new(), |l| format!(" --label {}", shell_word(l)))
         ),
         Err(e) => format!("not stored ({why}); {e}"),
     }

@@ -87,9 +87,10 @@ struct Share {
 
 impl Clients {
     /// A client's address as counted: an IPv4 address (an IPv4-mapped IPv6 one as IPv4), an
-    /// IPv6 address's /64 (one host is given a /64's many addresses).
+    /// IPv6 address's /64 (one host is given a /64's many addresses; `::1` as itself).
     fn key(ip: std::net::IpAddr) -> std::net::IpAddr {
         match ip {
+            std::net::IpAddr::V6(v6) if v6.is_loopback() => ip,
             std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
                 Some(v4) => v4.into(),
                 None => std::net::Ipv6Addr::from(v6.to_bits() & !((1u128 << 64) - 1)).into(),
@@ -269,6 +270,7 @@ mod tests {
         // The same client through an IPv4-mapped address; another client; another /64.
         assert!(clients.take("::ffff:127.0.0.1".parse().unwrap()).is_none());
         assert!(clients.take("127.0.0.2".parse().unwrap()).is_some());
+        assert!(clients.take("::1".parse().unwrap()).is_some());
         let v6: Vec<Share> =
             (0..PER_CLIENT).map(|i| clients.take(format!("2001:db8::{i:x}").parse().unwrap()).unwrap()).collect();
         assert!(clients.take("2001:db8::ffff:1".parse().unwrap()).is_none());

@@ -131,7 +131,9 @@ async fn api_series(State(s): State<Arc<Shared>>, Path(name): Path<String>, RawQ
             // Not on this page: a series none of the board's newest runs (under the same
             // conditions) has is a mistake, named, never an empty answer.
             let newest = crate::store::FIGURES_MAX;
-            let wider = Filter { before_id: None, newest: Some(newest as u64), ..f.clone() };
+            // (the board's runs, whatever the view: a view that matches no run does not make a
+            // series unknown)
+            let wider = Filter { board: Some(name.clone()), newest: Some(newest as u64), ..Filter::default() };
             let ids: Vec<i64> = store.list(&wider).map_err(Failure::Store)?.iter().map(|r| r.id).collect();
             let known: std::collections::BTreeSet<String> = store
                 .figures(&ids)

@@ -488,8 +488,12 @@ impl Target {
                 found
             }
         };
-        let client =
-            client_identity(client_cert.as_deref(), client_key.as_deref()).map_err(|e| format!("{e} (the database {shown})"))?;
+        // (no certificate where nothing is encrypted)
+        let client = match sslmode {
+            SslMode::Disable => None,
+            _ => client_identity(client_cert.as_deref(), client_key.as_deref())
+                .map_err(|e| format!("{e} (the database {shown})"))?,
+        };
         let tls = tls_config(sslmode, rootcert.as_deref(), client).map_err(|e| format!("{e} (the database {shown})"))?;
         Ok(Target { config, tls, shown, at, user, dbname, secret, pgpass_note, deadline })
     }
@@ -785,6 +789,8 @@ const DEFAULTS: &[(&str, Option<&str>)] = &[
     ("keepalives_idle", None),
     ("tcp_user_timeout", None),
     ("channel_binding", None),
+    ("load_balance_hosts", None),
+    ("sslnegotiation", None),
 ];
 
 /// `url` with what it leaves out filled in as libpq does: first from its service — `service=`

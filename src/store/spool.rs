@@ -78,7 +78,7 @@ pub fn ready(destination: &Location) -> Result<(PathBuf, Vec<String>), String> {
 /// directory is held (the guard): a damaged spool is set aside only under the exclusive lock,
 /// so a run is never kept in a file being set aside. A spool that is damaged (not a SQLite
 /// store, corrupt, another program's) is set aside and a new one made: the notes say so.
-fn open_for_keeping(destination: &Location) -> Result<(PathBuf, std::fs::File, Store, Vec<String>), String> {
+fn open_for_keeping(destination: &Location) -> Result<(PathBuf, Option<std::fs::File>, Store, Vec<String>), String> {
     let file =
         file_for(destination).ok_or("there is no local data directory for a spool (neither XDG_DATA_HOME nor HOME is set)")?;
     let dir = dir_of(&file);
@@ -88,9 +88,9 @@ fn open_for_keeping(destination: &Location) -> Result<(PathBuf, std::fs::File, S
     let mut notes = Vec::new();
     let spool = match open_checked(&file) {
         Ok(s) => s,
-        Err(Spoiled::Damaged(why)) => {
+        Err(Spoiled::Damaged(why, identity)) => {
             drop(guard);
-            notes.push(set_aside(&file, &why)?);
+            notes.push(set_aside(&file, &why, identity)?);
             let guard = lock_dir(dir, false)?;
             let spool = open_checked(&file).map_err(Spoiled::into_message)?;
             return Ok((file, guard, spool, notes));
@@ -102,7 +102,9 @@ fn open_for_keeping(destination: &Location) -> Result<(PathBuf, std::fs::File, S
 
 /// The spool directory `dir`, opened and locked: shared (keeping a run, delivering) or
 /// exclusive (setting a damaged spool aside; waits up to 10 s for the holders to finish).
-fn lock_dir(dir: &std::path::Path, exclusive: bool) -> Result<std::fs::File, String> {
+/// `None`: the file system takes no lock (some network file systems): the work goes on unlocked,
+/// as it did before locks were taken.
+fn lock_dir(dir: &std::path::Path, exclusive: bool) -> Result<Option<std::fs::File>, String> {
     let d = crate::sys::files::open_dir_checked(dir)
         .and_then(|d| std::fs::File::open(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&d))))
         .map_err(|e| format!("the spool directory {} cannot be opened: {e}", dir.display()))?;
@@ -119,14 +121,18 @@ fn lock_dir(dir: &std::path::Path, exclusive: bool) -> Result<std::fs::File, Str
     } else {
         crate::sys::fd::lock_shared(&d)
     };
-    locked.map_err(|e| format!("the spool directory {} cannot be locked: {e}", dir.display()))?;
-    Ok(d)
+    match locked {
+        Ok(()) => Ok(Some(d)),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::EBADF | libc::EINVAL)) => Ok(None),
+        Err(e) => Err(format!("the spool directory {} cannot be locked: {e}", dir.display())),
+    }
 }
 
 /// Why a spool cannot be used.
 enum Spoiled {
-    /// The file is damaged: not a SQLite store, corrupt, another program's (why).
-    Damaged(String),
+    /// The file is damaged: not a SQLite store, corrupt, another program's (why), and which
+    /// file it was (its device and inode: the one to set aside, not one made since).
+    Damaged(String, Option<(u64, u64)>),
     /// Anything else (its directory not to be trusted, a file system error): the whole message.
     Other(String),
 }
@@ -134,7 +140,7 @@ enum Spoiled {
 impl Spoiled {
     fn into_message(self) -> String {
         match self {
-            Spoiled::Damaged(why) => format!("the spool: {why}"),
+            Spoiled::Damaged(why, _) => format!("the spool: {why}"),
             Spoiled::Other(m) => m,
         }
     }
@@ -145,12 +151,15 @@ impl Spoiled {
 /// under the exclusive lock of the directory, never over another file; then every run that can
 /// still be read from it is kept again in a new spool at `file` (delivered with the rest), and
 /// the file set aside keeps whatever could not be read. The note that says so.
-fn set_aside(file: &std::path::Path, why: &str) -> Result<String, String> {
+fn set_aside(file: &std::path::Path, why: &str, identity: Option<(u64, u64)>) -> Result<String, String> {
+    use std::os::unix::fs::MetadataExt;
     let dir = dir_of(file);
     let _exclusive = lock_dir(dir, true)?;
-    // Another process may have set it aside (and made a new one) while this one waited.
-    if std::fs::symlink_metadata(file).is_err() {
-        return Ok(format!("the spool {} was damaged ({why}) and has been set aside", file.display()));
+    // Another process may have set it aside (and made a new one) while this one waited: only
+    // the file found damaged is set aside, never a new one.
+    let now = std::fs::symlink_metadata(file).ok().map(|m| (m.dev(), m.ino()));
+    if now.is_none() || (identity.is_some() && now != identity) {
+        return Ok(format!("the spool {} was damaged ({why}) and has been set aside by another rtgauge", file.display()));
     }
     // 2026-11-28T17:21:35Z written 20261128T172135Z
     let stamp: String = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
@@ -165,8 +174,15 @@ fn set_aside(file: &std::path::Path, why: &str) -> Result<String, String> {
         n += 1;
         aside = dir.join(format!("{name}.damaged-{stamp}-{n}"));
     }
-    let no_replace = |from: &std::path::Path, to: &std::path::Path| {
-        rustix::fs::renameat_with(rustix::fs::CWD, from, rustix::fs::CWD, to, rustix::fs::RenameFlags::NOREPLACE)
+    // (never over another file: where the file system has no RENAME_NOREPLACE, a link made
+    // exclusively, then the old name removed)
+    let no_replace = |from: &std::path::Path, to: &std::path::Path| -> std::io::Result<()> {
+        match rustix::fs::renameat_with(rustix::fs::CWD, from, rustix::fs::CWD, to, rustix::fs::RenameFlags::NOREPLACE) {
+            Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {
+                std::fs::hard_link(from, to).and_then(|()| std::fs::remove_file(from))
+            }
+            done => done.map_err(Into::into),
+        }
     };
     no_replace(file, &aside).map_err(|e| {
         format!("the spool {} is damaged ({why}) and could not be set aside ({e}); move it away yourself", file.display())
@@ -236,7 +252,12 @@ fn open_checked(file: &std::path::Path) -> Result<Store, Spoiled> {
     let dir = dir_of(file);
     let meta = std::fs::symlink_metadata(dir)
         .map_err(|e| Spoiled::Other(format!("the spool directory {} cannot be read: {e}", dir.display())))?;
-    let why_not = if meta.is_dir() { crate::sys::files::trusted(&meta).err() } else { Some("it is not a directory".into()) };
+    let why_not = if meta.is_dir() {
+        // Its own mode and owner, and no directory on the way to it that another user could swap.
+        crate::sys::files::trusted(&meta).err().or_else(|| crate::sys::files::untouchable_dir(dir).err().map(|e| e.to_string()))
+    } else {
+        Some("it is not a directory".into())
+    };
     if let Some(why) = why_not {
         return Err(Spoiled::Other(format!(
             "the spool directory {} is not used: {why}; remove it, rtgauge makes it again",
@@ -253,9 +274,17 @@ fn open_checked(file: &std::path::Path) -> Result<Store, Spoiled> {
         }
         _ => {}
     }
-    // (what the store's own message advises — another --db — is not for a spool)
+    // Damage is what the file holds — not SQLite, corrupt, another program's database — never
+    // what the moment brings (a lock, a full disk, a newer rtgauge's layout). (What the store's
+    // own message advises — another --db — is not for a spool.)
     let damaged = |e: super::OpenError| match e {
-        super::OpenError::Refused(m) => Spoiled::Damaged(m.split("; it is left as it is").next().unwrap_or(&m).to_string()),
+        super::OpenError::Refused(m)
+            if ["is corrupt", "is not a SQLite database", "of another program"].iter().any(|d| m.contains(d)) =>
+        {
+            use std::os::unix::fs::MetadataExt;
+            let identity = std::fs::symlink_metadata(file).ok().map(|m| (m.dev(), m.ino()));
+            Spoiled::Damaged(m.split("; it is left as it is").next().unwrap_or(&m).to_string(), identity)
+        }
         other => Spoiled::Other(format!("the spool: {other}")),
     };
     let store = Store::open(&Location::File(file.to_path_buf())).map_err(damaged)?;
@@ -311,15 +340,18 @@ pub fn deliver(to: &Store, destination: &Location, mine: Option<&str>) -> Result
     let spool = match open_checked(&file) {
         Ok(s) => s,
         Err(Spoiled::Other(m)) => return Err(m),
-        Err(Spoiled::Damaged(why)) => {
-            done.damaged.push(set_aside(&file, &why)?);
+        Err(Spoiled::Damaged(why, identity)) => {
+            done.damaged.push(set_aside(&file, &why, identity).unwrap_or_else(|e| e));
             match open_checked(&file) {
                 Ok(s) => s,
-                Err(Spoiled::Damaged(_) | Spoiled::Other(_)) if std::fs::symlink_metadata(&file).is_err() => return Ok(done),
+                Err(Spoiled::Damaged(..) | Spoiled::Other(_)) if std::fs::symlink_metadata(&file).is_err() => return Ok(done),
                 Err(e) => return Err(e.into_message()),
             }
         }
     };
+    // Shared with the runs being kept and the other deliveries: a damaged spool is set aside only
+    // once none of them is at work in it.
+    let guard = lock_dir(dir_of(&file), false)?;
     let waiting = spool.list(&super::Filter::default())?;
     // Whether the spool still holds the run `row` lists (its id and its UUID).
     let holds = |row: &RunRow| -> Result<bool, String> {
@@ -352,6 +384,7 @@ pub fn deliver(to: &Store, destination: &Location, mine: Option<&str>) -> Result
                 if let Err(e) = removed {
                     done.stopped = Some(format!("a delivered run could not be removed from the spool: {e}"));
                     done.left = waiting.len() - n;
+                    done.damaged.extend(unreadable_said(&unreadable, &file));
                     return Ok(done);
                 }
             }
@@ -360,13 +393,17 @@ pub fn deliver(to: &Store, destination: &Location, mine: Option<&str>) -> Result
             Err(e) => {
                 done.stopped = Some(e);
                 done.left = waiting.len() - n;
+                done.damaged.extend(unreadable_said(&unreadable, &file));
                 return Ok(done);
             }
         }
     }
     if !unreadable.is_empty() {
-        drop(spool);
-        done.damaged.push(set_aside(&file, &format!("could not be read: {}", unreadable.join(", ")))?);
+        use std::os::unix::fs::MetadataExt;
+        let identity = std::fs::symlink_metadata(&file).ok().map(|m| (m.dev(), m.ino()));
+        drop((spool, guard));
+        let why = format!("could not be read: {}", unreadable.join(", "));
+        done.damaged.push(set_aside(&file, &why, identity).unwrap_or_else(|e| e));
     }
     // This delivery's run, taken by another: where the destination has it.
     if let Some(mine) = mine.filter(|m| done.of(m).is_none()) {
@@ -375,6 +412,12 @@ pub fn deliver(to: &Store, destination: &Location, mine: Option<&str>) -> Result
         }
     }
     Ok(done)
+}
+
+/// The runs a delivery cut short found unreadable, each said (they stay in the spool until a
+/// delivery that goes to the end sets it aside).
+fn unreadable_said(unreadable: &[String], file: &std::path::Path) -> Vec<String> {
+    unreadable.iter().map(|u| format!("{u} in the spool {} could not be read; it stays there", file.display())).collect()
 }
 
 impl Delivered {

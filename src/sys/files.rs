@@ -346,8 +346,10 @@ pub fn save_new(
 }
 
 /// Directory `dir`, opened as [`open_dir_checked`] opens it, when no user but root and the one
-/// running rtgauge can rename or replace what is in it (a sticky directory of root's, such as
-/// `/tmp`, protects each file for its owner); else why not.
+/// running rtgauge can rename or replace what is in it, nor any directory on the way to it (a
+/// sticky directory, such as `/tmp`, protects each entry for its owner: a directory of root's in
+/// it is safe); else why not. A directory rtgauge keeps its own files in (the journal, the spool,
+/// a rescue file) must be one: there no one can swap a file, or the directory itself, for a forged one.
 pub fn untouchable_dir(dir: &Path) -> io::Result<File> {
     let held = open_dir_checked(dir)?;
     let meta = held.metadata()?;
@@ -357,6 +359,25 @@ pub fn untouchable_dir(dir: &Path) -> io::Result<File> {
             meta.uid(),
             meta.permissions().mode() & 0o7777
         )));
+    }
+    // Each directory on the way, as the kernel resolved it (links followed as checked above).
+    let real = std::fs::read_link(again(&held))?;
+    let mut child = meta;
+    let mut at = real.as_path();
+    while let Some(parent) = at.parent() {
+        let pmeta = std::fs::metadata(parent)?;
+        let uid = super::process::effective_uid();
+        let sticky_protects = pmeta.permissions().mode() & 0o1000 != 0 && (child.uid() == 0 || child.uid() == uid);
+        if others_can_replace_in(&pmeta) && !sticky_protects {
+            return Err(refuse(format!(
+                "another user controls {} on the way to it (owner {}, mode {:04o}): it could be swapped",
+                crate::vocab::shown(&parent.display().to_string()),
+                pmeta.uid(),
+                pmeta.permissions().mode() & 0o7777
+            )));
+        }
+        child = pmeta;
+        at = parent;
     }
     Ok(held)
 }

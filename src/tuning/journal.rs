@@ -123,7 +123,7 @@ fn check_dir(path: &Path) -> Result<(), OpenError> {
         .map_err(|e| OpenError::Unavailable(format!("cannot make {}: {e}", shown_path(dir))))?;
     match judge_dir(path)? {
         true => Ok(()),
-        false => Err(OpenError::Unavailable(format!("{} is not there", shown_path(dir)))),
+        false => Err(OpenError::Unavailable(format!("cannot open {}", shown_path(dir)))),
     }
 }
 
@@ -142,17 +142,16 @@ fn dir_of(path: &Path) -> &Path {
 /// the directory is not there (so no journal is).
 fn judge_dir(path: &Path) -> Result<bool, OpenError> {
     let dir = dir_of(path);
-    let opened = match crate::sys::files::open_dir_checked(dir) {
+    // (also no directory on the way to it another user could swap for one of theirs)
+    let opened = match crate::sys::files::untouchable_dir(dir) {
         Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        // Not there, or not this process's to open (an unprivileged user): no journal it may
+        // act on.
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied) => return Ok(false),
         Err(e) if crate::sys::files::is_refusal(&e) => return Err(refused(path, e)),
         Err(e) => return Err(OpenError::Unavailable(format!("cannot open {}: {e}", shown_path(dir)))),
     };
-    // (the directory as opened, not as its path names it now)
-    let meta = opened.metadata().map_err(|e| OpenError::Unavailable(format!("cannot read {}: {e}", shown_path(dir))))?;
-    if crate::sys::files::others_can_replace_in(&meta) {
-        return Err(refused(path, format!("its directory {} lets other users replace it", shown_path(dir))));
-    }
+    drop(opened);
     Ok(true)
 }
 

@@ -22,7 +22,8 @@ pub fn send_target(text: &str, to: Use) -> Result<SocketAddr, String> {
     if addr.port() == 0 {
         return Err(format!("target={text}: port 0 is no port a datagram can be sent to; give the port (1-65535)"));
     }
-    let ip = addr.ip();
+    // (an IPv4-mapped IPv6 address judged as the IPv4 address it is)
+    let ip = addr.ip().to_canonical();
     if ip.is_unspecified() {
         return Err(format!("target={text}: {ip} is no host's address (it means 'any'); give the host's address"));
     }
@@ -46,6 +47,8 @@ mod tests {
             ("[::1]:0", Use::RoundTrip, "port 0"),
             ("0.0.0.0:9000", Use::OneWay, "any"),
             ("[::]:9000", Use::RoundTrip, "any"),
+            ("[::ffff:0.0.0.0]:9000", Use::OneWay, "any"),
+            ("[::ffff:255.255.255.255]:9000", Use::OneWay, "broadcast"),
             ("255.255.255.255:9000", Use::OneWay, "broadcast"),
             ("239.1.2.3:9000", Use::RoundTrip, "multicast"),
             ("[ff02::1]:9000", Use::RoundTrip, "multicast"),

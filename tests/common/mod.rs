@@ -490,6 +490,10 @@ pub fn exponential_document(dir: &std::path::Path) -> Value {
     let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     doc["imported"] = Value::Null;
     doc.as_object_mut().unwrap().remove("uuid");
+    // A run that says when it ran: it ended as long after it started as it measured.
+    let start = chrono::DateTime::parse_from_rfc3339(doc["started_at"].as_str().unwrap()).unwrap();
+    let end = start + chrono::Duration::nanoseconds(u(&doc["measured_ns"]) as i64 + 1_000_000_000);
+    doc["ended_at"] = end.to_rfc3339_opts(chrono::SecondsFormat::Millis, true).into();
     doc
 }
 
