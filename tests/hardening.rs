@@ -946,8 +946,10 @@ fn every_output_option_refuses_a_path_through_a_link_another_user_planted() {
         vec!["export".into(), "last".into(), "--db".into(), db.clone(), "-f".into(), "csv".into(), "-o".into(), at("new.csv")],
         vec!["report".into(), "last".into(), "--db".into(), db.clone(), "--html".into(), at("report.html")],
         vec!["report".into(), "last".into(), "--db".into(), db.clone(), "--png".into(), at("plots")],
-        // A store made there, by a run or an import.
+        // A store made there, by a run or an import; an existing store reached through it.
         vec!["import".into(), "--db".into(), at("runs.db"), fixture.display().to_string()],
+        vec!["import".into(), "--db".into(), at("victim"), fixture.display().to_string()],
+        vec!["list".into(), "--db".into(), at("victim")],
         vec![
             "run".into(),
             "-q".into(),

@@ -390,6 +390,7 @@ impl Sqlite {
         let unreachable = |what: &str, e: &dyn std::fmt::Display| {
             OpenError::Unreachable(format!("cannot {what} the store {shown}: {e}; give another with --db PATH or --no-store"))
         };
+        no_planted_link(path)?;
         match std::fs::metadata(path) {
             Ok(m) if m.is_file() => check_header(path)?,
             Ok(_) => {
@@ -418,6 +419,7 @@ impl Sqlite {
         let unreadable = |e: &dyn std::fmt::Display| {
             OpenError::Unreachable(format!("cannot read the store {shown}: {e}; give another with --db PATH"))
         };
+        no_planted_link(path)?;
         match std::fs::metadata(path) {
             Ok(m) if m.is_file() => check_header(path)?,
             Ok(_) => {
@@ -1182,6 +1184,32 @@ impl Drop for Companions {
             let _ = std::fs::remove_file(p);
         }
     }
+}
+
+/// Refuses a store reached through a symbolic link another user could have planted, on the way
+/// to its directory or at its own name (`sys::files::planted`): rtgauge, as root, neither writes
+/// nor migrates a file such a link names. A path not there yet is no refusal (it is made, inside
+/// its directory as opened: see [`create`]).
+fn no_planted_link(path: &Path) -> Result<(), OpenError> {
+    let shown = path.display();
+    let dir = dir_of(path);
+    match crate::sys::files::open_dir_checked(dir) {
+        Ok(_) => {}
+        Err(e) if crate::sys::files::is_refusal(&e) => {
+            return Err(OpenError::Refused(format!("the store {shown} is not used: {e}; give another with --db PATH")))
+        }
+        Err(_) => return Ok(()),
+    }
+    if let (Ok(link), Ok(d)) = (std::fs::symlink_metadata(path), std::fs::metadata(dir)) {
+        if link.file_type().is_symlink() && crate::sys::files::planted(&link, &d) {
+            return Err(OpenError::Refused(format!(
+                "the store {shown} is a symbolic link of user {} in a directory other users can write, which rtgauge \
+                 does not follow as root; give another with --db PATH",
+                std::os::unix::fs::MetadataExt::uid(&link)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A SQLite error while checking a store: it is refused, or cannot be reached.
