@@ -645,29 +645,36 @@ fn holds_dma_latency(pid: u32) -> bool {
 #[test]
 fn a_result_that_cannot_be_written_at_the_end_is_saved_elsewhere_and_named() {
     let dir = tempfile::tempdir().unwrap();
-    let sub = dir.path().join("gone");
-    std::fs::create_dir(&sub).unwrap();
-    let dest = sub.join("r.json");
-    let child =
-        rtgauge(&["run", "-q", "-D", "2s", "--warmup", "0", "--cpus", "0", "--load", "none", "--json", dest.to_str().unwrap()])
-            .env("TMPDIR", dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-    // Measuring (its /dev/cpu_dma_latency request is held after the destination was checked).
-    let t = Instant::now();
-    while !holds_dma_latency(child.id()) && t.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::fs::remove_dir(&sub).unwrap();
-    let (_, out) = wait_bounded(child, Duration::from_secs(30), "a run whose destination vanished");
+    let out = a_run_whose_destination_vanishes(dir.path(), None);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     let saved =
         err.split("saved to '").nth(1).and_then(|s| s.split('\'').next()).unwrap_or_else(|| panic!("names the file: {err}"));
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(saved).unwrap()).unwrap();
     assert_eq!(u(&doc["probes"][0]["samples"]) + u(&doc["probes"][0]["missed"]), 2000, "the whole measurement");
+}
+
+/// A 2-s run whose `--json` destination's directory is removed while it measures, with `tmp` as
+/// its temporary directory and `cwd` (if given) as its current one: how it ended.
+fn a_run_whose_destination_vanishes(tmp: &std::path::Path, cwd: Option<&std::path::Path>) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("gone");
+    std::fs::create_dir(&sub).unwrap();
+    let dest = sub.join("r.json");
+    let mut run =
+        rtgauge(&["run", "-q", "-D", "2s", "--warmup", "0", "--cpus", "0", "--load", "none", "--json", dest.to_str().unwrap()]);
+    run.env("TMPDIR", tmp).stdout(Stdio::piped()).stderr(Stdio::piped());
+    if let Some(cwd) = cwd {
+        run.current_dir(cwd);
+    }
+    let child = run.spawn().unwrap();
+    // Measuring (its /dev/cpu_dma_latency request is held after the destination was checked).
+    let t = Instant::now();
+    while !holds_dma_latency(child.id()) && t.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::remove_dir(&sub).unwrap();
+    wait_bounded(child, Duration::from_secs(30), "a run whose destination vanished").1
 }
 
 #[test]
@@ -987,37 +994,7 @@ fn a_rescue_file_goes_only_where_no_other_user_can_touch_it() {
     std::fs::set_permissions(open.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let mine = tempfile::tempdir().unwrap();
     for (tmp, rescued) in [(theirs.path(), false), (mine.path(), true)] {
-        let dir = tempfile::tempdir().unwrap();
-        let sub = dir.path().join("gone");
-        std::fs::create_dir(&sub).unwrap();
-        let dest = sub.join("r.json");
-        let child = rtgauge(&[
-            "run",
-            "-q",
-            "-D",
-            "2s",
-            "--warmup",
-            "0",
-            "--cpus",
-            "0",
-            "--load",
-            "none",
-            "--no-store",
-            "--json",
-            dest.to_str().unwrap(),
-        ])
-        .env("TMPDIR", tmp)
-        .current_dir(open.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-        let t = Instant::now();
-        while !holds_dma_latency(child.id()) && t.elapsed() < Duration::from_secs(60) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::fs::remove_dir(&sub).unwrap();
-        let (_, out) = wait_bounded(child, Duration::from_secs(30), "a run whose destination vanished");
+        let out = a_run_whose_destination_vanishes(tmp, Some(open.path()));
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         let made = |d: &std::path::Path| std::fs::read_dir(d).unwrap().flatten().count();

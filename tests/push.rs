@@ -63,10 +63,15 @@ fn uuids(rows: &[Value]) -> Vec<String> {
     u
 }
 
+/// A short idle run on CPU 0 into `db`: `loops` periods, no warm-up, no load, `extra` options.
+fn short_run<'a>(loops: &'a str, db: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    [&["run", "--loops", loops, "--warmup", "0", "--cpus", "0", "--load", "none", "--db", db][..], extra].concat()
+}
+
 /// A short measured run into `db` (no load, one CPU), with `extra` options.
 fn measure(home: &Path, db: &str, extra: &[&str]) -> Value {
     let json = home.join(format!("run-{}.json", uuid_like()));
-    let args = [&["run", "--loops", "200", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", db][..], extra].concat();
+    let args = [&short_run("200", db, &[])[..], extra].concat();
     let args = [&args[..], &["--json", json.to_str().unwrap()]].concat();
     ok(home, &args);
     serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
@@ -225,8 +230,7 @@ fn a_run_the_server_did_not_take_waits_in_the_spool_and_is_delivered_exactly_onc
     assert!(listed(home.path(), &url, &[]).is_empty(), "not stored before it is delivered");
 
     // The next run with this store delivers it, then is stored itself.
-    let (code, out, err) =
-        cli(home.path(), &["run", "--loops", "100", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &url]);
+    let (code, out, err) = cli(home.path(), &short_run("100", &url, &[]));
     assert!(matches!(code, 0 | 1), "{err}");
     assert!(out.contains("Stored as run 2 in ") && out.contains("Delivered from the spool: 1 run (now run 1)."), "{out}");
     let there = listed(home.path(), &url, &[]);
@@ -380,26 +384,7 @@ fn a_board_measures_while_the_lab_is_away_and_its_runs_arrive_in_order_once() {
     own.stop();
     // A one-shot run, then a rotated run of three parts, all while nothing answers.
     let json = home.path().join("away.json");
-    let (code, out, err) = cli(
-        home.path(),
-        &[
-            "run",
-            "--loops",
-            "100",
-            "--warmup",
-            "0",
-            "--cpus",
-            "0",
-            "--load",
-            "none",
-            "--db",
-            &url,
-            "--label",
-            "away",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-    );
+    let (code, out, err) = cli(home.path(), &short_run("100", &url, &["--label", "away", "--json", json.to_str().unwrap()]));
     no_password(&[&out, &err]);
     assert!(matches!(code, 0 | 1), "measured, its own status: {err}");
     assert!(err.contains("does not answer now") && err.contains("the run measures all the same"), "{err}");
@@ -426,8 +411,7 @@ fn a_board_measures_while_the_lab_is_away_and_its_runs_arrive_in_order_once() {
     own.start_again();
     assert!(listed(home.path(), &url, &[]).is_empty());
     // Back: the next run delivers them before itself, in the order measured, each once.
-    let (code, out, err) =
-        cli(home.path(), &["run", "--loops", "100", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &url]);
+    let (code, out, err) = cli(home.path(), &short_run("100", &url, &[]));
     assert!(matches!(code, 0 | 1), "{err}");
     assert!(
         out.contains("Delivered from the spool: 4 runs (now runs 1, 2, 3, 4).") && out.contains("Stored as run 5 in "),
@@ -454,12 +438,10 @@ fn a_board_measures_while_the_lab_is_away_and_its_runs_arrive_in_order_once() {
         .unwrap();
     own.superuser(&busy_db).batch_execute("GRANT ALL ON SCHEMA public TO rtgbusy").unwrap();
     let busy = own.url_as("rtgbusy", Some("busy-Pa55"), &busy_db, "");
-    let (code, _, err) =
-        cli(home.path(), &["run", "--loops", "50", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &busy]);
+    let (code, _, err) = cli(home.path(), &short_run("50", &busy, &[]));
     assert!(matches!(code, 0 | 1) && err.contains("takes no more connections") && err.contains("waits in the spool"), "{err}");
     own.superuser("postgres").batch_execute("ALTER ROLE rtgbusy CONNECTION LIMIT -1").unwrap();
-    let (code, out, err) =
-        cli(home.path(), &["run", "--loops", "50", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &busy]);
+    let (code, out, err) = cli(home.path(), &short_run("50", &busy, &[]));
     assert!(
         matches!(code, 0 | 1) && out.contains("Delivered from the spool: 1 run (now run 1).") && out.contains("Stored as run 2"),
         "{out}{err}"
@@ -470,8 +452,7 @@ fn a_board_measures_while_the_lab_is_away_and_its_runs_arrive_in_order_once() {
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let hung = format!("postgres://{}@127.0.0.1:{}/x?connect_timeout=2", pg::ROLE, silent.local_addr().unwrap().port());
     let t = std::time::Instant::now();
-    let (code, _, err) =
-        cli(home.path(), &["run", "--loops", "50", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &hung]);
+    let (code, _, err) = cli(home.path(), &short_run("50", &hung, &[]));
     assert!(matches!(code, 0 | 1) && err.contains("waits in the spool"), "{err}");
     assert!(t.elapsed() < std::time::Duration::from_secs(30), "{:?}", t.elapsed());
     drop(silent);
@@ -503,24 +484,7 @@ fn a_damaged_spool_is_said_set_aside_and_what_can_be_read_of_it_delivered() {
     let spool_runs = |url: &str, n: usize| {
         own.stop();
         for i in 0..n {
-            let (code, _, err) = cli(
-                home.path(),
-                &[
-                    "run",
-                    "--loops",
-                    "50",
-                    "--warmup",
-                    "0",
-                    "--cpus",
-                    "0",
-                    "--load",
-                    "none",
-                    "--db",
-                    url,
-                    "--label",
-                    &format!("s{i}"),
-                ],
-            );
+            let (code, _, err) = cli(home.path(), &short_run("50", url, &["--label", &format!("s{i}")]));
             assert!(matches!(code, 0 | 1) && err.contains("waits in the spool"), "{err}");
         }
         own.start_again();
@@ -568,11 +532,8 @@ fn a_damaged_spool_is_said_set_aside_and_what_can_be_read_of_it_delivered() {
         rusqlite::Connection::open(&file).unwrap().execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
         let before = set_aside(home.path()).len();
         damage(&file);
-        let (code, out, err) = if by_push {
-            cli(home.path(), &["push", "--to", &url])
-        } else {
-            cli(home.path(), &["run", "--loops", "50", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &url])
-        };
+        let (code, out, err) =
+            if by_push { cli(home.path(), &["push", "--to", &url]) } else { cli(home.path(), &short_run("50", &url, &[])) };
         no_password(&[&out, &err]);
         let aside = set_aside(home.path());
         assert_eq!(aside.len(), before + 1, "{what}: the damaged spool set aside: {aside:?}; exit {code}: {out}{err}");
@@ -623,9 +584,7 @@ fn a_damaged_spool_is_said_set_aside_and_what_can_be_read_of_it_delivered() {
 #[test]
 fn credentials_come_from_the_password_file_a_service_file_the_environment_or_a_certificate() {
     use std::os::unix::fs::PermissionsExt;
-    // (the PostgreSQL client is the same Rust on every architecture: tested natively)
-    if common::runner().is_some() {
-        eprintln!("SKIPPED under an emulator: the PostgreSQL client's credentials are tested natively");
+    if common::native_only("the PostgreSQL client's credentials") {
         return;
     }
     let Some(c) = pg::shared() else { return };
@@ -667,8 +626,7 @@ fn credentials_come_from_the_password_file_a_service_file_the_environment_or_a_c
     let escaped = pg::ROLE_PASSWORD.replace('\\', "\\\\").replace(':', "\\:");
     std::fs::write(&pgpass, format!("127.0.0.1:{}:{db}:{}:{escaped}\n", c.port, pg::ROLE)).unwrap();
     std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let out =
-        run_ok(clean(&["run", "--loops", "50", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &bare]), "~/.pgpass");
+    let out = run_ok(clean(&short_run("50", &bare, &[])), "~/.pgpass");
     assert!(out.contains("Stored as run 1"), "{out}");
     std::fs::remove_file(&pgpass).unwrap();
     // A service file: in the URL, or named by PGSERVICE.
@@ -738,8 +696,7 @@ fn credentials_come_from_the_password_file_a_service_file_the_environment_or_a_c
     let url =
         |q: &str| format!("postgres://{}@localhost:{}/{certdb}?sslmode=verify-full&sslrootcert={ca}{q}", pg::CERT_ROLE, c.port);
     let with_cert = url(&format!("&sslcert={}&sslkey={}", crt.display(), mine.display()));
-    let out =
-        run_ok(clean(&["run", "--loops", "50", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &with_cert]), "sslcert");
+    let out = run_ok(clean(&short_run("50", &with_cert, &[])), "sslcert");
     assert!(out.contains("Stored as run 1"), "{out}");
     let mut by_env = clean(&["list", "--json", "--db", &url("")]);
     by_env.env("PGSSLCERT", &crt).env("PGSSLKEY", &mine);
@@ -784,9 +741,7 @@ fn stopped(mut child: std::process::Child, sig: &str, after: std::time::Duration
 /// every run stored once, an export's file is whole or not there. (`serve`: tests/serve.rs.)
 #[test]
 fn sigterm_and_sigint_end_every_long_running_command_cleanly_on_both_stores() {
-    // (signals and the stores' clients are the same Rust on every architecture: tested natively)
-    if common::runner().is_some() {
-        eprintln!("SKIPPED under an emulator: the commands' signals are tested natively");
+    if common::native_only("how the commands stop on signals") {
         return;
     }
     let Some(c) = pg::shared() else { return };

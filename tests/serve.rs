@@ -1594,9 +1594,8 @@ fn connect_from(from: std::net::Ipv4Addr, to: SocketAddr) -> TcpStream {
 /// while they are held; and the first client itself is served again once it lets them go.
 #[test]
 fn one_client_holding_a_thousand_half_open_connections_starves_nobody() {
-    // (a bound of 1 s on an emulated server and client says nothing of the server: native only)
-    if runner().is_some() {
-        eprintln!("SKIPPED under an emulator: the connection limits are tested natively");
+    // (a bound of 1 s on an emulated server and client says nothing of the server)
+    if native_only("the dashboard's share per client") {
         return;
     }
     // 1 000 connections and their server's ends: more descriptors than the usual soft limit.

@@ -32,6 +32,16 @@ pub fn runner() -> Option<String> {
     std::env::var("RTGAUGE_RUNNER").ok().filter(|r| !r.trim().is_empty())
 }
 
+/// Whether a test of code that is the same Rust on every architecture is skipped here, under an
+/// emulator (`.ci/run` runs under qemu-user only what can differ there); says so when it is.
+pub fn native_only(what: &str) -> bool {
+    let skipped = runner().is_some();
+    if skipped {
+        eprintln!("SKIPPED under an emulator: {what} is tested natively");
+    }
+    skipped
+}
+
 /// Waits (at most 60 s) until process `pid` is measuring — one of its measurement threads
 /// (named `rtgauge-<probe><cpu>`) waits in its loop's sleep or timer read, or a busy loop (the noise probe's,
 /// which never sleeps) runs after it was seen waiting for its start — instead of assuming how

@@ -301,57 +301,41 @@ impl Drop for Cluster {
     }
 }
 
-/// A CA (`ca.crt`) and the server's key and certificate for `localhost` signed by it, in `dir`;
-/// false where openssl cannot make them.
+/// A CA (`ca.crt`) and, signed by it, the server's key and certificate for `localhost` and a
+/// client's for [`CERT_ROLE`], in `dir`; false where openssl cannot make them.
 fn make_certificates(dir: &Path) -> bool {
     let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
     let openssl = |args: &[&str]| {
         Command::new("openssl").args(args).current_dir(dir).stdin(Stdio::null()).output().is_ok_and(|o| o.status.success())
     };
-    std::fs::write(dir.join("server.ext"), "subjectAltName=DNS:localhost\nbasicConstraints=critical,CA:FALSE\n").is_ok()
-        && openssl(
-            &[&["req", "-x509"][..], &ec, &["-days", "2", "-subj", "/CN=rtgauge test CA", "-keyout", "ca.key", "-out", "ca.crt"]]
-                .concat(),
-        )
-        && openssl(&[&["req"][..], &ec, &["-subj", "/CN=localhost", "-keyout", "server.key", "-out", "server.csr"]].concat())
-        && openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-extfile",
-            "server.ext",
-            "-out",
-            "server.crt",
-        ])
-        && std::fs::write(dir.join("client.ext"), "basicConstraints=critical,CA:FALSE\nextendedKeyUsage=clientAuth\n").is_ok()
-        && openssl(
-            &[&["req"][..], &ec, &["-subj", &format!("/CN={CERT_ROLE}"), "-keyout", "client.key", "-out", "client.csr"]].concat(),
-        )
-        && openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            "client.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-extfile",
-            "client.ext",
-            "-out",
-            "client.crt",
-        ])
+    // A key and a certificate for `subject`, signed by the CA, with `extensions`: NAME.key, NAME.crt.
+    let signed = |name: &str, subject: &str, extensions: &str| {
+        let (key, csr, crt, ext) = (format!("{name}.key"), format!("{name}.csr"), format!("{name}.crt"), format!("{name}.ext"));
+        std::fs::write(dir.join(&ext), extensions).is_ok()
+            && openssl(&[&["req"][..], &ec, &["-subj", subject, "-keyout", &key, "-out", &csr]].concat())
+            && openssl(&[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                &ext,
+                "-out",
+                &crt,
+            ])
+    };
+    openssl(
+        &[&["req", "-x509"][..], &ec, &["-days", "2", "-subj", "/CN=rtgauge test CA", "-keyout", "ca.key", "-out", "ca.crt"]]
+            .concat(),
+    ) && signed("server", "/CN=localhost", "subjectAltName=DNS:localhost\nbasicConstraints=critical,CA:FALSE\n")
+        && signed("client", &format!("/CN={CERT_ROLE}"), "basicConstraints=critical,CA:FALSE\nextendedKeyUsage=clientAuth\n")
 }
 
 /// Percent-encodes what a URL's user part cannot hold as it is.
