@@ -570,6 +570,10 @@ fn a_damaged_spool_is_said_set_aside_and_what_can_be_read_of_it_delivered() {
         }
         let (code, out, err) = cli(home.path(), &["push", "--to", &url]);
         assert_eq!(code, 0, "{what}: a push after it finds nothing wrong: {out}{err}");
+        assert!(
+            err.contains("set aside as damaged") && err.contains(".db.damaged-"),
+            "{what}: the file set aside is recalled: {err}"
+        );
     }
 }
 

@@ -46,6 +46,16 @@ pub fn push(a: &PushArgs) -> Result<u8> {
         Some(from) => chosen(from, &a.runs, &filter)?,
         None => Vec::new(),
     };
+    // Spools set aside as damaged before (by a push or a run): said by each push, until removed.
+    let aside = store::spool::set_aside_files(&to_location);
+    if !aside.is_empty() {
+        let them = if aside.len() == 1 { "it" } else { "them" };
+        crate::report::out::err_line(&format!(
+            "rtgauge: warning: set aside as damaged earlier: {}; what could not be read is still there: look at {them} \
+             (sqlite3), then remove {them}",
+            aside.iter().map(|a| report::shown(&a.display().to_string()).into_owned()).collect::<Vec<_>>().join(", "),
+        ));
+    }
     let waiting = store::spool::file_for(&to_location).is_some_and(|f| f.exists());
     if rows.is_empty() && !waiting {
         out::text(&format!(
@@ -64,6 +74,7 @@ pub fn push(a: &PushArgs) -> Result<u8> {
         crate::report::out::err_line(&format!("rtgauge: warning: {}", report::shown(n)));
     }
     let status = if delivered.damaged.is_empty() { 0 } else { 1 };
+
     if let Some(why) = &delivered.stopped {
         return Err(anyhow!(
             "{} of the spool {} not delivered to {}: {why}; 'rtgauge push --to {}' again delivers {} ({} delivered now)",

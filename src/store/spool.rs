@@ -472,6 +472,24 @@ impl Delivered {
     }
 }
 
+/// The damaged spools of `destination` set aside earlier (`NAME.db.damaged-TIME`), oldest first:
+/// what could not be read of them stays there, for a person to look at.
+pub fn set_aside_files(destination: &Location) -> Vec<PathBuf> {
+    let Some(file) = file_for(destination) else { return Vec::new() };
+    let Some(name) = file.file_name().map(|n| format!("{}.damaged-", n.to_string_lossy())) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(dir_of(&file)) else { return Vec::new() };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            n.starts_with(&name) && !n.ends_with("-wal") && !n.ends_with("-shm")
+        })
+        .collect();
+    found.sort();
+    found
+}
+
 /// Whether two locations name one destination (URLs alike without their passwords).
 pub fn same_destination(a: &Location, b: &Location) -> bool {
     key_of(a) == key_of(b)
