@@ -885,3 +885,69 @@ fn an_rtgauge_export_whose_times_contradict_each_other_is_refused() {
     import(&db, &real);
     assert_eq!(stored(&db), 2);
 }
+
+/// Every histogram output of the real cyclictest (rt-tests 2.40; fixtures' commands in
+/// tests/fixtures/import/README.md) imports with cyclictest's own figures: `-H`/`--histofall`'s
+/// summary column is recognised (its Min and Avg lines have no value for it) and never counted
+/// as a CPU, with or without `-q` (the status lines' cursor moves), one thread or many
+/// (`-t`, `--smp`); each thread's samples are its Total and Overflows, its minimum and maximum
+/// its trailer's; the JSON cyclictest wrote of the same run gives the same threads. A summary
+/// column that is not its threads' sum is refused.
+#[test]
+fn every_cyclictest_histogram_output_imports_with_cyclictests_own_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    for (name, threads) in [
+        ("cyclictest-H-q.txt", 2),
+        ("cyclictest-H-not-quiet.txt", 2),
+        ("cyclictest-h-not-quiet.txt", 2),
+        ("cyclictest-H-one-thread.txt", 1),
+        ("cyclictest-H-smp.txt", 2),
+        ("cyclictest-H.json-stdout.txt", 2),
+        ("cyclictest-hist.txt", 2),
+    ] {
+        let text = std::fs::read_to_string(fixture(name)).unwrap();
+        let doc = import(&db, &fixture(name));
+        let probes = doc["probes"].as_array().unwrap();
+        assert_eq!(probes.len(), threads, "{name}: one entry per thread, no summary column among them");
+        let (total, over, min, max) = (
+            trailer(&text, "Total"),
+            trailer(&text, "Histogram Overflows"),
+            trailer(&text, "Min Latencies"),
+            trailer(&text, "Max Latencies"),
+        );
+        for (t, p) in probes.iter().enumerate() {
+            assert_eq!(u(&p["samples"]), total[t] + over[t], "{name}: thread {t}'s samples");
+            assert_eq!(u(&p["min_ns"]), min[t] * 1000, "{name}: thread {t}'s minimum");
+            assert_eq!(u(&p["max_ns"]), max[t] * 1000, "{name}: thread {t}'s maximum");
+        }
+        let all: u64 = probes.iter().map(|p| u(&p["samples"])).sum();
+        assert_eq!(u(&doc["combined"][0]["samples"]), all, "{name}: all CPUs together are the threads'");
+        if total.len() == threads + 1 {
+            assert_eq!(total[threads], total[..threads].iter().sum::<u64>(), "{name}: the file's own summary agrees");
+            assert!(
+                doc["warnings"].to_string().contains("summary column"),
+                "{name}: the summary column is said: {}",
+                doc["warnings"]
+            );
+        }
+    }
+    // The same run as JSON and as histogram output: the same threads.
+    let other = dir.path().join("same-run.db").display().to_string();
+    let json = import(&other, &fixture("cyclictest-H.json"));
+    let text = import(&other, &fixture("cyclictest-H.json-stdout.txt"));
+    for t in 0..2 {
+        for k in ["min_ns", "max_ns"] {
+            assert_eq!(json["probes"][t][k], text["probes"][t][k], "thread {t}: {k}");
+        }
+    }
+    // A summary column that is not the sum of its threads.
+    let forged = dir.path().join("forged-H.txt");
+    let original = std::fs::read_to_string(fixture("cyclictest-H-q.txt")).unwrap();
+    let row = original.lines().find(|l| l.starts_with("000030 ")).unwrap();
+    let mut cells: Vec<String> = row.split_whitespace().map(String::from).collect();
+    let last: u64 = cells.last().unwrap().parse().unwrap();
+    *cells.last_mut().unwrap() = format!("{:06}", last + 1);
+    std::fs::write(&forged, original.replace(row, &format!("{} {}", cells[0], cells[1..].join("\t")))).unwrap();
+    refused(&db, &forged, &["not the sum", "--histofall"]);
+}

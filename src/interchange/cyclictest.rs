@@ -142,6 +142,8 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
     let mut trailer: [Option<Vec<u64>>; 5] = Default::default();
     let mut raw = Vec::new();
     let mut n = 0u64;
+    // Whether every row's last count is the sum of the others (a `-H` summary column).
+    let (mut sums_in_last, mut summary_column) = (true, false);
     loop {
         raw.clear();
         let got = std::io::Read::take(&mut *input, MAX_LINE).read_until(b'\n', &mut raw).map_err(|e| e.to_string())?;
@@ -152,8 +154,11 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
         if got as u64 == MAX_LINE && raw.last() != Some(&b'\n') {
             return Err(format!("line {n} is longer than {MAX_LINE} bytes: not cyclictest histogram output"));
         }
-        let line =
-            std::str::from_utf8(&raw).map_err(|_| format!("line {n} is not text: not cyclictest histogram output"))?.trim();
+        let text = std::str::from_utf8(&raw).map_err(|_| format!("line {n} is not text: not cyclictest histogram output"))?;
+        // Without -q cyclictest redraws its status lines with the terminal's cursor moves
+        // (`ESC [ 4 A`) before them: taken away.
+        let unescaped = without_escapes(text);
+        let line = unescaped.trim();
         if let Some(rest) = line.strip_prefix('#') {
             let Some((key, values)) = rest.split_once(':') else { continue };
             let Some(k) = TRAILER.iter().position(|t| *t == key.trim()) else { continue };
@@ -192,8 +197,52 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
         for (t, &c) in row.iter().enumerate() {
             counts[t].add(ns, c).map_err(|e| format!("line {n}, thread {t}: {e}"))?;
         }
+        // (whether the last count could be the others' sum: -H's summary column)
+        let (last, others) = row.split_last().unwrap_or((&0, &[]));
+        if others.iter().try_fold(0u64, |a, &c| a.checked_add(c)) != Some(*last) {
+            sums_in_last = false;
+        }
     }
-    let [total, min, avg, max, over] = trailer;
+    let [mut total, min, avg, mut max, mut over] = trailer;
+    // `-H`/`--histofall`: a last column of all threads together, whose Min and Avg lines have no
+    // value (there is one fewer) while Total, Max and Overflows have one. Recognised as that
+    // column, checked against the threads' and left out: it is no CPU.
+    let columns = counts.len();
+    let one_fewer = |l: &Option<Vec<u64>>| l.as_ref().is_some_and(|v| v.len() + 1 == columns);
+    let summary_said = columns >= 3 && (one_fewer(&min) || one_fewer(&avg));
+    let summary_found = columns >= 3 && min.is_none() && avg.is_none() && sums_in_last && last_row.is_some();
+    if summary_said || summary_found {
+        if !sums_in_last {
+            return Err(format!(
+                "the last of the {columns} columns is not the sum of the others in every row, yet '# Min Latencies:' has one \
+                 value fewer: not cyclictest --histofall output"
+            ));
+        }
+        let threads = columns - 1;
+        let sum = |v: &[u64]| v[..threads].iter().try_fold(0u64, |a, &c| a.checked_add(c));
+        for (name, line, whole) in [
+            ("Total", &total, total.as_ref().and_then(|v| sum(v))),
+            ("Max Latencies", &max, max.as_ref().and_then(|v| v[..threads.min(v.len())].iter().copied().max())),
+            ("Histogram Overflows", &over, over.as_ref().and_then(|v| sum(v))),
+        ] {
+            if let Some(v) = line.as_ref().filter(|v| v.len() == columns) {
+                if Some(v[threads]) != whole {
+                    return Err(format!(
+                        "'# {name}:' gives the summary column {} where its threads give {}: not cyclictest --histofall output",
+                        v[threads],
+                        whole.map_or("no value".to_string(), |w| w.to_string())
+                    ));
+                }
+            }
+        }
+        counts.truncate(threads);
+        for line in [&mut total, &mut max, &mut over] {
+            if let Some(v) = line.as_mut().filter(|v| v.len() == columns) {
+                v.truncate(threads);
+            }
+        }
+        summary_column = true;
+    }
     let threads = if counts.is_empty() {
         max.as_ref()
             .or(min.as_ref())
@@ -271,7 +320,40 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
          the file's"
             .into(),
     );
+    if summary_column {
+        f.notes.push(
+            "its summary column (-H/--histofall: all threads together) was checked against the threads' and is not counted as \
+             a CPU; rtgauge's own 'all' row is made from the threads"
+                .into(),
+        );
+    }
     Ok(f)
+}
+
+/// `text` without the terminal's control sequences (`ESC [ … letter`, as cyclictest's status
+/// lines carry them without -q).
+fn without_escapes(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('\u{1b}') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                // parameters, then one final letter
+                for d in chars.by_ref() {
+                    if d.is_ascii_alphabetic() || d == '@' || d == '~' {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The entries of `probe` (its headline series) per CPU.
