@@ -194,6 +194,13 @@ fn sigterm_keeps_the_open_part_and_a_restart_begins_a_new_series() {
     assert_ne!(new[0]["continuous"]["series"], runs[0]["continuous"]["series"], "a restart begins a new series");
     assert_eq!(new[0]["continuous"]["previous"], Value::Null);
     assert!(String::from_utf8_lossy(&again.stderr).contains("a new series"));
+    // The CPU left out is said, before measuring and in the last part's document.
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("CPU 0 is not measured"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(new[2]["warnings"].to_string().contains("CPU 0 is not measured"), "{}", new[2]["warnings"]);
 }
 
 /// The parts of a rotated run in a PostgreSQL store, and on the dashboard's board page of a

@@ -307,7 +307,8 @@ pub struct RunArgs {
     /// and at most its period [default: the period, the probe's interval]
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub dl_deadline: Option<String>,
-    /// CPUs to measure, e.g. 0,2-3 [default: every online CPU]
+    /// CPUs to measure, e.g. 0,2-3 [default: every online CPU this process may use; with
+    /// --rotate, -D forever or --metrics all but the first, left to rtgauge's own work]
     #[arg(short, long, allow_hyphen_values = true, value_name = "LIST")]
     pub cpus: Option<String>,
     /// Do not lock memory with mlockall (page faults then add latency)

@@ -22,13 +22,18 @@ pub fn import(a: &ImportArgs) -> Result<u8> {
         name_board(r, keep.board.as_deref());
     }
     let s = Store::open(&location).map_err(|e| anyhow!("{e}"))?;
+    // (the store named, where it was given: the command works pasted as it is)
+    let hint =
+        a.store.db.as_deref().map_or(String::new(), |db| {
+            format!(" --db {}", crate::vocab::text::shell_word(&crate::store::Location::of(db).shown()))
+        });
     for (file, r) in a.files.iter().zip(&mut runs) {
         let source = r.imported.as_ref().map(|i| i.source.clone());
         let saved = s.save(r, a.label.as_deref(), source.as_deref(), None).map_err(anyhow::Error::msg)?;
         let id = saved.id;
         if saved.already {
             out::text(&format!(
-                "{} is already stored as run {id} in {} ('rtgauge show {id}'); not stored again.\n",
+                "{} is already stored as run {id} in {}; not stored again. See it with: rtgauge show {id}{hint}\n",
                 report::shown(&file.display().to_string()),
                 report::shown(&s.shown())
             ))?;
@@ -40,7 +45,7 @@ pub fn import(a: &ImportArgs) -> Result<u8> {
             .map_or(String::new(), |i| format!("{} {}", i.tool, i.tool_version.as_deref().unwrap_or("(version not recorded)")));
         let worst = r.probes.iter().filter_map(|p| p.max_ns).max().map_or("-".into(), us);
         out::text(&format!(
-            "Imported {} ({}, {}, worst case {worst} µs) as run {id} in {} ('rtgauge show {id}').\n",
+            "Imported {} ({}, {}, worst case {worst} µs) as run {id} in {}; see it with: rtgauge show {id}{hint}\n",
             report::shown(&file.display().to_string()),
             report::shown(&what),
             crate::vocab::Count(r.probes.len() as u64, "CPU"),

@@ -34,6 +34,15 @@ impl Outputs {
         let sink = plan.json.as_ref().map(JsonSink::open).transpose()?;
         let mut warnings = load_priority_warnings(plan, &resolved.probes, &resolved.load_specs, system);
         warnings.extend(busy_loop_warnings(&resolved.probes));
+        // A continuous run leaves a CPU it does not measure to its own work, by default the first
+        // it may use: said, so that nobody looks for that CPU's figures.
+        if plan.cpus.is_none() && plan.continuous.works_while_measuring() && system.allowed_cpus.len() > 1 {
+            warnings.push(format!(
+                "CPU {} is not measured: a continuous run (--rotate, -D forever, --metrics) leaves it to rtgauge's own work \
+                 (keeping the parts, serving the metrics); --cpus chooses the CPUs measured, leaving at least one out",
+                system.allowed_cpus[0]
+            ));
+        }
         let mut warnings = once(warnings);
         for w in &warnings {
             crate::report::out::err_line(&format!("rtgauge: warning: {w}"));
@@ -197,7 +206,7 @@ pub(super) fn keep_part(result: &mut RunResult, store: &mut Option<Store>, keep:
 fn rescued(result: &RunResult, beside: Option<std::path::PathBuf>, shown: &str, why: &str, label: Option<&str>) -> String {
     match store::rescue(result, beside) {
         Ok(file) => format!(
-            "not stored ({why}); saved to {}: 'rtgauge import {} --db {}{}' stores it",
+            "not stored ({why}); saved to {}; store it with: rtgauge import {} --db {}{}",
             shell_word(&file.display().to_string()),
             shell_word(&file.display().to_string()),
             shell_word(shown),
@@ -292,7 +301,7 @@ fn keep_result(
         Ok(saved) => {
             let (id, shown) = (saved.id, store.shown());
             let stored = if saved.already { "Already stored" } else { "Stored" };
-            return Kept::Stored(format!("{stored} as run {id} in {shown} ('rtgauge show {id}{}').", db_hint(keep)));
+            return Kept::Stored(format!("{stored} as run {id} in {shown}; see it with: rtgauge show {id}{}", db_hint(keep)));
         }
         Err(e) => e,
     };
@@ -310,8 +319,8 @@ fn rescue_said(result: &RunResult, beside: Option<std::path::PathBuf>, db: &str,
             let label = keep.label.as_deref().map_or(String::new(), |l| format!(" --label {}", shell_word(l)));
             let file = shell_word(&file.display().to_string());
             format!(
-                "the run was measured but not stored: {e}; it was saved to {file} instead: \
-                 'rtgauge import {file} --db {}{label}' stores it",
+                "the run was measured but not stored: {e}; it was saved to {file} instead; store it with: \
+                 rtgauge import {file} --db {}{label}",
                 shell_word(db)
             )
         }
@@ -379,9 +388,10 @@ fn deliver_within(
     let waits = |why: &str, others: String| {
         Kept::Spooled(format!(
             "the run was measured but not stored in {shown}: {why}. It waits in the spool {} (run {}): the next run \
-             with this store delivers it, or 'rtgauge push --to {shown}'{others}",
+             with this store delivers it, or: rtgauge push --to {}{others}",
             file.display(),
-            uuid.get(..8).unwrap_or_default()
+            uuid.get(..8).unwrap_or_default(),
+            shell_word(&shown)
         ))
     };
     if let Ok(d) = &delivered {
@@ -393,7 +403,7 @@ fn deliver_within(
         Ok(d) => match d.of(&uuid) {
             Some(arrived) => Kept::Stored(format!(
                 // (stored by this delivery or by another at the same time: the run is there, once)
-                "Stored as run {id} in {shown} ('rtgauge show {id}{}').{}",
+                "Stored as run {id} in {shown}; see it with: rtgauge show {id}{}{}",
                 db_hint(keep),
                 d.said_except(Some(&uuid)),
                 id = arrived.id
@@ -416,11 +426,4 @@ fn db_hint(keep: &store::Request) -> String {
     }
 }
 
-/// `text` as one word of a shell's command line: as it is when it is plain, else in single
-/// quotes (a quote inside written '\'').
-fn shell_word(text: &str) -> String {
-    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:@%+=,".contains(c)) {
-        return text.to_string();
-    }
-    format!("'{}'", text.replace('\'', "'\\''"))
-}
+use crate::vocab::text::shell_word;

@@ -427,9 +427,9 @@ impl Request {
                     warnings.push(format!(
                         "the store does not answer now ({m}); the run measures all the same and its result waits in the \
                          spool {} until the server takes it: at the end of this run, the next run with this store or \
-                         'rtgauge push --to {}'",
+                         rtgauge push --to {}",
                         file.display(),
-                        location.shown()
+                        crate::vocab::text::shell_word(&location.shown())
                     ));
                     Ok(None)
                 }

@@ -89,6 +89,21 @@ pub fn xml_escape(text: &str) -> String {
         .collect()
 }
 
+/// `text` as one word of a shell's command line: as it is when it is plain, else in single
+/// quotes (a quote inside written '\''). A command rtgauge prints for a person to paste is
+/// written with it, at the end of its sentence, never inside quotes of its own.
+pub fn shell_word(text: &str) -> String {
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:@%+=,".contains(c)) {
+        return text.to_string();
+    }
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// A command line of `words`, each a shell word ([`shell_word`]): pastable as printed.
+pub fn command(words: &[&str]) -> String {
+    words.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::{shown, shown_json, shown_text, xml_escape};
