@@ -951,3 +951,36 @@ fn every_cyclictest_histogram_output_imports_with_cyclictests_own_figures() {
     std::fs::write(&forged, original.replace(row, &format!("{} {}", cells[0], cells[1..].join("\t")))).unwrap();
     refused(&db, &forged, &["not the sum", "--histofall"]);
 }
+
+/// cyclictest's `-v` output (a line per sample) imports every sample exactly: per thread its
+/// count of lines, its smallest and largest value, the CPU and the interval the output names
+/// (`Thread N using cpu C.`, `Thread N Interval: US`).
+#[test]
+fn cyclictest_verbose_output_imports_every_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let text = std::fs::read_to_string(fixture("cyclictest-v.txt")).unwrap();
+    let mut samples: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+    let mut intervals: std::collections::BTreeMap<u64, u64> = Default::default();
+    for line in text.lines() {
+        let parts: Vec<&str> = line.split(':').map(str::trim).collect();
+        if parts.len() == 3 && parts.iter().all(|p| p.parse::<u64>().is_ok()) {
+            samples.entry(parts[0].parse().unwrap()).or_default().push(parts[2].parse().unwrap());
+        }
+        if let Some(rest) = line.strip_prefix("Thread ").filter(|l| l.contains("Interval: ")) {
+            let (t, i) = rest.split_once(" Interval: ").unwrap();
+            intervals.insert(t.parse().unwrap(), i.trim().parse().unwrap());
+        }
+    }
+    assert_eq!(samples.len(), 2, "the fixture has two threads");
+    let doc = import(&db, &fixture("cyclictest-v.txt"));
+    assert_eq!(doc["imported"]["format"], "cyclictest-verbose");
+    for (t, values) in &samples {
+        let p = doc["probes"].as_array().unwrap().iter().find(|p| p["cpu"] == *t).unwrap_or_else(|| panic!("cpu {t}"));
+        assert_eq!(u(&p["samples"]), values.len() as u64, "thread {t}: a sample per line");
+        assert_eq!(u(&p["min_ns"]), values.iter().min().unwrap() * 1000, "thread {t}");
+        assert_eq!(u(&p["max_ns"]), values.iter().max().unwrap() * 1000, "thread {t}");
+        let probe = doc["config"]["probes"].as_array().unwrap().iter().any(|c| u(&c["interval_ns"]) == intervals[t] * 1000);
+        assert!(probe, "thread {t}'s interval {} µs: {}", intervals[t], doc["config"]["probes"]);
+    }
+}

@@ -144,6 +144,9 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
     let mut n = 0u64;
     // Whether every row's last count is the sum of the others (a `-H` summary column).
     let (mut sums_in_last, mut summary_column) = (true, false);
+    // `-v`'s samples per thread, and the CPU and interval the run names for each.
+    let mut verbose: Vec<Counts> = Vec::new();
+    let (mut thread_cpu, mut thread_interval) = (std::collections::BTreeMap::new(), std::collections::BTreeMap::new());
     loop {
         raw.clear();
         let got = std::io::Read::take(&mut *input, MAX_LINE).read_until(b'\n', &mut raw).map_err(|e| e.to_string())?;
@@ -175,6 +178,34 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
         if line.is_empty() || line.starts_with("T:") || line.starts_with("policy:") {
             continue;
         }
+        // `-v`: a line per sample, `THREAD: CYCLE: LATENCY` (µs), and what the run says of each
+        // thread (`Thread N using cpu C.`, `Thread N Interval: US`).
+        if let Some(sample) = verbose_sample(line) {
+            let (t, _cycle, us) = sample.ok_or_else(|| format!("line {n}: a -v sample that is not THREAD: CYCLE: LATENCY"))?;
+            if t >= MAX_SERIES {
+                return Err(format!("line {n}: thread {t}: more than {MAX_SERIES} threads: more than rtgauge imports"));
+            }
+            if verbose.len() <= t {
+                verbose.resize_with(t + 1, Counts::default);
+            }
+            let ns = latency(Num::U(us), 1000, &format!("line {n}: thread {t}'s sample"))?;
+            verbose[t].add(ns, 1).map_err(|e| format!("line {n}, thread {t}: {e}"))?;
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("Thread ") {
+            let (t, what) = rest.split_once(' ').unwrap_or((rest, ""));
+            if let Ok(t) = t.parse::<usize>() {
+                if let Some(cpu) = what.strip_prefix("using cpu ").and_then(|c| c.trim_end_matches('.').parse::<usize>().ok()) {
+                    thread_cpu.insert(t, cpu.min(super::MAX_CPU - 1));
+                } else if let Some(i) = what.strip_prefix("Interval: ").and_then(|i| i.trim().parse::<u64>().ok()) {
+                    thread_interval.insert(t, i);
+                }
+                continue;
+            }
+        }
+        if line.starts_with("Using ") || line.starts_with("Max CPUs") || line.starts_with("Online CPUs") {
+            continue;
+        }
         let cells: Option<Vec<u64>> = line.split_whitespace().map(|c| c.parse().ok()).collect();
         let cells = cells.filter(|c| c.len() >= 2).ok_or_else(|| not_hist(n))?;
         let (us, row) = (cells[0], &cells[1..]);
@@ -202,6 +233,12 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
         if others.iter().try_fold(0u64, |a, &c| a.checked_add(c)) != Some(*last) {
             sums_in_last = false;
         }
+    }
+    if !verbose.is_empty() {
+        if last_row.is_some() || trailer.iter().any(Option::is_some) {
+            return Err("both -v samples and a histogram: give the output of one run with one of them".into());
+        }
+        return from_samples(verbose, &thread_cpu, &thread_interval, mtime);
     }
     let [mut total, min, avg, mut max, mut over] = trailer;
     // `-H`/`--histofall`: a last column of all threads together, whose Min and Avg lines have no
@@ -327,6 +364,77 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
                 .into(),
         );
     }
+    Ok(f)
+}
+
+/// A `-v` sample line (`THREAD: CYCLE: LATENCY`, three numbers): `None` when the line is not
+/// of that shape; `Some(None)` when it is but a number does not read.
+fn verbose_sample(line: &str) -> Option<Option<(usize, u64, u64)>> {
+    let parts: Vec<&str> = line.split(':').map(str::trim).collect();
+    if parts.len() != 3 || !parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
+        return None;
+    }
+    Some(match (parts[0].parse(), parts[1].parse(), parts[2].parse()) {
+        (Ok(t), Ok(c), Ok(v)) => Some((t, c, v)),
+        _ => None,
+    })
+}
+
+/// cyclictest's `-v` output: every sample of every thread, exact to its µs. Each thread's CPU
+/// and interval where the output names them (`Thread N using cpu C.`, `Thread N Interval: US`),
+/// else thread N shown as cpu N and the interval unknown.
+fn from_samples(
+    threads: Vec<Counts>,
+    cpus: &std::collections::BTreeMap<usize, usize>,
+    intervals: &std::collections::BTreeMap<usize, u64>,
+    mtime: &str,
+) -> Result<Foreign, String> {
+    let mut series = Vec::new();
+    for (t, samples) in threads.into_iter().enumerate() {
+        let total = samples.total();
+        if total == 0 {
+            continue;
+        }
+        let range = samples.range();
+        let interval_ns = intervals.get(&t).map(|us| us.saturating_mul(1000)).filter(|&ns| ns > 0);
+        let s = ForeignSeries {
+            cpu: cpus.get(&t).copied().unwrap_or(t),
+            samples: total,
+            min_ns: range.map(|r| r.0),
+            mean_ns: samples.mean(),
+            max_ns: range.map(|r| r.1),
+            histogram: Some(samples),
+            overflows: 0,
+            interval_ns,
+        };
+        s.check(&format!("thread {t}"), 1000)?;
+        series.push(s);
+    }
+    let named_cpus = series.iter().all(|s| cpus.values().any(|&c| c == s.cpu));
+    let known_intervals = series.iter().all(|s| s.interval_ns.is_some());
+    let mut unknown = vec!["config.policy", "config.priority", "config.mlockall", "config.warmup", "started_at"];
+    if !known_intervals {
+        unknown.push("config.interval_ns");
+    }
+    let mut f = Foreign {
+        tool: "cyclictest",
+        format: "cyclictest-verbose",
+        probe: crate::probe::registry::of_tool("cyclictest"),
+        started_at: mtime.into(),
+        ended_at: mtime.into(),
+        host: "unknown".into(),
+        kernel_release: "unknown".into(),
+        kernel_version: "unknown".into(),
+        machine: "unknown".into(),
+        series,
+        unknown,
+        ..Default::default()
+    };
+    f.notes = notes(&f, None);
+    f.notes.push(format!(
+        "read from cyclictest's -v output: every sample exactly (to its µs); {}",
+        if named_cpus { "each thread's CPU as the output names it" } else { "thread N is shown as cpu N where no CPU is named" }
+    ));
     Ok(f)
 }
 
