@@ -1011,3 +1011,38 @@ fn the_forecast_is_drawn_where_it_applies_and_not_applicable_is_said_where_not()
     assert!(tail.contains(" tail (ξ = ") && tail.contains("not applicable: "), "{tail}");
     assert_eq!(row("once per year").matches("<td>-</td>").count(), 1, "a level for the steady run only");
 }
+
+/// Runs are named by their board wherever they are named: two `nightly` runs of two boards are
+/// told apart in the comparison's table (label, id where labels collide, board), the report's
+/// title names the board (not the host), and the JUnit export carries the board, the host, the
+/// kernel and the run's UUID as properties.
+#[test]
+fn runs_are_named_by_their_board() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db").display().to_string();
+    let fx =
+        |n: &str| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import").join(n).display().to_string();
+    for (board, file) in [("rpi4-lab-a", "cyclictest-hist.txt"), ("imx8-lab-b", "cyclictest-H-q.txt")] {
+        ok(&["import", "--db", &db, "--board", board, "--label", "nightly", &fx(file)]);
+    }
+    let table = ok(&["compare", "1", "2", "--db", &db]);
+    assert!(table.contains("1 nightly (rpi4-lab-a)") && table.contains("2 nightly (imx8-lab-b)"), "{table}");
+    let page = dir.path().join("r.html");
+    ok(&["report", "2", "--db", &db, "--html", page.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("run 2 (nightly) on imx8-lab-b"), "the report's title names the board");
+    let xml = ok(&["export", "1", "--db", &db, "-f", "junit"]);
+    let uuid = serde_json::from_str::<serde_json::Value>(&ok(&["show", "1", "--db", &db, "--json"])).unwrap()["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for property in [
+        "name=\"board\" value=\"rpi4-lab-a\"",
+        &format!("name=\"run_uuid\" value=\"{uuid}\""),
+        "name=\"kernel_release\"",
+        "name=\"host\"",
+    ] {
+        assert!(xml.contains(property), "{property} in {xml}");
+    }
+    assert!(xml.contains("testsuite name=\"rtgauge timer on rpi4-lab-a\""), "{xml}");
+}

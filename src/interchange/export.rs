@@ -82,12 +82,14 @@ fn csv(r: &RunResult) -> String {
 
 /// JUnit XML: a test suite per run, a test case per check (criterion and scope); with no
 /// criteria, one test case per probe and CPU that passes when it measured something.
+/// The board a run was measured on: its name (`--board`), else its host's.
+fn board_name(r: &RunResult) -> &str {
+    r.board.as_ref().map_or(r.system.hostname.as_str(), |b| b.name.as_str())
+}
+
 fn junit(r: &RunResult) -> String {
-    let name = format!(
-        "rtgauge {} on {}",
-        r.config.probes.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join("+"),
-        r.system.hostname
-    );
+    let name =
+        format!("rtgauge {} on {}", r.config.probes.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join("+"), board_name(r));
     let mut cases = String::new();
     let mut failures = 0;
     let mut case = |class: &str, test: &str, failure: Option<String>, out: String| {
@@ -127,6 +129,10 @@ fn junit(r: &RunResult) -> String {
 /// How the run was obtained, as JUnit properties.
 fn properties(r: &RunResult) -> String {
     let mut props = vec![
+        ("board", board_name(r).to_string()),
+        ("host", r.system.hostname.clone()),
+        ("run_uuid", r.uuid.map(|u| u.to_string()).unwrap_or_default()),
+        ("kernel_release", r.system.kernel_release.clone()),
         ("command_line", r.command_line.join(" ")),
         ("kernel", format!("{} {}", r.system.kernel_release, r.system.kernel_version)),
         ("preemption", r.system.preemption.model.clone()),

@@ -449,9 +449,23 @@ fn table_rows(runs: &[Named], c: &Comparison) -> (Vec<String>, Vec<Vec<String>>)
     (header, rows)
 }
 
-/// A run as the tables name it: its label, else its id.
+/// A run as the tables name it: its label, else its id, and its board when the runs compared
+/// are of more than one (two `nightly` runs of two boards are told apart).
 fn run_name(runs: &[Named], id: i64) -> String {
-    runs.iter().find(|n| n.id == id).map_or(id.to_string(), |n| n.label.clone().unwrap_or_else(|| id.to_string()))
+    let boards: std::collections::BTreeSet<String> = runs.iter().map(|n| super::board::board_of(&n.result).name).collect();
+    runs.iter().find(|n| n.id == id).map_or(id.to_string(), |n| {
+        // (its id too, where another run has the same label)
+        let name = match &n.label {
+            Some(l) if runs.iter().filter(|o| o.label.as_ref() == Some(l)).count() > 1 => format!("{id} {l}"),
+            Some(l) => l.clone(),
+            None => id.to_string(),
+        };
+        if boards.len() > 1 {
+            format!("{name} ({})", super::board::board_of(&n.result).name)
+        } else {
+            name
+        }
+    })
 }
 
 fn run_lines(runs: &[Named], c: &Comparison) -> Vec<String> {

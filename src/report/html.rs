@@ -60,11 +60,14 @@ pub struct Named {
 }
 
 impl Named {
-    /// "run 7 (rt-kernel) on board-a, 6.12.0-rt".
+    /// "run 7 (rt-kernel) on board-a, 6.12.0-rt": by its board (`--board`; the host where it
+    /// differs, "board-a (host lab-ctl)").
     pub fn name(&self) -> String {
         let r = &self.result;
         let label = self.label.as_ref().map(|l| format!(" ({l})")).unwrap_or_default();
-        format!("run {}{label} on {}, {}", self.id, r.system.hostname, r.system.kernel_release)
+        let board = super::board::board_of(r).name;
+        let host = if board == r.system.hostname { String::new() } else { format!(" (host {})", r.system.hostname) };
+        format!("run {}{label} on {board}{host}, {}", self.id, r.system.kernel_release)
     }
 }
 
