@@ -457,6 +457,25 @@ fn a_board_measures_while_the_lab_is_away_and_its_runs_arrive_in_order_once() {
     assert!(t.elapsed() < std::time::Duration::from_secs(30), "{:?}", t.elapsed());
     drop(silent);
 
+    // Stopped while the hung host holds its connection (SIGTERM before the connection's 20 s
+    // are up): it stops at once, its result in the spool.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hung = format!("postgres://{}@127.0.0.1:{}/x?connect_timeout=20", pg::ROLE, silent.local_addr().unwrap().port());
+    let child = cmd(home.path(), &["run", "-q", "-D", "30s", "--warmup", "0", "--cpus", "0", "--load", "none", "--db", &hung])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    let (status, err) = stopped(child, "TERM", std::time::Duration::from_secs(1));
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "held up {:?} by a server that does not answer: {err}",
+        t.elapsed()
+    );
+    assert!(matches!(status.code(), Some(0 | 1)) && err.contains("waits in the spool"), "{status}: {err}");
+    drop(silent);
+
     // What can never succeed is refused before measuring (a run of 300 s would otherwise go on).
     for (bad, says) in [
         (own.url_as(pg::ROLE, Some("Wrong-Pa55-xyz"), &own.database("away2", true), ""), "refused the password"),
@@ -494,7 +513,7 @@ fn a_damaged_spool_is_said_set_aside_and_what_can_be_read_of_it_delivered() {
         spool_file(home.path(), url)
     };
     type Damage = fn(&Path);
-    let damages: [(&str, Damage, bool); 4] = [
+    let damages: [(&str, Damage, bool); 5] = [
         (
             "random bytes",
             |f| {
@@ -518,6 +537,14 @@ fn a_damaged_spool_is_said_set_aside_and_what_can_be_read_of_it_delivered() {
             true,
         ),
         ("emptied", |f| std::fs::write(f, b"").unwrap(), true),
+        (
+            "a directory at its name",
+            |f| {
+                std::fs::remove_file(f).unwrap();
+                std::fs::create_dir(f).unwrap();
+            },
+            true,
+        ),
         (
             "one document unreadable",
             |f| {
@@ -659,6 +686,7 @@ fn credentials_come_from_the_password_file_a_service_file_the_environment_or_a_c
     assert!(String::from_utf8_lossy(&out.stderr).contains("no database no_such_db"), "{}", String::from_utf8_lossy(&out.stderr));
     for (what, mode, service, says) in [
         ("a service file others may write", 0o666, "lab", "not believed"),
+        ("a password in a service file others may read", 0o644, "lab", "chmod 600"),
         ("a service that is not there", 0o600, "nowhere", "'nowhere'"),
     ] {
         std::fs::set_permissions(&services, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -823,4 +851,29 @@ fn sigterm_and_sigint_end_every_long_running_command_cleanly_on_both_stores() {
         assert!(after.len() >= before + 2, "each forever run kept its open part: {} then {}", before, after.len());
         assert!(after.iter().filter(|r| r["status"] == "partial").count() >= 2, "{after:?}");
     }
+}
+
+/// A run whose document was edited in its store (a start in 2099, after its end) is not pushed:
+/// a copy between stores is held to what an import is held to. One line, exit 2, nothing copied.
+#[test]
+fn a_run_edited_in_its_store_is_not_pushed() {
+    use std::io::{Read, Write};
+    let home = tempfile::tempdir().unwrap();
+    let local = home.path().join("runs.db").display().to_string();
+    ok(home.path(), &["import", "--db", &local, &fixture("oslat.json")]);
+    let c = rusqlite::Connection::open(&local).unwrap();
+    let blob: Vec<u8> = c.query_row("SELECT document FROM documents", [], |r| r.get(0)).unwrap();
+    let mut text = String::new();
+    flate2::read::ZlibDecoder::new(&blob[..]).read_to_string(&mut text).unwrap();
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    doc["started_at"] = "2099-01-01T00:00:00.000Z".into();
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(doc.to_string().as_bytes()).unwrap();
+    c.execute("UPDATE documents SET document = ?1", [z.finish().unwrap()]).unwrap();
+    drop(c);
+    let to = home.path().join("lab.db").display().to_string();
+    let (code, out, err) = cli(home.path(), &["push", "--db", &local, "--to", &to]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("not copied") && err.contains("started_at") && err.trim_end().lines().count() == 1, "{err}");
+    assert!(listed(home.path(), &to, &[]).is_empty(), "nothing copied");
 }

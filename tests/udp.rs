@@ -137,6 +137,8 @@ fn bad_udp_options_and_echo_addresses_are_one_line_errors() {
         (&["run", "-D", "1s", "--measure", "udp:target=0.0.0.0:9000"], &["target=0.0.0.0:9000", "'any'"]),
         (&["run", "-D", "1s", "--measure", "udp:target=239.1.1.1:9000"], &["multicast", "e.g. target="]),
         (&["run", "-D", "1s", "--load", "net:target=127.0.0.1:0"], &["net:target=127.0.0.1:0", "port 0"]),
+        (&["run", "-D", "1s", "--load", "net:target=224.0.0.1:9"], &["net:target=224.0.0.1:9", "multicast"]),
+        (&["run", "-D", "1s", "--load", "net:target=[::ffff:255.255.255.255]:9"], &["broadcast"]),
         (&["run", "-D", "1s", "--measure", "udp:target=10.0.0.2:9000,size=4"], &["size=4", "8..65507"]),
         (&["run", "-D", "1s", "--measure", "udp:target=10.0.0.2:9000,rate=0"], &["rate=0", "e.g. rate=1000"]),
         (&["run", "-D", "1s", "--measure", "udp:target=10.0.0.2:9000,so-priority=9"], &["so-priority=9", "0..6"]),

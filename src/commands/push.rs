@@ -101,9 +101,13 @@ pub fn push(a: &PushArgs) -> Result<u8> {
             already += 1;
             continue;
         }
-        let saved = store::copy_run(&from, row, &to).map_err(|e| {
+        // Held to what an import is held to: a document edited in the store is not carried on.
+        let not_copied = |e: String| {
             anyhow!("run {} was not copied to {}: {e}; the runs before it were ({})", row.id, to.shown(), copied_list(&copied))
-        })?;
+        };
+        let (mut r, kernel_config) = store::read_run(&from, row).map_err(not_copied)?;
+        crate::interchange::check_document(&r).map_err(|e| not_copied(format!("its document is inconsistent ({e})")))?;
+        let saved = to.save(&mut r, row.label.as_deref(), row.imported_from.as_deref(), kernel_config).map_err(not_copied)?;
         if saved.already {
             already += 1;
         } else {

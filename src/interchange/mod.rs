@@ -16,6 +16,10 @@ pub mod cyclictest;
 pub mod export;
 pub mod foreign;
 mod own;
+
+/// Whether a stored result document is one rtgauge could have written (see
+/// `own::check_stored`): what a run copied between stores is held to, as an import is.
+pub use own::check_stored as check_document;
 pub mod read;
 pub mod rteval;
 

@@ -217,10 +217,13 @@ fn check_timeline(p: &ProbeResult, tl: &crate::result::timeline::TimelineData, w
     Ok(())
 }
 
-/// `r`, read from `source` (SHA-256 `sha256`), checked and marked as imported.
-pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResult, String> {
-    check_ranges(&r)?;
-    check_times(&r)?;
+/// Whether `r` is a document rtgauge could have written: every count and time in range, its
+/// times consistent with each other, each entry's figures with its histogram, every CPU's
+/// entries adding up to the combined one. The first inconsistency is named. What `import`
+/// checks, and what a run copied between stores (`push`) is held to.
+pub fn check(r: &RunResult) -> Result<(), String> {
+    check_ranges(r)?;
+    check_times(r)?;
     // Each entry on its own, then how they add up, then each entry's percentiles against its
     // histogram (the first inconsistency named is the plainest).
     for p in r.probes.iter().chain(&r.combined) {
@@ -244,6 +247,22 @@ pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResul
             check_against_histogram(p, &format!("{at}{}", name(p)), min, max)?;
         }
     }
+    Ok(())
+}
+
+/// [`check`] for a run kept in a store: a run imported from another tool's file holds that
+/// tool's placeholders where its file said nothing (an interval of 0, ...), so only its times
+/// are checked; a run rtgauge measured is checked whole.
+pub fn check_stored(r: &RunResult) -> Result<(), String> {
+    match &r.imported {
+        Some(i) if i.tool != "rtgauge" => check_times(r),
+        _ => check(r),
+    }
+}
+
+/// `r`, read from `source` (SHA-256 `sha256`), checked and marked as imported.
+pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResult, String> {
+    check(&r)?;
     for p in r.probes.iter_mut().chain(r.combined.iter_mut()).chain(r.phases.iter_mut().flat_map(|ph| {
         let (a, b) = (&mut ph.probes, &mut ph.combined);
         a.iter_mut().chain(b.iter_mut())

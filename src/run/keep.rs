@@ -297,6 +297,10 @@ fn keep_result(
             return Kept::Nowhere;
         }
     };
+    if !spool_failed.is_empty() {
+        // (never passed over in silence, even when the run is stored directly)
+        let _ = say(true, &format!("rtgauge: warning: the run was not kept in the spool first{spool_failed}\n"));
+    }
     let e = match store.save(result, keep.label.as_deref(), None, kernel_config.clone()) {
         Ok(saved) => {
             let (id, shown) = (saved.id, store.shown());
@@ -369,10 +373,14 @@ fn deliver_within(
     let limit = store_time_limit();
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     let (to, mine) = (location.clone(), uuid.clone());
+    // A run stopped (SIGINT, SIGTERM) whose server did not answer before it is not held up
+    // waiting for it again: it waits in the spool.
+    let stopped = result.interrupted_by.is_some();
     let spawned = std::thread::Builder::new().name("rtgauge-store".into()).spawn(move || {
         // A server that did not answer before the run is tried once more now.
         let delivered = match store {
             Some(s) => Ok(s),
+            None if stopped => Err("the run was stopped before the server answered".to_string()),
             None => Store::open(&to).map_err(|e| e.to_string()),
         }
         .and_then(|s| store::spool::deliver(&s, &to, Some(&mine)));

@@ -42,6 +42,8 @@ pub const EXIT_FAILED: u8 = 1;
 pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Result<u8> {
     // Signals first: Ctrl-C and SIGTERM stop the run at any moment from here on.
     let interrupts = Interrupts::install_for_run()?;
+    // A lab's server that does not answer holds up no stop: its connection is given up on.
+    crate::store::postgres::give_up_when(interrupts.stop.clone());
     // A run that goes on for months: SQLite's pages get memory of their own before any store
     // is opened, so that the run's peak memory is reached with its first part kept.
     if plan.continuous.rotate_ns.is_some() {

@@ -107,7 +107,7 @@ pub(super) fn plan(input: &RunInput, measured_ns: Option<u64>, window_ns: Option
                     crate::vocab::text::shown(text)
                 ))
             })?;
-            if !addr.ip().is_loopback() && !input.metrics_public {
+            if !addr.ip().to_canonical().is_loopback() && !input.metrics_public {
                 return Err(bad(format!(
                     "--metrics {addr} serves the metrics beyond this machine: add --metrics-public to mean it, \
                      or give a loopback address, e.g. --metrics 127.0.0.1:{}",

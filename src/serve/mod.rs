@@ -196,7 +196,7 @@ pub fn serve(db: Option<&std::path::Path>, listen: &str) -> Result<u8, String> {
             "rtgauge serve: the dashboard of {} at http://{bound}/ (read-only; Ctrl-C stops it)",
             crate::report::shown(&shown)
         ));
-        if !bound.ip().is_loopback() {
+        if !bound.ip().to_canonical().is_loopback() {
             crate::report::out::err_line(&format!(
                 "rtgauge serve: warning: listening on {bound}, not only on this machine: the dashboard has no \
                  authentication and is read-only; anyone who reaches this address reads every run in the store"

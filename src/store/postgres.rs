@@ -324,6 +324,16 @@ enum SslMode {
     VerifyFull,
 }
 
+/// Set when the command is being stopped (a run's SIGINT or SIGTERM): a connection still being
+/// made is given up on at once.
+static GIVE_UP: std::sync::OnceLock<Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
+
+/// Gives up on every connection being made once `stop` is set (a run's stop flag, which its
+/// signal handlers set): a server that does not answer holds up no stop.
+pub fn give_up_when(stop: Arc<std::sync::atomic::AtomicBool>) {
+    let _ = GIVE_UP.set(stop);
+}
+
 /// Where to connect and as whom, the password resolved; shown only as [`Target::shown`].
 struct Target {
     config: Config,
@@ -514,9 +524,21 @@ impl Target {
                 let _ = tx.send(config.connect(tls));
             })
             .map_err(|e| Connect::NoThread(e.to_string()))?;
-        match rx.recv_timeout(limit) {
-            Ok(connected) => connected.map_err(Connect::Pg),
-            Err(_) => Err(Connect::NoAnswer(limit)),
+        // Waited for in short steps: a signal that stops the command (see [`give_up_when`])
+        // ends the wait at once, as a server that did not answer.
+        let start = std::time::Instant::now();
+        loop {
+            let left = limit.saturating_sub(start.elapsed());
+            match rx.recv_timeout(left.min(Duration::from_millis(50))) {
+                Ok(connected) => return connected.map_err(Connect::Pg),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Err(Connect::NoAnswer(limit)),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    let stopped = GIVE_UP.get().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed));
+                    if stopped || start.elapsed() >= limit {
+                        return Err(Connect::NoAnswer(limit));
+                    }
+                }
+            }
         }
     }
 
@@ -875,6 +897,14 @@ fn service_params(name: &str) -> Result<Vec<(String, String)>, String> {
         })?;
         let text = std::fs::read_to_string(file).map_err(|e| format!("the service file {shown} cannot be read: {e}"))?;
         if let Some(params) = service_section(&text, name) {
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            // A password there is a secret as in ~/.pgpass: not believed from a file others may read.
+            if params.iter().any(|(k, _)| k == "password") && meta.mode() & 0o077 != 0 {
+                return Err(format!(
+                    "the service file {shown} holds a password and others may read it (mode {:04o}); chmod 600 it",
+                    meta.permissions().mode() & 0o7777
+                ));
+            }
             let known = |k: &str| DEFAULTS.iter().any(|(d, _)| *d == k);
             if let Some((k, _)) = params.iter().find(|(k, _)| !known(k)) {
                 return Err(format!("the service {name} in {shown} sets '{k}', which rtgauge does not take"));

@@ -265,12 +265,11 @@ fn open_checked(file: &std::path::Path) -> Result<Store, Spoiled> {
         )));
     }
     match std::fs::symlink_metadata(file) {
+        // Something else at the spool's name (a directory, a FIFO, a link): damaged as a spool, set
+        // aside as it is (renamed, never followed, never deleted).
         Ok(m) if !m.is_file() => {
-            return Err(Spoiled::Other(format!(
-                "the spool {} is {}, not a file; it is not used: remove it",
-                file.display(),
-                crate::sys::files::kind(&m)
-            )))
+            use std::os::unix::fs::MetadataExt;
+            return Err(Spoiled::Damaged(format!("it is {}, not a file", crate::sys::files::kind(&m)), Some((m.dev(), m.ino()))));
         }
         _ => {}
     }

@@ -1,6 +1,6 @@
 //! The address a datagram is sent to (`--measure udp:target=`, `--load net:target=`): one
 //! parser, which refuses what no datagram can reach — port 0, an unspecified address (0.0.0.0,
-//! `::`), the limited broadcast address, and (for a round trip) a multicast group — while the
+//! `::`), the limited broadcast address, a multicast group — while the
 //! options are parsed, never after the run began.
 
 use std::net::{IpAddr, SocketAddr};
@@ -30,8 +30,16 @@ pub fn send_target(text: &str, to: Use) -> Result<SocketAddr, String> {
     if ip == IpAddr::from([255, 255, 255, 255]) {
         return Err(format!("target={text}: the broadcast address is not taken; give one host's address"));
     }
-    if to == Use::RoundTrip && ip.is_multicast() {
-        return Err(format!("target={text}: a multicast group cannot answer as one echo; give the echo's own address"));
+    if ip.is_multicast() {
+        return Err(format!(
+            "target={text}: {} is a multicast group, {}; give one host's address",
+            ip,
+            if to == Use::RoundTrip {
+                "which cannot answer as one echo"
+            } else {
+                "whose flood would reach every host that joined it"
+            }
+        ));
     }
     Ok(addr)
 }
@@ -52,6 +60,8 @@ mod tests {
             ("255.255.255.255:9000", Use::OneWay, "broadcast"),
             ("239.1.2.3:9000", Use::RoundTrip, "multicast"),
             ("[ff02::1]:9000", Use::RoundTrip, "multicast"),
+            ("224.0.0.1:9", Use::OneWay, "multicast"),
+            ("[::ffff:224.0.0.1]:9", Use::OneWay, "multicast"),
             ("nowhere", Use::OneWay, "not ADDR:PORT"),
             ("10.0.0.1", Use::OneWay, "not ADDR:PORT"),
             ("10.0.0.1:65536", Use::OneWay, "not ADDR:PORT"),
@@ -59,12 +69,7 @@ mod tests {
             let e = send_target(text, to).unwrap_err();
             assert!(e.contains(word), "{text}: {e}");
         }
-        for (text, to) in [
-            ("127.0.0.1:9000", Use::RoundTrip),
-            ("[::1]:1", Use::RoundTrip),
-            ("239.1.2.3:9000", Use::OneWay),
-            ("192.168.1.2:65535", Use::OneWay),
-        ] {
+        for (text, to) in [("127.0.0.1:9000", Use::RoundTrip), ("[::1]:1", Use::RoundTrip), ("192.168.1.2:65535", Use::OneWay)] {
             assert_eq!(send_target(text, to).unwrap(), text.parse::<SocketAddr>().unwrap());
         }
     }
