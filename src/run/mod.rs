@@ -43,7 +43,7 @@ pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Re
     // Signals first: Ctrl-C and SIGTERM stop the run at any moment from here on.
     let interrupts = Interrupts::install_for_run()?;
     // A lab's server that does not answer holds up no stop: its connection is given up on.
-    crate::store::postgres::give_up_when(interrupts.stop.clone());
+    crate::store::postgres::give_up_when(interrupts.signalled());
     // A run that goes on for months: SQLite's pages get memory of their own before any store
     // is opened, so that the run's peak memory is reached with its first part kept.
     if plan.continuous.rotate_ns.is_some() {

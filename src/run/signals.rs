@@ -52,6 +52,12 @@ impl Interrupts {
         Ok(Interrupts { stop, signal, wake, notify })
     }
 
+    /// The signal that asked the run to stop (0: none yet), as its handlers set it: unlike
+    /// `stop`, which the end of the measurement sets too.
+    pub fn signalled(&self) -> Arc<AtomicUsize> {
+        self.signal.clone()
+    }
+
     /// Starts the load watchdog (see `load::watchdog`) for these loads, if there are any.
     pub(super) fn watchdog(&self, loads: &LoadSet, warnings: &mut Vec<String>) -> Result<Option<Watchdog>> {
         if loads.is_empty() {

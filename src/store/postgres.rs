@@ -324,14 +324,14 @@ enum SslMode {
     VerifyFull,
 }
 
-/// Set when the command is being stopped (a run's SIGINT or SIGTERM): a connection still being
-/// made is given up on at once.
-static GIVE_UP: std::sync::OnceLock<Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
+/// Not 0 once the command is being stopped by a signal (a run's SIGINT or SIGTERM): a
+/// connection still being made is given up on at once.
+static GIVE_UP: std::sync::OnceLock<Arc<std::sync::atomic::AtomicUsize>> = std::sync::OnceLock::new();
 
-/// Gives up on every connection being made once `stop` is set (a run's stop flag, which its
-/// signal handlers set): a server that does not answer holds up no stop.
-pub fn give_up_when(stop: Arc<std::sync::atomic::AtomicBool>) {
-    let _ = GIVE_UP.set(stop);
+/// Gives up on every connection being made once `signalled` is not 0 (the signal a run's
+/// handlers record): a server that does not answer holds up no stop.
+pub fn give_up_when(signalled: Arc<std::sync::atomic::AtomicUsize>) {
+    let _ = GIVE_UP.set(signalled);
 }
 
 /// Where to connect and as whom, the password resolved; shown only as [`Target::shown`].
@@ -533,7 +533,7 @@ impl Target {
                 Ok(connected) => return connected.map_err(Connect::Pg),
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Err(Connect::NoAnswer(limit)),
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    let stopped = GIVE_UP.get().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed));
+                    let stopped = GIVE_UP.get().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed) != 0);
                     if stopped || start.elapsed() >= limit {
                         return Err(Connect::NoAnswer(limit));
                     }
