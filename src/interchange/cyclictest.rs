@@ -336,21 +336,9 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
         }
         series.push(s);
     }
-    let mut f = Foreign {
-        tool: "cyclictest",
-        format: "cyclictest-hist",
-        probe: crate::probe::registry::of_tool("cyclictest"),
-        started_at: mtime.into(),
-        ended_at: mtime.into(),
-        host: "unknown".into(),
-        kernel_release: "unknown".into(),
-        kernel_version: "unknown".into(),
-        machine: "unknown".into(),
-        series,
-        // Its output holds the counts and nothing of how they were obtained.
-        unknown: vec!["config.policy", "config.priority", "config.mlockall", "config.interval_ns", "config.warmup", "started_at"],
-        ..Default::default()
-    };
+    // Its output holds the counts and nothing of how they were obtained.
+    let unknown = vec!["config.policy", "config.priority", "config.mlockall", "config.interval_ns", "config.warmup", "started_at"];
+    let mut f = text_output("cyclictest-hist", series, unknown, mtime);
     f.notes = notes(&f, last_row.map(|r| r.saturating_add(1).to_string()).as_deref());
     f.notes.push(
         "cyclictest's histogram output names no CPU, interval, kernel or time: thread N is shown as cpu N, the time is \
@@ -365,6 +353,25 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
         );
     }
     Ok(f)
+}
+
+/// A run read from cyclictest's text output (`format`): its threads' `series`, the fields it
+/// does not state (`unknown`), the file's time for the run's; nothing of the system it ran on.
+fn text_output(format: &'static str, series: Vec<ForeignSeries>, unknown: Vec<&'static str>, mtime: &str) -> Foreign {
+    Foreign {
+        tool: "cyclictest",
+        format,
+        probe: crate::probe::registry::of_tool("cyclictest"),
+        started_at: mtime.into(),
+        ended_at: mtime.into(),
+        host: "unknown".into(),
+        kernel_release: "unknown".into(),
+        kernel_version: "unknown".into(),
+        machine: "unknown".into(),
+        series,
+        unknown,
+        ..Default::default()
+    }
 }
 
 /// A `-v` sample line (`THREAD: CYCLE: LATENCY`, three numbers): `None` when the line is not
@@ -416,20 +423,7 @@ fn from_samples(
     if !known_intervals {
         unknown.push("config.interval_ns");
     }
-    let mut f = Foreign {
-        tool: "cyclictest",
-        format: "cyclictest-verbose",
-        probe: crate::probe::registry::of_tool("cyclictest"),
-        started_at: mtime.into(),
-        ended_at: mtime.into(),
-        host: "unknown".into(),
-        kernel_release: "unknown".into(),
-        kernel_version: "unknown".into(),
-        machine: "unknown".into(),
-        series,
-        unknown,
-        ..Default::default()
-    };
+    let mut f = text_output("cyclictest-verbose", series, unknown, mtime);
     f.notes = notes(&f, None);
     f.notes.push(format!(
         "read from cyclictest's -v output: every sample exactly (to its µs); {}",
