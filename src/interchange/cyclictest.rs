@@ -337,7 +337,8 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
         series.push(s);
     }
     // Its output holds the counts and nothing of how they were obtained.
-    let unknown = vec!["config.policy", "config.priority", "config.mlockall", "config.interval_ns", "config.warmup", "started_at"];
+    let unknown =
+        vec!["config.policy", "config.priority", "config.mlockall", "config.interval_ns", "config.warmup", "started_at"];
     let mut f = text_output("cyclictest-hist", series, unknown, mtime);
     f.notes = notes(&f, last_row.map(|r| r.saturating_add(1).to_string()).as_deref());
     f.notes.push(
