@@ -66,7 +66,9 @@ impl Named {
         let r = &self.result;
         let label = self.label.as_ref().map(|l| format!(" ({l})")).unwrap_or_default();
         let board = super::board::board_of(r).name;
-        let host = if board == r.system.hostname { String::new() } else { format!(" (host {})", r.system.hostname) };
+        // (the host where it is known and differs: an imported file names none)
+        let h = &r.system.hostname;
+        let host = if board == *h || h == "unknown" { String::new() } else { format!(" (host {h})") };
         format!("run {}{label} on {board}{host}, {}", self.id, r.system.kernel_release)
     }
 }
