@@ -297,12 +297,13 @@ fn keep_result(
             return Kept::Nowhere;
         }
     };
-    if !spool_failed.is_empty() {
-        // (never passed over in silence, even when the run is stored directly)
-        let _ = say(true, &format!("rtgauge: warning: the run was not kept in the spool first{spool_failed}\n"));
-    }
     let e = match store.save(result, keep.label.as_deref(), None, kernel_config.clone()) {
         Ok(saved) => {
+            if !spool_failed.is_empty() {
+                // (never passed over in silence, even when the run is stored directly; a run not
+                // stored says it with the rest, below)
+                let _ = say(true, &format!("rtgauge: warning: the run was not kept in the spool first{spool_failed}\n"));
+            }
             let (id, shown) = (saved.id, store.shown());
             let stored = if saved.already { "Already stored" } else { "Stored" };
             return Kept::Stored(format!("{stored} as run {id} in {shown}; see it with: rtgauge show {id}{}", db_hint(keep)));
