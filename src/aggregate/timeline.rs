@@ -1,4 +1,5 @@
-//! The timeline of one series: per window of the run (default 1 s, `--window`), how many
+//! The timeline of one series: per window of the run (default 1 s; shorter for runs under 50 s,
+//! see [`default_window_ns`]; `--window`), how many
 //! periods were served and missed, and the largest value and the p99 of the window's values, so
 //! latency can be drawn against time for a day-long run without keeping a single sample.
 //! Windows are cut on the run's clock (window `w` holds the periods whose deadlines lie in
@@ -12,10 +13,23 @@ use crate::result::timeline::TimelineData;
 /// default windows (`default_window_ns`); a `--window` that would need more is refused.
 pub const MAX_WINDOWS: u64 = 100_000;
 
-/// The default window for a run of `run_ns` (warm-up included): 1 s, or the least whole number
-/// of seconds that keeps the run within [`MAX_WINDOWS`].
+/// The windows a run shorter than [`FEWEST_WINDOWS`] seconds is cut into by default: the tests
+/// of a forecast's independence and stationarity need 20 windows that saw periods
+/// (`forecast::MIN_WINDOWS`), and the first and last window may hold few.
+pub const FEWEST_WINDOWS: u64 = 50;
+
+/// The default window for a run of `run_ns` (warm-up included): 1 s from 50 s to a day; for a
+/// shorter run the longest of 1, 2 and 5 ms, 10, 20 and 50 ms, 100, 200 and 500 ms that cuts it
+/// into at least [`FEWEST_WINDOWS`] (a 10-s run: 200 ms; so that a run of 10 000 periods can be
+/// forecast); for a longer one the least whole number of seconds that keeps it within
+/// [`MAX_WINDOWS`].
 pub fn default_window_ns(run_ns: u64) -> u64 {
     const SECOND: u64 = 1_000_000_000;
+    if run_ns < FEWEST_WINDOWS * SECOND {
+        const STEPS: [u64; 9] = [500, 200, 100, 50, 20, 10, 5, 2, 1];
+        let ms = STEPS.into_iter().find(|&ms| run_ns / (ms * 1_000_000) >= FEWEST_WINDOWS).unwrap_or(1);
+        return ms * 1_000_000;
+    }
     run_ns.div_ceil(MAX_WINDOWS).div_ceil(SECOND).max(1) * SECOND
 }
 
@@ -180,6 +194,20 @@ mod tests {
         t.record(10, 5);
         assert_eq!(t.finish(1, 3000).count, [1, 0, 0]);
         assert!(Timeline::new(1_000_000_000, 1_000_000).finish(1501, 1500).is_empty());
+    }
+
+    #[test]
+    fn a_short_run_gets_windows_enough_for_the_tests() {
+        // 10 000 periods at 1 ms: 200 ms, 50 windows; at 100 µs: 20 ms, 50 windows
+        assert_eq!(default_window_ns(10_000_000_000), 200_000_000);
+        assert_eq!(default_window_ns(1_000_000_000), 20_000_000);
+        assert_eq!(default_window_ns(49_999_999_999), 500_000_000);
+        assert_eq!(default_window_ns(50_000_000_000), 1_000_000_000);
+        assert_eq!(default_window_ns(1_000_000), 1_000_000);
+        for run in [50_000_000u64, 123_456_789, 3_000_000_000, 25_000_000_000] {
+            assert!(run / default_window_ns(run) >= FEWEST_WINDOWS, "{run}");
+            assert_eq!(1_000_000_000 % default_window_ns(run), 0, "a window divides a second: {run}");
+        }
     }
 
     #[test]

@@ -333,8 +333,9 @@ pub struct RunArgs {
     #[arg(short, long)]
     pub quiet: bool,
     /// The timeline's window: per window, each probe and CPU keeps its count, missed, maximum
-    /// and p99 (latency against time without keeping samples) [default: 1s; wider for runs
-    /// over a day, at most 100000 windows]
+    /// and p99 (latency against time without keeping samples) [default: 1s; for runs under
+    /// 50 s the longest of 1, 2, 5, 10, ... 500 ms giving 50 windows (enough for a forecast's
+    /// tests); wider for runs over a day, at most 100000 windows]
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub window: Option<String>,
     /// Close the figures every TIME as a stored run of its own (its verdict, forecast and
@@ -557,6 +558,16 @@ pub struct ImportArgs {
     /// names, else the host the file records, else this host's name]
     #[arg(long, value_name = "NAME")]
     pub board: Option<String>,
+    /// Requirement every CPU of every imported run must meet, repeatable, as for run:
+    /// 'max<100us', 'p99.99<=50us', 'once-per-1d<200us'; exit 1 if one fails (the runs are
+    /// stored either way)
+    #[arg(long = "require", value_name = "EXPR", allow_hyphen_values = true)]
+    pub require: Vec<String>,
+    /// Let a requirement rely on a forecast whose data cannot test the values' independence
+    /// and stationarity (a histogram without a timeline: every file of another tool); without
+    /// it such a requirement is not judged and fails
+    #[arg(long)]
+    pub assume_independent: bool,
 }
 
 #[derive(Debug, Args)]

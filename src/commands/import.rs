@@ -10,8 +10,17 @@ use anyhow::{anyhow, Result};
 
 /// `rtgauge import FILE...`: every file is read and understood before any is stored.
 pub fn import(a: &ImportArgs) -> Result<u8> {
+    let given = a
+        .require
+        .iter()
+        .map(|t| crate::scenario::require::parse_requirement(t).map_err(|e| anyhow!("--require {e}")))
+        .collect::<Result<Vec<_>>>()?;
     let mut runs =
         a.files.iter().map(|f| crate::interchange::import(f)).collect::<Result<Vec<_>, String>>().map_err(anyhow::Error::msg)?;
+    for (file, r) in a.files.iter().zip(&mut runs) {
+        judge(r, &given, a.assume_independent)
+            .map_err(|why| anyhow!("{}: {why}", report::shown(&file.display().to_string())))?;
+    }
     let keep = store::Request::new(a.store.db.as_deref(), false, a.label.as_deref())
         .and_then(|k| k.with_board(a.board.as_deref()))
         .map_err(anyhow::Error::msg)?;
@@ -27,13 +36,18 @@ pub fn import(a: &ImportArgs) -> Result<u8> {
         a.store.db.as_deref().map_or(String::new(), |db| {
             format!(" --db {}", crate::vocab::text::shell_word(&crate::store::Location::of(db).shown()))
         });
+    let mut failed = false;
     for (file, r) in a.files.iter().zip(&mut runs) {
+        // (with requirements given, each run's verdict is said: a CI gate over imported files)
+        let verdict =
+            if given.is_empty() { String::new() } else { format!("; {}", report::shown(&r.verdict.headline())) };
+        failed |= !given.is_empty() && !r.verdict.passed;
         let source = r.imported.as_ref().map(|i| i.source.clone());
         let saved = s.save(r, a.label.as_deref(), source.as_deref(), None).map_err(anyhow::Error::msg)?;
         let id = saved.id;
         if saved.already {
             out::text(&format!(
-                "{} is already stored as run {id} in {}; not stored again. See it with: rtgauge show {id}{hint}\n",
+                "{} is already stored as run {id} in {}; not stored again{verdict}. See it with: rtgauge show {id}{hint}\n",
                 report::shown(&file.display().to_string()),
                 report::shown(&s.shown())
             ))?;
@@ -45,14 +59,48 @@ pub fn import(a: &ImportArgs) -> Result<u8> {
             .map_or(String::new(), |i| format!("{} {}", i.tool, i.tool_version.as_deref().unwrap_or("(version not recorded)")));
         let worst = r.probes.iter().filter_map(|p| p.max_ns).max().map_or("-".into(), us);
         out::text(&format!(
-            "Imported {} ({}, {}, worst case {worst} µs) as run {id} in {}; see it with: rtgauge show {id}{hint}\n",
+            "Imported {} ({}, {}, worst case {worst} µs) as run {id} in {}{verdict}; see it with: rtgauge show {id}{hint}\n",
             report::shown(&file.display().to_string()),
             report::shown(&what),
             crate::vocab::Count(r.probes.len() as u64, "CPU"),
             report::shown(&s.shown())
         ))?;
     }
-    Ok(0)
+    Ok(u8::from(failed))
+}
+
+/// Judges imported run `r` by requirements `given` too (its own, an rtgauge document's, stay),
+/// a forecast with an untested assumption relied on only with `assume_independent`. `Err`: a
+/// requirement that judges nothing the file holds, with what to do.
+fn judge(r: &mut crate::result::RunResult, given: &[crate::scenario::require::Requirement], assume_independent: bool) -> Result<(), String> {
+    if given.is_empty() && !assume_independent {
+        return Ok(());
+    }
+    let targets: Vec<crate::verdict::Target> = r.probes.iter().map(crate::verdict::Target::of).collect();
+    for q in given {
+        if let Some(why) = crate::verdict::why_unjudged(q, &targets) {
+            return Err(format!("--require '{}': {}", q.text, why.replace("add --measure", "measure")));
+        }
+    }
+    r.config.requirements.extend(given.iter().map(|q| q.text.clone()));
+    r.config.assume_independent |= assume_independent;
+    let requirements = r
+        .config
+        .requirements
+        .iter()
+        .map(|t| crate::scenario::require::parse_requirement(t))
+        .collect::<Result<Vec<_>, String>>()?;
+    crate::forecast::analyse(r);
+    let facts = crate::verdict::RunFacts::of(r);
+    r.verdict = crate::verdict::evaluate(
+        &r.probes,
+        &r.combined,
+        r.config.cycle_time_ns,
+        r.config.budget_percent / 100.0,
+        &requirements,
+        &facts,
+    );
+    Ok(())
 }
 
 /// The board of an imported run: `--board`; else the one an rtgauge document names; else the

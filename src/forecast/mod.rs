@@ -24,6 +24,10 @@ use gpd::{Edge, Excesses, Mle};
 /// The horizons of the return levels every forecast gives, in ns of operation.
 pub const HORIZONS: [(&str, f64); 3] = [("1h", 3.6e12), ("1d", 8.64e13), ("1y", 3.15576e16)];
 
+/// The horizons, in periods, of a series whose interval is not known (another tool's file that
+/// does not say it): no time of operation is derived from an interval the run does not know.
+pub const PERIOD_HORIZONS: [(&str, f64); 2] = [("1e6 periods", 1e6), ("1e9 periods", 1e9)];
+
 /// Fewer values than this are not fitted.
 pub const MIN_VALUES: u64 = 1000;
 /// The exceedances fitted: √n, at least this many and at most [`MOST_EXCEEDANCES`]; if their
@@ -50,11 +54,18 @@ pub struct Series<'a> {
     pub max_at_ns: Option<u64>,
     pub timeline: Option<&'a TimelineData>,
     pub interval_ns: u64,
+    /// The resolution of the values as measured: a value recorded as v lay in [v, v +
+    /// resolution) (1 for rtgauge's own, in ns; another tool's unit for its file: 1000 for
+    /// cyclictest's whole µs, which it truncates to).
+    pub resolution_ns: u64,
     /// The measured span, from the start of the run (warm-up included).
     pub span: (u64, u64),
     /// Per load phase: its periods and its histogram.
     pub phases: Vec<(u64, &'a HistogramData)>,
 }
+
+/// What a forecast of a histogram without a timeline assumes (`Forecast::assumed`).
+pub const UNTESTED: &str = "independence and stationarity assumed, not tested: the histogram has no timeline (another tool's file keeps none), so whether the worst values came in bursts or drifted during the run is not known";
 
 /// p-values as the reports write them.
 pub fn p_text(p: f64) -> String {
@@ -74,8 +85,9 @@ fn test(name: &str, statistic: f64, p_value: f64, alpha: f64, detail: String) ->
 
 /// The threshold leaving about `k` values above it: the lowest value of the lowest bucket
 /// included, going down from the top bucket until `k` are above. With the excesses (each
-/// bucket's midpoint over the threshold, with its count).
-fn exceedances(h: &HistogramData, k: u64) -> (u64, Vec<(f64, f64, u64)>) {
+/// bucket's edges over the threshold, with its count): a bucket holds the values recorded from
+/// its lowest to its highest, each of which stands for the latencies up to `resolution` above.
+fn exceedances(h: &HistogramData, k: u64, resolution: u64) -> (u64, Vec<(f64, f64, u64)>) {
     // Walked from the top without a copy of the bucket list (a continuous run's keeper does this
     // for every part: the copy was 24 bytes a bucket, about 0.1 MiB a part).
     let (mut taken, mut above) = (0, 0);
@@ -89,8 +101,11 @@ fn exceedances(h: &HistogramData, k: u64) -> (u64, Vec<(f64, f64, u64)>) {
     }
     let first = h.buckets.len() - above;
     let u = h.buckets.triples().nth(first).map_or(0, |t| t[0]);
-    // (a bucket holds the whole nanoseconds lo..=hi: the latencies in [lo, hi + 1))
-    let excesses = h.buckets.triples().skip(first).map(|[lo, hi, n]| ((lo - u) as f64, (hi + 1 - u) as f64, n)).collect();
+    // (a bucket holds the whole nanoseconds lo..=hi, as recorded: the latencies in
+    // [lo, hi + resolution))
+    let width = resolution.max(1);
+    let excesses =
+        h.buckets.triples().skip(first).map(|[lo, hi, n]| ((lo - u) as f64, (hi + width - u) as f64, n)).collect();
     (u, excesses)
 }
 
@@ -123,6 +138,7 @@ pub fn forecast(s: &Series) -> Forecast {
         exceedances: 0,
         fit: None,
         tests: Vec::new(),
+        assumed: None,
         not_applicable: None,
         return_levels: Vec::new(),
     };
@@ -137,7 +153,7 @@ pub fn forecast(s: &Series) -> Forecast {
     let mut first_failure: Option<String> = None;
     let mut k = target;
     while k >= FEWEST_EXCEEDANCES {
-        let (u, pairs) = exceedances(s.histogram, k);
+        let (u, pairs) = exceedances(s.histogram, k, s.resolution_ns);
         let Some(mut e) = Excesses::from_buckets(pairs) else { break };
         // Ties: a histogram whose top holds few distinct values (a quiet system, or a file of
         // whole microseconds) has no tail to fit.
@@ -166,7 +182,10 @@ pub fn forecast(s: &Series) -> Forecast {
             k /= 2;
             continue;
         };
-        let a2 = checks::anderson_darling(&e.lo, &e.hi, &e.n, |y| 1.0 - gpd::survival(m.sigma, m.xi, y));
+        // (the draws that place each value in its bucket are seeded by the histogram: the same
+        // run always gets the same answer)
+        let seed = n ^ u.rotate_left(32) ^ (e.k as u64).rotate_left(16);
+        let a2 = checks::anderson_darling(&e.lo, &e.hi, &e.n, |y| 1.0 - gpd::survival(m.sigma, m.xi, y), seed);
         let p = checks::anderson_darling_p(a2, m.xi);
         let outcome = test(
             "anderson-darling",
@@ -228,10 +247,10 @@ pub fn forecast(s: &Series) -> Forecast {
     }
     // Independence and stationarity, from the timeline's window maxima.
     match s.timeline.map(window_maxima) {
-        None => reasons.push(
-            "no timeline that fits the run: the independence and stationarity of the values cannot be tested (runs of rtgauge keep one; imports of other tools' files do not)"
-                .to_string(),
-        ),
+        // (another tool's histogram: the forecast is given, its untested assumption stated)
+        None => {
+            f.assumed = Some(UNTESTED.to_string());
+        }
         Some(x) if x.len() < MIN_WINDOWS => reasons.push(format!(
             "{} windows; the tests of independence and stationarity need at least {MIN_WINDOWS} (run longer or give a shorter --window)",
             x.len()
@@ -362,9 +381,13 @@ fn fit_of(u: u64, m: &Mle, edges: &[Edge]) -> Fit {
     }
 }
 
-/// The return levels of the standard horizons.
+/// The return levels of the standard horizons: of time, at the series' interval; of periods,
+/// when its interval is not known (0).
 fn levels(f: &Forecast, fit: &Fit, u: u64, k: f64) -> Vec<ReturnLevel> {
-    HORIZONS.iter().filter_map(|&(name, ns)| level(f, fit, u, k, name, ns / f.interval_ns.max(1) as f64)).collect()
+    if f.interval_ns == 0 {
+        return PERIOD_HORIZONS.iter().filter_map(|&(name, periods)| level(f, fit, u, k, name, periods)).collect();
+    }
+    HORIZONS.iter().filter_map(|&(name, ns)| level(f, fit, u, k, name, ns / f.interval_ns as f64)).collect()
 }
 
 /// The level exceeded on average once in `periods` periods.
@@ -454,7 +477,9 @@ pub fn measured_level(h: &HistogramData, run_periods: u64, name: &str, periods: 
 /// The level exceeded on average once in `periods` periods of series `p`: measured where the run
 /// covered that horizon at least [`MEASURED_FROM`] times ([`measured_level`], `true`), else its
 /// forecast's (`false`); the reason when neither can say.
-pub fn level_of(p: &ProbeResult, name: &str, periods: f64) -> Result<(ReturnLevel, bool), String> {
+/// `assume_independent`: whether a forecast that assumed independence and stationarity without
+/// a test may be relied on (else it is not, and the reason says how to allow it).
+pub fn level_of(p: &ProbeResult, name: &str, periods: f64, assume_independent: bool) -> Result<(ReturnLevel, bool), String> {
     if let Some(l) = measured_level(&p.histogram, p.samples + p.missed, name, periods) {
         return Ok((l, true));
     }
@@ -463,6 +488,11 @@ pub fn level_of(p: &ProbeResult, name: &str, periods: f64) -> Result<(ReturnLeve
     };
     if let Some(why) = &f.not_applicable {
         return Err(format!("forecast not applicable: {why}"));
+    }
+    if f.assumed.is_some() && !assume_independent {
+        return Err("the forecast assumes the values independent and stationary without a test (the histogram has no \
+                    timeline): give --assume-independent to rely on it"
+            .to_string());
     }
     level_at(f, name, periods).map(|l| (l, false)).ok_or_else(|| {
         format!(
@@ -506,7 +536,13 @@ pub fn analyse(run: &mut RunResult) {
         }
         let cpu = p.cpu;
         let config = run.config.probes.iter().find(|c| c.name == p.probe && cpu.is_some_and(|c2| c.cpus.contains(&c2)));
-        let interval_ns = config.map_or(run.config.interval_ns, |c| c.interval_ns).max(1);
+        // (0: not known, as in another tool's file that does not say it; its placeholder is
+        // not used)
+        let interval_ns = if crate::result::imported::unknown(run, "config.interval_ns") {
+            0
+        } else {
+            config.map_or(run.config.interval_ns, |c| c.interval_ns)
+        };
         let warmup_ns = config.map_or(0, |c| c.warmup_periods.saturating_mul(interval_ns));
         let span = (warmup_ns, warmup_ns + run.measured_ns);
         let phases = run
@@ -524,6 +560,7 @@ pub fn analyse(run: &mut RunResult) {
             max_at_ns: p.max_at_ns,
             timeline,
             interval_ns,
+            resolution_ns: run.imported.as_ref().map_or(1, |i| i.resolution()),
             span,
             phases,
         };
@@ -552,6 +589,7 @@ mod tests {
             max_at_ns: None,
             timeline: t,
             interval_ns: 1_000_000,
+            resolution_ns: 1,
             span: (0, n * 1_000_000),
             phases: Vec::new(),
         }
@@ -626,13 +664,13 @@ mod tests {
             ties.record_n(v, n).unwrap();
         }
         let ties = HistogramData::encode(&ties);
-        let (u, excesses) = exceedances(&ties, 100);
+        let (u, excesses) = exceedances(&ties, 100, 1);
         assert_eq!((u, excesses.len()), (3_000, 2), "the 200 ties end the walk");
         cases.push(ties);
         let mut walks_ended = 0;
         for (case, d) in cases.iter().enumerate() {
             for k in [0, 1, 2, 49, 50, 51, 100, 500, 1000, 5000, 1 << 40] {
-                let ours = exceedances(d, k);
+                let ours = exceedances(d, k, 1);
                 assert_eq!(ours, copied_exceedances(d, k), "case {case}, k {k}");
                 let taken: u64 = ours.1.iter().map(|e| e.2).sum();
                 walks_ended += usize::from(taken < k && ours.1.len() < d.buckets.len());

@@ -77,6 +77,7 @@ pub fn from_json(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, String
         series,
     );
     f.interval_ns = interval;
+    f.resolution_ns = unit;
     f.priority = option_value(&command_line, "-p", "--priority").and_then(|p| p.parse().ok());
     f.mlockall = has_flag(&command_line, "-m", "--mlockall");
     if !cyclictest {
@@ -371,6 +372,8 @@ fn text_output(format: &'static str, series: Vec<ForeignSeries>, unknown: Vec<&'
         machine: "unknown".into(),
         series,
         unknown,
+        // (its text output is in µs, which it truncates to)
+        resolution_ns: 1000,
         ..Default::default()
     }
 }

@@ -433,6 +433,7 @@ fn jitterdebugger_json(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, 
         tool_version: doc.version.and_then(|n| count(n, "version").ok()).map(|n| format!("results.json version {n}")),
         format: "jitterdebugger-json",
         probe: crate::probe::registry::of_tool("jitterdebugger"),
+        resolution_ns: unit,
         started_at: mtime.into(),
         ended_at: mtime.into(),
         series,
@@ -490,6 +491,7 @@ fn oslat_json(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, String> {
     }
     series.sort_by_key(|s| s.cpu);
     let mut f = rt_tests(doc, mtime, ("oslat", "oslat-json", crate::probe::registry::of_tool("oslat")), series);
+    f.resolution_ns = 1000;
     f.priority = option_value(&command_line, "-f", "--rtprio").and_then(|p| p.parse().ok());
     // oslat's loop has no interval; its file says nothing of locked memory or a warm-up.
     f.unknown = vec!["config.mlockall", "config.interval_ns", "config.warmup"];

@@ -145,6 +145,8 @@ pub struct Foreign {
     pub notes: Vec<String>,
     /// The fields of [`UNKNOWABLE`] the file does not state.
     pub unknown: Vec<&'static str>,
+    /// The unit the tool truncated its values to, in ns (`Imported::resolution_ns`).
+    pub resolution_ns: u64,
 }
 
 /// Reads `path` (any supported format, told apart by its content) as a result document. The
@@ -339,6 +341,7 @@ fn build(f: Foreign, source: &str, sha256: String) -> Result<RunResult, String> 
         loads: Vec::new(),
         load_cpus: None,
         window_ns: None,
+        assume_independent: false,
     };
     let system = SystemInfo {
         hostname: f.host,
@@ -416,6 +419,7 @@ fn build(f: Foreign, source: &str, sha256: String) -> Result<RunResult, String> 
         source: source.into(),
         sha256: Some(sha256),
         command_line: f.command_line,
+        resolution_ns: Some(f.resolution_ns.max(1)),
         unknown: UNKNOWABLE.iter().filter(|u| unknown.contains(u)).map(|u| u.to_string()).collect(),
     });
     Ok(r)

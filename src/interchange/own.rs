@@ -291,7 +291,10 @@ pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResul
     // A password a document's command line holds (an older rtgauge's, a hand-made file) is not
     // kept or shown.
     r.command_line = crate::store::scrub_command_line(std::mem::take(&mut r.command_line));
+    // (a document of a file rtgauge imported before keeps that file's resolution)
+    let resolution_ns = Some(r.imported.as_ref().map_or(1, |i| i.resolution()));
     r.imported = Some(Imported {
+        resolution_ns,
         tool: "rtgauge".into(),
         tool_version: Some(r.tool_version.clone()),
         format: "rtgauge-json".into(),

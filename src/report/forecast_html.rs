@@ -71,7 +71,7 @@ fn exceedance_plot(label: &str, p: &ProbeResult, f: &Forecast) -> Result<String,
 fn entry(label: &str, p: &ProbeResult, f: &Forecast) -> Result<String, String> {
     let mut h = format!("<h5>{} on {}</h5>", esc(label), esc(&p.scope()));
     h += &convergence(p.convergence.as_ref());
-    h += &forecast(f);
+    h += &forecast(f, p.convergence.as_ref().is_some_and(|c| c.rising));
     let svg = exceedance_plot(label, p, f)?;
     let start = svg.find("<svg").unwrap_or(0);
     let _ = write!(
@@ -173,8 +173,9 @@ fn convergence(c: Option<&Convergence>) -> String {
     h
 }
 
-/// The forecast: its fit and tail, its return levels; or why it does not apply.
-fn forecast(f: &Forecast) -> String {
+/// The forecast: its fit and tail, its return levels; or why it does not apply. With what it
+/// assumed untested, and (`rising`) what a forecast beside a worst case still rising means.
+fn forecast(f: &Forecast, rising: bool) -> String {
     let over = match f.threshold_ns {
         Some(u) => format!("the {} values over {} of {} periods", grouped(f.exceedances), Nanos(u), grouped(f.periods)),
         None => format!("{} periods", grouped(f.periods)),
@@ -194,6 +195,18 @@ fn forecast(f: &Forecast) -> String {
         esc(&latency(fit.scale_ns)),
         esc(&tail(fit))
     );
+    if let Some(a) = &f.assumed {
+        let _ = write!(h, "<p class=\"warn\"><b>Assumed:</b> {}.</p>", esc(&capitalised(a)));
+    }
+    if rising {
+        h += "<p class=\"warn\"><b>Still rising:</b> the tests found no trend in the window maxima, but the worst case \
+              kept rising as independent values rarely do (in fewer than 1 run of 20): read the levels as a lower bound \
+              until a longer run settles.</p>";
+    }
+    if f.interval_ns == 0 {
+        h += "<p>The period is not known (the file does not say it): the levels are per periods, not per time of \
+              operation.</p>";
+    }
     if f.return_levels.is_empty() {
         return h + "<p>No return level: the horizons are shorter than the threshold's rate allows.</p>";
     }
@@ -203,7 +216,11 @@ fn forecast(f: &Forecast) -> String {
         .map(|l| {
             let high = l.high_ns.map_or("no upper end".to_string(), latency);
             vec![
-                format!("{} (of operation at {})", horizon_words(&l.horizon), Nanos(f.interval_ns)),
+                if f.interval_ns == 0 {
+                    horizon_words(&l.horizon)
+                } else {
+                    format!("{} (of operation at {})", horizon_words(&l.horizon), Nanos(f.interval_ns))
+                },
                 format!("{:.1e}", 1.0 / l.periods),
                 latency(l.level_ns),
                 format!("{} – {high}", latency(l.low_ns)),
@@ -316,12 +333,18 @@ fn horizon_words(h: &str) -> String {
         "1h" => "hour".into(),
         "1d" => "day".into(),
         "1y" => "year".into(),
-        other => other.to_string(),
+        other => match crate::forecast::PERIOD_HORIZONS.iter().find(|(name, _)| *name == other) {
+            Some(&(_, periods)) => format!("{} periods", grouped(periods as u64)),
+            None => other.to_string(),
+        },
     }
 }
 
-/// `k` times a horizon as time: `1h`, 3 → "3 h".
+/// `k` times a horizon as time (`1h`, 3 → "3 h"), or in periods where it is one of periods.
 fn horizon_times(h: &str, k: f64) -> String {
+    if let Some(&(_, periods)) = crate::forecast::PERIOD_HORIZONS.iter().find(|(name, _)| *name == h) {
+        return format!("{} periods", grouped((k * periods) as u64));
+    }
     let ns = crate::forecast::HORIZONS.iter().find(|(name, _)| *name == h).map(|&(_, ns)| ns);
     ns.map_or("-".to_string(), |ns| span(k * ns))
 }
@@ -386,8 +409,12 @@ pub fn compare_html(runs: &[Named], label: &str) -> String {
             Some(fit) => tail(fit),
             None => format!("not applicable: {}", f.not_applicable.as_deref().unwrap_or("no fit")),
         });
-        for (h, _) in crate::forecast::HORIZONS {
-            add(&format!("once per {}", horizon_words(h)), &|_, f| {
+        // (the horizons of periods only where a run's period is not known)
+        let unknown = of.iter().flatten().any(|p| p.forecast.as_ref().is_some_and(|f| f.interval_ns == 0));
+        let horizons = crate::forecast::HORIZONS.iter().chain(crate::forecast::PERIOD_HORIZONS.iter().filter(|_| unknown));
+        for &(h, _) in horizons {
+            let per = if h.ends_with("periods") { "once in" } else { "once per" };
+            add(&format!("{per} {}", horizon_words(h)), &|_, f| {
                 if !f.applies() {
                     return "-".into();
                 }

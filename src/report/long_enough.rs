@@ -13,8 +13,23 @@ use crate::vocab::units::Nanos;
 use serde::Serialize;
 use std::fmt::Write;
 
-/// The horizons of the return levels, as the tables' columns name them.
+/// The horizons of the return levels, as the tables' columns name them: of time, and of periods
+/// (a series whose interval is not known).
 pub(super) const HORIZONS: [&str; 3] = ["1h", "1d", "1y"];
+pub(super) const PERIOD_HORIZONS: [&str; 2] = ["1e6 periods", "1e9 periods"];
+
+/// The horizons a table of `cells` shows: those of time where a cell's interval is known, those
+/// of periods where one's is not.
+fn horizons<'a>(cells: impl IntoIterator<Item = &'a TailCell> + Clone) -> Vec<&'static str> {
+    let mut h = Vec::new();
+    if cells.clone().into_iter().any(|c| c.interval_ns > 0) {
+        h.extend(HORIZONS);
+    }
+    if cells.into_iter().any(|c| c.interval_ns == 0) {
+        h.extend(PERIOD_HORIZONS);
+    }
+    h
+}
 
 /// More tails of a kind than this are named by the range of their figures, not one by one.
 const MANY: usize = 3;
@@ -60,6 +75,10 @@ pub struct TailCell {
     /// Why the forecast does not apply; absent when it does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_applicable: Option<String>,
+    /// What the forecast assumes without a test (`Forecast::assumed`); absent when its data
+    /// tested every assumption.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assumed: Option<String>,
 }
 
 impl TailCell {
@@ -92,6 +111,7 @@ impl TailCell {
             } else {
                 Some(f.not_applicable.clone().unwrap_or_else(|| "no fit of the tail".to_string()))
             },
+            assumed: f.assumed.clone().filter(|_| applies),
         })
     }
 
@@ -99,19 +119,21 @@ impl TailCell {
         self.not_applicable.is_none()
     }
 
-    /// The level of `horizon`: "level (low–high)", "n/a" when the forecast does not apply, "-"
-    /// when it gives none for that horizon.
-    pub(super) fn level_cell(&self, horizon: &str, u: Unit) -> String {
+    /// The level of `horizon`: "level (low–high) unit" in the unit that suits the level (as the
+    /// HTML report writes it: 52.3 (48.1–61.0) µs, 38.4 (3.47–930) s), "n/a" when the forecast
+    /// does not apply, "-" when it gives none for that horizon.
+    pub(super) fn level_cell(&self, horizon: &str) -> String {
         if !self.applies() {
             return "n/a".to_string();
         }
-        // (past an hour, what a latency histogram holds, a figure says nothing more: ">1h")
-        let cell = |v: f64| if v > crate::vocab::units::MOST_LATENCY_NS { ">1h".to_string() } else { u.num(v) };
         self.return_levels.iter().find(|l| l.horizon == horizon).map_or("-".to_string(), |l| {
+            // (past an hour, what a latency histogram holds, a figure says nothing more: ">1h")
             if l.low_ns > crate::vocab::units::MOST_LATENCY_NS {
                 return ">1h".to_string();
             }
-            format!("{} ({}–{})", cell(l.level_ns), cell(l.low_ns), l.high_ns.map_or("∞".to_string(), cell))
+            let u = Unit::of(l.level_ns.round() as u64);
+            let cell = |v: f64| if v > crate::vocab::units::MOST_LATENCY_NS { ">1h".to_string() } else { u.num(v) };
+            format!("{} ({}–{}) {}", cell(l.level_ns), cell(l.low_ns), l.high_ns.map_or("∞".to_string(), cell), u.name)
         })
     }
 
@@ -184,22 +206,23 @@ pub fn section(r: &RunResult) -> String {
     s += &wrap(
         "Per CPU: the share of the run since its worst case last rose (settled; ↑ still rising), and \
          the latency exceeded on average once per hour, day and year of operation at this period \
-         (return levels, with 95 % intervals), from a fit of the tail (docs/forecast.md).",
+         (once in 10⁶ and 10⁹ periods where the period is not known), with 95 % intervals, from a fit \
+         of the tail (docs/forecast.md).",
         "",
         "",
     );
     for label in series {
         let cells: Vec<TailCell> = r.probes.iter().filter(|p| p.label() == label).filter_map(|p| TailCell::of(0, p)).collect();
-        let unit = Unit::of(cells.iter().filter_map(|c| c.worst_ns).max().unwrap_or(0));
-        let _ = writeln!(s, "\n{} (latencies in {}):", super::shown(&label), unit.name);
+        let _ = writeln!(s, "\n{}:", super::shown(&label));
+        let horizons = horizons(&cells);
         let mut header = vec!["cpu", "settled"];
-        header.extend(HORIZONS);
+        header.extend(&horizons);
         header.push("tail");
         let rows = cells
             .iter()
             .map(|c| {
                 let mut row = vec![c.cpu.to_string(), c.settled_cell()];
-                row.extend(HORIZONS.iter().map(|h| c.level_cell(h, unit)));
+                row.extend(horizons.iter().map(|h| c.level_cell(h)));
                 row.push(c.tail.clone().unwrap_or_else(|| "-".to_string()));
                 row
             })
@@ -268,16 +291,18 @@ pub fn compare_text(rows: &[TailRow], name: &dyn Fn(i64) -> String) -> String {
     let mut s = String::from("\nWas each run long enough?\n");
     s += &wrap(
         "Per CPU and run: the worst case, the share of the run since it last rose (settled; ↑ still rising), and the \
-         latency exceeded on average once per hour, day and year of operation (return levels, with 95 % intervals).",
+         latency exceeded on average once per hour, day and year of operation (once in 10⁶ and 10⁹ periods where the \
+         period is not known), with 95 % intervals.",
         "",
         "",
     );
     for label in series {
         let of: Vec<&TailRow> = rows.iter().filter(|r| r.series == label).collect();
         let unit = Unit::of(of.iter().flat_map(|r| &r.runs).filter_map(|c| c.worst_ns).max().unwrap_or(0));
-        let _ = writeln!(s, "\n{} (latencies in {}):", super::shown(label), unit.name);
+        let _ = writeln!(s, "\n{} (worst cases in {}):", super::shown(label), unit.name);
+        let horizons = horizons(of.iter().flat_map(|r| &r.runs));
         let mut header = vec!["cpu", "run", "worst", "settled"];
-        header.extend(HORIZONS);
+        header.extend(&horizons);
         let mut table_rows = Vec::new();
         let mut entries: Vec<Entry> = Vec::new();
         for row in &of {
@@ -285,7 +310,7 @@ pub fn compare_text(rows: &[TailRow], name: &dyn Fn(i64) -> String) -> String {
                 let cpu = if i == 0 { c.cpu.to_string() } else { String::new() };
                 let mut cells =
                     vec![cpu, name(c.run), c.worst_ns.map_or("-".to_string(), |w| unit.num(w as f64)), c.settled_cell()];
-                cells.extend(HORIZONS.iter().map(|h| c.level_cell(h, unit)));
+                cells.extend(horizons.iter().map(|h| c.level_cell(h)));
                 table_rows.push(cells);
                 let label = name(c.run);
                 let run = if label == c.run.to_string() { format!("run {label}") } else { format!("run {} ({label})", c.run) };
@@ -410,6 +435,28 @@ pub(super) fn notes(entries: &[Entry]) -> Vec<String> {
     if entries.iter().any(|(_, c)| c.return_levels.iter().any(|l| l.high_ns.is_none())) {
         out.push("–∞: no upper bound (the data allow an arbitrarily heavy tail).".to_string());
     }
+    // A forecast beside a worst case still rising: what the two together mean.
+    let both: Vec<&Entry> = entries.iter().filter(|(_, c)| c.rising == Some(true) && c.applies()).collect();
+    if !both.is_empty() {
+        out.push(format!(
+            "↑ with a forecast on {}: the tests found no trend in the window maxima, but the worst case kept rising as \
+             independent values rarely do (in fewer than 1 run of 20); read the levels as a lower bound until a longer \
+             run settles.",
+            who(&both)
+        ));
+    }
+    // What a forecast assumed without a test, once, with whom it concerns.
+    let assumed: Vec<&Entry> = entries.iter().filter(|(_, c)| c.assumed.is_some()).collect();
+    if let Some(what) = assumed.first().and_then(|e| e.1.assumed.as_deref()) {
+        out.push(format!("{}: forecast with {}.", who(&assumed), super::shown(what)));
+    }
+    if entries.iter().any(|(_, c)| c.applies() && c.interval_ns == 0) {
+        out.push(
+            "the period is not known (the file does not say it): the levels are per periods, not per time of \
+             operation."
+                .to_string(),
+        );
+    }
     // Each reason once, with the CPUs (and runs) it concerns.
     let mut reasons: Vec<(&str, Vec<&Entry>)> = Vec::new();
     for e in entries {
@@ -472,10 +519,17 @@ fn run_length(cells: &[TailCell]) -> Vec<String> {
         at(3e6),
         at(3e9)
     )];
-    if cells.iter().any(TailCell::applies) {
+    if cells.iter().any(|c| c.applies() && c.interval_ns > 0) {
         out.push(
             "to see a return level with 95 % probability a run lasts ≈3 times its horizon (≈3 h for 1h, 3 days for 1d, \
              3 years for 1y)."
+                .to_string(),
+        );
+    }
+    if cells.iter().any(|c| c.applies() && c.interval_ns == 0) {
+        out.push(
+            "to see a return level with 95 % probability a run lasts ≈3 times its horizon (3 000 000 periods for the \
+             level once in 10⁶, 3e9 for once in 10⁹)."
                 .to_string(),
         );
     }

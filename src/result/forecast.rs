@@ -59,6 +59,12 @@ pub struct Forecast {
     pub fit: Option<Fit>,
     /// Each test that decided whether the fit applies, in the order they were made.
     pub tests: Vec<TestOutcome>,
+    /// An assumption of the forecast its data could not test (one sentence: which, and why; a
+    /// histogram without a timeline — another tool's file — leaves the values' independence and
+    /// stationarity untested). The forecast still applies and is shown with it; a requirement
+    /// relies on it only when the run's `config.assume_independent` says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assumed: Option<String>,
     /// Why the forecast does not apply (one sentence); absent when it does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_applicable: Option<String>,

@@ -22,6 +22,11 @@ pub struct Imported {
     pub sha256: Option<String>,
     /// The tool's command line, when the file holds it.
     pub command_line: Option<String>,
+    /// The resolution of the file's values in ns: each value v it records stands for the
+    /// latencies in [v, v + resolution) (cyclictest, oslat and jitterdebugger truncate to their
+    /// unit: 1000 for µs). Absent in documents of older versions ([`Imported::resolution`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution_ns: Option<u64>,
     /// The fields of the document the file does not state (`config.policy`, `measured_ns`, ...,
     /// see [`UNKNOWABLE`]): their values are placeholders, and every report shows them as unknown.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -41,6 +46,18 @@ pub const UNKNOWABLE: [&str; 8] = [
 ];
 
 impl Imported {
+    /// The resolution of the file's values in ns ([`Imported::resolution_ns`]; for a document
+    /// of an older version, the tool's: 1 for rtgauge's own, cyclictest's µs unless its command
+    /// line has `--nsecs`, µs for the others).
+    pub fn resolution(&self) -> u64 {
+        let ns = |c: &str| c.split_whitespace().any(|w| w == "-N" || w == "--nsecs");
+        self.resolution_ns.filter(|&r| r > 0).unwrap_or(match self.tool.as_str() {
+            "rtgauge" => 1,
+            "cyclictest" if self.command_line.as_deref().is_some_and(ns) => 1,
+            _ => 1000,
+        })
+    }
+
     /// Whether the file leaves `field` (one of [`UNKNOWABLE`]) unstated.
     pub fn unknown(&self, field: &str) -> bool {
         self.unknown.iter().any(|u| u == field)

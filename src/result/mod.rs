@@ -223,6 +223,10 @@ pub struct Config {
     /// The timeline's window (absent in documents of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_ns: Option<u64>,
+    /// Whether a requirement may rely on a forecast whose independence and stationarity its
+    /// data could not test (`Forecast::assumed`; `import --assume-independent`). Absent: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub assume_independent: bool,
 }
 
 /// One probe of the run.

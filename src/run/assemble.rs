@@ -275,6 +275,8 @@ fn assemble(a: Assembly) -> RunResult {
             .iter()
             .map(|p| (p.probe.name().to_string(), p.cpus.clone(), p.probe.schedule().interval_ns))
             .collect(),
+        // (a run of rtgauge keeps its timeline: its forecasts test their assumptions)
+        assume_independent: false,
     };
     // The verdict comes last: a requirement may bound a forecast, which is made from the whole
     // document (the configuration's intervals, the phases).
@@ -401,5 +403,6 @@ fn config(plan: &RunPlan, resolved: &Resolved, budget_percent: f64) -> Config {
         loads: specs.iter().map(|s| s.text.clone()).collect(),
         load_cpus: plan.load_cpus.clone(),
         window_ns: Some(resolved.window_ns),
+        assume_independent: false,
     }
 }

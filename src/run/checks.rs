@@ -152,7 +152,8 @@ pub(super) fn check_requirements(requirements: &[crate::scenario::require::Requi
     Ok(())
 }
 
-/// The timeline's window: as given, or 1 s (wider for runs over a day). A given window must hold
+/// The timeline's window: as given, or 1 s (shorter for runs under 50 s, wider for runs over a
+/// day: `default_window_ns`). A given window must hold
 /// a period of every probe and cut the run into at most `MAX_WINDOWS`.
 pub(super) fn timeline_window(given: Option<u64>, probes: &[ProbePlan], total_ns: u64) -> Result<u64> {
     use crate::aggregate::timeline::{default_window_ns, MAX_WINDOWS};

@@ -68,7 +68,8 @@ pub(super) fn plan(input: &RunInput, measured_ns: Option<u64>, window_ns: Option
                 Nanos(m)
             )));
         }
-        // (Without --window, the window a run of the rotation's length gets: 1 s, wider beyond a day.)
+        // (Without --window, the window a run of the rotation's length gets: 1 s, shorter under
+        // 50 s, wider beyond a day.)
         let window = window_ns.unwrap_or_else(|| crate::aggregate::timeline::default_window_ns(r));
         if r < window {
             return Err(bad(format!(

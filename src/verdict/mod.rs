@@ -37,7 +37,7 @@ fn observe(metric: Metric, p: &ProbeResult) -> Option<f64> {
 /// A requirement on the run's analysis (a forecast's return level, the convergence) judged on
 /// series `p`. One the run cannot judge (no forecast, one that does not apply, a level below the
 /// forecast's threshold, no timeline) fails and says why: it never passes.
-fn analysis_check(req: &Requirement, p: &ProbeResult) -> Check {
+fn analysis_check(req: &Requirement, p: &ProbeResult, assume_independent: bool) -> Check {
     let judged = |observed: String, value: Option<f64>, passed: bool| Check {
         expr: req.to_string(),
         scope: format!("{}/{}", p.label(), p.scope()),
@@ -71,7 +71,7 @@ fn analysis_check(req: &Requirement, p: &ProbeResult) -> Check {
                 other => return unjudged(format!("{other} is not a return level")),
             };
             let name = req.metric.to_string();
-            let (l, measured) = match crate::forecast::level_of(p, &name, periods) {
+            let (l, measured) = match crate::forecast::level_of(p, &name, periods, assume_independent) {
                 Ok(l) => l,
                 Err(why) => return unjudged(why),
             };
@@ -206,9 +206,9 @@ fn support(per_cpu: &[ProbeResult], claims: &[(String, Requirement)], facts: &Ru
     out
 }
 
-fn check(req: &Requirement, p: &ProbeResult) -> Check {
+fn check(req: &Requirement, p: &ProbeResult, assume_independent: bool) -> Check {
     if req.metric.is_forecast() {
-        return analysis_check(req, p);
+        return analysis_check(req, p, assume_independent);
     }
     let observed_value = observe(req.metric, p);
     let observed = match observed_value {
@@ -335,6 +335,9 @@ pub struct RunFacts {
     /// Each probe's interval on its CPUs: (probe, CPUs, interval in ns; 0 when not known). A
     /// cycle time judges a missed period by it ([`evaluate`]).
     pub intervals: Vec<(String, Vec<usize>, u64)>,
+    /// Whether a requirement may rely on a forecast that assumed independence and
+    /// stationarity without a test (`Config::assume_independent`).
+    pub assume_independent: bool,
 }
 
 impl RunFacts {
@@ -344,6 +347,7 @@ impl RunFacts {
             status: r.status,
             failed_loads: r.loads.iter().filter(|l| l.failed).map(|l| l.spec.clone()).collect(),
             intervals: intervals_of(&r.config.probes),
+            assume_independent: r.config.assume_independent,
         }
     }
 }
@@ -379,7 +383,7 @@ fn interval_of(p: &ProbeResult, facts: &RunFacts) -> Option<u64> {
 /// `max<=limit` where missed periods are latencies: each is at least `interval` late (a late
 /// wake-up's own latency is in the maximum; a period never served is not), so that counts too.
 fn latency_check(req: &Requirement, p: &ProbeResult, interval: Option<u64>) -> Check {
-    let mut c = check(req, p);
+    let mut c = check(req, p, false);
     let Some(i) = interval.filter(|&i| p.missed > 0 && p.max_ns.is_none_or(|m| m < i)) else { return c };
     c.observed_value = Some(i as f64);
     c.observed = format!(
@@ -448,19 +452,19 @@ pub fn evaluate(
             // (judged by its headline series, the strictest: the chain holds the handler's misses)
             if p.sweep.is_some() {
                 if crate::probe::registry::is_headline(&p.probe, p.series.as_deref()) {
-                    checks.push(check(&swept, p));
+                    checks.push(check(&swept, p, facts.assume_independent));
                 }
                 continue;
             }
             let as_latency = missed_as_latency(p, ct, facts);
             if p.bounds.is_some() {
-                checks.extend(bounds.iter().map(|r| check(r, p)));
+                checks.extend(bounds.iter().map(|r| check(r, p, facts.assume_independent)));
             } else if p.measures.is_none() {
                 // Values that are not latencies (a UIO source's intervals) only count their misses.
                 checks.push(latency_check(&max, p, as_latency));
             }
             if as_latency.is_none() {
-                checks.push(check(&missed, p));
+                checks.push(check(&missed, p, facts.assume_independent));
             }
             let rule = missed_rule(p, ct, limit, facts);
             match rules.iter_mut().find(|(r, _)| *r == rule) {
@@ -484,7 +488,7 @@ pub fn evaluate(
                 passed: false,
             });
         }
-        checks.extend(targets.into_iter().map(|p| check(r, p)));
+        checks.extend(targets.into_iter().map(|p| check(r, p, facts.assume_independent)));
     }
     let criteria_given = cycle_time_ns.is_some() || !requirements.is_empty();
     let mut claims: Vec<(String, Requirement)> = Vec::new();
@@ -496,7 +500,7 @@ pub fn evaluate(
     let support = support(per_cpu, &claims, facts);
     let measured_something = req(Metric::Samples, Op::Gt, 0);
     // A busy loop that saw no gap measured a quiet CPU (a window it never reached is missed).
-    checks.extend(per_cpu.iter().filter(|p| p.samples == 0 && p.noise.is_none()).map(|p| check(&measured_something, p)));
+    checks.extend(per_cpu.iter().filter(|p| p.samples == 0 && p.noise.is_none()).map(|p| check(&measured_something, p, facts.assume_independent)));
     if criteria_given && !facts.failed_loads.is_empty() {
         checks.push(Check {
             expr: "loads==ok".to_string(),
@@ -540,7 +544,7 @@ mod tests {
     use crate::scenario::require::parse_requirement;
 
     fn facts(status: Status) -> RunFacts {
-        RunFacts { status, failed_loads: Vec::new(), intervals: vec![("timer".into(), vec![0, 1], 1_000_000)] }
+        RunFacts { status, failed_loads: Vec::new(), intervals: vec![("timer".into(), vec![0, 1], 1_000_000)], assume_independent: false }
     }
 
     #[test]
