@@ -24,7 +24,10 @@ fn main() {
     println!("{draws} draws of {n} values each, stream {start}");
     println!("refused: true tails the tests refused (at their 5 % and 1 % levels); 1e-6, 1e-9: coverage of the");
     println!("95 % intervals of the per-period levels among the draws forecast");
-    println!("{:<14} {:>14} {:>9} {:>9} {:>8} {:>8}  not applicable", "tail", "bucket/scale", "timeline", "refused", "1e-6", "1e-9");
+    println!(
+        "{:<14} {:>14} {:>9} {:>9} {:>8} {:>8}  not applicable",
+        "tail", "bucket/scale", "timeline", "refused", "1e-6", "1e-9"
+    );
     for (name, tail) in tails {
         // (the scale is the tail's where the forecast fits it: over the threshold it chooses)
         let scale = tail.scale_at(n);
@@ -33,7 +36,8 @@ fn main() {
             for timeline in [true, false] {
                 let t = std::time::Instant::now();
                 let s = study_of(Case { tail, n, drift: 0.0, resolution, timeline }, draws, start ^ resolution);
-                let pct = |c: usize, of: usize| if of == 0 { "-".to_string() } else { format!("{:.1}%", 100.0 * c as f64 / of as f64) };
+                let pct =
+                    |c: usize, of: usize| if of == 0 { "-".to_string() } else { format!("{:.1}%", 100.0 * c as f64 / of as f64) };
                 println!(
                     "{name:<14} {:>14} {:>9} {:>9} {:>8} {:>8}  {:?} ({:.1} s)",
                     format!("{} ns {:.1}%", resolution, w * 100.0),

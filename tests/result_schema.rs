@@ -228,8 +228,9 @@ fn the_schema_takes_a_forecast_that_applies() {
             passed: true,
             detail: "the 1000 values over 20 µs against the fitted tail".into(),
         }],
+        assumed: Some(rtgauge::forecast::UNTESTED.into()),
         not_applicable: None,
-        return_levels: vec![level("1h", Some(56_300.0)), level("1y", None)],
+        return_levels: vec![level("1h", Some(56_300.0)), level("1y", None), level("1e9 periods", None)],
     };
     let convergence = Convergence {
         start_ns: 0,

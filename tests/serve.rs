@@ -1868,3 +1868,92 @@ fn memory_does_not_grow_over_100_000_requests() {
     );
     s.stop("TERM");
 }
+
+/// A cyclictest histogram (`-h 400 -q` text) of `threads` threads, `n` values each: `base` µs
+/// plus an exponential of mean `scale` µs, truncated to whole µs as cyclictest writes them,
+/// drawn from a stream fixed by `seed`.
+fn cyclictest_histogram(path: &Path, threads: usize, n: u64, base: f64, scale: f64, seed: u64) {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut uniform = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    };
+    const ROWS: usize = 400;
+    let mut rows = vec![vec![0u64; threads]; ROWS];
+    let (mut min, mut max, mut sum) = (vec![u64::MAX; threads], vec![0u64; threads], vec![0u64; threads]);
+    for t in 0..threads {
+        for _ in 0..n {
+            let v = ((base - scale * uniform().ln()) as usize).min(ROWS - 1);
+            rows[v][t] += 1;
+            min[t] = min[t].min(v as u64);
+            max[t] = max[t].max(v as u64);
+            sum[t] += v as u64;
+        }
+    }
+    let mut text = String::from("# /dev/cpu_dma_latency set to 0us\n# Histogram\n");
+    let line = |vals: Vec<String>| vals.join(" ");
+    for (i, r) in rows.iter().enumerate() {
+        text += &format!("{i:06} {}\n", line(r.iter().map(|c| format!("{c:06}")).collect()));
+    }
+    text += &format!("# Total: {}\n", line((0..threads).map(|_| format!("{n:09}")).collect()));
+    text += &format!("# Min Latencies: {}\n", line(min.iter().map(|v| format!("{v:05}")).collect()));
+    text += &format!("# Avg Latencies: {}\n", line(sum.iter().map(|s| format!("{:05}", s / n)).collect()));
+    text += &format!("# Max Latencies: {}\n", line(max.iter().map(|v| format!("{v:05}")).collect()));
+    text += &format!("# Histogram Overflows: {}\n", line((0..threads).map(|_| "00000".to_string()).collect()));
+    std::fs::write(path, text).unwrap();
+}
+
+/// A regression is a real one (docs/dashboard.md, "How a regression is decided"): on the fleet
+/// page (`/api/boards`, and the badge's title) a board's latest run is compared with its
+/// previous alike run only — one on three CPUs and nine times as many periods is not a
+/// regression of one on one CPU however much worse — and a shift is called only when the
+/// histograms show it is no chance: two draws of one distribution are never a regression, a
+/// tail twice as wide is, with what was compared and the test in the badge's title.
+#[test]
+fn a_regression_is_called_only_between_alike_runs_for_a_real_shift() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db").display().to_string();
+    let store = Store::open(&Location::of(Path::new(&db))).unwrap_or_else(|e| panic!("{e}"));
+    // (board, threads, values per thread, tail's mean in µs, seed) of each board's two runs,
+    // the earlier first
+    type Drawn = (usize, u64, f64, u64);
+    let boards: [(&str, [Drawn; 2]); 3] = [
+        ("same", [(1, 300_000, 5.0, 1), (1, 300_000, 5.0, 2)]),
+        ("shifted", [(1, 300_000, 5.0, 3), (1, 300_000, 10.0, 4)]),
+        ("unlike", [(1, 100_000, 5.0, 5), (3, 300_000, 10.0, 6)]),
+    ];
+    let mut n = 0u64;
+    for (board, runs) in boards {
+        for (threads, values, scale, seed) in runs {
+            let file = dir.path().join(format!("{board}-{seed}.txt"));
+            cyclictest_histogram(&file, threads, values, 10.0, scale, seed);
+            let mut r = rtgauge::interchange::import(&file).unwrap_or_else(|e| panic!("{e}"));
+            r.board = Some(rtgauge::audit::board::named(board));
+            r.started_at = day_of_2025(n);
+            n += 1;
+            store.save(&mut r, None, None, None).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    drop(store);
+    let s = Server::start(&db, "127.0.0.1:0");
+    let fleet = s.api("/api/boards");
+    let regressions = |board: &str| -> Vec<Value> {
+        let row = fleet["boards"].as_array().unwrap().iter().find(|b| b["board"] == board).unwrap_or_else(|| panic!("{fleet}"));
+        row["regressions"].as_array().unwrap().clone()
+    };
+    assert!(regressions("same").is_empty(), "two draws of one distribution: {fleet}");
+    assert!(regressions("unlike").is_empty(), "one CPU against three, nine times as long: {fleet}");
+    let shifted = regressions("shifted");
+    assert!(!shifted.is_empty(), "a tail twice as wide: {fleet}");
+    for g in &shifted {
+        assert_eq!(g["series"], "timer", "{g}");
+        assert!(g["compared"].as_str().unwrap().contains("the same probes (timer) on CPU 0 at"), "{g}");
+        assert!(g["test"].as_str().unwrap().contains("probability below 0.001"), "{g}");
+    }
+    let page = s.get("/").text();
+    let title = "the board's previous run of the same scenario measured alike (the same probes (timer) on CPU 0 at";
+    assert_eq!(page.matches(title).count(), shifted.len(), "every badge says what was compared");
+    let _ = s.stop("TERM");
+}

@@ -1038,6 +1038,7 @@ fn applying(level: f64, low: f64, high: Option<f64>) -> rtgauge::result::forecas
             region: vec![[1_500.0, -0.3], [2_500.0, 0.1]],
         }),
         tests: Vec::new(),
+        assumed: None,
         not_applicable: None,
         return_levels: vec![at("1h", 3.6e6, 0.8), at("1d", 8.64e7, 1.0), at("1y", 3.15e10, 1.3)],
     }

@@ -18,8 +18,7 @@ pub fn import(a: &ImportArgs) -> Result<u8> {
     let mut runs =
         a.files.iter().map(|f| crate::interchange::import(f)).collect::<Result<Vec<_>, String>>().map_err(anyhow::Error::msg)?;
     for (file, r) in a.files.iter().zip(&mut runs) {
-        judge(r, &given, a.assume_independent)
-            .map_err(|why| anyhow!("{}: {why}", report::shown(&file.display().to_string())))?;
+        judge(r, &given, a.assume_independent).map_err(|why| anyhow!("{}: {why}", report::shown(&file.display().to_string())))?;
     }
     let keep = store::Request::new(a.store.db.as_deref(), false, a.label.as_deref())
         .and_then(|k| k.with_board(a.board.as_deref()))
@@ -39,8 +38,7 @@ pub fn import(a: &ImportArgs) -> Result<u8> {
     let mut failed = false;
     for (file, r) in a.files.iter().zip(&mut runs) {
         // (with requirements given, each run's verdict is said: a CI gate over imported files)
-        let verdict =
-            if given.is_empty() { String::new() } else { format!("; {}", report::shown(&r.verdict.headline())) };
+        let verdict = if given.is_empty() { String::new() } else { format!("; {}", report::shown(&r.verdict.headline())) };
         failed |= !given.is_empty() && !r.verdict.passed;
         let source = r.imported.as_ref().map(|i| i.source.clone());
         let saved = s.save(r, a.label.as_deref(), source.as_deref(), None).map_err(anyhow::Error::msg)?;
@@ -72,7 +70,11 @@ pub fn import(a: &ImportArgs) -> Result<u8> {
 /// Judges imported run `r` by requirements `given` too (its own, an rtgauge document's, stay),
 /// a forecast with an untested assumption relied on only with `assume_independent`. `Err`: a
 /// requirement that judges nothing the file holds, with what to do.
-fn judge(r: &mut crate::result::RunResult, given: &[crate::scenario::require::Requirement], assume_independent: bool) -> Result<(), String> {
+fn judge(
+    r: &mut crate::result::RunResult,
+    given: &[crate::scenario::require::Requirement],
+    assume_independent: bool,
+) -> Result<(), String> {
     if given.is_empty() && !assume_independent {
         return Ok(());
     }

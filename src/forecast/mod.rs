@@ -104,8 +104,7 @@ fn exceedances(h: &HistogramData, k: u64, resolution: u64) -> (u64, Vec<(f64, f6
     // (a bucket holds the whole nanoseconds lo..=hi, as recorded: the latencies in
     // [lo, hi + resolution))
     let width = resolution.max(1);
-    let excesses =
-        h.buckets.triples().skip(first).map(|[lo, hi, n]| ((lo - u) as f64, (hi + width - u) as f64, n)).collect();
+    let excesses = h.buckets.triples().skip(first).map(|[lo, hi, n]| ((lo - u) as f64, (hi + width - u) as f64, n)).collect();
     (u, excesses)
 }
 

@@ -106,7 +106,10 @@ impl Tail {
                 let (su, end) = (self.survival(u), self.inverse(k / n as f64 * 1e-9));
                 let steps = 10_000;
                 let h = (end - u) / steps as f64;
-                (0..steps).map(|i| 0.5 * h * (self.survival(u + i as f64 * h) + self.survival(u + (i + 1) as f64 * h))).sum::<f64>() / su
+                (0..steps)
+                    .map(|i| 0.5 * h * (self.survival(u + i as f64 * h) + self.survival(u + (i + 1) as f64 * h)))
+                    .sum::<f64>()
+                    / su
             }
         }
     }
@@ -471,7 +474,11 @@ mod tests {
                 }
             }
         }
-        let s = study_of(Case { tail: Tail::Mixture { p: 1e-4 }, n: N, drift: 0.0, resolution: 1000, timeline: false }, DRAWS, 0x3117);
+        let s = study_of(
+            Case { tail: Tail::Mixture { p: 1e-4 }, n: N, drift: 0.0, resolution: 1000, timeline: false },
+            DRAWS,
+            0x3117,
+        );
         assert!(
             (s.refused + s.at_or_above_observed) * 10 >= DRAWS * 9,
             "a mixture in 1-µs buckets: refused {} and forecast at or above its worst case {} of {DRAWS}",

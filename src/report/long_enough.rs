@@ -128,7 +128,7 @@ impl TailCell {
         }
         self.return_levels.iter().find(|l| l.horizon == horizon).map_or("-".to_string(), |l| {
             // (past an hour, what a latency histogram holds, a figure says nothing more: ">1h")
-            if l.low_ns > crate::vocab::units::MOST_LATENCY_NS {
+            if l.level_ns > crate::vocab::units::MOST_LATENCY_NS {
                 return ">1h".to_string();
             }
             let u = Unit::of(l.level_ns.round() as u64);
@@ -203,11 +203,17 @@ pub fn section(r: &RunResult) -> String {
         return String::new();
     }
     let mut s = String::from("\nWas the run long enough?\n");
+    let unknown = r.probes.iter().any(|p| p.forecast.as_ref().is_some_and(|f| f.interval_ns == 0));
     s += &wrap(
-        "Per CPU: the share of the run since its worst case last rose (settled; ↑ still rising), and \
-         the latency exceeded on average once per hour, day and year of operation at this period \
-         (once in 10⁶ and 10⁹ periods where the period is not known), with 95 % intervals, from a fit \
-         of the tail (docs/forecast.md).",
+        &format!(
+            "Per CPU: the share of the run since its worst case last rose (settled; ↑ still rising), and \
+             the latency exceeded on average {}, with 95 % intervals, from a fit of the tail (docs/forecast.md).",
+            if unknown {
+                "once in 10⁶ and 10⁹ periods (the period is not known)"
+            } else {
+                "once per hour, day and year of operation at this period (return levels)"
+            }
+        ),
         "",
         "",
     );

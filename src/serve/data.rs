@@ -2,10 +2,13 @@
 //! queries per page (the boards; each board's last runs; the figures of the runs shown), never a
 //! scan of every document. Called on a blocking thread with a store connection of the pool.
 
-use super::model::{BoardPage, BoardRun, Change, Fleet, FleetRow, Regression, View, BOARD_RUNS, REGRESSION_SHARE, SPARK_RUNS};
+use super::model::{
+    BoardPage, BoardRun, Change, Fleet, FleetRow, Regression, View, BOARD_RUNS, REGRESSION_ALPHA, REGRESSION_SHARE, SPARK_RUNS,
+};
 use super::query::filter;
 use super::Failure;
 use crate::report::html::Named;
+use crate::result::{ProbeResult, RunResult};
 use crate::store::figures::Figures;
 use crate::store::{Filter, RunRow, Store};
 use std::collections::{BTreeMap, HashMap};
@@ -28,36 +31,157 @@ pub fn fleet(s: &Store, view: &View) -> Result<Fleet, Failure> {
     for runs in by_board.values_mut() {
         runs.sort_by(|a, b| (&a.started_at, a.id).cmp(&(&b.started_at, b.id)));
     }
-    // The latest run of each board and the previous one of the same scenario and probes (among
-    // its last runs), whose figures are read together.
+    // The latest run of each board and the earlier ones of the same scenario and probes (among
+    // its last runs, the newest [`COMPARED`]), whose figures are read together.
     let mut pairs = Vec::new();
     for b in boards.iter().take(FLEET_BOARDS) {
         let Some(runs) = by_board.get(b.board.as_str()) else { continue };
         let Some(latest) = runs.last() else { continue };
-        let previous =
-            runs[..runs.len() - 1].iter().rev().find(|r| r.scenario == latest.scenario && r.probes == latest.probes).copied();
-        pairs.push((b, runs, *latest, previous));
+        let earlier: Vec<&RunRow> = runs[..runs.len() - 1]
+            .iter()
+            .rev()
+            .filter(|r| r.scenario == latest.scenario && r.probes == latest.probes)
+            .take(COMPARED)
+            .copied()
+            .collect();
+        pairs.push((b, runs, *latest, earlier));
     }
-    let ids: Vec<i64> = pairs.iter().flat_map(|(_, _, l, p)| std::iter::once(l.id).chain(p.map(|p| p.id))).collect();
+    let ids: Vec<i64> = pairs.iter().flat_map(|(_, _, l, e)| std::iter::once(l.id).chain(e.iter().map(|p| p.id))).collect();
     let figures = figures_of(s, &ids)?;
-    let rows = pairs
-        .into_iter()
-        .map(|(b, runs, latest, previous)| {
-            let now = figures.get(&latest.id).cloned().unwrap_or_default();
-            let regressions = match previous {
-                Some(p) => regressions(&now, figures.get(&p.id).unwrap_or(&Figures::default()), p.id),
-                None => Vec::new(),
-            };
-            FleetRow {
-                board: b.clone(),
-                latest: latest.clone(),
-                figures: now,
-                spark: runs.iter().map(|r| (r.id, r.started_at.clone(), r.worst_ns)).collect(),
-                regressions,
+    let mut rows = Vec::with_capacity(pairs.len());
+    for (b, runs, latest, earlier) in pairs {
+        let now = figures.get(&latest.id).cloned().unwrap_or_default();
+        // The previous comparable run: the newest of the earlier ones as long (within a factor
+        // of 2 in every latency series' periods: the same CPUs and length, near enough).
+        let previous = earlier.iter().find_map(|p| figures.get(&p.id).filter(|f| alike(&now, f)).map(|f| (p.id, f)));
+        let regressions = match previous {
+            Some((id, before)) => {
+                let suspects = regressions(&now, before, id);
+                // (the documents are read only where the figures suspect a regression)
+                if suspects.is_empty() {
+                    suspects
+                } else {
+                    confirmed(&s.load(latest.id).map_err(Failure::Store)?, &s.load(id).map_err(Failure::Store)?, suspects)
+                }
             }
-        })
-        .collect();
+            None => Vec::new(),
+        };
+        rows.push(FleetRow {
+            board: b.clone(),
+            latest: latest.clone(),
+            figures: now,
+            spark: runs.iter().map(|r| (r.id, r.started_at.clone(), r.worst_ns)).collect(),
+            regressions,
+        });
+    }
     Ok(Fleet { view: view.clone(), rows })
+}
+
+/// The earlier runs of the same scenario and probes a board's latest is compared with, at most.
+const COMPARED: usize = 3;
+
+/// Whether figures `now` and `before` are of alike runs: the same latency series, each with
+/// periods (served and missed) within a factor of 2 of the other's (a run on every CPU against
+/// one on a single CPU, or a 30-s run against a 10-s one, is not alike: the worst of more
+/// values is higher by itself).
+fn alike(now: &Figures, before: &Figures) -> bool {
+    let latency = |f: &Figures| -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> =
+            f.series.iter().filter(|s| s.latency).map(|s| (s.series.clone(), s.samples + s.missed)).collect();
+        v.sort();
+        v
+    };
+    let (a, b) = (latency(now), latency(before));
+    !a.is_empty()
+        && a.len() == b.len()
+        && a.iter().zip(&b).all(|((sa, na), (sb, nb))| sa == sb && *na > 0 && *nb > 0 && na.max(nb) / na.min(nb).max(&1) < 2)
+}
+
+/// The regressions of `suspects` (from the figures) that hold between the documents `now` and
+/// `before`: the runs measured alike — the same probes on the same CPUs at the same intervals,
+/// under the same loads, for periods within a factor of 2 — and, per suspect, a shift the
+/// histograms show is no chance: more of the latest run's values lie at or over the previous
+/// run's figure than its share of the two runs' periods makes likely (one-sided binomial test of
+/// the values over it, conditional on their total, p < [`REGRESSION_ALPHA`]).
+pub fn confirmed(now: &RunResult, before: &RunResult, suspects: Vec<Regression>) -> Vec<Regression> {
+    let Some(compared) = like(now, before) else { return Vec::new() };
+    let mut out = Vec::new();
+    for mut g in suspects {
+        let entry = |r: &'_ RunResult| -> Option<ProbeResult> { r.combined.iter().find(|p| p.label() == g.series).cloned() };
+        let (Some(n), Some(b)) = (entry(now), entry(before)) else { continue };
+        // The cut: the lowest value of the histogram bucket that holds the previous figure (both
+        // histograms have the same buckets).
+        let cut = crate::result::histogram::bucket_range(crate::result::histogram::index_of(g.before_ns)).0;
+        let over = |p: &ProbeResult| -> u64 { p.histogram.buckets.triples().filter(|t| t[0] >= cut).map(|t| t[2]).sum() };
+        let (on, ob) = (over(&n), over(&b));
+        let (pn, pb) = (n.samples + n.missed, b.samples + b.missed);
+        let share = pn as f64 / (pn + pb).max(1) as f64;
+        let p = binomial_at_least(on, on + ob, share);
+        if p >= REGRESSION_ALPHA {
+            continue;
+        }
+        g.test = format!(
+            "{} of the latest run's {} periods at or over {} against {} of the previous run's {}: so many from one \
+             distribution has probability {} (one-sided binomial test of the values over it, given their total)",
+            crate::vocab::length::grouped(on),
+            crate::vocab::length::grouped(pn),
+            crate::vocab::units::Nanos(cut),
+            crate::vocab::length::grouped(ob),
+            crate::vocab::length::grouped(pb),
+            if p < 0.001 { "below 0.001".to_string() } else { format!("{p:.3}") }
+        );
+        g.compared = compared.clone();
+        out.push(g);
+    }
+    out
+}
+
+/// Whether runs `a` and `b` were measured alike, with how (one sentence); `None` when not.
+fn like(a: &RunResult, b: &RunResult) -> Option<String> {
+    let probes = |r: &RunResult| -> Vec<(String, Vec<usize>, u64)> {
+        let mut v: Vec<_> = r.config.probes.iter().map(|p| (p.name.clone(), p.cpus.clone(), p.interval_ns)).collect();
+        v.sort();
+        v
+    };
+    let entries = |r: &RunResult| -> Vec<(String, String)> {
+        let mut v: Vec<_> = r.probes.iter().map(|p| (p.label(), p.scope())).collect();
+        v.sort();
+        v
+    };
+    let loads = |r: &RunResult| -> (String, Vec<String>) {
+        let mut l = r.config.loads.clone();
+        l.sort();
+        (r.config.load_source.clone(), l)
+    };
+    if probes(a) != probes(b) || entries(a) != entries(b) || loads(a) != loads(b) {
+        return None;
+    }
+    let cpus: Vec<usize> = {
+        let mut c: Vec<usize> = a.probes.iter().filter_map(|p| p.cpu).collect();
+        c.sort_unstable();
+        c.dedup();
+        c
+    };
+    let loads = if a.config.loads.is_empty() { "none".to_string() } else { a.config.loads.join(", ") };
+    Some(format!(
+        "alike: the same probes ({}) on {} {} at the same intervals, the same loads ({}), periods within a factor of 2",
+        a.config.probes.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "),
+        if cpus.len() == 1 { "CPU" } else { "CPUs" },
+        crate::vocab::cpus::format_cpu_list(&cpus),
+        loads
+    ))
+}
+
+/// P(X ≥ k) for X binomial of `n` trials of probability `p`.
+fn binomial_at_least(k: u64, n: u64, p: f64) -> f64 {
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    if k == 0 {
+        return 1.0;
+    }
+    match Binomial::new(p.clamp(0.0, 1.0), n) {
+        Ok(b) => b.sf(k - 1),
+        Err(_) => 1.0,
+    }
 }
 
 /// The figures of `ids`, read in calls of the store's bound.
@@ -78,7 +202,15 @@ pub fn regressions(now: &Figures, before: &Figures, previous: i64) -> Vec<Regres
         for (figure, now_ns, before_ns) in [("max", n.max_ns, b.max_ns), ("p99.9", n.p999_ns, b.p999_ns)] {
             if let (Some(now_ns), Some(before_ns)) = (now_ns, before_ns) {
                 if now_ns as f64 > before_ns as f64 * (1.0 + REGRESSION_SHARE) {
-                    out.push(Regression { series: n.series.clone(), figure, before_ns, now_ns, previous });
+                    out.push(Regression {
+                        series: n.series.clone(),
+                        figure,
+                        before_ns,
+                        now_ns,
+                        previous,
+                        compared: String::new(),
+                        test: String::new(),
+                    });
                 }
             }
         }

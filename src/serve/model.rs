@@ -13,9 +13,12 @@ pub const SPARK_RUNS: u32 = 30;
 pub const BOARD_RUNS: u64 = 1_000;
 /// The most rows a page of a table or of `/api/runs` holds.
 pub const PAGE_ROWS: u64 = 1_000;
-/// A latest run regressed when a latency series' worst case or p99.9 is worse than the board's
-/// previous run of the same scenario's by more than this share.
+/// A latest run regressed when a latency series' worst case or p99.9 is worse than in the
+/// board's previous comparable run by more than this share, and the histograms say the shift is
+/// no chance ([`REGRESSION_ALPHA`]; docs/dashboard.md, "How a regression is decided").
 pub const REGRESSION_SHARE: f64 = 0.10;
+/// The significance of the test a regression must pass.
+pub const REGRESSION_ALPHA: f64 = 0.01;
 
 /// Which runs a page shows: the query parameters it was asked with (a URL names a view).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -84,6 +87,9 @@ pub struct Regression {
     pub now_ns: u64,
     /// The run compared with.
     pub previous: i64,
+    /// What made the two runs comparable, and the test the shift passed (one sentence each).
+    pub compared: String,
+    pub test: String,
 }
 
 /// One board on the fleet page.

@@ -500,7 +500,12 @@ pub fn evaluate(
     let support = support(per_cpu, &claims, facts);
     let measured_something = req(Metric::Samples, Op::Gt, 0);
     // A busy loop that saw no gap measured a quiet CPU (a window it never reached is missed).
-    checks.extend(per_cpu.iter().filter(|p| p.samples == 0 && p.noise.is_none()).map(|p| check(&measured_something, p, facts.assume_independent)));
+    checks.extend(
+        per_cpu
+            .iter()
+            .filter(|p| p.samples == 0 && p.noise.is_none())
+            .map(|p| check(&measured_something, p, facts.assume_independent)),
+    );
     if criteria_given && !facts.failed_loads.is_empty() {
         checks.push(Check {
             expr: "loads==ok".to_string(),
@@ -544,7 +549,12 @@ mod tests {
     use crate::scenario::require::parse_requirement;
 
     fn facts(status: Status) -> RunFacts {
-        RunFacts { status, failed_loads: Vec::new(), intervals: vec![("timer".into(), vec![0, 1], 1_000_000)], assume_independent: false }
+        RunFacts {
+            status,
+            failed_loads: Vec::new(),
+            intervals: vec![("timer".into(), vec![0, 1], 1_000_000)],
+            assume_independent: false,
+        }
     }
 
     #[test]

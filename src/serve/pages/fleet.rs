@@ -27,7 +27,8 @@ in the local store, or in the store <code>--db</code> names), or store another t
     let _ = write!(
         b,
         "<p class=\"muted\">{} · {} · {}. Latencies in µs; the worst case and p99.9 of each latency series of the board's latest run; \
-regressions are against the board's previous run of the same scenario.</p>",
+regressions are against the board's previous run measured alike, where the histograms show more than chance \
+(docs/dashboard.md).</p>",
         crate::vocab::Count(f.rows.len() as u64, "board"),
         crate::vocab::Count(runs, "run"),
         if regressed == 1 { "1 board with a regression".to_string() } else { format!("{regressed} boards with a regression") },
@@ -69,14 +70,17 @@ fn row(r: &FleetRow) -> String {
     h + "</td></tr>"
 }
 
-/// A regression's mark: `▲ timer max +32 %`, titled with the figures and the run compared with,
-/// linked to the comparison of the two runs.
+/// A regression's mark: `▲ timer max +32 %`, titled with the figures, the run compared with, what
+/// made the two comparable and the test the shift passed, linked to the comparison of the two
+/// runs.
 fn badge(g: &Regression, latest: i64) -> String {
     let share = if g.before_ns > 0 { (g.now_ns as f64 / g.before_ns as f64 - 1.0) * 100.0 } else { f64::INFINITY };
     let share = if share.is_finite() { format!("+{share:.0} %") } else { "new".to_string() };
     format!(
-        "<a class=\"reg\" href=\"/compare?runs={prev},{latest}\" title=\"regression: {series} {fig} {before} → {now} against run {prev}, the board's previous run of the same scenario\">▲ regression<br><small>{series} {fig} {share}</small></a>",
+        "<a class=\"reg\" href=\"/compare?runs={prev},{latest}\" title=\"regression: {series} {fig} {before} → {now} against run {prev}, the board's previous run of the same scenario measured alike ({compared}); {test}\">▲ regression<br><small>{series} {fig} {share}</small></a>",
         prev = g.previous,
+        compared = esc(g.compared.trim_start_matches("alike: ")),
+        test = esc(&g.test),
         series = esc(&g.series),
         fig = esc(g.figure),
         before = dur(g.before_ns),
