@@ -984,3 +984,50 @@ fn cyclictest_verbose_output_imports_every_sample() {
         assert!(probe, "thread {t}'s interval {} µs: {}", intervals[t], doc["config"]["probes"]);
     }
 }
+
+/// Another tool's histogram gets a forecast (docs/forecast.md, "Binned values" and "A
+/// histogram without a timeline"): 2 000 000 values of an exponential tail (scale 5 µs) in
+/// cyclictest's whole-µs buckets, which the goodness-of-fit test once refused for their ties.
+/// Its values' resolution is kept (1 µs), its assumption stated wherever it is shown, its
+/// levels given per periods (the file names no interval: nothing in time, nothing "at 1 ns"),
+/// and a requirement relies on it only with --assume-independent: without, the check is not
+/// judged and fails (exit 1), saying what to give; with, it is judged.
+#[test]
+fn a_cyclictest_histogram_is_forecast_with_its_untested_assumption_stated() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("exponential.txt");
+    cyclictest_histogram(&file, 1, 2_000_000, 10.0, 5.0, 7);
+    let doc = import(&db_in(&dir), &file);
+    assert_eq!(doc["imported"]["resolution_ns"], 1000, "{}", doc["imported"]);
+    let f = &per_cpu(&doc)[0]["forecast"];
+    assert!(f["not_applicable"].is_null(), "forecast: {f}");
+    assert_eq!(f["interval_ns"], 0, "the file names no interval: {f}");
+    assert!(f["assumed"].as_str().unwrap().starts_with("independence and stationarity assumed, not tested"), "{f}");
+    let horizons: Vec<&str> = f["return_levels"].as_array().unwrap().iter().map(|l| l["horizon"].as_str().unwrap()).collect();
+    assert_eq!(horizons, ["1e6 periods", "1e9 periods"], "{f}");
+    let text = String::from_utf8(rtgauge(&["show", "last", "--db", &db_in(&dir)]).output().unwrap().stdout).unwrap();
+    let section = text.split("Was the run long enough?").nth(1).unwrap_or_else(|| panic!("{text}"));
+    let flat = section.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("cpu settled 1e6 periods 1e9 periods tail"), "{section}");
+    assert!(flat.contains("forecast with independence and stationarity assumed, not tested"), "{section}");
+    assert!(!flat.contains(" at 1 ns") && !flat.contains("≈3 h for 1h"), "no time from an unknown interval: {section}");
+    let html = String::from_utf8(rtgauge(&["report", "last", "--db", &db_in(&dir), "--html", "-"]).output().unwrap().stdout).unwrap();
+    assert!(html.contains("<b>Assumed:</b> Independence and stationarity assumed, not tested"), "the HTML report says it");
+    for (extra, code, judged) in [(None, 1, false), (Some("--assume-independent"), 0, true)] {
+        let db = dir.path().join(format!("{code}.db")).display().to_string();
+        let mut args = vec!["import", "--db", &db, "--require", "once-in-1e9<1s", file.to_str().unwrap()];
+        args.extend(extra);
+        let out = rtgauge(&args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+        let check = &show(&db, "last")["verdict"]["checks"][0];
+        assert_eq!(check["expr"], "once-in-1e9<1000000us", "{check}");
+        let observed = check["observed"].as_str().unwrap();
+        if judged {
+            assert!(check["passed"] == true && observed.contains("forecast"), "{check}");
+        } else {
+            assert!(check["passed"] == false && observed.contains("give --assume-independent"), "{check}");
+            assert!(stdout.contains("FAIL: 1 of 1 check failed"), "{stdout}");
+        }
+    }
+}

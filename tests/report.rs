@@ -862,7 +862,7 @@ fn the_summary_says_for_every_cpu_whether_the_run_was_long_enough() {
     let shown = ok(&["show", "last", "--db", &db]);
     for text in [&summary, &shown] {
         let section = text.split("Was the run long enough?").nth(1).unwrap_or_else(|| panic!("no section: {text}"));
-        let table = section.split("\ntimer (latencies in ").nth(1).expect("the timer's table");
+        let table = section.split("\ntimer:\n").nth(1).expect("the timer's table");
         let rows = table_rows(table, "cpu settled");
         for p in doc["probes"].as_array().unwrap().iter().filter(|p| p["probe"] == "timer") {
             let f = &p["forecast"];
@@ -877,6 +877,9 @@ fn the_summary_says_for_every_cpu_whether_the_run_was_long_enough() {
                 }
                 None => {
                     assert!(!row.contains("n/a") && row.matches('(').count() == 3, "1h, 1d, 1y with intervals: {row}");
+                    // (each level in the unit that suits it, named in its cell)
+                    let units = row.matches(") µs").count() + row.matches(") ms").count() + row.matches(") s").count();
+                    assert_eq!(units, 3 - row.matches(">1h").count(), "each level with its unit: {row}");
                 }
             }
         }

@@ -561,3 +561,39 @@ pub fn wait_bounded(child: std::process::Child, limit: Duration, what: &str) -> 
         Err(_) => kill_and_fail(&pid, rx, &format!("{what} did not end within {limit:?}")),
     }
 }
+
+/// A cyclictest histogram (`-h 400 -q` text) of `threads` threads, `n` values each: `base` µs
+/// plus an exponential of mean `scale` µs, truncated to whole µs as cyclictest writes them,
+/// drawn from a stream fixed by `seed`.
+pub fn cyclictest_histogram(path: &std::path::Path, threads: usize, n: u64, base: f64, scale: f64, seed: u64) {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut uniform = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    };
+    const ROWS: usize = 400;
+    let mut rows = vec![vec![0u64; threads]; ROWS];
+    let (mut min, mut max, mut sum) = (vec![u64::MAX; threads], vec![0u64; threads], vec![0u64; threads]);
+    for t in 0..threads {
+        for _ in 0..n {
+            let v = ((base - scale * uniform().ln()) as usize).min(ROWS - 1);
+            rows[v][t] += 1;
+            min[t] = min[t].min(v as u64);
+            max[t] = max[t].max(v as u64);
+            sum[t] += v as u64;
+        }
+    }
+    let mut text = String::from("# /dev/cpu_dma_latency set to 0us\n# Histogram\n");
+    let line = |vals: Vec<String>| vals.join(" ");
+    for (i, r) in rows.iter().enumerate() {
+        text += &format!("{i:06} {}\n", line(r.iter().map(|c| format!("{c:06}")).collect()));
+    }
+    text += &format!("# Total: {}\n", line((0..threads).map(|_| format!("{n:09}")).collect()));
+    text += &format!("# Min Latencies: {}\n", line(min.iter().map(|v| format!("{v:05}")).collect()));
+    text += &format!("# Avg Latencies: {}\n", line(sum.iter().map(|s| format!("{:05}", s / n)).collect()));
+    text += &format!("# Max Latencies: {}\n", line(max.iter().map(|v| format!("{v:05}")).collect()));
+    text += &format!("# Histogram Overflows: {}\n", line((0..threads).map(|_| "00000".to_string()).collect()));
+    std::fs::write(path, text).unwrap();
+}
