@@ -1011,7 +1011,8 @@ fn a_cyclictest_histogram_is_forecast_with_its_untested_assumption_stated() {
     assert!(flat.contains("cpu settled 1e6 periods 1e9 periods tail"), "{section}");
     assert!(flat.contains("forecast with independence and stationarity assumed, not tested"), "{section}");
     assert!(!flat.contains(" at 1 ns") && !flat.contains("≈3 h for 1h"), "no time from an unknown interval: {section}");
-    let html = String::from_utf8(rtgauge(&["report", "last", "--db", &db_in(&dir), "--html", "-"]).output().unwrap().stdout).unwrap();
+    let html =
+        String::from_utf8(rtgauge(&["report", "last", "--db", &db_in(&dir), "--html", "-"]).output().unwrap().stdout).unwrap();
     assert!(html.contains("<b>Assumed:</b> Independence and stationarity assumed, not tested"), "the HTML report says it");
     for (extra, code, judged) in [(None, 1, false), (Some("--assume-independent"), 0, true)] {
         let db = dir.path().join(format!("{code}.db")).display().to_string();

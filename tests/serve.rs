@@ -1921,3 +1921,99 @@ fn a_regression_is_called_only_between_alike_runs_for_a_real_shift() {
     assert_eq!(page.matches(title).count(), shifted.len(), "every badge says what was compared");
     let _ = s.stop("TERM");
 }
+
+/// The board page's axes fit the data (docs/dashboard.md): runs 5 minutes apart, runs over 2
+/// years and a board of one run. The long-term plot's time axis spans the runs with a small
+/// margin (the first and last run's worst cases at least 85 % of the plot apart), its ticks
+/// are distinct and labelled at the runs' scale (times within the day, the day in the axis'
+/// title; years' dates), the heat map's columns are labelled distinctly (not the same date under
+/// each), and a page of one run draws its run mid-axis. Headless Chromium draws each page (not
+/// blank; `RTGAUGE_TEST_SHOTS=DIR` keeps the screenshots to look at).
+#[test]
+fn the_board_pages_axes_fit_runs_minutes_and_years_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db").display().to_string();
+    let store = Store::open(&Location::of(Path::new(&db))).unwrap_or_else(|e| panic!("{e}"));
+    let template = rtgauge::interchange::import(&fixture("cyclictest-h100.json")).unwrap_or_else(|e| panic!("{e}"));
+    let base = 1_790_000_000i64; // 2026-09-21 14:13:20 UTC
+    let boards: [(&str, Vec<i64>); 3] =
+        [("minutes", vec![0, 45, 110, 200, 300]), ("years", (0..8).map(|k| k * 104 * 86_400).collect()), ("single", vec![0])];
+    let mut n = 0u64;
+    for (board, offsets) in &boards {
+        for t in offsets {
+            let mut r = template.clone();
+            r.uuid = Some(format!("00000000-0000-4000-8000-{n:012x}").parse().unwrap());
+            n += 1;
+            r.board = Some(rtgauge::audit::board::named(board));
+            r.started_at = chrono::DateTime::from_timestamp(base + t, 0).unwrap().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+            store.save(&mut r, None, None, None).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    drop(store);
+    let s = Server::start(&db, "127.0.0.1:0");
+    let text_of = |svg: &str, class: &str| -> Vec<String> {
+        let g = svg.split(&format!("<g class=\"{class}\">")).nth(1).unwrap_or_else(|| panic!("no {class}: {svg}"));
+        let g = &g[..g.find("</g>").unwrap()];
+        g.split("<text").skip(1).map(|t| unescape(&t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()])).collect()
+    };
+    for (board, offsets) in &boards {
+        let page = s.get(&format!("/board/{board}")).text();
+        let svg = long_term_svg(&page);
+        let labels = text_of(svg, "x-axis");
+        let (ticks, title) = labels.split_at(labels.len() - 1);
+        let distinct: BTreeSet<&String> = ticks.iter().collect();
+        assert!(ticks.len() >= 2 && distinct.len() == ticks.len(), "{board}: ticks {ticks:?}");
+        // The worst cases' points, in the order of the runs.
+        let max = svg.split("<g class=\"fig\" fill=\"").find(|g| g.contains(": max ")).unwrap();
+        let max = &max[..max.find("</g>").unwrap()];
+        let xs: Vec<f64> = max.split("<circle cx=\"").skip(1).map(|c| c[..c.find('"').unwrap()].parse().unwrap()).collect();
+        assert_eq!(xs.len(), offsets.len(), "{board}: a point per run");
+        let frame = &svg[svg.find("<rect x=\"").unwrap()..];
+        let attr = |name: &str| -> f64 {
+            let v = &frame[frame.find(&format!("{name}=\"")).unwrap() + name.len() + 2..];
+            v[..v.find('"').unwrap()].parse().unwrap()
+        };
+        let (left, width) = (attr("x"), attr("width"));
+        match board.as_ref() {
+            "single" => assert!((xs[0] - (left + width / 2.0)).abs() < width * 0.05, "one run mid-axis: {xs:?}"),
+            _ => {
+                let spread = (xs[xs.len() - 1] - xs[0]) / width;
+                assert!(spread >= 0.85, "{board}: the runs span {:.0} % of the axis: {xs:?}", spread * 100.0);
+            }
+        }
+        match board.as_ref() {
+            "minutes" => {
+                assert!(ticks.iter().all(|t| t.len() == 5 && t.as_bytes()[2] == b':'), "times within the day: {ticks:?}");
+                assert!(title[0].contains("UTC, 2026-09-21"), "the day in the title: {title:?}");
+            }
+            "years" => assert!(ticks.iter().all(|t| t.starts_with("20")), "dates: {ticks:?}"),
+            _ => {}
+        }
+        // The heat map's column labels: distinct.
+        let heat = &page[page.find("class=\"heat-map\"").unwrap_or_else(|| panic!("{board}: no heat map"))..];
+        let heat = &heat[..heat.find("</svg>").unwrap()];
+        let columns: Vec<&str> = heat
+            .split("text-anchor=\"middle\">")
+            .skip(1)
+            .map(|t| &t[..t.find("</text>").unwrap()])
+            .filter(|t| !t.starts_with("run") && !t.starts_with("runs,"))
+            .collect();
+        let distinct: BTreeSet<&&str> = columns.iter().collect();
+        assert_eq!(distinct.len(), columns.len(), "{board}: the heat map's labels {columns:?}");
+    }
+    if let Some(browser) = browser() {
+        let keep = std::env::var_os("RTGAUGE_TEST_SHOTS").map(PathBuf::from);
+        for (board, _) in &boards {
+            let shot = dir.path().join(format!("board-{board}.png"));
+            chromium(browser, &[format!("--screenshot={}", shot.display())], &format!("http://{}/board/{board}", s.addr));
+            let (_, _, px) = decode_png(&shot);
+            let drawn = px.iter().filter(|p| p.iter().any(|&c| c < 230)).count();
+            assert!(drawn > 10_000, "/board/{board} rendered almost blank");
+            if let Some(k) = &keep {
+                std::fs::create_dir_all(k).unwrap();
+                std::fs::copy(&shot, k.join(shot.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+    let _ = s.stop("TERM");
+}

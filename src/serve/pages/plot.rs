@@ -125,16 +125,10 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
         yhi = ylo + 1.0;
     }
     let y = |ns: u64| T + ph - ((ns.max(1) as f64 / 1e3).log10() - ylo) / (yhi - ylo) * ph;
-    // x: the runs' starts, padded.
+    // x: the runs' starts, with a margin.
     let ts = times(runs);
-    let (mut t0, mut t1) = (ts.iter().copied().min().unwrap_or(0), ts.iter().copied().max().unwrap_or(0));
-    if t1 - t0 < 3_600 {
-        t0 -= 1_800;
-        t1 += 1_800;
-    }
-    let pad = (t1 - t0) / 40;
-    let (t0, t1) = (t0 - pad, t1 + pad);
-    let x = |t: i64| L + (t - t0) as f64 / (t1 - t0) as f64 * pw;
+    let (t0, t1) = time_span(&ts);
+    let x = |t: i64| L + (t - t0) as f64 / (t1 - t0).max(1) as f64 * pw;
 
     // The frame, the grid and the axes' labels.
     let _ = write!(s, "<rect x=\"{L}\" y=\"{T}\" width=\"{}\" height=\"{}\" fill=\"#fff\" stroke=\"#bbb\"/>", c(pw), c(ph));
@@ -167,7 +161,8 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
         c(T + ph / 2.0)
     );
     s += "<g class=\"x-axis\">";
-    for (t, label) in time_ticks(t0, t1) {
+    let (ticks, date) = time_ticks(t0, t1);
+    for (t, label) in ticks {
         let xx = x(t);
         // A label at the plot's right end ends at its tick (it would be cut).
         let anchor = if xx + label.len() as f64 * 4.0 > w { "end" } else { "middle" };
@@ -182,9 +177,10 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
     }
     let _ = write!(
         s,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">start of the run (UTC)</text></g>",
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">start of the run (UTC{})</text></g>",
         c(L + pw / 2.0),
-        c(h - 10.0)
+        c(h - 10.0),
+        date.map_or(String::new(), |d| format!(", {d}"))
     );
 
     // Kernel changes: a dashed line each, labelled with the new release where there is room.
@@ -381,25 +377,50 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
     s + "</svg>"
 }
 
-/// The time axis' ticks between `t0` and `t1` (seconds since the epoch): at most about eight,
-/// on whole hours, days or months, each with its label.
-fn time_ticks(t0: i64, t1: i64) -> Vec<(i64, String)> {
+/// The time axis of runs started at `ts` (seconds since the epoch): from the first to the last
+/// with a margin of a twentieth of their span on each side, and at least a minute in all (a page
+/// of one run, or of runs seconds apart, is drawn around them, not on an hour's axis).
+fn time_span(ts: &[i64]) -> (i64, i64) {
+    let (lo, hi) = (ts.iter().copied().min().unwrap_or(0), ts.iter().copied().max().unwrap_or(0));
+    let margin = ((hi - lo) / 20).max(1);
+    let (mut t0, mut t1) = (lo - margin, hi + margin);
+    if t1 - t0 < 60 {
+        let mid = (lo + hi) / 2;
+        (t0, t1) = (mid - 30, mid + 30);
+    }
+    (t0, t1)
+}
+
+/// The time axis' ticks between `t0` and `t1` (seconds since the epoch): at most about eight, on
+/// whole seconds, minutes, hours, days, months or years, each labelled as briefly as keeps the
+/// labels distinct (`14:03:20`, `14:05`, `11-28 14:00`, `2026-11-28`, `2026-11`, `2026`); where
+/// every tick falls on one day, the times alone, and that day (returned) for the axis' title.
+fn time_ticks(t0: i64, t1: i64) -> (Vec<(i64, String)>, Option<String>) {
     use chrono::{DateTime, Datelike, TimeZone, Utc};
+    const M: i64 = 60;
     const H: i64 = 3_600;
     const D: i64 = 86_400;
     let span = (t1 - t0).max(1);
     let fmt = |t: i64, f: &str| DateTime::<Utc>::from_timestamp(t, 0).map(|d| d.format(f).to_string()).unwrap_or_default();
-    if let Some(&step) =
-        [600, 900, 1_800, H, 2 * H, 3 * H, 6 * H, 12 * H, D, 2 * D, 7 * D, 14 * D].iter().find(|&&s| span / s <= 8)
-    {
-        let f = if step < D { "%m-%d %H:%M" } else { "%Y-%m-%d" };
+    let steps =
+        [1, 2, 5, 10, 15, 30, M, 2 * M, 5 * M, 10 * M, 15 * M, 30 * M, H, 2 * H, 3 * H, 6 * H, 12 * H, D, 2 * D, 7 * D, 14 * D];
+    if let Some(&step) = steps.iter().find(|&&s| span / s <= 8) {
         let first = (t0.div_euclid(step) + 1) * step;
-        return (0..).map(|k| first + k * step).take_while(|&t| t <= t1).map(|t| (t, fmt(t, f))).collect();
+        let ticks: Vec<i64> = (0..).map(|k| first + k * step).take_while(|&t| t <= t1).collect();
+        let one_day = ticks.first().zip(ticks.last()).is_some_and(|(a, b)| fmt(*a, "%F") == fmt(*b, "%F"));
+        let f = match step {
+            s if s < M => "%H:%M:%S",
+            s if s < D && one_day => "%H:%M",
+            s if s < D => "%m-%d %H:%M",
+            _ => "%Y-%m-%d",
+        };
+        let date = (one_day && step < D).then(|| fmt(ticks[0], "%Y-%m-%d"));
+        return (ticks.into_iter().map(|t| (t, fmt(t, f))).collect(), date);
     }
     // Months: every 1, 2, 3, 6 or 12, from the first of a month.
     let months = span / (30 * D) + 1;
     let every: i32 = [1, 2, 3, 6, 12, 24, 60].into_iter().find(|&m| months / i64::from(m) <= 8).unwrap_or(120);
-    let Some(start) = DateTime::<Utc>::from_timestamp(t0, 0) else { return Vec::new() };
+    let Some(start) = DateTime::<Utc>::from_timestamp(t0, 0) else { return (Vec::new(), None) };
     let mut m = (start.year() * 12 + start.month0() as i32) / every * every;
     let mut out = Vec::new();
     while let Some(t) = Utc.with_ymd_and_hms(m.div_euclid(12), m.rem_euclid(12) as u32 + 1, 1, 0, 0, 0).single() {
@@ -412,7 +433,33 @@ fn time_ticks(t0: i64, t1: i64) -> Vec<(i64, String)> {
         }
         m += every;
     }
-    out
+    (out, None)
+}
+
+/// Labels for runs started at `ts` (seconds since the epoch), as briefly as keeps neighbours
+/// apart: `2026-11-28` when no two neighbours share a day; else with their time (`11-28 14:03`,
+/// seconds where two share a minute); where all share one day, the times alone and that day
+/// (returned) for the axis' title.
+fn run_labels(ts: &[i64]) -> (Vec<String>, Option<String>) {
+    use chrono::{DateTime, Utc};
+    let fmt = |t: i64, f: &str| DateTime::<Utc>::from_timestamp(t, 0).map(|d| d.format(f).to_string()).unwrap_or_default();
+    let apart = |f: &str| ts.windows(2).all(|w| fmt(w[0], f) != fmt(w[1], f));
+    let one_day = ts.first().zip(ts.last()).is_some_and(|(a, b)| fmt(*a, "%F") == fmt(*b, "%F"));
+    let f = if one_day && ts.len() > 1 {
+        if apart("%H:%M") {
+            "%H:%M"
+        } else {
+            "%H:%M:%S"
+        }
+    } else if apart("%Y-%m-%d") {
+        "%Y-%m-%d"
+    } else if apart("%m-%d %H:%M") {
+        "%m-%d %H:%M"
+    } else {
+        "%m-%d %H:%M:%S"
+    };
+    let date = (one_day && ts.len() > 1).then(|| ts.first().map(|&t| fmt(t, "%Y-%m-%d"))).flatten();
+    (ts.iter().map(|&t| fmt(t, f)).collect(), date)
 }
 
 /// The lowest value of heat-map bin `i`, in ns, as `store::figures` defines the bins: 0 for
@@ -585,7 +632,9 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
         v.dedup();
         v
     };
-    for j in picks {
+    let ts = times(runs);
+    let (labels, date) = run_labels(&picks.iter().map(|&j| ts[j]).collect::<Vec<_>>());
+    for (j, label) in picks.into_iter().zip(labels) {
         let xx = L + (j as f64 + 0.5) * cw;
         let row = &runs[j].row;
         let _ = write!(
@@ -595,7 +644,7 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
             c(T + ph),
             c(T + ph + 5.0),
             c(T + ph + 19.0),
-            esc(&day(&row.started_at))
+            esc(&label)
         );
         if few {
             let _ = write!(
@@ -609,10 +658,11 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
     }
     let _ = write!(
         s,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">runs, oldest left: one column each ({})</text>",
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">runs, oldest left: one column each ({}{})</text>",
         c(L + pw / 2.0),
         c(h - 6.0),
-        crate::vocab::Count(runs.len() as u64, "run")
+        crate::vocab::Count(runs.len() as u64, "run"),
+        date.map_or(String::new(), |d| format!(", started on {d} UTC"))
     );
     // Kernel changes: a dashed line at the first run of each.
     for (i, release, what) in change_marks(runs, changes) {
@@ -776,14 +826,47 @@ mod tests {
     }
 
     #[test]
-    fn time_ticks_are_few_and_in_order() {
-        for span in [600, 5 * 3600, 3 * 86_400, 40 * 86_400, 400 * 86_400, 3 * 365 * 86_400, 20 * 365 * 86_400] {
-            let t0 = 1_790_000_000;
-            let ticks = time_ticks(t0, t0 + span);
-            assert!(ticks.len() <= 10, "{span}: {ticks:?}");
+    fn time_ticks_are_few_distinct_and_in_order_at_every_span() {
+        for span in [
+            1,
+            10,
+            60,
+            300,
+            600,
+            5 * 3600,
+            20 * 3600,
+            3 * 86_400,
+            40 * 86_400,
+            400 * 86_400,
+            2 * 365 * 86_400,
+            3 * 365 * 86_400,
+            20 * 365 * 86_400,
+        ] {
+            let (t0, t1) = time_span(&[1_790_000_000, 1_790_000_000 + span]);
+            assert!(t0 < 1_790_000_000 && t1 > 1_790_000_000 + span, "a margin: {span}");
+            assert!((t1 - t0) <= (span * 11 / 10).max(60) + 2, "the axis spans the runs: {span}: {}", t1 - t0);
+            let (ticks, _) = time_ticks(t0, t1);
+            assert!((2..=10).contains(&ticks.len()), "{span}: {ticks:?}");
             assert!(ticks.windows(2).all(|w| w[0].0 < w[1].0));
-            assert!(ticks.iter().all(|(t, l)| *t >= t0 && *t <= t0 + span && !l.is_empty()));
+            assert!(ticks.iter().all(|(t, l)| *t >= t0 && *t <= t1 && !l.is_empty()));
+            let labels: std::collections::BTreeSet<&String> = ticks.iter().map(|(_, l)| l).collect();
+            assert_eq!(labels.len(), ticks.len(), "distinct labels: {span}: {ticks:?}");
         }
+        // A page of one run: a minute around it.
+        assert_eq!(time_span(&[1_790_000_000]), (1_790_000_000 - 30, 1_790_000_000 + 30));
+    }
+
+    #[test]
+    fn run_labels_tell_neighbours_apart() {
+        let t = 1_790_000_000 - 1_790_000_000 % 86_400 + 3_600;
+        let (labels, date) = run_labels(&[t, t + 60, t + 240]);
+        assert_eq!((labels, date.as_deref()), (vec!["01:00".to_string(), "01:01".into(), "01:04".into()], Some("2026-09-21")));
+        let (labels, _) = run_labels(&[t, t + 5, t + 10]);
+        assert_eq!(labels, ["01:00:00", "01:00:05", "01:00:10"]);
+        let (labels, date) = run_labels(&[t, t + 86_400, t + 2 * 365 * 86_400]);
+        assert_eq!((labels, date), (vec!["2026-09-21".to_string(), "2026-09-22".into(), "2028-09-20".into()], None));
+        let (labels, _) = run_labels(&[t, t + 60, t + 86_400]);
+        assert_eq!(labels, ["09-21 01:00", "09-21 01:01", "09-22 01:00"]);
     }
 
     #[test]
