@@ -1974,14 +1974,14 @@ fn the_board_pages_axes_fit_runs_minutes_and_years_apart() {
             v[..v.find('"').unwrap()].parse().unwrap()
         };
         let (left, width) = (attr("x"), attr("width"));
-        match board.as_ref() {
+        match *board {
             "single" => assert!((xs[0] - (left + width / 2.0)).abs() < width * 0.05, "one run mid-axis: {xs:?}"),
             _ => {
                 let spread = (xs[xs.len() - 1] - xs[0]) / width;
                 assert!(spread >= 0.85, "{board}: the runs span {:.0} % of the axis: {xs:?}", spread * 100.0);
             }
         }
-        match board.as_ref() {
+        match *board {
             "minutes" => {
                 assert!(ticks.iter().all(|t| t.len() == 5 && t.as_bytes()[2] == b':'), "times within the day: {ticks:?}");
                 assert!(title[0].contains("UTC, 2026-09-21"), "the day in the title: {title:?}");
