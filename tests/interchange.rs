@@ -122,15 +122,30 @@ fn cyclictest_histogram_output_is_imported_with_and_without_total_and_zero_rows(
 fn jitterdebugger_and_oslat_results_are_imported_as_printed() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_in(&dir);
-    let jd: Value = serde_json::from_str(&std::fs::read_to_string(fixture("jitterdebugger-results.json")).unwrap()).unwrap();
-    let doc = import(&db, &fixture("jitterdebugger-results.json"));
-    assert_eq!(doc["imported"]["tool"], "jitterdebugger");
-    for (c, p) in jd["cpu"].as_object().unwrap().values().zip(per_cpu(&doc)) {
-        assert_eq!(
-            (u(&p["samples"]), u(&p["min_ns"]), u(&p["max_ns"])),
-            (u(&c["count"]), u(&c["min"]) * 1000, u(&c["max"]) * 1000)
-        );
-        assert_eq!(p["mean_ns"].as_f64().unwrap(), (c["avg"].as_f64().unwrap() * 1000.0 * 10.0).round() / 10.0);
+    // µs (the default), ns (-N: sysinfo.resolution_in_ns 1), one CPU at another interval (-a 1 -i 500)
+    for (name, unit) in [
+        ("jitterdebugger-results.json", 1000),
+        ("jitterdebugger-N-results.json", 1),
+        ("jitterdebugger-a1-i500-results.json", 1000),
+    ] {
+        let jd: Value = serde_json::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap();
+        let doc = import(&db, &fixture(name));
+        assert_eq!(doc["imported"]["tool"], "jitterdebugger");
+        assert_eq!(doc["imported"]["resolution_ns"], unit, "{name}");
+        let cpus = jd["cpu"].as_object().unwrap();
+        assert_eq!(per_cpu(&doc).len(), cpus.len(), "{name}");
+        for ((n, c), p) in cpus.iter().zip(per_cpu(&doc)) {
+            assert_eq!(u(&p["cpu"]), n.parse::<u64>().unwrap(), "{name}");
+            assert_eq!(
+                (u(&p["samples"]), u(&p["min_ns"]), u(&p["max_ns"])),
+                (u(&c["count"]), u(&c["min"]) * unit, u(&c["max"]) * unit),
+                "{name}"
+            );
+            let mean = c["avg"].as_f64().unwrap() * unit as f64;
+            assert!((p["mean_ns"].as_f64().unwrap() - mean).abs() <= 0.05 + mean * 1e-12, "{name}: {} vs {mean}", p["mean_ns"]);
+            let in_histogram: u64 = c["histogram"].as_object().unwrap().values().map(u).sum();
+            assert_eq!(u(&p["histogram"]["total_count"]), in_histogram.max(u(&c["count"])), "{name}");
+        }
     }
     let os: Value = serde_json::from_str(&std::fs::read_to_string(fixture("oslat.json")).unwrap()).unwrap();
     let doc = import(&db, &fixture("oslat.json"));
@@ -1030,5 +1045,66 @@ fn a_cyclictest_histogram_is_forecast_with_its_untested_assumption_stated() {
             assert!(check["passed"] == false && observed.contains("give --assume-independent"), "{check}");
             assert!(stdout.contains("FAIL: 1 of 1 check failed"), "{stdout}");
         }
+    }
+}
+
+/// oslat's text output as the real oslat printed it (tests/fixtures/import/README.md): with
+/// `-q` and without (its settings first), `-z` (zero buckets omitted, `...` between), `-b 8`,
+/// `-B` (the buckets shifted by the bias), one core or two. Each imports with oslat's own
+/// figures: per core the cycles (the sum of its bucket counts, the open-ended last bucket's
+/// beyond the histogram), its minimum and maximum as printed, the bucket counts at their
+/// labels; and the text printed beside a `--json` file imports as that file does.
+#[test]
+fn oslat_text_output_imports_with_oslats_own_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    for name in ["oslat-q.txt", "oslat-not-quiet.txt", "oslat-z-one-core.txt", "oslat-b8.txt", "oslat-B.txt"] {
+        let text = std::fs::read_to_string(fixture(name)).unwrap();
+        // The file as a reader sees it: the cores, each bucket's label and counts, the summary.
+        let values = |key: &str| -> Vec<String> {
+            let line = text.lines().find(|l| l.trim_start().starts_with(key)).unwrap_or_else(|| panic!("{name}: {key}"));
+            line.split_once(':').unwrap().1.split_whitespace().take_while(|w| !w.starts_with('(')).map(String::from).collect()
+        };
+        let cores: Vec<u64> = values("Core:").iter().map(|c| c.parse().unwrap()).collect();
+        let buckets: Vec<(u64, Vec<u64>, bool)> = text
+            .lines()
+            .filter_map(|l| {
+                let (label, rest) = l.trim().split_once(" (us):")?;
+                let counts = rest.split_whitespace().take_while(|w| !w.starts_with('(')).map(|c| c.parse().unwrap()).collect();
+                Some((label.parse().ok()?, counts, rest.contains("including overflows")))
+            })
+            .collect();
+        assert!(!buckets.is_empty(), "{name}");
+        let doc = import(&db, &fixture(name));
+        assert_eq!(doc["imported"]["format"], "oslat-text", "{name}");
+        assert_eq!(doc["imported"]["tool_version"], "2.40", "{name}");
+        let entries = per_cpu(&doc);
+        assert_eq!(entries.len(), cores.len(), "{name}: an entry per core");
+        for (i, (cpu, e)) in cores.iter().zip(&entries).enumerate() {
+            let what = format!("{name}, core {cpu}");
+            assert_eq!(u(&e["cpu"]), *cpu, "{what}");
+            let total: u64 = buckets.iter().map(|b| b.1[i]).sum();
+            assert_eq!(u(&e["samples"]), total, "{what}: its cycles are its buckets' counts");
+            assert_eq!(u(&e["min_ns"]), values("Minimum:")[i].parse::<u64>().unwrap() * 1000, "{what}");
+            assert_eq!(u(&e["max_ns"]), values("Maximum:")[i].parse::<u64>().unwrap() * 1000, "{what}");
+            // Every bucket but the open-ended last at its label; the last beyond the histogram,
+            // counted at the maximum.
+            let kept: Vec<[u64; 3]> =
+                e["histogram"]["buckets"].as_array().unwrap().iter().map(|b| [u(&b[0]), u(&b[1]), u(&b[2])]).collect();
+            for (label, counts, open) in buckets.iter().filter(|b| b.1[i] > 0) {
+                let at = if *open { u(&e["max_ns"]) } else { label * 1000 };
+                let got: u64 = kept.iter().filter(|b| b[0] <= at && at <= b[1]).map(|b| b[2]).sum();
+                assert!(got >= counts[i], "{what}: bucket {label} µs holds {} (got {got} where it lies)", counts[i]);
+            }
+        }
+    }
+    // The same run's --json file and standard output: the same figures.
+    let json = import(&db, &fixture("oslat-with-stdout.json"));
+    let text = import(&db, &fixture("oslat-with-stdout.json-stdout.txt"));
+    for (a, b) in per_cpu(&json).iter().zip(per_cpu(&text)) {
+        for k in ["cpu", "samples", "min_ns", "max_ns"] {
+            assert_eq!(a[k], b[k], "{k}");
+        }
+        assert_eq!(a["histogram"]["buckets"], b["histogram"]["buckets"]);
     }
 }

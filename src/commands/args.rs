@@ -546,7 +546,8 @@ pub struct CompareArgs {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// Result files of cyclictest, jitterdebugger, oslat or rtgauge (the format is read from the content)
+    /// Result files of cyclictest (--json, histogram or -v output), jitterdebugger (results.json),
+    /// oslat (--json or text output) or rtgauge (the format is read from the content)
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<std::path::PathBuf>,
     #[command(flatten)]

@@ -1,5 +1,6 @@
-//! Results in other tools' formats, both ways. `rtgauge import` reads what cyclictest (`--json`
-//! and its histogram output), jitterdebugger (`results.json`) and oslat (`--json`) wrote, and
+//! Results in other tools' formats, both ways. `rtgauge import` reads what cyclictest (`--json`,
+//! its histogram and `-v` output), jitterdebugger (`results.json`) and oslat (`--json` and its
+//! text output) wrote, and
 //! rtgauge's own documents, into result documents for the store, marked as imported with the
 //! file rtgauge read and its SHA-256; `rtgauge export` writes a stored run as JSON, CSV, JUnit or
 //! in cyclictest's formats (`export`). A foreign file's figures are kept as its tool printed
@@ -15,6 +16,7 @@ pub mod counts;
 pub mod cyclictest;
 pub mod export;
 pub mod foreign;
+pub mod oslat_text;
 mod own;
 
 /// Whether a stored result document is one rtgauge could have written (see
@@ -161,8 +163,13 @@ pub fn import(path: &Path) -> Result<RunResult, String> {
     let mut first = BufReader::new(file.reader(IMPORT_CAP).map_err(bad)?);
     let json = first_byte(&mut first).map_err(bad)? == Some(b'{');
     if !json {
+        let oslat = oslat_text::is_oslat(first.fill_buf().map_err(|e| bad(e.to_string()))?);
         let mut input = BufReader::new(file.reader(IMPORT_CAP).map_err(bad)?);
-        let foreign = cyclictest::parse_hist(&mut input, &mtime).map_err(bad)?;
+        let foreign = if oslat {
+            oslat_text::parse(&mut input, &mtime).map_err(bad)?
+        } else {
+            cyclictest::parse_hist(&mut input, &mtime).map_err(bad)?
+        };
         let sha256 = input.into_inner().finish().map_err(bad)?;
         return build(foreign, &file.path, sha256).map_err(bad);
     }

@@ -12,7 +12,7 @@ pub struct Imported {
     pub tool: String,
     /// As the file says (null: it does not say).
     pub tool_version: Option<String>,
-    /// `cyclictest-json`, `cyclictest-hist`, `cyclictest-verbose`, `jitterdebugger-json`, `oslat-json`, `rtgauge-json`.
+    /// `cyclictest-json`, `cyclictest-hist`, `cyclictest-verbose`, `jitterdebugger-json`, `oslat-json`, `oslat-text`, `rtgauge-json`.
     pub format: String,
     /// The file rtgauge read: the path of the file it opened, links resolved.
     pub source: String,
