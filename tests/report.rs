@@ -1048,4 +1048,18 @@ fn runs_are_named_by_their_board() {
         assert!(xml.contains(property), "{property} in {xml}");
     }
     assert!(xml.contains("testsuite name=\"rtgauge timer on rpi4-lab-a\""), "{xml}");
+    // CSV: each row names its run's UUID, board and kernel release (last columns); a board a user
+    // named to break a spreadsheet stays one quoted field, never a formula.
+    let csv = ok(&["export", "1", "--db", &db, "-f", "csv"]);
+    let mut lines = csv.lines();
+    assert!(lines.next().unwrap().ends_with(",max_ns,run_uuid,board,kernel_release"), "{csv}");
+    for row in lines {
+        assert!(row.ends_with(&format!(",{uuid},rpi4-lab-a,unknown")), "{row}");
+    }
+    ok(&["import", "--db", &db, "--board", "=HYPERLINK(\"x\"),b", &fx("oslat-q.txt")]);
+    let csv = ok(&["export", "last", "--db", &db, "-f", "csv"]);
+    for row in csv.lines().skip(1) {
+        assert!(row.contains(",\"'=HYPERLINK(\"\"x\"\"),b\","), "{row}");
+        assert_eq!(row.matches(',').count(), csv.lines().next().unwrap().matches(',').count() + 1, "{row}");
+    }
 }

@@ -12,7 +12,7 @@ macro_rules! sources_help {
     () => {
         "\
 Sources named in summaries, reports and scenarios (full references: docs/sources.md, and the end
-of 'rtgauge report --html'):
+of rtgauge report --html):
   ARM9/ARM11 paper: a paper measuring PREEMPT_RT 2.6 on ARM9, ARM11 and Cortex boards
   Cortex-A8 study: Hedera Innovations, PREEMPT_RT vs preemptible on an i.MX515, white paper
   AM3356 loop: Falsig, a 10 ms driver loop on an AM3356 card with PREEMPT_RT, blog post 2015
@@ -106,13 +106,11 @@ pub enum Command {
     Check(CheckArgs),
     /// Put back every setting a killed run left changed ('run --tune' keeps a journal of the
     /// original values; any rtgauge command also does this when it starts)
-    #[command(
-        after_help = "Example:\n  rtgauge restore     after 'kill -9' of a 'rtgauge run --tune' (and its guardian), or a crash"
-    )]
+    #[command(after_help = "Example:\n  rtgauge restore     after kill -9 of rtgauge run --tune (and its guardian), or a crash")]
     Restore,
     /// List the built-in scenarios, or print one as TOML
     Scenarios(ScenariosArgs),
-    /// List the stored runs (every 'rtgauge run' is kept in the store)
+    /// List the stored runs (rtgauge run keeps every run in the store)
     #[command(after_help = "Examples:\n  rtgauge list\n  rtgauge list --host board-a --since 2026-11-01 --json\n  \
         rtgauge list --label rt-kernel")]
     List(ListArgs),
@@ -231,7 +229,7 @@ pub struct CheckArgs {
 
 #[derive(Debug, Args)]
 pub struct LoadArgs {
-    /// Loads, as for 'rtgauge run --load'
+    /// Loads, as for rtgauge run --load
     #[arg(required = true, value_name = "SPEC")]
     pub specs: Vec<String>,
     /// How long to run [default: hackbench runs one round; other loads need a duration]
@@ -270,7 +268,7 @@ impl From<PolicyArg> for Policy {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Run a scenario: a built-in one by name (see 'rtgauge scenarios'), or a TOML file written
+    /// Run a scenario: a built-in one by name (see rtgauge scenarios), or a TOML file written
     /// as a path (./x, /abs/x, x.toml; a bare name is never a file); flags given here override
     /// its values, --require adds to its requirements
     #[arg(short, long, value_name = "FILE|NAME", allow_hyphen_values = true)]
@@ -383,10 +381,10 @@ pub struct RunArgs {
     /// thread held the CPU, for how long, its share of the latency (needs root and tracefs)
     #[arg(long, value_name = "THRESHOLD", num_args = 0..=1, default_missing_value = "worst")]
     pub trace: Option<String>,
-    /// Name the run in the store ('rtgauge show LABEL')
+    /// Name the run in the store (rtgauge show LABEL)
     #[arg(long, value_name = "TEXT", conflicts_with = "no_store")]
     pub label: Option<String>,
-    /// The board's name, recorded in the result and the store ('rtgauge list --board NAME')
+    /// The board's name, recorded in the result and the store (rtgauge list --board NAME)
     /// [default: the host name]
     #[arg(long, value_name = "NAME")]
     pub board: Option<String>,
@@ -431,7 +429,7 @@ pub struct ListArgs {
     /// Only runs with this label
     #[arg(long)]
     pub label: Option<String>,
-    /// Only runs on this board ('rtgauge run --board NAME'; the host name by default)
+    /// Only runs on this board (rtgauge run --board NAME; the host name by default)
     #[arg(long)]
     pub board: Option<String>,
     /// Only runs on this kernel release (uname -r, as 'list' shows it)

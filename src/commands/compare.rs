@@ -14,7 +14,7 @@ pub fn compare(a: &CompareArgs) -> Result<u8> {
     names.extend(a.runs.iter().cloned());
     if names.len() < 2 {
         return Err(anyhow!(
-            "compare needs two runs or more, e.g. rtgauge compare stock-kernel rt-kernel ('rtgauge list' shows them)"
+            "compare needs two runs or more, e.g. rtgauge compare stock-kernel rt-kernel (rtgauge list shows them)"
         ));
     }
     let sink = html_sink(a.html.as_deref())?;

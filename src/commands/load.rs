@@ -19,7 +19,7 @@ pub fn load(args: &LoadArgs) -> Result<u8> {
 fn plan_loads(args: &LoadArgs) -> Result<LoadPlan> {
     let specs = crate::load::spec::parse_loads(&args.specs)
         .map_err(anyhow::Error::msg)?
-        .ok_or_else(|| anyhow!("'rtgauge load none' runs nothing: name a load, e.g. rtgauge load hackbench"))?;
+        .ok_or_else(|| anyhow!("rtgauge load none runs nothing: name a load, e.g. rtgauge load hackbench"))?;
     let duration_ns = args
         .duration
         .as_deref()

@@ -77,11 +77,11 @@ pub fn push(a: &PushArgs) -> Result<u8> {
 
     if let Some(why) = &delivered.stopped {
         return Err(anyhow!(
-            "{} of the spool {} not delivered to {}: {why}; 'rtgauge push --to {}' again delivers {} ({} delivered now)",
+            "{} of the spool {} not delivered to {}: {why}; rtgauge push --to {} again delivers {} ({} delivered now)",
             crate::vocab::Count(delivered.left as u64, "run"),
             delivered.file.as_ref().map(|f| f.display().to_string()).unwrap_or_default(),
             to.shown(),
-            to.shown(),
+            crate::vocab::text::shell_word(&to.shown()),
             if delivered.left == 1 { "it" } else { "them" },
             delivered.runs.len()
         ));

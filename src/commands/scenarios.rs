@@ -13,12 +13,12 @@ pub fn scenarios(name: Option<&str>) -> anyhow::Result<u8> {
                 let s = scenario::file::parse(text, n, "built-in")?;
                 list += &format!("{n:<12} {}\n", s.description);
             }
-            list += "\nRun one with 'rtgauge run --scenario NAME'; print one with 'rtgauge scenarios NAME' to start a file of your own.\n";
+            list += "\nRun one with rtgauge run --scenario NAME; print one with rtgauge scenarios NAME to start a file of your own.\n";
             out::text(&list)?;
         }
         Some(n) => match scenario::file::BUILT_IN.iter().find(|(b, _)| *b == n) {
             Some((_, text)) => out::text(text)?,
-            None => anyhow::bail!("no built-in scenario '{n}'; 'rtgauge scenarios' lists them"),
+            None => anyhow::bail!("no built-in scenario '{n}'; rtgauge scenarios lists them"),
         },
     }
     Ok(0)

@@ -25,7 +25,7 @@ fn found(db: Option<&std::path::Path>, store: Option<Store>) -> Result<Store> {
     match store {
         Some(s) => Ok(s),
         None => Err(anyhow!(
-            "no store at {}: 'rtgauge run' keeps its runs there; give another with --db PATH",
+            "no store at {}: rtgauge run keeps its runs there; give another with --db PATH",
             db.map(store::Location::of).or_else(store::default_location).map(|l| l.shown()).unwrap_or_default()
         )),
     }

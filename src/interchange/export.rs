@@ -54,11 +54,26 @@ pub(super) fn command_line(r: &RunResult) -> String {
     }
 }
 
+/// A CSV field as RFC 4180 writes it (quoted where it holds a comma, a quote or a line break),
+/// and never read as a formula by a spreadsheet: text a user wrote that starts with `=`, `+`,
+/// `-`, `@` or a tab or carriage return gets a `'` before it (OWASP's advice on CSV injection).
+fn csv_field(text: &str) -> String {
+    let text = if text.starts_with(['=', '+', '-', '@', '\t', '\r']) { format!("'{text}") } else { text.to_string() };
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text
+    }
+}
+
+/// A row per probe and CPU (and per probe over all its CPUs), each naming the run it is of: its
+/// UUID, board and kernel release in the last columns (the first stay as they were).
 fn csv(r: &RunResult) -> String {
     let mut header =
         vec!["probe", "series", "cpu", "samples", "missed", "warmup_samples", "handoff_overflows", "min_ns", "mean_ns"];
     header.extend(REPORTED.iter().map(|q| q.key));
-    header.push("max_ns");
+    header.extend(["max_ns", "run_uuid", "board", "kernel_release"]);
+    let run = [r.uuid.map_or(String::new(), |u| u.to_string()), csv_field(board_name(r)), csv_field(&r.system.kernel_release)];
     let mut s = header.join(",") + "\n";
     let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
     for p in r.probes.iter().chain(&r.combined) {
@@ -75,6 +90,7 @@ fn csv(r: &RunResult) -> String {
         ];
         cells.extend(p.percentiles.iter().map(|(_, v)| opt(v)));
         cells.push(opt(p.max_ns));
+        cells.extend(run.iter().cloned());
         s += &(cells.join(",") + "\n");
     }
     s

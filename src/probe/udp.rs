@@ -53,7 +53,7 @@ pub const MAX_SIZE: usize = 65_507;
 pub const PLUGIN: Plugin = Plugin {
     name: NAME,
     shapes: &[&[]],
-    options: "target=ADDR:PORT (an 'rtgauge udp-echo'), rate=PER_SECOND or interval=DURATION, size=BYTES (64), \
+    options: "target=ADDR:PORT (an rtgauge udp-echo), rate=PER_SECOND or interval=DURATION, size=BYTES (64), \
               busy-poll=DURATION, so-priority=N",
     help,
     parse,
@@ -69,7 +69,7 @@ pub const PLUGIN: Plugin = Plugin {
 /// `--measure`'s help on the UDP probe.
 fn help() -> String {
     format!(
-        "{NAME} (round trips to 'rtgauge udp-echo' on another host: target=ADDR:PORT, rate=1000 or interval=, size=64, \
+        "{NAME} (round trips to rtgauge udp-echo on another host: target=ADDR:PORT, rate=1000 or interval=, size=64, \
          busy-poll=, so-priority=)"
     )
 }
@@ -131,7 +131,7 @@ fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
         }
     }
     let target = target.ok_or_else(|| {
-        bad("udp needs the echo's address, target=ADDR:PORT ('rtgauge udp-echo' there)", "udp:target=192.168.1.2:9000")
+        bad("udp needs the echo's address, target=ADDR:PORT (rtgauge udp-echo there)", "udp:target=192.168.1.2:9000")
     })?;
     Ok(Arc::new(Options { target, pace_ns, first_pace_ns, size, busy_poll_us, so_priority }))
 }
@@ -244,7 +244,7 @@ impl UdpProbe {
         let says = || {
             format!(
                 "connection refused: no echo listening on {} (the target answered with ICMP port unreachable); \
-                 start 'rtgauge udp-echo --listen {}' there, or check target=",
+                 start rtgauge udp-echo --listen {} there, or check target=",
                 self.target, self.target
             )
         };

@@ -42,7 +42,7 @@ pub fn summary_lines(findings: &[Finding]) -> String {
     if findings.is_empty() {
         return String::new();
     }
-    let mut s = format!("\nAudit ({}; 'rtgauge check' explains each with its fix):\n", tally(findings));
+    let mut s = format!("\nAudit ({}; rtgauge check explains each with its fix):\n", tally(findings));
     let mut act: Vec<&Finding> = findings.iter().filter(|f| f.severity >= Severity::Warn).collect();
     act.sort_by_key(|f| std::cmp::Reverse(f.severity));
     for f in act {

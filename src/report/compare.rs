@@ -530,7 +530,7 @@ fn unresolved_line(rows: &[Vec<String>]) -> Option<String> {
     rows.iter().flatten().any(|c| c.ends_with(UNRESOLVED_MARK)).then(|| {
         format!(
             "{UNRESOLVED_MARK} not resolved: the entry holds fewer than 10/(1 − p) values, so the figure is its\n  \
-             maximum or near it ('rtgauge show' says how long a run must be to resolve it)"
+             maximum or near it (rtgauge show says how long a run must be to resolve it)"
         )
     })
 }

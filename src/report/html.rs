@@ -202,7 +202,7 @@ fn audit_section(findings: &[crate::result::findings::Finding]) -> String {
     let mut sorted: Vec<_> = findings.iter().collect();
     sorted.sort_by_key(|f| std::cmp::Reverse(f.severity));
     let mut h = format!(
-        "<h3>Audit: what spoils latency on this system</h3><p class=\"muted\">{}; taken before the run, as 'rtgauge check' gives it.</p>",
+        "<h3>Audit: what spoils latency on this system</h3><p class=\"muted\">{}; taken before the run, as rtgauge check gives it.</p>",
         esc(&tally(findings))
     );
     h += "<table><thead><tr><th></th><th>check</th><th>observed</th><th>why, and the fix</th></tr></thead><tbody>";

@@ -487,7 +487,7 @@ pub fn render(r: &RunResult) -> String {
     for p in &lines {
         s += &format!("  {}\n", p.sentence(r.verdict.budget_percent));
     }
-    s += &format!("  ({INDICATIVE}; 'rtgauge report' lists them with their sources)\n");
+    s += &format!("  ({INDICATIVE}; rtgauge report lists them with their sources)\n");
     s += "  Sources:\n";
     for src in sources_named(&lines) {
         s += &format!("    {}: {}\n", src.short, src.citation());

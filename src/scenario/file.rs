@@ -270,7 +270,7 @@ pub fn load(name_or_path: &str) -> Result<Scenario, PlanError> {
         let cannot = |e: &dyn std::fmt::Display| {
             PlanError(format!(
                 "--scenario cannot read '{shown}': {e}; give a TOML scenario file (at most {} bytes) or a built-in name \
-                 ('rtgauge scenarios' lists them)",
+                 (rtgauge scenarios lists them)",
                 super::userfile::SCENARIO_CAP
             ))
         };
@@ -300,7 +300,7 @@ pub fn load(name_or_path: &str) -> Result<Scenario, PlanError> {
                 String::new()
             };
             Err(PlanError(format!(
-                "--scenario '{}' is not a built-in scenario ({}){file_hint}; see 'rtgauge scenarios'",
+                "--scenario '{}' is not a built-in scenario ({}){file_hint}; see rtgauge scenarios",
                 crate::vocab::shown(name_or_path),
                 BUILT_IN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
             )))

@@ -160,8 +160,7 @@ pub fn serve(db: Option<&std::path::Path>, listen: &str) -> Result<u8, String> {
         .map(Location::of)
         .or_else(crate::store::default_location)
         .ok_or_else(|| "no store: neither RTGAUGE_DB, XDG_DATA_HOME nor HOME is set; give --db PATH|URL".to_string())?;
-    let none =
-        || format!("no store at {}: 'rtgauge run' keeps its runs there; give another with --db PATH|URL", location.shown());
+    let none = || format!("no store at {}: rtgauge run keeps its runs there; give another with --db PATH|URL", location.shown());
     // (a file that is not there is none: nothing is made for a mistyped path)
     crate::store::open_existing(db)?.ok_or_else(none)?;
     // The dashboard's connections follow the store as runs are stored, and refuse any write.

@@ -612,7 +612,7 @@ impl Store {
         };
         found.ok_or_else(|| {
             format!(
-                "no run '{run}' in the store {}; 'rtgauge list' shows the runs (give an id, a label, a UUID or 'last')",
+                "no run '{run}' in the store {}; rtgauge list shows the runs (give an id, a label, a UUID or 'last')",
                 self.shown()
             )
         })

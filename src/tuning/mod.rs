@@ -83,7 +83,7 @@ fn record(setting: &str, value: &str) -> TuningRecord {
         original: None,
         applied: false,
         restore: "written back at the end of the run from the journal of original values (after a SIGKILL: by the \
-                  run's guardian, the next rtgauge or 'rtgauge restore')"
+                  run's guardian, the next rtgauge or rtgauge restore)"
             .to_string(),
         error: None,
         restored: None,

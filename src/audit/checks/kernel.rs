@@ -314,14 +314,14 @@ pub(super) fn tracefs(_c: &Ctx) -> Finding {
                 }
             ),
         ),
-        (None, true) => (Severity::Info, "supported, not mounted ('rtgauge run --trace' mounts it for the run)".to_string()),
+        (None, true) => (Severity::Info, "supported, not mounted (rtgauge run --trace mounts it for the run)".to_string()),
         (None, false) => (Severity::Info, "not supported by this kernel: --trace cannot explain a worst case".to_string()),
     };
     Finding::new("tracefs", "Kernel tracing (tracefs)", severity, observed)
         .value(json!({"mounted_at": mounted, "supported": supported, "events": events, "tracers": tracers}))
         .why(
             "The kernel's trace of scheduling and interrupt events is what explains a worst case: which IRQ, softirq \
-             or thread held the CPU ('rtgauge run --trace', rtla timerlat).",
+             or thread held the CPU (rtgauge run --trace, rtla timerlat).",
         )
         .fix(
             if supported { "mount -t tracefs nodev /sys/kernel/tracing" } else { "" },
