@@ -603,6 +603,7 @@ fn bad_continuous_input_is_one_line_exit_2_before_measuring() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["-D", "1h", "--rotate", "2h"], "longer than the run"),
         (vec!["-D", "10s", "--rotate", "500ms"], "shorter than the window"),
+        (vec!["-D", "10s", "--rotate", "500ms", "--window", "200ms"], "not a whole number of windows"),
         (vec!["-D", "10s", "--rotate", "5s", "--window", "10s"], "shorter than the window"),
         (vec!["-D", "10s", "--rotate", "1500ms"], "not a whole number of windows"),
         (vec!["-D", "forever", "--rotate", "0s"], "greater than zero"),

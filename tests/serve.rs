@@ -1883,13 +1883,19 @@ fn a_regression_is_called_only_between_alike_runs_for_a_real_shift() {
     // (board, threads, values per thread, tail's mean in µs, seed) of each board's two runs,
     // the earlier first
     type Drawn = (usize, u64, f64, u64);
-    let boards: [(&str, [Drawn; 2]); 3] = [
-        ("same", [(1, 300_000, 5.0, 1), (1, 300_000, 5.0, 2)]),
-        ("shifted", [(1, 300_000, 5.0, 3), (1, 300_000, 10.0, 4)]),
-        ("unlike", [(1, 100_000, 5.0, 5), (3, 300_000, 10.0, 6)]),
+    let boards: [(&str, Vec<Drawn>); 5] = [
+        ("same", vec![(1, 300_000, 5.0, 1), (1, 300_000, 5.0, 2)]),
+        ("shifted", vec![(1, 300_000, 5.0, 3), (1, 300_000, 10.0, 4)]),
+        ("unlike", vec![(1, 100_000, 5.0, 5), (3, 300_000, 10.0, 6)]),
+        // as many values, on three CPUs against one: the documents tell them apart
+        ("other-cpus", vec![(3, 100_000, 5.0, 7), (1, 300_000, 10.0, 8)]),
+        // the newest earlier run is on other CPUs: the one before it is compared
+        ("older-alike", vec![(1, 300_000, 5.0, 9), (3, 100_000, 5.0, 10), (1, 300_000, 10.0, 11)]),
     ];
     let mut n = 0u64;
+    let mut first_of = BTreeMap::new();
     for (board, runs) in boards {
+        first_of.insert(board, n + 1);
         for (threads, values, scale, seed) in runs {
             let file = dir.path().join(format!("{board}-{seed}.txt"));
             cyclictest_histogram(&file, threads, values, 10.0, scale, seed);
@@ -1909,6 +1915,10 @@ fn a_regression_is_called_only_between_alike_runs_for_a_real_shift() {
     };
     assert!(regressions("same").is_empty(), "two draws of one distribution: {fleet}");
     assert!(regressions("unlike").is_empty(), "one CPU against three, nine times as long: {fleet}");
+    assert!(regressions("other-cpus").is_empty(), "as many values on three CPUs against one: {fleet}");
+    let older = regressions("older-alike");
+    assert!(!older.is_empty(), "against the older alike run: {fleet}");
+    assert!(older.iter().all(|g| g["previous"] == first_of["older-alike"]), "{older:?}");
     let shifted = regressions("shifted");
     assert!(!shifted.is_empty(), "a tail twice as wide: {fleet}");
     for g in &shifted {

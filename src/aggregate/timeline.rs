@@ -18,17 +18,21 @@ pub const MAX_WINDOWS: u64 = 100_000;
 /// (`forecast::MIN_WINDOWS`), and the first and last window may hold few.
 pub const FEWEST_WINDOWS: u64 = 50;
 
-/// The default window for a run of `run_ns` (warm-up included): 1 s from 50 s to a day; for a
-/// shorter run the longest of 1, 2 and 5 ms, 10, 20 and 50 ms, 100, 200 and 500 ms that cuts it
-/// into at least [`FEWEST_WINDOWS`] (a 10-s run: 200 ms; so that a run of 10 000 periods can be
-/// forecast); for a longer one the least whole number of seconds that keeps it within
-/// [`MAX_WINDOWS`].
-pub fn default_window_ns(run_ns: u64) -> u64 {
+/// The default window for a run of `run_ns` (warm-up included) whose longest interval is
+/// `interval_ns`: 1 s from 50 s to a day; for a shorter run the longest of 1, 2 and 5 ms, 10, 20
+/// and 50 ms, 100, 200 and 500 ms that cuts it into at least [`FEWEST_WINDOWS`] (a 10-s run:
+/// 200 ms; so that a run of 10 000 periods can be forecast), yet no shorter than the interval
+/// (every window holds a period); for a longer one the least whole number of seconds that keeps
+/// it within [`MAX_WINDOWS`]. A run whose figures are published as it goes (`live`: metrics, or
+/// rotated parts) keeps whole seconds: a window is what a scrape or a part is made of.
+pub fn default_window_ns(run_ns: u64, interval_ns: u64, live: bool) -> u64 {
     const SECOND: u64 = 1_000_000_000;
-    if run_ns < FEWEST_WINDOWS * SECOND {
+    if run_ns < FEWEST_WINDOWS * SECOND && !live {
         const STEPS: [u64; 9] = [500, 200, 100, 50, 20, 10, 5, 2, 1];
         let ms = STEPS.into_iter().find(|&ms| run_ns / (ms * 1_000_000) >= FEWEST_WINDOWS).unwrap_or(1);
-        return ms * 1_000_000;
+        // (no shorter than the interval: the shortest step at or above it, else a second)
+        let at_least = STEPS.into_iter().rev().find(|&s| s * 1_000_000 >= interval_ns).unwrap_or(1_000);
+        return ms.max(at_least) * 1_000_000;
     }
     run_ns.div_ceil(MAX_WINDOWS).div_ceil(SECOND).max(1) * SECOND
 }
@@ -199,21 +203,27 @@ mod tests {
     #[test]
     fn a_short_run_gets_windows_enough_for_the_tests() {
         // 10 000 periods at 1 ms: 200 ms, 50 windows; at 100 µs: 20 ms, 50 windows
-        assert_eq!(default_window_ns(10_000_000_000), 200_000_000);
-        assert_eq!(default_window_ns(1_000_000_000), 20_000_000);
-        assert_eq!(default_window_ns(49_999_999_999), 500_000_000);
-        assert_eq!(default_window_ns(50_000_000_000), 1_000_000_000);
-        assert_eq!(default_window_ns(1_000_000), 1_000_000);
+        let ms = 1_000_000;
+        assert_eq!(default_window_ns(10_000_000_000, ms, false), 200_000_000);
+        assert_eq!(default_window_ns(1_000_000_000, 100_000, false), 20_000_000);
+        assert_eq!(default_window_ns(49_999_999_999, ms, false), 500_000_000);
+        assert_eq!(default_window_ns(50_000_000_000, ms, false), 1_000_000_000);
+        assert_eq!(default_window_ns(1_000_000, 1_000, false), 1_000_000);
         for run in [50_000_000u64, 123_456_789, 3_000_000_000, 25_000_000_000] {
-            assert!(run / default_window_ns(run) >= FEWEST_WINDOWS, "{run}");
-            assert_eq!(1_000_000_000 % default_window_ns(run), 0, "a window divides a second: {run}");
+            assert!(run / default_window_ns(run, 100_000, false) >= FEWEST_WINDOWS, "{run}");
+            assert_eq!(1_000_000_000 % default_window_ns(run, 100_000, false), 0, "a window divides a second: {run}");
         }
+        // Never shorter than the interval: a 20-s run at 500 ms gets 500-ms windows, at 2 s 1-s ones.
+        assert_eq!(default_window_ns(20_000_000_000, 500_000_000, false), 500_000_000);
+        assert_eq!(default_window_ns(20_000_000_000, 2_000_000_000, false), 1_000_000_000);
+        // Published as it goes (metrics, parts): whole seconds.
+        assert_eq!(default_window_ns(10_000_000_000, ms, true), 1_000_000_000);
     }
 
     #[test]
     fn the_default_window_widens_for_long_runs() {
-        assert_eq!(default_window_ns(86_400_000_000_000), 1_000_000_000);
-        assert_eq!(default_window_ns(366 * 86_400_000_000_000), 317_000_000_000);
-        assert!(366 * 86_400_000_000_000u64 / default_window_ns(366 * 86_400_000_000_000) <= MAX_WINDOWS);
+        assert_eq!(default_window_ns(86_400_000_000_000, 0, false), 1_000_000_000);
+        assert_eq!(default_window_ns(366 * 86_400_000_000_000, 0, false), 317_000_000_000);
+        assert!(366 * 86_400_000_000_000u64 / default_window_ns(366 * 86_400_000_000_000, 0, true) <= MAX_WINDOWS);
     }
 }

@@ -333,7 +333,8 @@ pub struct RunArgs {
     /// The timeline's window: per window, each probe and CPU keeps its count, missed, maximum
     /// and p99 (latency against time without keeping samples) [default: 1s; for runs under
     /// 50 s the longest of 1, 2, 5, 10, ... 500 ms giving 50 windows (enough for a forecast's
-    /// tests); wider for runs over a day, at most 100000 windows]
+    /// tests), not under the interval, 1s with --metrics, --rotate or -D forever; wider for runs
+    /// over a day, at most 100000 windows]
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub window: Option<String>,
     /// Close the figures every TIME as a stored run of its own (its verdict, forecast and

@@ -45,9 +45,15 @@ pub fn import(a: &ImportArgs) -> Result<u8> {
         let id = saved.id;
         if saved.already {
             out::text(&format!(
-                "{} is already stored as run {id} in {}; not stored again{verdict}. See it with: rtgauge show {id}{hint}\n",
+                "{} is already stored as run {id} in {}; not stored again{}. See it with: rtgauge show {id}{hint}\n",
                 report::shown(&file.display().to_string()),
-                report::shown(&s.shown())
+                report::shown(&s.shown()),
+                // (the stored run keeps the verdict it was first imported with)
+                if verdict.is_empty() {
+                    String::new()
+                } else {
+                    format!("{verdict} (by the requirements given now; the stored run keeps its own)")
+                }
             ))?;
             continue;
         }

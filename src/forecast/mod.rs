@@ -58,6 +58,10 @@ pub struct Series<'a> {
     /// resolution) (1 for rtgauge's own, in ns; another tool's unit for its file: 1000 for
     /// cyclictest's whole µs, which it truncates to).
     pub resolution_ns: u64,
+    /// Whether the values are another tool's (`Imported::foreign`): without a timeline their
+    /// forecast is given on the stated assumption of independence and stationarity; rtgauge's
+    /// own runs without one that fits are refused.
+    pub foreign: bool,
     /// The measured span, from the start of the run (warm-up included).
     pub span: (u64, u64),
     /// Per load phase: its periods and its histogram.
@@ -100,12 +104,30 @@ fn exceedances(h: &HistogramData, k: u64, resolution: u64) -> (u64, Vec<(f64, f6
         above += 1;
     }
     let first = h.buckets.len() - above;
-    let u = h.buckets.triples().nth(first).map_or(0, |t| t[0]);
-    // (a bucket holds the whole nanoseconds lo..=hi, as recorded: the latencies in
-    // [lo, hi + resolution))
-    let width = resolution.max(1);
-    let excesses = h.buckets.triples().skip(first).map(|[lo, hi, n]| ((lo - u) as f64, (hi + width - u) as f64, n)).collect();
+    let u = h.buckets.triples().nth(first).map_or(0, |[lo, hi, _]| span_of(lo, hi, resolution).0);
+    let excesses = h
+        .buckets
+        .triples()
+        .skip(first)
+        .map(|[lo, hi, n]| {
+            let (a, b) = span_of(lo, hi, resolution);
+            (a.saturating_sub(u) as f64, b.saturating_sub(u) as f64, n)
+        })
+        .collect();
     (u, excesses)
+}
+
+/// The latencies a histogram bucket holding the recorded values `lo..=hi` stands for, `[a, b)`:
+/// at 1 ns, [lo, hi + 1); at a coarser `resolution` (a tool's unit, which it truncates to), from
+/// the first multiple of it in the bucket to the end of the unit of the last
+/// (cyclictest's 50 µs, in a bucket of 49 984..=50 015 ns: [50 000, 51 000)).
+fn span_of(lo: u64, hi: u64, resolution: u64) -> (u64, u64) {
+    let r = resolution.max(1);
+    let a = lo.div_ceil(r).saturating_mul(r);
+    if r == 1 || a > hi {
+        return (lo, hi.saturating_add(r));
+    }
+    (a, (hi / r).saturating_mul(r).saturating_add(r))
 }
 
 /// The window maxima the tests of independence and stationarity use: those of windows that saw
@@ -247,9 +269,12 @@ pub fn forecast(s: &Series) -> Forecast {
     // Independence and stationarity, from the timeline's window maxima.
     match s.timeline.map(window_maxima) {
         // (another tool's histogram: the forecast is given, its untested assumption stated)
-        None => {
+        None if s.foreign => {
             f.assumed = Some(UNTESTED.to_string());
         }
+        None => reasons.push(
+            "no timeline that fits the run: the independence and stationarity of the values cannot be tested".to_string(),
+        ),
         Some(x) if x.len() < MIN_WINDOWS => reasons.push(format!(
             "{} windows; the tests of independence and stationarity need at least {MIN_WINDOWS} (run longer or give a shorter --window)",
             x.len()
@@ -560,6 +585,7 @@ pub fn analyse(run: &mut RunResult) {
             timeline,
             interval_ns,
             resolution_ns: run.imported.as_ref().map_or(1, |i| i.resolution()),
+            foreign: run.imported.as_ref().is_some_and(|i| i.foreign()),
             span,
             phases,
         };
@@ -589,6 +615,7 @@ mod tests {
             timeline: t,
             interval_ns: 1_000_000,
             resolution_ns: 1,
+            foreign: false,
             span: (0, n * 1_000_000),
             phases: Vec::new(),
         }
@@ -689,6 +716,41 @@ mod tests {
 
     /// A histogram whose top is a few values (a quiet system, a file of whole microseconds):
     /// not applicable, no level, and a document that reads back (no NaN).
+    /// A series whose interval is not known: levels per 10⁶ and 10⁹ periods, the same as the
+    /// forecast gives at those periods when the interval is known; none per time.
+    #[test]
+    fn an_unknown_interval_gives_levels_per_periods_only() {
+        let d = truth::draw(truth::Tail::Exponential { scale: 5_000.0 }, 2_000_000, 0.0, &mut truth::Rng::new(11));
+        let mut s = series(&d.histogram, None, d.n, d.max.0);
+        s.foreign = true;
+        let known = forecast(&s);
+        s.interval_ns = 0;
+        let unknown = forecast(&s);
+        assert!(known.applies() && unknown.applies(), "{:?} {:?}", known.not_applicable, unknown.not_applicable);
+        assert_eq!(unknown.interval_ns, 0);
+        let names: Vec<&str> = unknown.return_levels.iter().map(|l| l.horizon.as_str()).collect();
+        assert_eq!(names, ["1e6 periods", "1e9 periods"]);
+        for l in &unknown.return_levels {
+            assert_eq!(Some(l.clone()), level_at(&known, &l.horizon, l.periods), "{}", l.horizon);
+        }
+        assert!(known.return_levels.iter().all(|l| ["1h", "1d", "1y"].contains(&l.horizon.as_str())));
+        // (rtgauge's own run without a timeline: refused, not assumed)
+        s.foreign = false;
+        assert!(forecast(&s).not_applicable.is_some_and(|r| r.starts_with("no timeline")));
+    }
+
+    #[test]
+    fn a_bucket_stands_for_the_units_its_values_were_truncated_to() {
+        assert_eq!(span_of(49_984, 50_015, 1000), (50_000, 51_000));
+        assert_eq!(span_of(1_000, 1_000, 1000), (1_000, 2_000));
+        assert_eq!(span_of(49_984, 50_015, 1), (49_984, 50_016));
+        // (no multiple of the unit in the bucket: the bucket widened by a unit)
+        assert_eq!(span_of(1_001, 1_003, 1000), (1_001, 2_003));
+        // (no arithmetic wraps, whatever a document holds)
+        let (a, b) = span_of(u64::MAX - 5, u64::MAX, 1_000_000);
+        assert!(a <= b);
+    }
+
     #[test]
     fn ties_are_no_tail() {
         let mut h = new_histogram();

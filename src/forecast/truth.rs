@@ -230,6 +230,8 @@ pub fn forecast_with(d: &Draw, timeline: bool) -> Forecast {
         timeline: timeline.then_some(&d.timeline),
         interval_ns: INTERVAL_NS,
         resolution_ns: d.resolution,
+        // (without its timeline, a draw stands for another tool's histogram)
+        foreign: !timeline,
         span: (start, start + d.n * INTERVAL_NS),
         phases: Vec::new(),
     })
@@ -256,8 +258,8 @@ pub struct Study {
     /// Per level of [`PER_PERIOD`]: how many intervals covered the true quantile (of the
     /// applicable draws).
     pub covered_per_period: [usize; 2],
-    /// Draws refused (not applicable), and applicable draws none of whose levels at horizons at
-    /// least 10 times the run lay below its worst case.
+    /// Draws refused (not applicable), and applicable draws with levels at horizons at least 10
+    /// times the run, none of them below its worst case.
     pub refused: usize,
     pub at_or_above_observed: usize,
     pub reasons: std::collections::BTreeMap<String, usize>,
@@ -305,7 +307,7 @@ pub fn study_of(c: Case, draws: usize, start: u64) -> Study {
                 }
             }
         }
-        let mut below = false;
+        let (mut below, mut checked) = (false, false);
         for (i, (name, ns)) in HORIZONS.iter().enumerate() {
             let periods = ns / INTERVAL_NS as f64;
             let truth = tail.quantile(periods);
@@ -316,12 +318,15 @@ pub fn study_of(c: Case, draws: usize, start: u64) -> Study {
             if l.high_ns.is_some_and(|h| h < truth) {
                 s.under[i] += 1;
             }
-            if periods >= 10.0 * n as f64 && l.level_ns < d.max.0 as f64 {
-                s.below_observed += 1;
-                below = true;
+            if periods >= 10.0 * n as f64 {
+                checked = true;
+                if l.level_ns < d.max.0 as f64 {
+                    s.below_observed += 1;
+                    below = true;
+                }
             }
         }
-        if !below {
+        if checked && !below {
             s.at_or_above_observed += 1;
         }
     }

@@ -33,6 +33,11 @@ fn at_most(what: &str, v: u64, max: u64) -> Result<(), String> {
 fn check_ranges(r: &RunResult) -> Result<(), String> {
     at_most("monotonic_start_ns", r.monotonic_start_ns, MAX_CLOCK_NS)?;
     at_most("measured_ns", r.measured_ns, MAX_SPAN_NS)?;
+    if let Some(res) = r.imported.as_ref().and_then(|i| i.resolution_ns) {
+        if !(1..=crate::result::imported::MAX_RESOLUTION_NS).contains(&res) {
+            return Err("imported.resolution_ns is not a resolution (1 ns to 1 ms)".into());
+        }
+    }
     let c = &r.config;
     if c.interval_ns == 0 {
         return Err("config.interval_ns is 0".into());
@@ -275,8 +280,12 @@ pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResul
     // What the file says it was imported from before is a claim: it is kept as a warning; the
     // fields it says its own source left unstated stay unknown (a claim of knowing less).
     let mut unknown = Vec::new();
+    // (a document of a file rtgauge imported before keeps that file's resolution: its values
+    // are still the other tool's)
+    let mut resolution_ns = Some(1);
     if let Some(before) = r.imported.take() {
         unknown = UNKNOWABLE.iter().filter(|u| before.unknown(u)).map(|u| u.to_string()).collect();
+        resolution_ns = Some(before.resolution());
         r.warnings.push(format!(
             "the file says it holds a run imported from {} ({}); what rtgauge read is an rtgauge result document",
             before.tool.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').take(40).collect::<String>(),
@@ -291,8 +300,6 @@ pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResul
     // A password a document's command line holds (an older rtgauge's, a hand-made file) is not
     // kept or shown.
     r.command_line = crate::store::scrub_command_line(std::mem::take(&mut r.command_line));
-    // (a document of a file rtgauge imported before keeps that file's resolution)
-    let resolution_ns = Some(r.imported.as_ref().map_or(1, |i| i.resolution()));
     r.imported = Some(Imported {
         resolution_ns,
         tool: "rtgauge".into(),

@@ -406,6 +406,7 @@ pub fn compare_html(runs: &[Named], label: &str) -> String {
             None => "unknown (no timeline)".into(),
         });
         add("tail", &|_, f| match f.fit.as_ref().filter(|_| f.applies()) {
+            Some(fit) if f.assumed.is_some() => format!("{}; independence and stationarity assumed, not tested", tail(fit)),
             Some(fit) => tail(fit),
             None => format!("not applicable: {}", f.not_applicable.as_deref().unwrap_or("no fit")),
         });

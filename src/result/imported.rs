@@ -45,13 +45,22 @@ pub const UNKNOWABLE: [&str; 8] = [
     "system.preemption",
 ];
 
+/// The coarsest resolution an imported file's values may have (a tool's unit: 1 ms).
+pub const MAX_RESOLUTION_NS: u64 = 1_000_000;
+
 impl Imported {
+    /// Whether the values are another tool's (its file, or an rtgauge document of one): their
+    /// forecast may rest on what such a file cannot test (`forecast::Series::foreign`).
+    pub fn foreign(&self) -> bool {
+        self.tool != "rtgauge" || self.resolution() > 1
+    }
+
     /// The resolution of the file's values in ns ([`Imported::resolution_ns`]; for a document
     /// of an older version, the tool's: 1 for rtgauge's own, cyclictest's µs unless its command
     /// line has `--nsecs`, µs for the others).
     pub fn resolution(&self) -> u64 {
         let ns = |c: &str| c.split_whitespace().any(|w| w == "-N" || w == "--nsecs");
-        self.resolution_ns.filter(|&r| r > 0).unwrap_or(match self.tool.as_str() {
+        self.resolution_ns.filter(|&r| r > 0).map(|r| r.min(MAX_RESOLUTION_NS)).unwrap_or(match self.tool.as_str() {
             "rtgauge" => 1,
             "cyclictest" if self.command_line.as_deref().is_some_and(ns) => 1,
             _ => 1000,

@@ -152,13 +152,14 @@ pub(super) fn check_requirements(requirements: &[crate::scenario::require::Requi
     Ok(())
 }
 
-/// The timeline's window: as given, or 1 s (shorter for runs under 50 s, wider for runs over a
-/// day: `default_window_ns`). A given window must hold
+/// The timeline's window: as given, or 1 s (shorter for runs under 50 s unless `live` — metrics
+/// or rotated parts —, wider for runs over a day: `default_window_ns`). A given window must hold
 /// a period of every probe and cut the run into at most `MAX_WINDOWS`.
-pub(super) fn timeline_window(given: Option<u64>, probes: &[ProbePlan], total_ns: u64) -> Result<u64> {
+pub(super) fn timeline_window(given: Option<u64>, probes: &[ProbePlan], total_ns: u64, live: bool) -> Result<u64> {
     use crate::aggregate::timeline::{default_window_ns, MAX_WINDOWS};
     let Some(ns) = given else {
-        return Ok(default_window_ns(total_ns));
+        let longest = probes.iter().map(|p| p.probe.schedule().interval_ns).max().unwrap_or(0);
+        return Ok(default_window_ns(total_ns, longest, live));
     };
     if let Some(p) = probes.iter().find(|p| p.probe.schedule().interval_ns > ns) {
         let interval = Nanos(p.probe.schedule().interval_ns);

@@ -86,7 +86,8 @@ fn resolve(plan: &RunPlan, system: &SystemInfo) -> Result<Resolved> {
     let total_ns = probes.iter().map(|p| p.probe.schedule().periods * p.probe.schedule().interval_ns).max().unwrap_or(0);
     let total_ns = total_ns.max(plan.total_ns());
     // A rotated run's timeline is each part's: windows for the rotation's length.
-    let window_ns = timeline_window(plan.window_ns, &probes, plan.continuous.rotate_ns.unwrap_or(total_ns).min(total_ns))?;
+    let live = plan.continuous.rotate_ns.is_some() || plan.continuous.metrics.is_some() || plan.continuous.forever;
+    let window_ns = timeline_window(plan.window_ns, &probes, plan.continuous.rotate_ns.unwrap_or(total_ns).min(total_ns), live)?;
     let rotate_ns = plan.continuous.rotate_ns;
     let resolved = Resolved { probes, cpus: all, total_ns, load_specs, load_source, window_ns, rotate_ns };
     if plan.continuous.rotate_ns.is_some() {

@@ -70,7 +70,7 @@ pub(super) fn plan(input: &RunInput, measured_ns: Option<u64>, window_ns: Option
         }
         // (Without --window, the window a run of the rotation's length gets: 1 s, shorter under
         // 50 s, wider beyond a day.)
-        let window = window_ns.unwrap_or_else(|| crate::aggregate::timeline::default_window_ns(r));
+        let window = window_ns.unwrap_or_else(|| crate::aggregate::timeline::default_window_ns(r, 0, true));
         if r < window {
             return Err(bad(format!(
                 "--rotate {}{given} is shorter than the window ({}): rotated runs hold whole windows; \

@@ -52,20 +52,27 @@ pub fn fleet(s: &Store, view: &View) -> Result<Fleet, Failure> {
     for (b, runs, latest, earlier) in pairs {
         let now = figures.get(&latest.id).cloned().unwrap_or_default();
         // The previous comparable run: the newest of the earlier ones as long (within a factor
-        // of 2 in every latency series' periods: the same CPUs and length, near enough).
-        let previous = earlier.iter().find_map(|p| figures.get(&p.id).filter(|f| alike(&now, f)).map(|f| (p.id, f)));
-        let regressions = match previous {
-            Some((id, before)) => {
-                let suspects = regressions(&now, before, id);
-                // (the documents are read only where the figures suspect a regression)
-                if suspects.is_empty() {
-                    suspects
-                } else {
-                    confirmed(&s.load(latest.id).map_err(Failure::Store)?, &s.load(id).map_err(Failure::Store)?, suspects)
-                }
+        // of 2 in every latency series' periods: the same CPUs and length, near enough) and, where
+        // the figures suspect a regression, measured alike as its document says (else the next).
+        let mut found = Vec::new();
+        let mut latest_doc: Option<RunResult> = None;
+        for p in &earlier {
+            let Some(before) = figures.get(&p.id).filter(|f| alike(&now, f)) else { continue };
+            let suspects = regressions(&now, before, p.id);
+            // (the documents are read only where the figures suspect a regression)
+            if suspects.is_empty() {
+                break;
             }
-            None => Vec::new(),
-        };
+            if latest_doc.is_none() {
+                latest_doc = Some(s.load(latest.id).map_err(Failure::Store)?);
+            }
+            let doc = latest_doc.as_ref().expect("loaded above");
+            if let Some(g) = confirmed(doc, &s.load(p.id).map_err(Failure::Store)?, suspects) {
+                found = g;
+                break;
+            }
+        }
+        let regressions = found;
         rows.push(FleetRow {
             board: b.clone(),
             latest: latest.clone(),
@@ -101,10 +108,11 @@ fn alike(now: &Figures, before: &Figures) -> bool {
 /// `before`: the runs measured alike — the same probes on the same CPUs at the same intervals,
 /// under the same loads, for periods within a factor of 2 — and, per suspect, a shift the
 /// histograms show is no chance: more of the latest run's values lie at or over the previous
-/// run's figure than its share of the two runs' periods makes likely (one-sided binomial test of
-/// the values over it, conditional on their total, p < [`REGRESSION_ALPHA`]).
-pub fn confirmed(now: &RunResult, before: &RunResult, suspects: Vec<Regression>) -> Vec<Regression> {
-    let Some(compared) = like(now, before) else { return Vec::new() };
+/// run's figure than its share of the two runs' values makes likely (one-sided binomial test of
+/// the values over it, conditional on their total, p < [`REGRESSION_ALPHA`]). `None` when the
+/// runs were not measured alike.
+pub fn confirmed(now: &RunResult, before: &RunResult, suspects: Vec<Regression>) -> Option<Vec<Regression>> {
+    let compared = like(now, before)?;
     let mut out = Vec::new();
     for mut g in suspects {
         let entry = |r: &'_ RunResult| -> Option<ProbeResult> { r.combined.iter().find(|p| p.label() == g.series).cloned() };
@@ -114,14 +122,15 @@ pub fn confirmed(now: &RunResult, before: &RunResult, suspects: Vec<Regression>)
         let cut = crate::result::histogram::bucket_range(crate::result::histogram::index_of(g.before_ns)).0;
         let over = |p: &ProbeResult| -> u64 { p.histogram.buckets.triples().filter(|t| t[0] >= cut).map(|t| t[2]).sum() };
         let (on, ob) = (over(&n), over(&b));
-        let (pn, pb) = (n.samples + n.missed, b.samples + b.missed);
+        // (the values: a missed period has none)
+        let (pn, pb) = (n.samples, b.samples);
         let share = pn as f64 / (pn + pb).max(1) as f64;
         let p = binomial_at_least(on, on + ob, share);
         if p >= REGRESSION_ALPHA {
             continue;
         }
         g.test = format!(
-            "{} of the latest run's {} periods at or over {} against {} of the previous run's {}: so many from one \
+            "{} of the latest run's {} values at or over {} against {} of the previous run's {}: so many from one \
              distribution has probability {} (one-sided binomial test of the values over it, given their total)",
             crate::vocab::length::grouped(on),
             crate::vocab::length::grouped(pn),
@@ -133,7 +142,7 @@ pub fn confirmed(now: &RunResult, before: &RunResult, suspects: Vec<Regression>)
         g.compared = compared.clone();
         out.push(g);
     }
-    out
+    Some(out)
 }
 
 /// Whether runs `a` and `b` were measured alike, with how (one sentence); `None` when not.

@@ -72,7 +72,9 @@ pub struct SeriesFigures {
     pub day_low_ns: Option<u64>,
     pub day_high_ns: Option<u64>,
     /// Why there is no level: the first CPU whose forecast does not apply and its reason
-    /// (`cpu2: <reason>`), or that the store keeps no forecast ([`NOT_KEPT`]).
+    /// (`cpu2: <reason>`), or that the store keeps no forecast ([`NOT_KEPT`]); beside a level,
+    /// the assumption it rests on untested (`cpu0: independence and stationarity assumed, ...`:
+    /// another tool's histogram).
     pub forecast_note: Option<String>,
 }
 
@@ -173,12 +175,23 @@ fn day_level(c: &ProbeResult, probes: &[ProbeResult]) -> (Option<Level>, Option<
     }
     let ns = |v: f64| v.round() as u64;
     let mut best: Option<(f64, f64, Option<f64>)> = None;
+    // (a level that rests on an assumption its data could not test is given with it)
+    let mut assumed: Option<String> = None;
     for p in probes.iter().filter(|p| p.cpu.is_some() && p.probe == c.probe && p.series == c.series) {
         let level = match &p.forecast {
             _ if p.samples == 0 => Err("it measured no value".to_string()),
             None => Err("no forecast was made".to_string()),
             Some(f) if !f.applies() => Err(f.not_applicable.clone().unwrap_or_else(|| "no fit".to_string())),
-            Some(f) => f.return_levels.iter().find(|l| l.horizon == "1d").ok_or_else(|| "no once-per-day level".to_string()),
+            Some(f) if f.interval_ns == 0 => {
+                Err("the period is not known (the file does not say it): the forecast gives levels per periods, not per day"
+                    .to_string())
+            }
+            Some(f) => {
+                if let (Some(a), None) = (&f.assumed, &assumed) {
+                    assumed = Some(format!("{}: {a}", p.scope()));
+                }
+                f.return_levels.iter().find(|l| l.horizon == "1d").ok_or_else(|| "no once-per-day level".to_string())
+            }
         };
         let l = match level {
             Ok(l) => l,
@@ -199,7 +212,7 @@ fn day_level(c: &ProbeResult, probes: &[ProbeResult]) -> (Option<Level>, Option<
                 crate::vocab::units::Nanos(most as u64)
             )),
         ),
-        Some((level, low, high)) => (Some((ns(level), ns(low), high.filter(|&h| h <= most).map(ns))), None),
+        Some((level, low, high)) => (Some((ns(level), ns(low), high.filter(|&h| h <= most).map(ns))), assumed),
         None => (None, Some("no CPU's entry of it to forecast from".to_string())),
     }
 }

@@ -158,9 +158,11 @@ fn support(per_cpu: &[ProbeResult], claims: &[(String, Requirement)], facts: &Ru
                         .collect();
                     if forecasts.len() == cpus.len() {
                         if let Some((q, cpu)) = forecasts.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
+                            let assumed = cpus.iter().any(|p| p.forecast.as_ref().is_some_and(|f| f.assumed.is_some()));
                             line.push_str(&format!(
-                                " The forecast's estimate: {} a period ({cpu}, the highest of its CPUs).",
-                                probability(*q)
+                                " The forecast's estimate: {} a period ({cpu}, the highest of its CPUs){}.",
+                                probability(*q),
+                                if assumed { "; independence and stationarity assumed, not tested" } else { "" }
                             ));
                         }
                     }
@@ -188,9 +190,15 @@ fn support(per_cpu: &[ProbeResult], claims: &[(String, Requirement)], facts: &Ru
                     // (only where a forecast applies on every CPU and the horizon is beyond what the
                     // run measured: else the check says why it was not judged, or it was measured)
                     let forecast = cpus.iter().all(|p| p.forecast.as_ref().is_some_and(|f| f.applies()));
+                    let assumed = cpus.iter().any(|p| p.forecast.as_ref().is_some_and(|f| f.assumed.is_some()));
+                    let holds = if assumed {
+                        "it rests on the values' independence and stationarity, which the file could not test (no timeline), and holds for this load and configuration only"
+                    } else {
+                        "it holds only as far as the tests of its assumptions do, for this load and configuration"
+                    };
                     if let Some(h) = horizon.filter(|h| forecast && *h * crate::forecast::MEASURED_FROM > n as f64) {
                         out.push(format!(
-                            "{what} ({label}): a forecast {} times beyond the run ({} periods against its {}); it holds only as far as the tests of its assumptions do, for this load and configuration; seeing that level with 95 % probability would take {} periods{}.",
+                            "{what} ({label}): a forecast {} times beyond the run ({} periods against its {}); {holds}; seeing that level with 95 % probability would take {} periods{}.",
                             crate::vocab::length::probability_like(h / n as f64),
                             periods(h),
                             periods(n as f64),

@@ -471,7 +471,7 @@ pub(crate) mod sample {
                     compared: "alike: the same probes (timer) on CPUs 0-1 at the same intervals, the same loads (none), \
                                periods within a factor of 2"
                         .into(),
-                    test: "40 of the latest run's 60 000 periods at or over 1.000 ms against 3 of the previous run's \
+                    test: "40 of the latest run's 60 000 values at or over 1.000 ms against 3 of the previous run's \
                            60 000: so many from one distribution has probability below 0.001"
                         .into(),
                 }]

@@ -264,12 +264,13 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> String {
             };
             let _ = write!(
                 s,
-                "<a href=\"/run/{id}\"><title>run {id} · {at} · {kernel}: once per day (forecast) {level} (95 % {interval})</title>\
+                "<a href=\"/run/{id}\"><title>run {id} · {at} · {kernel}: once per day (forecast) {level} (95 % {interval}){note}</title>\
 <line x1=\"{xx}\" x2=\"{xx}\" y1=\"{low}\" y2=\"{top}\" stroke-width=\"{bar}\" stroke-opacity=\"{shade}\"/>",
                 id = row.id,
                 at = esc(&when(&row.started_at)),
                 kernel = esc(&row.kernel),
                 level = dur(level),
+                note = f.forecast_note.as_deref().map(|n| format!(" · {}", esc(n))).unwrap_or_default(),
                 xx = c(xx),
                 low = c(y(low).clamp(T, T + ph)),
                 top = c(top),
@@ -453,6 +454,13 @@ fn run_labels(ts: &[i64]) -> (Vec<String>, Option<String>) {
         }
     } else if apart("%Y-%m-%d") {
         "%Y-%m-%d"
+    } else if ts.first().zip(ts.last()).is_some_and(|(a, b)| fmt(*a, "%Y") != fmt(*b, "%Y")) {
+        // (over more than one year, the year stays)
+        if apart("%Y-%m-%d %H:%M") {
+            "%Y-%m-%d %H:%M"
+        } else {
+            "%Y-%m-%d %H:%M:%S"
+        }
     } else if apart("%m-%d %H:%M") {
         "%m-%d %H:%M"
     } else {
