@@ -995,8 +995,11 @@ fn cyclictest_verbose_output_imports_every_sample() {
         assert_eq!(u(&p["samples"]), values.len() as u64, "thread {t}: a sample per line");
         assert_eq!(u(&p["min_ns"]), values.iter().min().unwrap() * 1000, "thread {t}");
         assert_eq!(u(&p["max_ns"]), values.iter().max().unwrap() * 1000, "thread {t}");
-        let probe = doc["config"]["probes"].as_array().unwrap().iter().any(|c| u(&c["interval_ns"]) == intervals[t] * 1000);
-        assert!(probe, "thread {t}'s interval {} µs: {}", intervals[t], doc["config"]["probes"]);
+        // (-v prints each interval plus one distance: the step between the threads')
+        let step = intervals[&1] - intervals[&0];
+        let real = intervals[t] - step;
+        let probe = doc["config"]["probes"].as_array().unwrap().iter().any(|c| u(&c["interval_ns"]) == real * 1000);
+        assert!(probe, "thread {t}'s interval {real} µs: {}", doc["config"]["probes"]);
     }
 }
 
@@ -1107,4 +1110,43 @@ fn oslat_text_output_imports_with_oslats_own_figures() {
         }
         assert_eq!(a["histogram"]["buckets"], b["histogram"]["buckets"]);
     }
+}
+
+/// cyclictest `-v --json`: one run written twice, its JSON (no histogram without `-h`) and its
+/// samples on standard output. Each thread's interval is the same both ways (1000 and 1500 µs
+/// at `-i 1000` and the default `-d 500`), though `-v` prints "Interval: 1500" and "2000" (the
+/// interval plus one distance: a 1000-loop run of one thread takes 1 s, not 1.5); the samples
+/// are those `-v` printed (it may not print a thread's last before the run ends: never more
+/// than the JSON's cycles), on the CPUs the JSON names; and with one thread the interval is not
+/// known (`cyclictest-v.txt` has two: known).
+#[test]
+fn cyclictest_verbose_with_json_imports_alike_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let json = import(&db, &fixture("cyclictest-v.json"));
+    let text = import(&db, &fixture("cyclictest-v.json-stdout.txt"));
+    assert_eq!(text["imported"]["format"], "cyclictest-verbose");
+    let intervals = |d: &Value| -> Vec<(Value, u64)> {
+        d["config"]["probes"].as_array().unwrap().iter().map(|p| (p["cpus"].clone(), u(&p["interval_ns"]))).collect()
+    };
+    assert_eq!(intervals(&json), intervals(&text), "the same intervals both ways");
+    assert_eq!(intervals(&json).iter().map(|i| i.1).collect::<Vec<_>>(), [1_000_000, 1_500_000]);
+    let (a, b) = (per_cpu(&json), per_cpu(&text));
+    assert_eq!((a.len(), b.len()), (2, 2));
+    for (a, b) in a.iter().zip(&b) {
+        assert_eq!(a["cpu"], b["cpu"]);
+        assert!(u(&b["samples"]) <= u(&a["samples"]) && u(&b["samples"]) > 0, "{b} against {a}");
+        assert!(u(&b["max_ns"]) <= u(&a["max_ns"]) && u(&b["min_ns"]) >= u(&a["min_ns"]), "{b} against {a}");
+    }
+    // One thread: its printed interval less a distance the output does not tell.
+    let one = dir.path().join("one.txt");
+    let text = std::fs::read_to_string(fixture("cyclictest-v.json-stdout.txt")).unwrap();
+    let kept: String = text
+        .lines()
+        .filter(|l| !l.starts_with("Thread 1") && !l.trim_start().starts_with("1:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&one, kept).unwrap();
+    let doc = import(&db, &one);
+    assert!(doc["imported"]["unknown"].as_array().unwrap().iter().any(|u| u == "config.interval_ns"), "{}", doc["imported"]);
 }

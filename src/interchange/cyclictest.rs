@@ -400,6 +400,16 @@ fn from_samples(
     intervals: &std::collections::BTreeMap<usize, u64>,
     mtime: &str,
 ) -> Result<Foreign, String> {
+    // cyclictest (rt-tests 2.40) prints each thread's interval plus one distance (`-d`): with
+    // `-i 1000`, "Thread 0 Interval: 1500" for a thread that runs at 1000 µs (its cycles and
+    // its run time say so). The distance is the step between consecutive threads' printed
+    // intervals; with one thread it, and so the interval, is not known.
+    let printed: Vec<u64> = intervals.values().copied().collect();
+    let steps: Vec<i128> = printed.windows(2).map(|w| i128::from(w[1]) - i128::from(w[0])).collect();
+    let distance = match steps.first() {
+        Some(&d) if d >= 0 && steps.iter().all(|&s| s == d) && intervals.keys().copied().eq(0..printed.len()) => Some(d as u64),
+        _ => None,
+    };
     let mut series = Vec::new();
     for (t, samples) in threads.into_iter().enumerate() {
         let total = samples.total();
@@ -407,7 +417,10 @@ fn from_samples(
             continue;
         }
         let range = samples.range();
-        let interval_ns = intervals.get(&t).map(|us| us.saturating_mul(1000)).filter(|&ns| ns > 0);
+        let interval_ns = distance
+            .and_then(|d| intervals.get(&t).and_then(|us| us.checked_sub(d)))
+            .map(|us| us.saturating_mul(1000))
+            .filter(|&ns| ns > 0);
         let s = ForeignSeries {
             cpu: cpus.get(&t).copied().unwrap_or(t),
             samples: total,
@@ -433,6 +446,17 @@ fn from_samples(
         "read from cyclictest's -v output: every sample exactly (to its µs); {}",
         if named_cpus { "each thread's CPU as the output names it" } else { "thread N is shown as cpu N where no CPU is named" }
     ));
+    if !intervals.is_empty() {
+        f.notes.push(if known_intervals {
+            "cyclictest -v prints each thread's interval plus one distance (-d): the intervals are read as printed less the \
+             step between consecutive threads'"
+                .to_string()
+        } else {
+            "cyclictest -v prints each thread's interval plus one distance (-d), which one thread's output does not tell: \
+             the interval is not known"
+                .to_string()
+        });
+    }
     Ok(f)
 }
 
