@@ -148,17 +148,7 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
     // `-v`'s samples per thread, and the CPU and interval the run names for each.
     let mut verbose: Vec<Counts> = Vec::new();
     let (mut thread_cpu, mut thread_interval) = (std::collections::BTreeMap::new(), std::collections::BTreeMap::new());
-    loop {
-        raw.clear();
-        let got = std::io::Read::take(&mut *input, MAX_LINE).read_until(b'\n', &mut raw).map_err(|e| e.to_string())?;
-        if got == 0 {
-            break;
-        }
-        n += 1;
-        if got as u64 == MAX_LINE && raw.last() != Some(&b'\n') {
-            return Err(format!("line {n} is longer than {MAX_LINE} bytes: not cyclictest histogram output"));
-        }
-        let text = std::str::from_utf8(&raw).map_err(|_| format!("line {n} is not text: not cyclictest histogram output"))?;
+    while let Some(text) = super::read::text_line(input, &mut raw, MAX_LINE, &mut n, "cyclictest histogram output")? {
         // Without -q cyclictest redraws its status lines with the terminal's cursor moves
         // (`ESC [ 4 A`) before them: taken away.
         let unescaped = without_escapes(text);
@@ -360,22 +350,7 @@ pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, Strin
 /// A run read from cyclictest's text output (`format`): its threads' `series`, the fields it
 /// does not state (`unknown`), the file's time for the run's; nothing of the system it ran on.
 fn text_output(format: &'static str, series: Vec<ForeignSeries>, unknown: Vec<&'static str>, mtime: &str) -> Foreign {
-    Foreign {
-        tool: "cyclictest",
-        format,
-        probe: crate::probe::registry::of_tool("cyclictest"),
-        started_at: mtime.into(),
-        ended_at: mtime.into(),
-        host: "unknown".into(),
-        kernel_release: "unknown".into(),
-        kernel_version: "unknown".into(),
-        machine: "unknown".into(),
-        series,
-        unknown,
-        // (its text output is in µs, which it truncates to)
-        resolution_ns: 1000,
-        ..Default::default()
-    }
+    Foreign::of_text("cyclictest", format, series, unknown, mtime)
 }
 
 /// A `-v` sample line (`THREAD: CYCLE: LATENCY`, three numbers): `None` when the line is not

@@ -151,6 +151,35 @@ pub struct Foreign {
     pub resolution_ns: u64,
 }
 
+impl Foreign {
+    /// A run read from `tool`'s text output (`format`): its `series`, the fields it does not
+    /// state (`unknown`), the file's time for the run's, nothing of the system it ran on, its
+    /// values in µs (which cyclictest and oslat print whole).
+    pub fn of_text(
+        tool: &'static str,
+        format: &'static str,
+        series: Vec<ForeignSeries>,
+        unknown: Vec<&'static str>,
+        mtime: &str,
+    ) -> Foreign {
+        Foreign {
+            tool,
+            format,
+            probe: crate::probe::registry::of_tool(tool),
+            started_at: mtime.into(),
+            ended_at: mtime.into(),
+            host: "unknown".into(),
+            kernel_release: "unknown".into(),
+            kernel_version: "unknown".into(),
+            machine: "unknown".into(),
+            series,
+            unknown,
+            resolution_ns: 1000,
+            ..Default::default()
+        }
+    }
+}
+
 /// Reads `path` (any supported format, told apart by its content) as a result document. The
 /// file is opened once; a JSON file is read twice from that open file (first skipping its
 /// histograms, to learn its format and unit, then whole); the hash is of the bytes imported.

@@ -36,17 +36,7 @@ pub fn parse(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, String> {
     // Per bucket line: its label in µs, the counts per core, and whether it is the open-ended last.
     let mut buckets: Vec<(u64, Vec<u64>, bool)> = Vec::new();
     let mut summary: std::collections::BTreeMap<&'static str, Vec<String>> = Default::default();
-    loop {
-        raw.clear();
-        let got = std::io::Read::take(&mut *input, MAX_LINE).read_until(b'\n', &mut raw).map_err(|e| e.to_string())?;
-        if got == 0 {
-            break;
-        }
-        n += 1;
-        if got as u64 == MAX_LINE && raw.last() != Some(&b'\n') {
-            return Err(format!("line {n} is longer than {MAX_LINE} bytes: not oslat output"));
-        }
-        let text = std::str::from_utf8(&raw).map_err(|_| format!("line {n} is not text: not oslat output"))?;
+    while let Some(text) = super::read::text_line(input, &mut raw, MAX_LINE, &mut n, "oslat output")? {
         let line = text.trim();
         if let Some(v) = line.strip_prefix("oslat V") {
             if version.is_some() {
@@ -157,23 +147,11 @@ pub fn parse(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, String> {
         series.push(s);
     }
     series.sort_by_key(|s| s.cpu);
-    let mut f = Foreign {
-        tool: "oslat",
-        tool_version: version.filter(|v| !v.is_empty()),
-        format: "oslat-text",
-        probe: crate::probe::registry::of_tool("oslat"),
-        started_at: mtime.into(),
-        ended_at: mtime.into(),
-        host: "unknown".into(),
-        kernel_release: "unknown".into(),
-        kernel_version: "unknown".into(),
-        machine: "unknown".into(),
-        series,
-        // (its loop has no interval; its output says nothing of priority, locked memory or time)
-        unknown: vec!["config.policy", "config.priority", "config.mlockall", "config.interval_ns", "config.warmup", "started_at"],
-        resolution_ns: 1000,
-        ..Default::default()
-    };
+    // (its loop has no interval; its output says nothing of priority, locked memory or time)
+    let unknown =
+        vec!["config.policy", "config.priority", "config.mlockall", "config.interval_ns", "config.warmup", "started_at"];
+    let mut f = Foreign::of_text("oslat", "oslat-text", series, unknown, mtime);
+    f.tool_version = version.filter(|v| !v.is_empty());
     f.measured_ns = Some((duration_s * 1e9) as u64);
     f.notes = vec![
         match open_from {

@@ -198,3 +198,25 @@ mod caps_tests {
         assert_eq!(out, fine.as_bytes());
     }
 }
+
+/// The next line of a text output (`what`: "cyclictest histogram output"), read into `raw`
+/// and numbered in `n`: `None` at the end; an error for a line longer than `max` bytes or not
+/// UTF-8 (a binary file given by mistake), naming the line.
+pub fn text_line<'a>(
+    input: &mut dyn std::io::BufRead,
+    raw: &'a mut Vec<u8>,
+    max: u64,
+    n: &mut u64,
+    what: &str,
+) -> Result<Option<&'a str>, String> {
+    raw.clear();
+    let got = std::io::BufRead::read_until(&mut std::io::Read::take(&mut *input, max), b'\n', raw).map_err(|e| e.to_string())?;
+    if got == 0 {
+        return Ok(None);
+    }
+    *n += 1;
+    if got as u64 == max && raw.last() != Some(&b'\n') {
+        return Err(format!("line {n} is longer than {max} bytes: not {what}"));
+    }
+    std::str::from_utf8(raw).map(Some).map_err(|_| format!("line {n} is not text: not {what}"))
+}
