@@ -138,11 +138,12 @@ pub enum Command {
         rtgauge compare board-a board-b --html ab.html\n  \
         rtgauge compare --baseline nightly-ref last --fail-if-worse 10%    exit 1 on a regression (for CI)")]
     Compare(CompareArgs),
-    /// Keep other tools' results in the store: cyclictest --json or histogram output,
-    /// jitterdebugger results.json, oslat --json (or an rtgauge result document)
+    /// Keep other tools' results in the store: cyclictest --json, histogram or -v output,
+    /// jitterdebugger results.json, oslat --json or text output (or an rtgauge result document)
     #[command(
-        after_help = "Examples:\n  cyclictest -m -p 80 -t -a -h 400 -q --json=ct.json; rtgauge import ct.json --label stock-kernel\n  \
-        rtgauge import hist.txt jitterdebugger/results.json oslat.json\n  rtgauge list; rtgauge show last"
+        after_help = "Examples:\n  cyclictest -m -p 80 -t -a -h 400 -q --json=ct.json\n  rtgauge import ct.json --label stock-kernel\n  \
+        rtgauge import hist.txt jitterdebugger/results.json oslat.json\n  \
+        rtgauge import h*.txt --require 'once-in-1e9<1ms' --assume-independent\n  rtgauge list; rtgauge show last"
     )]
     Import(ImportArgs),
     /// Copy stored runs into another store (a board's runs into the lab's PostgreSQL, or back),
