@@ -334,7 +334,7 @@ mod tests {
         s.series[0].probe = "}".into();
         s.series[1].series = HOSTILE.into();
         s.loads[1].name = HOSTILE.into();
-        let bounds = crate::metrics::buckets::parse(crate::metrics::buckets::DEFAULT).unwrap();
+        let bounds = crate::vocab::buckets::parse(crate::vocab::buckets::DEFAULT).unwrap();
         for f in &mut s.series {
             f.buckets = bounds.iter().enumerate().map(|(i, _)| (i as u64 * 7).min(f.count)).collect();
         }
@@ -624,7 +624,7 @@ rtgauge_load_failed{{load="iperf"}} 1
             assert_eq!(f(v), text, "{v}");
         }
         // Every bound of the widest range, and the sums' odd values, parse back exactly.
-        let mut bounds = crate::metrics::buckets::parse("1ns..1h").unwrap();
+        let mut bounds = crate::vocab::buckets::parse("1ns..1h").unwrap();
         bounds.extend([3, 999, 1_234_567, 987_654_321_123, 3_599_999_999_999]);
         for ns in bounds {
             let v = ns as f64 / 1e9;

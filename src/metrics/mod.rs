@@ -5,7 +5,6 @@
 //! OpenMetrics (`expo.rs`). Knows nothing of how a run measures: the collector fills a
 //! [`Snapshot`] with what it aggregated, and a scrape only reads the last one published.
 
-pub mod buckets;
 pub mod expo;
 pub mod serve;
 

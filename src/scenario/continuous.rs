@@ -136,8 +136,8 @@ pub(super) fn plan(input: &RunInput, measured_ns: Option<u64>, window_ns: Option
         }
         None
     } else {
-        let spec = input.metrics_buckets.as_deref().unwrap_or(crate::metrics::buckets::DEFAULT);
-        Some(MetricsPlan { listen, file, bounds_ns: crate::metrics::buckets::parse(spec).map_err(PlanError)? })
+        let spec = input.metrics_buckets.as_deref().unwrap_or(crate::vocab::buckets::DEFAULT);
+        Some(MetricsPlan { listen, file, bounds_ns: crate::vocab::buckets::parse(spec).map_err(PlanError)? })
     };
     Ok(Continuous { forever, rotate_ns, metrics })
 }

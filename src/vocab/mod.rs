@@ -2,6 +2,7 @@
 //! stage speaks of. A leaf: it depends on no other module of rtgauge, and every stage may use it.
 
 pub mod address;
+pub mod buckets;
 pub mod cpus;
 pub mod length;
 pub mod percentiles;

@@ -2,8 +2,8 @@
 //! `FROM..TO` (the 1-2-5 values of every decade within it, FROM and TO included) or a comma list
 //! of times, in nanoseconds, ascending.
 
-use crate::vocab::text::shown;
-use crate::vocab::units::parse_duration_ns;
+use super::text::shown;
+use super::units::parse_duration_ns;
 
 /// The default: 1 µs, 2 µs, 5 µs, 10 µs … 1 s, 19 bounds.
 pub const DEFAULT: &str = "1us..1s";
