@@ -13,6 +13,7 @@ pub mod app;
 pub mod audit;
 pub mod commands;
 pub mod forecast;
+pub mod http;
 pub mod interchange;
 pub mod load;
 pub mod metrics;

@@ -7,7 +7,7 @@
 //! rtgauge does not measure at SCHED_OTHER before anything else runs on it. A scrape reads the
 //! latest snapshot the collector published (`Slot::latest`: an `Arc` cloned under a lock the
 //! collector never waits for) and renders it: work bounded by the number of series. The
-//! server is `serve::http`'s (a task per connection, a client that sends nothing or reads
+//! server is `crate::http`'s (a task per connection, a client that sends nothing or reads
 //! nothing let go in seconds); it has no write endpoint.
 
 use super::{expo, Slot};
@@ -89,7 +89,7 @@ impl Outlets {
                 let file = self.file.map(|f| tokio::spawn(write_every(f, Arc::clone(&slot), window_ns)));
                 if let Some((listener, _)) = self.listener {
                     if let Ok(listener) = tokio::net::TcpListener::from_std(listener) {
-                        crate::serve::http::accept_with(listener, router(slot), Some(stall_warning())).await;
+                        crate::http::accept_with(listener, router(slot), Some(stall_warning())).await;
                     }
                 }
                 if let Some(f) = file {
@@ -103,7 +103,7 @@ impl Outlets {
 
 /// Says, at most once a minute, that a scraping client took nothing of its answer and was let
 /// go (the measurement is not concerned: it goes on).
-fn stall_warning() -> crate::serve::http::OnStall {
+fn stall_warning() -> crate::http::OnStall {
     let last = std::sync::Mutex::new(None::<std::time::Instant>);
     Arc::new(move |peer| {
         let Ok(mut last) = last.lock() else { return };
@@ -112,7 +112,7 @@ fn stall_warning() -> crate::serve::http::OnStall {
             crate::report::out::err_line(&format!(
                 "rtgauge: warning: the metrics client at {peer} took nothing of its answer for {} s and was let go; \
                  the measurement goes on",
-                crate::serve::http::WRITE_STALL.as_secs()
+                crate::http::WRITE_STALL.as_secs()
             ));
         }
     })
@@ -174,5 +174,5 @@ fn router(slot: Arc<Slot>) -> axum::Router {
     axum::Router::new()
         .route("/metrics", axum::routing::get(metrics))
         .fallback(|| async { (StatusCode::NOT_FOUND, "not found: the metrics are at /metrics\n") })
-        .layer(axum::middleware::map_request(crate::serve::http::strict))
+        .layer(axum::middleware::map_request(crate::http::strict))
 }

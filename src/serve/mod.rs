@@ -10,7 +10,6 @@
 //! the store; the process stops at once on Ctrl-C or SIGTERM.
 
 mod data;
-pub(crate) mod http;
 pub mod model;
 pub mod pages;
 mod query;
@@ -214,7 +213,7 @@ pub fn serve(db: Option<&std::path::Path>, listen: &str) -> Result<u8, String> {
         // (and with it the store's connections) inside the runtime.
         let app = routes::router(Arc::clone(&kept));
         tokio::select! {
-            _ = http::accept(listener, app) => Ok(()),
+            _ = crate::http::accept(listener, app) => Ok(()),
             _ = term.recv() => Ok(()),
             _ = int.recv() => Ok(()),
         }

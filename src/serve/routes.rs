@@ -35,7 +35,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .fallback(not_found)
         .with_state(shared)
         // Before any route: a method that is not GET or HEAD (405), a malformed escape (400).
-        .layer(axum::middleware::map_request(super::http::strict))
+        .layer(axum::middleware::map_request(crate::http::strict))
         // Every answer, the server's own (405, a path that is not UTF-8) included.
         .layer(axum::middleware::map_response(|mut r: Response| async move {
             super::secure(&mut r);

@@ -1,4 +1,6 @@
-//! The HTTP/1 server under the routes: hyper, one task per connection (not a thread), at most
+//! The HTTP/1 server under the lab's two servers' routes (the dashboard, `serve`, and the live
+//! metrics, `metrics`; below both, so that the measuring path does not reach the dashboard):
+//! hyper, one task per connection (not a thread), at most
 //! [`CONNECTIONS`] at once and [`PER_CLIENT`] of one client. A client has [`HEAD_WITHIN`] to
 //! send a request's head ([`HEAD_WITHIN_BUSY`] near the cap; a client that
 //! sends half a request line and stops is closed then, as is an idle kept-alive connection); a
@@ -168,7 +170,7 @@ fn check_escapes(text: &str) -> Result<(), String> {
                 let shown: String = text[i..].chars().take(3).collect();
                 return Err(format!(
                     "has a malformed percent-escape '{}'; write a '%' as %25 and every escape as % and two hex digits",
-                    crate::report::shown(&shown)
+                    crate::vocab::text::shown(&shown)
                 ));
             };
             decoded.push(byte);
