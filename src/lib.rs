@@ -75,6 +75,34 @@ mod layers {
         g
     }
 
+    /// The modules `from` reaches, itself left out.
+    fn reached<'a>(g: &'a BTreeMap<String, BTreeMap<String, Vec<String>>>, from: &'a str) -> BTreeSet<&'a str> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from];
+        while let Some(m) = todo.pop() {
+            for next in g.get(m).map(|n| n.keys().map(String::as_str).collect::<Vec<_>>()).unwrap_or_default() {
+                if seen.insert(next) {
+                    todo.push(next);
+                }
+            }
+        }
+        seen
+    }
+
+    /// The measuring path (`run`, and the live metrics it publishes) reaches nothing of the
+    /// dashboard or the command line.
+    #[test]
+    fn the_measuring_path_does_not_reach_the_dashboard() {
+        let g = graph();
+        for from in ["run", "metrics"] {
+            let r = reached(&g, from);
+            assert!(r.contains("probe") || from == "metrics", "{from} reaches {r:?}");
+            for above in ["serve", "commands", "app"] {
+                assert!(!r.contains(above), "{from} reaches {above}: {r:?}");
+            }
+        }
+    }
+
     #[test]
     fn the_modules_arrows_run_one_way() {
         let g = graph();
