@@ -2,7 +2,7 @@
 //! tail and each run size, over DRAWS independent draws, how often the forecast applied and how
 //! often its 95 % intervals covered the true return levels.
 //!
-//! cargo run --release --example forecast_truth [DRAWS [START]]
+//! cargo run --release --features ground-truth --example forecast_truth [DRAWS [START]]
 
 use rtgauge::forecast::truth::{study, Tail};
 

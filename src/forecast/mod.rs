@@ -12,6 +12,9 @@ mod ad_table;
 pub mod checks;
 pub mod convergence;
 pub mod gpd;
+// (the generator of known tails: for the tests and, with the `ground-truth` feature, the
+// examples; never in the binary)
+#[cfg(any(test, feature = "ground-truth"))]
 pub mod truth;
 
 use crate::result::forecast::{Fit, Forecast, ReturnLevel, TestOutcome};
