@@ -183,10 +183,10 @@ pub fn forecast(s: &Series) -> Forecast {
         // whole microseconds) has no tail to fit.
         if e.y.len() < MIN_DISTINCT || e.k > (2 * k.max(MOST_EXCEEDANCES)) as f64 {
             f.not_applicable = Some(format!(
-                "the {} values over {} lie in {} distinct buckets: too few distinct values to fit a tail (at least {MIN_DISTINCT}, at most {} values)",
+                "the {} values over {} lie in {}: too few distinct values to fit a tail (at least {MIN_DISTINCT}, at most {} values)",
                 e.k,
                 Nanos(u),
-                e.y.len(),
+                crate::vocab::Count(e.y.len() as u64, "distinct bucket"),
                 2 * k.max(MOST_EXCEEDANCES)
             ));
             f.threshold_ns = Some(u);
