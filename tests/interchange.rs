@@ -1150,3 +1150,67 @@ fn cyclictest_verbose_with_json_imports_alike_both_ways() {
     let doc = import(&db, &one);
     assert!(doc["imported"]["unknown"].as_array().unwrap().iter().any(|u| u == "config.interval_ns"), "{}", doc["imported"]);
 }
+
+/// oslat's text output that its tool could not have printed is refused in one line, exit 2,
+/// nothing stored: a core number beyond any CPU, a core whose buckets count nothing, a duration
+/// of 0, a bucket beyond an hour, a bucket label that is not a number, the open-ended last
+/// bucket above the maximum. And a run imported from a file that did not say its interval
+/// goes out as rtgauge's JSON and comes back in (its interval still not known).
+#[test]
+fn oslat_text_that_oslat_could_not_print_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let base = std::fs::read_to_string(fixture("oslat-b8.txt")).unwrap();
+    let bucket_line =
+        |label: &str| base.lines().find(|l| l.trim_start().starts_with(&format!("{label} (us)"))).unwrap().to_string();
+    let zero_counts: String = base
+        .lines()
+        .map(|l| match l.split_once(" (us):") {
+            Some((label, rest)) => {
+                format!("{label} (us):\t 0 0{}\n", if rest.contains("including") { " (including overflows)" } else { "" })
+            }
+            None => format!("{l}\n"),
+        })
+        .collect();
+    let cases: Vec<(String, &str)> = vec![
+        (base.replace("Core:\t 0 1", "Core:\t 18446744073709551615 1"), "'Core:' is not followed by a CPU number"),
+        (zero_counts, "its buckets count no loop at all"),
+        (
+            base.replace(&base.lines().find(|l| l.contains("Duration:")).unwrap().to_string(), "    Duration:\t 0 0 (sec)"),
+            "'Duration:' is not a duration",
+        ),
+        (
+            base.replace(&bucket_line("008"), &bucket_line("008").replace("008 (us)", "18446744073709551615 (us)")),
+            "beyond an hour",
+        ),
+        (base.replace("002 (us)", "2x (us)"), "bucket '2x' is not a number of µs"),
+        (base.replace(&bucket_line("008"), &bucket_line("008").replace("008 (us)", "9999999 (us)")), "its maximum is below it"),
+    ];
+    for (i, (text, says)) in cases.iter().enumerate() {
+        let file = dir.path().join(format!("bad-{i}.txt"));
+        std::fs::write(&file, text).unwrap();
+        let out = rtgauge(&["import", "--db", &db, file.to_str().unwrap()]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "case {i}: {stderr}");
+        assert!(
+            stderr.starts_with("rtgauge: error: ") && stderr.trim_end().lines().count() == 1 && stderr.contains(says),
+            "case {i}: {stderr}"
+        );
+    }
+    assert!(!std::path::Path::new(&db).exists() || list_count(&db) == 0, "nothing stored");
+    // An unknown interval goes out and comes back.
+    import(&db, &fixture("oslat-b8.txt"));
+    let json = dir.path().join("x.json");
+    export(&db, "last", "json", &["-o", json.to_str().unwrap()]);
+    let again = dir.path().join("again.db").display().to_string();
+    let doc = import(&again, &json);
+    assert_eq!(doc["config"]["interval_ns"], 0, "{}", doc["config"]);
+    assert!(doc["imported"]["unknown"].as_array().unwrap().iter().any(|u| u == "config.interval_ns"));
+}
+
+/// The runs a store holds, by `rtgauge list --json`.
+fn list_count(db: &str) -> usize {
+    let out = rtgauge(&["list", "--json", "--db", db]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice::<Value>(&out.stdout).unwrap().as_array().unwrap().len()
+}

@@ -385,6 +385,18 @@ fn from_samples(
         Some(&d) if d >= 0 && steps.iter().all(|&s| s == d) && intervals.keys().copied().eq(0..printed.len()) => Some(d as u64),
         _ => None,
     };
+    // (every thread's, or none: a thread whose interval cannot be read makes the others' doubtful)
+    let derived: Option<std::collections::BTreeMap<usize, u64>> = distance.and_then(|d| {
+        intervals
+            .iter()
+            .map(|(&t, &us)| {
+                us.checked_sub(d)
+                    .and_then(|us| us.checked_mul(1000))
+                    .filter(|&ns| ns > 0 && ns <= MAX_LATENCY_NS)
+                    .map(|ns| (t, ns))
+            })
+            .collect()
+    });
     let mut series = Vec::new();
     for (t, samples) in threads.into_iter().enumerate() {
         let total = samples.total();
@@ -392,10 +404,7 @@ fn from_samples(
             continue;
         }
         let range = samples.range();
-        let interval_ns = distance
-            .and_then(|d| intervals.get(&t).and_then(|us| us.checked_sub(d)))
-            .map(|us| us.saturating_mul(1000))
-            .filter(|&ns| ns > 0);
+        let interval_ns = derived.as_ref().and_then(|d| d.get(&t).copied());
         let s = ForeignSeries {
             cpu: cpus.get(&t).copied().unwrap_or(t),
             samples: total,

@@ -54,13 +54,19 @@ pub fn parse(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, String> {
             if cores.is_some() {
                 return Err(format!("line {n}: a second 'Core:' line: give the output of one run"));
             }
-            let c: Option<Vec<usize>> = numbers(values, key, n)?.iter().map(|v| v.parse().ok()).collect();
+            let c: Option<Vec<usize>> =
+                numbers(values, key, n)?.iter().map(|v| v.parse().ok().filter(|&c| c < super::MAX_CPU)).collect();
             cores = Some(c.ok_or_else(|| format!("line {n}: 'Core:' is not followed by a CPU number per core"))?);
             continue;
         }
-        if let Some(label) = key.strip_suffix("(us)").map(str::trim).filter(|l| l.bytes().all(|b| b.is_ascii_digit())) {
+        if let Some(label) = key.strip_suffix("(us)").map(str::trim) {
             let Some(c) = &cores else { return Err(format!("line {n}: a bucket before the 'Core:' line")) };
-            let us: u64 = label.parse().map_err(|_| format!("line {n}: bucket '{label}' is not a number of µs"))?;
+            let us: u64 = label
+                .parse()
+                .ok()
+                .filter(|_| label.bytes().all(|b| b.is_ascii_digit()))
+                .ok_or_else(|| format!("line {n}: bucket '{label}' is not a number of µs"))?;
+            latency(Num::U(us), 1000, &format!("line {n}: bucket {us} µs"))?;
             if buckets.last().is_some_and(|(last, _, open)| *open || *last >= us) {
                 return Err(format!("line {n}: bucket {us} µs does not follow the one before in order"));
             }
@@ -122,6 +128,9 @@ pub fn parse(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, String> {
             .checked_add(open)
             .filter(|&s| s <= super::counts::MAX_COUNT)
             .ok_or_else(|| format!("{what}: its histogram holds more than a measurement counts"))?;
+        if samples == 0 {
+            return Err(format!("{what}: its buckets count no loop at all"));
+        }
         let figure = |k: &str| summary[k][i].as_str();
         let whole = |k: &str| -> Result<u64, String> {
             let v: u64 = figure(k).parse().map_err(|_| format!("{what}: '{k}:' {} is not a number of µs", figure(k)))?;
@@ -129,8 +138,8 @@ pub fn parse(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, String> {
         };
         let avg: f64 = figure("Average").parse().map_err(|_| format!("{what}: 'Average:' is not a number of µs"))?;
         let d: f64 = figure("Duration").parse().map_err(|_| format!("{what}: 'Duration:' is not a number of seconds"))?;
-        if !(0.0..=366.0 * 86_400.0).contains(&d) {
-            return Err(format!("{what}: 'Duration:' is not a duration (0 to a year, in s)"));
+        if !(d > 0.0 && d <= 366.0 * 86_400.0) {
+            return Err(format!("{what}: 'Duration:' is not a duration (more than 0 s, at most a year)"));
         }
         duration_s = duration_s.max(d);
         let s = ForeignSeries {
@@ -144,6 +153,12 @@ pub fn parse(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, String> {
             interval_ns: None,
         };
         s.check(&what, 1000)?;
+        // (values in the open-ended last bucket lie from its label on: the maximum too)
+        if let Some(from) = open_from.filter(|_| open > 0) {
+            if s.max_ns.is_some_and(|m| m < from.saturating_mul(1000)) {
+                return Err(format!("{what}: its last bucket (from {from} µs on) counts loops, but its maximum is below it"));
+            }
+        }
         series.push(s);
     }
     series.sort_by_key(|s| s.cpu);

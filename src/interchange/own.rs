@@ -39,7 +39,8 @@ fn check_ranges(r: &RunResult) -> Result<(), String> {
         }
     }
     let c = &r.config;
-    if c.interval_ns == 0 {
+    // (0 is an interval not known: only a run imported from a file that did not say it)
+    if c.interval_ns == 0 && !crate::result::imported::unknown(r, "config.interval_ns") {
         return Err("config.interval_ns is 0".into());
     }
     at_most("config.interval_ns", c.interval_ns, MAX_SPAN_NS)?;
