@@ -1880,7 +1880,7 @@ fn a_regression_is_called_only_between_alike_runs_for_a_real_shift() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db").display().to_string();
     let store = Store::open(&Location::of(Path::new(&db))).unwrap_or_else(|e| panic!("{e}"));
-    // (board, threads, values per thread, tail's mean in µs, seed) of each board's two runs,
+    // (board, threads, values per thread, tail's mean in µs, stream) of each board's two runs,
     // the earlier first
     type Drawn = (usize, u64, f64, u64);
     let boards: [(&str, Vec<Drawn>); 5] = [
@@ -1896,9 +1896,9 @@ fn a_regression_is_called_only_between_alike_runs_for_a_real_shift() {
     let mut first_of = BTreeMap::new();
     for (board, runs) in boards {
         first_of.insert(board, n + 1);
-        for (threads, values, scale, seed) in runs {
-            let file = dir.path().join(format!("{board}-{seed}.txt"));
-            cyclictest_histogram(&file, threads, values, 10.0, scale, seed);
+        for (threads, values, scale, stream) in runs {
+            let file = dir.path().join(format!("{board}-{stream}.txt"));
+            cyclictest_histogram(&file, threads, values, 10.0, scale, stream);
             let mut r = rtgauge::interchange::import(&file).unwrap_or_else(|e| panic!("{e}"));
             r.board = Some(rtgauge::audit::board::named(board));
             r.started_at = day_of_2025(n);

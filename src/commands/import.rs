@@ -92,22 +92,7 @@ fn judge(
     }
     r.config.requirements.extend(given.iter().map(|q| q.text.clone()));
     r.config.assume_independent |= assume_independent;
-    let requirements = r
-        .config
-        .requirements
-        .iter()
-        .map(|t| crate::scenario::require::parse_requirement(t))
-        .collect::<Result<Vec<_>, String>>()?;
-    crate::forecast::analyse(r);
-    let facts = crate::verdict::RunFacts::of(r);
-    r.verdict = crate::verdict::evaluate(
-        &r.probes,
-        &r.combined,
-        r.config.cycle_time_ns,
-        r.config.budget_percent / 100.0,
-        &requirements,
-        &facts,
-    );
+    r.verdict = crate::interchange::verdict_of(r)?;
     Ok(())
 }
 

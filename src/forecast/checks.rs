@@ -2,7 +2,8 @@
 //! excesses, with Choulakian & Stephens's critical points for a GPD whose two parameters were
 //! estimated), independence (Ljung–Box on the ranks of the window maxima), stationarity (a trend
 //! in the window maxima, their two halves compared, the exceedance rates of the load phases
-//! compared). Each gives its statistic and p-value; the caller decides.
+//! compared); and the dashboard's test of a regression (a binomial tail). Each gives its statistic
+//! and p-value; the caller decides.
 
 use statrs::distribution::{ChiSquared, ContinuousCDF, Normal};
 
@@ -13,10 +14,10 @@ use statrs::distribution::{ChiSquared, ContinuousCDF, Normal};
 /// whatever the bucket widths (randomised quantile residuals: Dunn & Smyth, Journal of
 /// Computational and Graphical Statistics 5(3), 236–244, 1996). Ties from a histogram's resolution are then no misfit, and the statistic
 /// keeps the continuous case's null distribution (a bucket of exact values, lo = hi, stays one
-/// point). The draws come from a generator seeded with `seed` (the caller's, from the
-/// histogram): the same histogram always gets the same statistic.
-pub fn anderson_darling(lo: &[f64], hi: &[f64], n: &[f64], cdf: impl Fn(f64) -> f64, seed: u64) -> f64 {
-    let mut rng = fastrand::Rng::with_seed(seed);
+/// point). The draws come from a generator started from `start` (the caller's, taken from
+/// the histogram): the same histogram always gets the same statistic.
+pub fn anderson_darling(lo: &[f64], hi: &[f64], n: &[f64], cdf: impl Fn(f64) -> f64, start: u64) -> f64 {
+    let mut rng = fastrand::Rng::with_seed(start);
     let mut z: Vec<f64> = Vec::new();
     for ((&a, &b), &c) in lo.iter().zip(hi).zip(n) {
         let (fa, fb) = (cdf(a), cdf(b));
@@ -239,6 +240,19 @@ pub fn chi2_sf(x: f64, dof: f64) -> f64 {
 
 pub fn normal_sf(z: f64) -> f64 {
     Normal::standard().sf(z)
+}
+
+/// P(X ≥ k) for X binomial of `n` trials of probability `p` (the dashboard's test of a
+/// regression: the values over a cut that fall to the latest run).
+pub fn binomial_at_least(k: u64, n: u64, p: f64) -> f64 {
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    if k == 0 {
+        return 1.0;
+    }
+    match Binomial::new(p.clamp(0.0, 1.0), n) {
+        Ok(b) => b.sf(k - 1),
+        Err(_) => 1.0,
+    }
 }
 
 #[cfg(test)]

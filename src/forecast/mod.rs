@@ -206,10 +206,10 @@ pub fn forecast(s: &Series) -> Forecast {
             k /= 2;
             continue;
         };
-        // (the draws that place each value in its bucket are seeded by the histogram: the same
+        // (the draws that place each value in its bucket start from the histogram: the same
         // run always gets the same answer)
-        let seed = n ^ u.rotate_left(32) ^ (e.k as u64).rotate_left(16);
-        let a2 = checks::anderson_darling(&e.lo, &e.hi, &e.n, |y| 1.0 - gpd::survival(m.sigma, m.xi, y), seed);
+        let start = n ^ u.rotate_left(32) ^ (e.k as u64).rotate_left(16);
+        let a2 = checks::anderson_darling(&e.lo, &e.hi, &e.n, |y| 1.0 - gpd::survival(m.sigma, m.xi, y), start);
         let p = checks::anderson_darling_p(a2, m.xi);
         let outcome = test(
             "anderson-darling",

@@ -18,6 +18,7 @@ pub mod export;
 pub mod foreign;
 pub mod oslat_text;
 mod own;
+pub use own::verdict_of;
 
 /// Whether a stored result document is one rtgauge could have written (see
 /// `own::check_stored`): what a run copied between stores is held to, as an import is.

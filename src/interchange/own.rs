@@ -474,6 +474,21 @@ fn rebuilt(h: &HistogramData) -> Result<HistogramData, String> {
 /// The verdict, as `rtgauge run` decides it from the document's criteria and figures (and the
 /// analysis of the run, made again).
 fn recompute_verdict(r: &mut RunResult) -> Result<(), String> {
+    let v = verdict_of(r)?;
+    if (v.passed, v.criteria_given, v.checks.len()) != (r.verdict.passed, r.verdict.criteria_given, r.verdict.checks.len()) {
+        r.warnings.push(format!(
+            "the file's verdict is not the one its figures and criteria give: rtgauge's is kept ({})",
+            v.headline()
+        ));
+    }
+    r.verdict = v;
+    Ok(())
+}
+
+/// The verdict rtgauge gives `r` by its figures and the criteria its configuration holds (its
+/// requirements, cycle time and budget), its analyses made again first; `Err`: a criterion it
+/// cannot read.
+pub fn verdict_of(r: &mut RunResult) -> Result<crate::result::verdict::Verdict, String> {
     let budget = r.config.budget_percent;
     if !(budget > 0.0 && budget <= 100.0) {
         return Err("config.budget_percent is not a percentage between 0 and 100".into());
@@ -495,13 +510,5 @@ fn recompute_verdict(r: &mut RunResult) -> Result<(), String> {
     }
     crate::forecast::analyse(r);
     let facts = crate::verdict::RunFacts::of(r);
-    let v = crate::verdict::evaluate(&r.probes, &r.combined, r.config.cycle_time_ns, budget / 100.0, &requirements, &facts);
-    if (v.passed, v.criteria_given, v.checks.len()) != (r.verdict.passed, r.verdict.criteria_given, r.verdict.checks.len()) {
-        r.warnings.push(format!(
-            "the file's verdict is not the one its figures and criteria give: rtgauge's is kept ({})",
-            v.headline()
-        ));
-    }
-    r.verdict = v;
-    Ok(())
+    Ok(crate::verdict::evaluate(&r.probes, &r.combined, r.config.cycle_time_ns, budget / 100.0, &requirements, &facts))
 }

@@ -13,10 +13,9 @@ use crate::vocab::units::Nanos;
 use serde::Serialize;
 use std::fmt::Write;
 
-/// The horizons of the return levels, as the tables' columns name them: of time, and of periods
-/// (a series whose interval is not known).
+/// The horizons of the return levels, as the tables' columns name them (of periods, for a
+/// series whose interval is not known: `forecast::PERIOD_HORIZONS`).
 pub(super) const HORIZONS: [&str; 3] = ["1h", "1d", "1y"];
-pub(super) const PERIOD_HORIZONS: [&str; 2] = ["1e6 periods", "1e9 periods"];
 
 /// The horizons a table of `cells` shows: those of time where a cell's interval is known, those
 /// of periods where one's is not.
@@ -26,7 +25,7 @@ fn horizons<'a>(cells: impl IntoIterator<Item = &'a TailCell> + Clone) -> Vec<&'
         h.extend(HORIZONS);
     }
     if cells.into_iter().any(|c| c.interval_ns == 0) {
-        h.extend(PERIOD_HORIZONS);
+        h.extend(crate::forecast::PERIOD_HORIZONS.map(|(name, _)| name));
     }
     h
 }

@@ -125,7 +125,7 @@ pub fn confirmed(now: &RunResult, before: &RunResult, suspects: Vec<Regression>)
         // (the values: a missed period has none)
         let (pn, pb) = (n.samples, b.samples);
         let share = pn as f64 / (pn + pb).max(1) as f64;
-        let p = binomial_at_least(on, on + ob, share);
+        let p = crate::forecast::checks::binomial_at_least(on, on + ob, share);
         if p >= REGRESSION_ALPHA {
             continue;
         }
@@ -179,18 +179,6 @@ fn like(a: &RunResult, b: &RunResult) -> Option<String> {
         crate::vocab::cpus::format_cpu_list(&cpus),
         loads
     ))
-}
-
-/// P(X ≥ k) for X binomial of `n` trials of probability `p`.
-fn binomial_at_least(k: u64, n: u64, p: f64) -> f64 {
-    use statrs::distribution::{Binomial, DiscreteCDF};
-    if k == 0 {
-        return 1.0;
-    }
-    match Binomial::new(p.clamp(0.0, 1.0), n) {
-        Ok(b) => b.sf(k - 1),
-        Err(_) => 1.0,
-    }
 }
 
 /// The figures of `ids`, read in calls of the store's bound.

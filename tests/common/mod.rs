@@ -564,9 +564,9 @@ pub fn wait_bounded(child: std::process::Child, limit: Duration, what: &str) -> 
 
 /// A cyclictest histogram (`-h 400 -q` text) of `threads` threads, `n` values each: `base` µs
 /// plus an exponential of mean `scale` µs, truncated to whole µs as cyclictest writes them,
-/// drawn from a stream fixed by `seed`.
-pub fn cyclictest_histogram(path: &std::path::Path, threads: usize, n: u64, base: f64, scale: f64, seed: u64) {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+/// drawn from a stream fixed by `stream`.
+pub fn cyclictest_histogram(path: &std::path::Path, threads: usize, n: u64, base: f64, scale: f64, stream: u64) {
+    let mut state = stream.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut uniform = || {
         state ^= state << 13;
         state ^= state >> 7;
