@@ -33,6 +33,9 @@ def main() -> int:
     out = Path(sys.argv[2]).resolve()
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="rtgauge-same-"))
+    # (run from the same place each time: the command line a document keeps names the binary)
+    shutil.copy(binary, tmp / "rtgauge")
+    binary = str(tmp / "rtgauge")
     env = dict(os.environ, XDG_DATA_HOME=str(tmp / "data"), RTGAUGE_DB=str(tmp / "runs.db"),
                COLUMNS="100", NO_COLOR="1", TZ="UTC")
     env.pop("RTGAUGE_JOURNAL_DIR", None)

@@ -272,8 +272,16 @@ fn a_ping_pong_is_judged_by_its_own_series_and_refuses_a_sweep() {
     assert!(checks.contains(&("wakeup.pong.samples>100", "wakeup.pong/cpu0", false)), "{checks:?}");
     assert!(checks.contains(&("wakeup.ping.missed<=100", "wakeup.ping/cpu0", true)), "{checks:?}");
     assert_eq!(checks.len(), 2, "each requirement judges its series only: {checks:?}");
-    assert!(r.probes.iter().any(|p| p.series.as_deref() == Some("pong") && p.is_headline()), "pong is the headline");
-    assert!(r.probes.iter().all(|p| p.series.as_deref() != Some("ping") || !p.is_headline()));
+    assert!(
+        r.probes
+            .iter()
+            .any(|p| p.series.as_deref() == Some("pong") && rtgauge::probe::registry::is_headline(&p.probe, p.series.as_deref())),
+        "pong is the headline"
+    );
+    assert!(r
+        .probes
+        .iter()
+        .all(|p| p.series.as_deref() != Some("ping") || !rtgauge::probe::registry::is_headline(&p.probe, p.series.as_deref())));
     for (measure, names) in [
         ("wakeup:shape=ping-pong,rate=sweep", "rate=sweep"),
         ("wakeup:shape=pingpong", "shape=pingpong"),

@@ -3,8 +3,9 @@
 //! destinations of pages and images checked before any work and written whole.
 
 use super::args::PngArgs;
+use crate::png;
 use crate::report::json::{Asked, JsonSink};
-use crate::report::{html, out, png};
+use crate::report::{html, out};
 use crate::scenario::JsonTarget;
 use crate::store::{self, Store};
 use anyhow::{anyhow, Result};

@@ -1,0 +1,227 @@
+//! The stairs of the workspace, checked: the crates docs/architecture.md draws exist with the
+//! dependencies it draws and the modules it names; the measuring path reaches nothing of the
+//! dashboard, the PostgreSQL client or the PNG renderer; the modules (every crate's) name each
+//! other without a cycle; and no file of the tree has more than 900 lines of code.
+//!
+//! The compiler keeps a crate from naming one above it; these tests keep the page true and the
+//! modules inside a crate one-way, which the compiler does not.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+/// Every crate of the workspace: its short name ("model", or "rtgauge" for the top), its folder.
+fn crates() -> Vec<(String, PathBuf)> {
+    let mut all = vec![("rtgauge".to_string(), workspace())];
+    for e in std::fs::read_dir(workspace().join("crates")).unwrap() {
+        let dir = e.unwrap().path();
+        all.push((dir.file_name().unwrap().to_string_lossy().into_owned(), dir));
+    }
+    all.sort();
+    all
+}
+
+/// The names a crate's manifest lists in one of its dependency tables (`[dependencies]`), with
+/// rtgauge's own crates by their short names.
+fn dependencies(dir: &Path) -> BTreeSet<String> {
+    let manifest: toml::Table = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap().parse().unwrap();
+    let deps = manifest.get("dependencies").and_then(|d| d.as_table()).cloned().unwrap_or_default();
+    deps.keys().map(|k| k.strip_prefix("rtgauge-").unwrap_or(k).to_string()).collect()
+}
+
+/// The crates `from` depends on, directly or not, and every external crate they list.
+fn reach(from: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let dirs: BTreeMap<String, PathBuf> = crates().into_iter().collect();
+    let (mut ours, mut theirs) = (BTreeSet::new(), BTreeSet::new());
+    let mut todo = vec![from.to_string()];
+    while let Some(c) = todo.pop() {
+        for d in dependencies(&dirs[&c]) {
+            if dirs.contains_key(&d) {
+                if ours.insert(d.clone()) {
+                    todo.push(d);
+                }
+            } else {
+                theirs.insert(d);
+            }
+        }
+    }
+    (ours, theirs)
+}
+
+/// The modules a crate declares at its root (`pub mod NAME;` in its lib.rs).
+fn modules(dir: &Path) -> BTreeSet<String> {
+    let lib = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    lib.lines().filter_map(|l| l.trim().strip_prefix("pub mod ").and_then(|m| m.strip_suffix(';'))).map(str::to_string).collect()
+}
+
+/// The drawing in docs/architecture.md: one line per crate between the page's `crates:` markers,
+/// `crates/NAME  modules, ...  → crates, ...` (the top crate as `rtgauge`, no dependency as `—`).
+fn drawn() -> Vec<(String, BTreeSet<String>, BTreeSet<String>)> {
+    let page = std::fs::read_to_string(workspace().join("docs/architecture.md")).unwrap();
+    let start = page.find("<!-- crates: begin -->").expect("docs/architecture.md has its drawing of the crates");
+    let end = page.find("<!-- crates: end -->").unwrap();
+    let set = |s: &str| -> BTreeSet<String> {
+        s.split(',').map(|w| w.trim().to_string()).filter(|w| !w.is_empty() && w != "—").collect()
+    };
+    page[start..end]
+        .lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once('→')?;
+            let left = left.trim();
+            let (name, mods) = left.split_once(' ')?;
+            let name = name.strip_prefix("crates/").unwrap_or(name).to_string();
+            Some((name, set(mods), set(right)))
+        })
+        .collect()
+}
+
+#[test]
+fn the_page_draws_the_crates_as_they_are() {
+    let drawn = drawn();
+    let real = crates();
+    assert!(real.len() >= 8, "read {} crates", real.len());
+    let names: BTreeSet<&String> = drawn.iter().map(|(n, _, _)| n).collect();
+    let have: BTreeSet<&String> = real.iter().map(|(n, _)| n).collect();
+    assert_eq!(names, have, "docs/architecture.md draws these crates; the workspace has those");
+    let dirs: BTreeMap<String, PathBuf> = real.into_iter().collect();
+    for (name, mods, deps) in &drawn {
+        let ours: BTreeSet<String> = dependencies(&dirs[name]).into_iter().filter(|d| dirs.contains_key(d)).collect();
+        assert_eq!(&ours, deps, "crates/{name} depends on {ours:?}; docs/architecture.md draws {deps:?}");
+        let declared = modules(&dirs[name]);
+        assert_eq!(&declared, mods, "crates/{name} declares the modules {declared:?}; docs/architecture.md names {mods:?}");
+    }
+}
+
+/// The measuring path — the probes, loads, aggregation, tuning, tracing, audit and verdict, and
+/// the run that calls them — reaches nothing of the dashboard or the PNG renderer; the measuring
+/// crate reaches no database client and no HTTP server either.
+#[test]
+fn the_measuring_path_does_not_reach_the_lab() {
+    let (ours, theirs) = reach("measure");
+    assert_eq!(ours, ["forecast", "model", "sys"].map(String::from).into(), "measure reaches {ours:?}");
+    for lab in ["postgres", "tokio-postgres-rustls", "rustls", "axum", "hyper", "tokio", "resvg"] {
+        assert!(!theirs.contains(lab), "measure depends on {lab}");
+    }
+    assert!(theirs.contains("rtrb") && theirs.contains("libc"), "read measure's dependencies: {theirs:?}");
+    let (ours, theirs) = reach("run");
+    assert!(ours.contains("measure") && !ours.contains("lab"), "run reaches {ours:?}");
+    assert!(!theirs.contains("resvg"), "run reaches the PNG renderer");
+    let (ours, _) = reach("rtgauge");
+    assert!(ours.contains("lab"), "the command line has the lab's commands");
+}
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            if p.file_name().is_some_and(|n| n != "target" && n != "vm") {
+                rust_files(&p, out);
+            }
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Each module's arrows: the modules it names (`crate::NAME` in code that ships: tests and
+/// comments left out), each with the lines naming it. A module is a crate's top-level module; a
+/// crate names a lower crate's module through the same path, so one graph spans the workspace.
+fn graph() -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
+    let mut g: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    // (spelt in two pieces, so that this test does not name a module itself)
+    let needle = ["crate", "::"].concat();
+    for (_, dir) in crates() {
+        let src = dir.join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for p in files {
+            let rel = p.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+            let from = rel.split('/').next().unwrap().trim_end_matches(".rs").to_string();
+            if from == "lib" || from == "main" || from == "layers" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            // (a module's tests may name any module: only what ships counts)
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for (n, line) in code.lines().enumerate() {
+                let line = line.split("//").next().unwrap_or_default();
+                for (i, _) in line.match_indices(&needle) {
+                    let rest = &line[i + needle.len()..];
+                    let mut named: Vec<String> = Vec::new();
+                    if let Some(group) = rest.strip_prefix('{') {
+                        // `crate::{a, b::c}`: each name of the group
+                        let group = group.split('}').next().unwrap_or_default();
+                        named.extend(group.split(',').map(|w| w.trim().split("::").next().unwrap_or_default().to_string()));
+                    } else {
+                        named.push(rest.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect());
+                    }
+                    for to in named {
+                        if !to.is_empty() && to != from {
+                            let at = format!("{}:{}", p.strip_prefix(workspace()).unwrap().display(), n + 1);
+                            g.entry(from.clone()).or_default().entry(to).or_default().push(at);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    g
+}
+
+#[test]
+fn the_modules_arrows_run_one_way() {
+    let g = graph();
+    assert!(g.len() >= 18, "read {} modules", g.len());
+    assert!(g["run"].contains_key("probe") && g["commands"].contains_key("run"), "the graph was read: {:?}", g["run"]);
+    // Every cycle shows as a module that reaches itself.
+    for start in g.keys() {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<Vec<&String>> = vec![vec![start]];
+        while let Some(path) = stack.pop() {
+            let last = *path.last().unwrap();
+            for next in g.get(last).map(|m| m.keys().collect::<Vec<_>>()).unwrap_or_default() {
+                if next == start {
+                    let arrows: Vec<String> = path
+                        .iter()
+                        .zip(path.iter().skip(1).chain(std::iter::once(&start)))
+                        .map(|(a, b)| format!("{a} -> {b} ({})", g[*a][*b].join(", ")))
+                        .collect();
+                    panic!("a cycle of modules: {}", arrows.join("; "));
+                }
+                if seen.insert(next) {
+                    let mut longer = path.clone();
+                    longer.push(next);
+                    stack.push(longer);
+                }
+            }
+        }
+    }
+}
+
+/// Lines of code: neither blank nor only a comment.
+fn lines_of_code(text: &str) -> usize {
+    text.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("//")).count()
+}
+
+#[test]
+fn no_file_has_more_than_900_lines_of_code() {
+    let mut files = Vec::new();
+    for dir in ["src", "crates", "tests", "examples"] {
+        rust_files(&workspace().join(dir), &mut files);
+    }
+    assert!(files.len() > 150, "read {} files", files.len());
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|p| {
+            let n = lines_of_code(&std::fs::read_to_string(p).unwrap());
+            (n > 900).then(|| format!("{} ({n} lines of code)", p.strip_prefix(workspace()).unwrap().display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "split these files: {}", long.join(", "));
+    assert_eq!(lines_of_code("a\n\n  // b\n  c // d\n"), 2);
+}
