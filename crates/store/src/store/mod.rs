@@ -8,9 +8,10 @@
 //! ([`Request`]), the rescue file when it fails at the end, which run a name means (an id, a
 //! label, `last`, a UUID or its start: [`Store::resolve`]), what `list` shows and filters
 //! ([`RunRow`], [`Filter`]), and a run's identity: every run is stored once, by its UUID. What
-//! a backend does is the [`Backend`] trait: the SQLite file (`sqlite.rs`, with `columns.rs`),
-//! the embedded default, and a lab's shared PostgreSQL database (`postgres.rs`, `--db
-//! postgres://…`). [`Location`]'s `open` and `open_read` are the one place that picks the
+//! a backend does is the [`Backend`] trait: the SQLite file (`sqlite/`, its layouts in
+//! `sqlite/migrate.rs`; `columns.rs`), the embedded default, and a lab's shared PostgreSQL
+//! database (`postgres/`, reaching the server in `postgres/connect.rs` and its layouts in
+//! `postgres/migrate.rs`; `--db postgres://…`). [`Location`]'s `open` and `open_read` are the one place that picks the
 //! backend. What both backends write is made here: the compressed document
 //! ([`compress_into`]), the timelines' blobs ([`encode_timelines`]), the row ([`row_of`]).
 
