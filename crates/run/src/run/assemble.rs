@@ -14,7 +14,6 @@ use std::time::SystemTime;
 use super::measure::{measured_ns, Measured};
 use super::resolved::{phase_bounds, Resolved};
 use super::setup::Released;
-use super::signals::Interrupts;
 use super::warnings::{load_failure_warnings, measurement_warnings, once};
 
 fn rfc3339(t: SystemTime) -> String {
@@ -23,19 +22,15 @@ fn rfc3339(t: SystemTime) -> String {
 
 /// The assembling stage: the run's status (complete, or stopped and by what), the warnings of
 /// the measurement and of failed loads, how long was measured, and the document.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn run_result(
-    plan: &RunPlan,
-    resolved: &Resolved,
+    ctx: &super::Context,
     mut measured: Measured,
     released: Released,
-    interrupts: &Interrupts,
-    command_line: Vec<String>,
-    system: SystemInfo,
-    findings: Vec<crate::result::findings::Finding>,
-    mut warnings: Vec<String>,
     continuity: Option<(crate::result::Continuity, SystemTime)>,
+    mut warnings: Vec<String>,
 ) -> RunResult {
+    let (plan, resolved, interrupts) = (&ctx.plan, &ctx.resolved, &ctx.interrupts);
+    let (command_line, system, findings) = (ctx.command_line.clone(), ctx.system.clone(), ctx.findings.clone());
     let interrupted_by = interrupts.which();
     let complete = interrupted_by.is_none() && measured.end_ns == resolved.total_ns;
     let status = if complete { Status::Complete } else { Status::Partial };
@@ -66,6 +61,7 @@ pub(super) fn run_result(
     if let Some((c, _)) = continuity {
         as_part(&mut run, c, resolved);
     }
+    run.board = Some(ctx.board.clone());
     run
 }
 
@@ -88,14 +84,9 @@ pub struct Part {
 
 /// The result of a closed part of a rotated run: a complete run of its own, from its start to
 /// its end, with its verdict and forecast.
-pub(super) fn part_result(
-    plan: &RunPlan,
-    resolved: &Resolved,
-    mut part: Part,
-    system: SystemInfo,
-    findings: Vec<crate::result::findings::Finding>,
-    command_line: Vec<String>,
-) -> RunResult {
+pub(super) fn part_result(ctx: &super::Context, mut part: Part) -> RunResult {
+    let (plan, resolved) = (&ctx.plan, &ctx.resolved);
+    let (command_line, system, findings) = (ctx.command_line.clone(), ctx.system.clone(), ctx.findings.clone());
     let origin = part.collector.origin_ns;
     let end_ns = part.end_ns.saturating_sub(origin);
     let measured_ns = part

@@ -27,6 +27,52 @@ const CUT_GRACE: Duration = Duration::from_secs(1);
 /// How often the live figures are published.
 const PUBLISH_EVERY: Duration = Duration::from_millis(250);
 
+/// The live metrics of a run (`--metrics`, `--metrics-file`): the address bound and the file's
+/// directory checked before anything is opened or written ([`Metrics::bind`]), served from when
+/// the measurement threads are ready, on rtgauge's own CPUs ([`Metrics::start`]); the file holds
+/// the figures at the end ([`Metrics::finish`]).
+pub struct Metrics {
+    outlets: Option<crate::metrics::serve::Outlets>,
+    file: Option<crate::metrics::serve::MetricsFile>,
+    slot: Option<Arc<Slot>>,
+}
+
+impl Metrics {
+    pub(super) fn bind(run: &super::Context) -> Result<Metrics> {
+        let outlets = match &run.plan.continuous.metrics {
+            Some(m) => Some(crate::metrics::serve::Outlets::open(m.listen, m.file.as_deref()).map_err(anyhow::Error::msg)?),
+            None => None,
+        };
+        let file = outlets.as_ref().and_then(crate::metrics::serve::Outlets::file);
+        Ok(Metrics { outlets, file, slot: None })
+    }
+
+    pub(super) fn start(&mut self, run: &super::Context) -> Result<()> {
+        let Some(o) = self.outlets.take() else { return Ok(()) };
+        let slot = Arc::new(Slot::new());
+        let cpus = run.own_cpus.clone();
+        if let Some(addr) = o.address() {
+            say(&format!("rtgauge: metrics at http://{addr}/metrics"));
+        }
+        o.start(Arc::clone(&slot), run.resolved.window_ns, move || confine_here(&cpus))?;
+        self.slot = Some(slot);
+        Ok(())
+    }
+
+    /// Where the coordinator publishes the live figures (none without `--metrics`).
+    pub(super) fn slot(&self) -> Option<Arc<Slot>> {
+        self.slot.clone()
+    }
+
+    pub(super) fn finish(self, warnings: &mut Vec<String>) {
+        if let (Some(file), Some(s)) = (self.file, self.slot.and_then(|s| s.latest())) {
+            if let Err(e) = crate::metrics::serve::write_file(&file, &crate::metrics::expo::render(&s, false)) {
+                warnings.push(format!("--metrics-file {e}: the last figures"));
+            }
+        }
+    }
+}
+
 /// The CPUs rtgauge's own work may run on while it measures: the allowed CPUs it does not
 /// measure. None when it measures them all: then a run that works while measuring is refused.
 pub(super) fn own_cpus(plan: &RunPlan, resolved: &Resolved, system: &SystemInfo) -> Result<Vec<usize>> {
@@ -117,14 +163,8 @@ impl Beside {
     }
 
     /// Set up for `plan`: the rotation (parts to `parts`), the live figures (to `slot`).
-    pub(super) fn new(
-        plan: &RunPlan,
-        resolved: &Resolved,
-        system: &SystemInfo,
-        board: &str,
-        parts: Option<mpsc::Sender<Part>>,
-        slot: Option<Arc<Slot>>,
-    ) -> Beside {
+    pub(super) fn new(run: &super::Context, parts: Option<mpsc::Sender<Part>>, slot: Option<Arc<Slot>>) -> Beside {
+        let (plan, resolved, system, board) = (&run.plan, &run.resolved, &run.system, &run.board.name);
         let series = uuid::Uuid::new_v4();
         // The first part holds the warm-up and a whole rotation of measuring.
         let warmup_ns = plan.warmup_periods().saturating_mul(plan.interval_ns);
@@ -341,19 +381,12 @@ impl Feed {
 
 /// The keeper: makes each closed part's result and keeps it, on a thread of its own on
 /// rtgauge's CPUs; says each one in a line. Ends when the coordinator drops its sender.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn keeper<'s>(
     scope: &'s std::thread::Scope<'s, '_>,
-    plan: &'s RunPlan,
-    resolved: &'s Resolved,
-    system: &'s SystemInfo,
-    findings: &'s [crate::result::findings::Finding],
-    board: &'s crate::result::board::Board,
-    keep: &'s crate::store::Request,
+    run: &'s super::Context,
     mut store: Option<crate::store::Store>,
-    cpus: Vec<usize>,
-    command_line: Vec<String>,
 ) -> (mpsc::Sender<Part>, std::thread::ScopedJoinHandle<'s, Option<crate::store::Store>>) {
+    let cpus = run.own_cpus.clone();
     let (tx, rx) = mpsc::channel::<Part>();
     let handle = scope.spawn(move || {
         let _ = confine_here(&cpus);
@@ -364,10 +397,10 @@ pub(super) fn keeper<'s>(
         }
         for part in rx {
             let uuid = part.uuid;
-            let mut result = part_result(plan, resolved, part, system.clone(), findings.to_vec(), command_line.clone());
+            let mut result = part_result(run, part);
             result.uuid = uuid.or(result.uuid);
-            result.board = Some(board.clone());
-            let line = super::keep::keep_part(&mut result, &mut store, keep);
+            result.board = Some(run.board.clone());
+            let line = super::keep::keep_part(&mut result, &mut store, &run.keep);
             if let Some(s) = &store {
                 s.fold();
             }

@@ -30,7 +30,15 @@ impl Outputs {
     /// The JSON destination opened, the warnings known before the run said, the store checked
     /// (every page of it, room for the result; a default store out of reach is a warning in the
     /// result) and so is the room for the JSON document.
-    pub(super) fn open(plan: &RunPlan, resolved: &Resolved, system: &SystemInfo, keep: &store::Request) -> Result<Outputs> {
+    /// The board's kernel options are compared with its last stored run's once the store is
+    /// open (before measuring).
+    pub(super) fn open(run: &mut super::Context) -> Result<Outputs> {
+        let mut outputs = Outputs::open_for(&run.plan, &run.resolved, &run.system, &run.keep)?;
+        outputs.compare_config(&mut run.board, run.kernel_config.as_ref());
+        Ok(outputs)
+    }
+
+    fn open_for(plan: &RunPlan, resolved: &Resolved, system: &SystemInfo, keep: &store::Request) -> Result<Outputs> {
         let sink = plan.json.as_ref().map(JsonSink::open).transpose()?;
         let mut warnings = load_priority_warnings(plan, &resolved.probes, &resolved.load_specs, system);
         warnings.extend(busy_loop_warnings(&resolved.probes));
@@ -75,7 +83,7 @@ impl Outputs {
 
     /// Names in `board` the kernel options that differ from the last run of the same board in
     /// the store (before measuring: the store is open); a store that cannot say is a warning.
-    pub(super) fn compare_config(&mut self, board: &mut crate::result::board::Board, now: Option<&store::KernelOptions>) {
+    fn compare_config(&mut self, board: &mut crate::result::board::Board, now: Option<&store::KernelOptions>) {
         let (Some(store), Some(now)) = (&self.store, now) else { return };
         match store.kernel_config_before(&board.name) {
             Ok(Some(before)) => {
@@ -106,12 +114,8 @@ impl Outputs {
 
 /// The reporting stage: the summary and the JSON document written, the result kept in the
 /// store (or a rescue file); the exit status, or the error that ends the command.
-pub(super) fn report_and_keep(
-    mut result: RunResult,
-    outputs: Outputs,
-    keep: &store::Request,
-    kernel_config: Option<store::KernelOptions>,
-) -> Result<u8> {
+pub(super) fn report_and_keep(mut result: RunResult, outputs: Outputs, run: &super::Context) -> Result<u8> {
+    let (keep, kernel_config) = (&run.keep, run.kernel_config.clone());
     let json_on_stdout = outputs.sink.as_ref().is_some_and(JsonSink::is_stdout);
     // The result is kept even when the JSON document could not be written (and the other way
     // round): each failure is said, none loses the other.

@@ -2,7 +2,8 @@
 //! hand-offs, steps the loads' timeline and ends the run at its planned end, on a stop, or when
 //! a thread is held off its CPU past the end; then every account is closed.
 
-use super::setup::Held;
+use super::continuous::{Beside, Metrics};
+use super::setup::{Held, Released};
 use super::signals::Interrupts;
 use super::warnings::finish_watchdog;
 use crate::aggregate::{Collector, SeriesPlan};
@@ -10,12 +11,11 @@ use crate::load::manager::LoadSet;
 use crate::load::watchdog::Watchdog;
 use crate::probe::{PreparedProbes, RunningProbes};
 use crate::report::live::LiveView;
-use crate::scenario::RunPlan;
 use crate::sys;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
-use super::resolved::{phase_bounds, series_names, Resolved};
+use super::resolved::{phase_bounds, series_names};
 
 /// What measuring left: the threads (finished or held off their CPU), every account closed,
 /// where the measurement ended, the trace of its worst cases.
@@ -28,23 +28,78 @@ pub struct Measured {
     pub trace: Option<crate::result::trace::TraceReport>,
 }
 
+/// What the measurement runs with: its threads ready, the loads under their watchdog, what the
+/// run holds (memory, tuning, trace).
+pub struct Rig {
+    pub prepared: PreparedProbes,
+    pub loads: LoadSet,
+    pub watchdog: Option<Watchdog>,
+    pub held: Held,
+}
+
+/// How the measuring stage ended: the measurement, what was put back, the last part of a
+/// rotated run, the guardian (kept until the run's end).
+pub struct Ended {
+    pub measured: Measured,
+    pub released: Released,
+    pub last_part: Option<(crate::result::Continuity, SystemTime)>,
+    pub guardian: Option<crate::load::guardian::Guardian>,
+}
+
+/// The measuring stage with its observers: a continuous run's keeper (each closed part made a
+/// result and kept, on a thread of its own) and the live figures published at the
+/// coordinator's cuts; then everything tuned put back (the PM QoS request released) and the
+/// loads stopped, before the end-of-run work: before the keeper has kept the last parts closed
+/// (a slow shared store must not hold the tuning).
+pub(super) fn observed(run: &super::Context, rig: Rig, outputs: &mut super::keep::Outputs, metrics: &Metrics) -> Ended {
+    let Rig { prepared, mut loads, watchdog, mut held } = rig;
+    let rotated = run.plan.continuous.rotate_ns.is_some();
+    let store = if rotated { outputs.take_store() } else { None };
+    let (ended, store) = std::thread::scope(|scope| {
+        let (parts, keeper) = match rotated {
+            true => {
+                let (tx, handle) = super::continuous::keeper(scope, run, store);
+                (Some(tx), Some(handle))
+            }
+            false => (None, None),
+        };
+        let mut beside = Beside::new(run, parts, metrics.slot());
+        if rotated {
+            super::continuous::say(&format!(
+                "rtgauge: a new series {} begins: a run is kept every {}",
+                beside.series().to_string().get(..8).unwrap_or_default(),
+                crate::vocab::units::Nanos(run.plan.continuous.rotate_ns.unwrap_or(0))
+            ));
+        }
+        let mut on = Measuring { loads: &mut loads, held: &mut held, warnings: &mut outputs.warnings, beside: &mut beside };
+        let measured = self::run(run, prepared, watchdog, &mut on);
+        let last_part = beside.last_part();
+        drop(beside);
+        let (released, guardian) = super::setup::release(held, &mut loads, &mut outputs.warnings);
+        let store = keeper.and_then(|k| k.join().ok()).flatten();
+        (Ended { measured, released, last_part, guardian }, store)
+    });
+    if rotated {
+        outputs.put_store(store);
+    }
+    ended
+}
+
+/// What the measuring stage works on while it measures.
+struct Measuring<'a> {
+    loads: &'a mut LoadSet,
+    held: &'a mut Held,
+    warnings: &'a mut Vec<String>,
+    beside: &'a mut Beside,
+}
+
 /// The measuring stage: the threads released at a common start, the collector planned for
 /// every series, [`measure`] until the end, the trace read out, the load watchdog ended.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn run(
-    plan: &RunPlan,
-    resolved: &Resolved,
-    prepared: PreparedProbes,
-    loads: &mut LoadSet,
-    mut watchdog: Option<Watchdog>,
-    interrupts: &Interrupts,
-    held: &mut Held,
-    warnings: &mut Vec<String>,
-    beside: &mut super::continuous::Beside,
-) -> Measured {
+fn run(ctx: &super::Context, prepared: PreparedProbes, mut watchdog: Option<Watchdog>, on: &mut Measuring) -> Measured {
+    let resolved = &ctx.resolved;
     let started_at = SystemTime::now();
     let mut probes = prepared.go(sys::time::monotonic_ns() + START_MARGIN_NS);
-    loads.set_origin(probes.start_ns);
+    on.loads.set_origin(probes.start_ns);
     if let Some(w) = &mut watchdog {
         w.arm(probes.start_ns + resolved.total_ns + END_SLACK.as_nanos() as u64);
     }
@@ -58,13 +113,13 @@ pub(super) fn run(
         })
         .collect();
     let mut collector = Collector::new(&series, &bounds).with_timeline(resolved.window_ns);
-    beside.started(&mut collector, resolved, &probes, started_at);
-    let mut trace = held.trace.take();
-    let end_ns = measure(plan, resolved, &mut probes, &mut collector, loads, interrupts, &mut trace, held, beside);
+    on.beside.started(&mut collector, resolved, &probes, started_at);
+    let mut trace = on.held.trace.take();
+    let end_ns = measure(ctx, &mut probes, &mut collector, &mut trace, on);
     // The figures at the end, served while the result is made and kept.
-    beside.publish_final(&collector, loads);
+    on.beside.publish_final(&collector, on.loads);
     let trace = trace.map(|t| t.finish(|i| series_names(resolved, &probes, i), probes.start_ns));
-    finish_watchdog(watchdog, warnings);
+    finish_watchdog(watchdog, on.warnings);
     Measured { started_at, probes, collector, end_ns, trace }
 }
 
@@ -110,18 +165,15 @@ pub(super) fn coordinate(
 /// the threads a bounded grace, and closes every account. Returns where the measurement ended
 /// (from the start of period 0): the planned end unless stopped early. A continuous run's
 /// parts are closed and its figures published on the way (`beside`).
-#[allow(clippy::too_many_arguments)]
 fn measure(
-    plan: &RunPlan,
-    resolved: &Resolved,
+    ctx: &super::Context,
     probes: &mut RunningProbes,
     collector: &mut Collector,
-    loads: &mut LoadSet,
-    interrupts: &Interrupts,
     trace: &mut Option<crate::trace::Session>,
-    held: &Held,
-    beside: &mut super::continuous::Beside,
+    on: &mut Measuring,
 ) -> u64 {
+    let (plan, resolved, interrupts) = (&ctx.plan, &ctx.resolved, &ctx.interrupts);
+    let Measuring { loads, held, beside, .. } = on;
     let planned_end_ns = probes.start_ns + resolved.total_ns;
     let total = Duration::from_nanos(resolved.total_ns);
     let labels: Vec<String> = probes.keys.iter().map(|&k| format!("{} cpu{}", resolved.label(k), k.cpu)).collect();

@@ -12,7 +12,7 @@ use crate::scenario::RunPlan;
 use crate::sys;
 use anyhow::{anyhow, Result};
 
-use super::resolved::{thread_sched, Resolved};
+use super::resolved::thread_sched;
 use super::warnings::announce_default_load;
 
 /// What the run holds changed while it lasts: the tuning (restored when dropped or finished),
@@ -42,13 +42,8 @@ pub struct Released {
 
 /// The probes' stage: every measurement thread set up (pinned, at its priority, its trace
 /// trigger given), and whether each got the RT priority asked for.
-pub(super) fn probes(
-    plan: &RunPlan,
-    resolved: &Resolved,
-    interrupts: &Interrupts,
-    system: &mut SystemInfo,
-    held: &mut Held,
-) -> Result<probe::PreparedProbes> {
+pub(super) fn probes(run: &mut super::Context, held: &mut Held) -> Result<probe::PreparedProbes> {
+    let super::Context { plan, resolved, interrupts, system, .. } = run;
     let triggers = held.trace.as_ref().map(crate::trace::Session::triggers).unwrap_or_default();
     let prepared = prepare_probes(plan, &resolved.probes, interrupts, system, &triggers)?;
     held.tuning.probes_ready();
@@ -61,13 +56,8 @@ pub(super) fn probes(
 
 /// The loads' stage: said on a terminal when they are the default mix, then started (those
 /// that run from the start) under their watchdog.
-pub(super) fn loads(
-    plan: &RunPlan,
-    resolved: &Resolved,
-    held: &Held,
-    interrupts: &Interrupts,
-    warnings: &mut Vec<String>,
-) -> Result<(LoadSet, Option<Watchdog>)> {
+pub(super) fn loads(run: &super::Context, held: &Held, warnings: &mut Vec<String>) -> Result<(LoadSet, Option<Watchdog>)> {
+    let super::Context { plan, resolved, interrupts, .. } = run;
     announce_default_load(plan, resolved);
     start_loads(&resolved.load_specs, plan.load_cpus.clone(), false, held.tuning.load_cgroup_parent(), interrupts, warnings)
 }
@@ -91,13 +81,9 @@ pub(super) fn release(
 /// `--tune` changes (its journal watched by a guardian from before the first change) — and the
 /// trace started. What could not be applied becomes a warning; another rtgauge tuning the system
 /// now is an error.
-pub(super) fn hold(
-    plan: &RunPlan,
-    system: &mut SystemInfo,
-    cpus: &[usize],
-    command_line: &[String],
-    warnings: &mut Vec<String>,
-) -> Result<Held> {
+pub(super) fn hold(run: &mut super::Context, warnings: &mut Vec<String>) -> Result<Held> {
+    let super::Context { plan, system, resolved, command_line, .. } = run;
+    let cpus = &resolved.cpus;
     warnings.extend(lock_memory(plan, system));
     if !plan.policy.is_realtime() {
         warnings.push("measured at SCHED_OTHER on purpose (--policy other): not a real-time measurement".into());

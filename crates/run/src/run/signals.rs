@@ -32,6 +32,19 @@ impl Interrupts {
         Interrupts::install()
     }
 
+    /// The run's first stage: Ctrl-C and SIGTERM stop it at any moment from here on, and a
+    /// lab's server that does not answer holds up no stop (its connection is given up on). A
+    /// run that goes on for months gives SQLite's pages memory of their own before any store is
+    /// opened, so that its peak memory is reached with its first part kept.
+    pub(super) fn for_run(plan: &crate::scenario::RunPlan) -> Result<Interrupts> {
+        let interrupts = Interrupts::install_for_run()?;
+        crate::store::postgres::give_up_when(interrupts.signalled());
+        if plan.continuous.rotate_ns.is_some() {
+            crate::store::fix_page_memory();
+        }
+        Ok(interrupts)
+    }
+
     pub fn install() -> Result<Interrupts> {
         use signal_hook::consts::{SIGINT, SIGQUIT, SIGTERM};
         let stop = Arc::new(AtomicBool::new(false));
