@@ -21,6 +21,7 @@
 
 pub mod event;
 mod handoff;
+pub mod kernel;
 pub mod noise;
 pub mod options;
 pub mod period;
@@ -35,6 +36,7 @@ pub mod udp;
 pub mod wakeup;
 
 pub use handoff::{Handoff, Sample, ThreadCounters, MAX_COUNTS};
+pub use kernel::{KernelInstance, KernelTracer};
 pub use plugin::{
     missed_after, priority_setting, series_count, series_name, Accounting, Figure, Missed, Offer, Plugin, Probe, Role, RtLoop,
     Schedule, Step, ThreadSetup, MAX_INTERVAL_NS, MAX_RUN_NS, MIN_INTERVAL_NS,

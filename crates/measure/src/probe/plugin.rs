@@ -99,6 +99,18 @@ pub trait Probe: Send + Sync + std::fmt::Debug {
     /// on), with their set-up. Called before any thread starts; state the threads share is
     /// made here.
     fn instance(&self, cpu: usize, cpus: &[usize]) -> Result<Vec<Role>, String>;
+    /// What it needs of the kernel for the whole run when it measures with one of the kernel's
+    /// tracers (see `probe::kernel`); `None`: it measures with loops of its own.
+    fn kernel(&self) -> Option<super::KernelTracer> {
+        None
+    }
+    /// The threads of a kernel-tracer probe's instance under `cpu`, once the run-wide set-up
+    /// made `kernel` (its tracefs instance, the tracer running): readers of the tracer's
+    /// per-CPU output (`probe::kernel::TraceReader`). A probe that declares no [`Probe::kernel`]
+    /// is never asked.
+    fn kernel_instance(&self, cpu: usize, cpus: &[usize], _kernel: &super::KernelInstance) -> Result<Vec<Role>, String> {
+        self.instance(cpu, cpus)
+    }
 }
 
 /// Periods after the one just served whose deadlines lay strictly before a wake-up `latency_ns`

@@ -82,6 +82,8 @@ pub enum SetupError {
 pub struct ProbePlan {
     pub probe: Arc<dyn Probe>,
     pub cpus: Vec<usize>,
+    /// A kernel-tracer probe's instance, once the run-wide set-up made it (see `probe::kernel`).
+    pub kernel: Option<super::KernelInstance>,
 }
 
 /// What one ring of facts carries: which probe (index into the plans), the CPU its instance
@@ -273,7 +275,11 @@ pub fn prepare(
         for &cpu in &plan.cpus {
             let interval_ns = plan.probe.schedule().interval_ns;
             let instance = Placement { probe: plan.probe.name(), instance_cpu: cpu, role: "", cpu, sched, interval_ns };
-            let roles = match plan.probe.instance(cpu, &plan.cpus) {
+            let roles = match &plan.kernel {
+                Some(k) => plan.probe.kernel_instance(cpu, &plan.cpus, k),
+                None => plan.probe.instance(cpu, &plan.cpus),
+            };
+            let roles = match roles {
                 Ok(r) => r,
                 Err(e) => {
                     failure = Some(instance.report(None, 0, Some(SetupError::Probe(e))));

@@ -12,6 +12,7 @@
 
 pub mod analysis;
 pub mod events;
+pub mod kernel;
 mod tracefs;
 
 pub use tracefs::{is_own_instance, remove_stale};

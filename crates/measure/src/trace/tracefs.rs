@@ -1,4 +1,5 @@
-//! The kernel's tracing file system as `--trace` uses it: found or mounted, one trace instance
+//! The kernel's tracing file system as rtgauge uses it (the file system itself is
+//! `sys::tracefs`): found or mounted, one trace instance
 //! per measured CPU (its own buffer, events and `tracing_on`, so a stop on one CPU leaves the
 //! others recording), read back and restarted. Instances leave the system's own trace settings
 //! alone; removing one undoes everything set in it. Every mount and instance goes into the
@@ -12,6 +13,7 @@
 //! when no trace instance is left in it (the journal's unmount, see `tuning::journal`). Instances of runs whose process is
 //! gone are removed by the next rtgauge and `rtgauge restore` ([`remove_stale`]).
 
+use crate::sys::tracefs::{cpu_mask, mounts, remove_instance as remove_dir, roots, write, UNDER_DEBUGFS};
 use crate::tuning::journal::{Journal, Undo};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -43,8 +45,6 @@ pub const EVENTS: &[&str] = &[
 pub const MOUNT_SOURCE: &str = crate::tuning::journal::TRACEFS_SOURCE;
 /// Where rtgauge mounts tracefs when it finds none.
 const MOUNT_AT: &str = crate::tuning::journal::TRACEFS_MOUNT;
-/// tracefs under debugfs, on older systems.
-const UNDER_DEBUGFS: &str = "/sys/kernel/debug/tracing";
 /// The start of every instance rtgauge makes.
 const PREFIX: &str = "rtgauge-";
 
@@ -53,26 +53,6 @@ const PREFIX: &str = "rtgauge-";
 pub struct Tracefs {
     pub root: PathBuf,
     pub mounted: bool,
-}
-
-fn write(path: &Path, value: &str) -> Result<(), String> {
-    std::fs::write(path, value).map_err(|e| format!("cannot write {value} to {}: {e}", path.display()))
-}
-
-/// /proc/mounts escapes blanks and backslashes as octal (`\040`).
-fn unescape(s: &str) -> String {
-    s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
-}
-
-/// Every tracefs mount, in mount order: (source, mount point).
-fn mounts() -> Vec<(String, PathBuf)> {
-    let text = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.get(2) == Some(&"tracefs")).then(|| (unescape(f[0]), PathBuf::from(unescape(f[1]))))
-        })
-        .collect()
 }
 
 /// Finds tracefs (mounted, or under debugfs), or mounts it at /sys/kernel/tracing. A mount
@@ -89,17 +69,12 @@ pub fn find_or_mount(j: &mut Journal) -> Result<Tracefs, String> {
     if debug.join("instances").is_dir() {
         return Ok(Tracefs { root: debug.to_path_buf(), mounted: false });
     }
-    let supported =
-        std::fs::read_to_string("/proc/filesystems").unwrap_or_default().lines().any(|l| l.trim_end().ends_with("tracefs"));
-    if !supported {
+    if !crate::sys::tracefs::supported() {
         return Err("this kernel has no tracefs (CONFIG_TRACING): no trace can explain the worst case".into());
     }
     let root = PathBuf::from(MOUNT_AT);
     j.record(&[Undo::Unmount { path: root.display().to_string() }])?;
-    crate::sys::fs::mount_kernel_fs(MOUNT_SOURCE, "tracefs", MOUNT_AT).map_err(|e| {
-        let fix = if e.kind() == std::io::ErrorKind::PermissionDenied { ": run as root" } else { "" };
-        format!("cannot mount tracefs at {MOUNT_AT}: {e}{fix}")
-    })?;
+    crate::sys::tracefs::mount(MOUNT_SOURCE, MOUNT_AT)?;
     Ok(Tracefs { root, mounted: true })
 }
 
@@ -122,20 +97,6 @@ pub fn is_own_instance(path: &Path) -> bool {
     owner(name).is_some()
         && dir.file_name().is_some_and(|d| d == "instances")
         && dir.parent().is_some_and(|root| root == Path::new(UNDER_DEBUGFS) || mounts().iter().any(|(_, r)| r == root))
-}
-
-/// The trace roots to look in: every tracefs mount, and tracefs under debugfs.
-fn roots() -> Vec<PathBuf> {
-    let mut roots: Vec<PathBuf> = mounts().into_iter().map(|(_, r)| r).collect();
-    roots.push(PathBuf::from(UNDER_DEBUGFS));
-    roots.dedup();
-    roots
-}
-
-/// Stops and removes the instance at `dir`.
-fn remove_dir(dir: &Path) -> std::io::Result<()> {
-    let _ = std::fs::write(dir.join("tracing_on"), "0");
-    std::fs::remove_dir(dir)
 }
 
 /// Removes the trace instances of runs whose process is gone (killed with their guardian: their
@@ -162,6 +123,28 @@ pub fn remove_stale() -> Vec<String> {
     lines
 }
 
+/// Makes the instance `rtgauge-PID-NAME` (`name` begins with the run's random token) and
+/// journals it. An instance of that name that exists is not used (it is another program's): an
+/// error.
+pub fn make_instance(j: &mut Journal, fs: &Tracefs, name: &str) -> Result<PathBuf, String> {
+    let dir = fs.root.join("instances").join(format!("{PREFIX}{}-{name}", std::process::id()));
+    std::fs::create_dir(&dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => format!(
+            "the trace instance {} exists already: another program made it under rtgauge's name (it is left \
+             alone); remove it with rmdir, or run again",
+            dir.display()
+        ),
+        _ => format!("cannot make the trace instance {}: {e}", dir.display()),
+    })?;
+    // Journaled once made (what it names is then ours): a run killed in between leaves an
+    // instance of a dead process, which the next rtgauge removes.
+    if let Err(e) = j.record(&[Undo::RemoveDir { path: dir.display().to_string() }]) {
+        let _ = std::fs::remove_dir(&dir);
+        return Err(e);
+    }
+    Ok(dir)
+}
+
 /// One CPU's trace instance.
 pub struct Instance {
     pub cpu: usize,
@@ -171,39 +154,18 @@ pub struct Instance {
     pub events: Vec<String>,
 }
 
-/// A CPU mask as tracefs writes it: hexadecimal, in 32-bit groups separated by commas.
-fn cpu_mask(cpu: usize) -> String {
-    let groups = cpu / 32 + 1;
-    (0..groups).rev().map(|g| format!("{:08x}", if g == cpu / 32 { 1u32 << (cpu % 32) } else { 0 })).collect::<Vec<_>>().join(",")
-}
-
 impl Instance {
     /// Makes CPU `cpu`'s instance: its events, the `mono` clock (CLOCK_MONOTONIC, as the
     /// measurement's), a buffer of `buffer_kb` for that CPU and the least for the others.
     /// `k` tells the CPU's instances apart, `token` (random) makes the run's names its own.
     /// An instance of that name that exists is not used (it is another program's): an error.
     pub fn make(j: &mut Journal, fs: &Tracefs, cpu: usize, k: usize, token: u64, buffer_kb: u64) -> Result<Instance, String> {
-        let name = format!("{PREFIX}{}-{token:016x}-cpu{cpu}-{k}", std::process::id());
-        let dir = fs.root.join("instances").join(&name);
-        std::fs::create_dir(&dir).map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => format!(
-                "the trace instance {} exists already: another program made it under rtgauge's name (it is left \
-                 alone); remove it with rmdir, or run again",
-                dir.display()
-            ),
-            _ => format!("cannot make the trace instance {}: {e}", dir.display()),
-        })?;
-        // Journaled once made (what it names is then ours): a run killed in between leaves an
-        // instance of a dead process, which the next rtgauge removes.
-        if let Err(e) = j.record(&[Undo::RemoveDir { path: dir.display().to_string() }]) {
-            let _ = std::fs::remove_dir(&dir);
-            return Err(e);
-        }
+        let dir = make_instance(j, fs, &format!("{token:016x}-cpu{cpu}-{k}"))?;
         let set = || -> Result<Instance, String> {
             write(&dir.join("tracing_on"), "0")?;
             write(&dir.join("buffer_size_kb"), "4")?;
             write(&dir.join(format!("per_cpu/cpu{cpu}/buffer_size_kb")), &buffer_kb.to_string())?;
-            write(&dir.join("tracing_cpumask"), &cpu_mask(cpu))?;
+            write(&dir.join("tracing_cpumask"), &cpu_mask(&[cpu]))?;
             write(&dir.join("trace_clock"), "mono")?;
             let events: Vec<String> = EVENTS
                 .iter()
@@ -270,11 +232,5 @@ mod tests {
         assert_eq!(super::owner("rtgauge-123"), None);
         assert_eq!(super::owner("mine-123-cpu0"), None);
         assert!(!super::is_own_instance(std::path::Path::new("/etc/rtgauge-1-x")));
-    }
-
-    #[test]
-    fn cpu_masks_in_32_bit_groups() {
-        assert_eq!(super::cpu_mask(1), "00000002");
-        assert_eq!(super::cpu_mask(33), "00000002,00000000");
     }
 }

@@ -458,6 +458,20 @@ fn cgroup_mounts() -> Vec<PathBuf> {
 }
 
 /// The trace file systems rtgauge may have made instances in.
+/// The settings of the kernel's osnoise family of tracers a kernel-tracer probe may set, shared
+/// by every trace instance: `ROOT/osnoise/FILE` in a tracefs root; the file's name.
+const SHARED_TRACER_FILES: &[&str] =
+    &["period_us", "runtime_us", "stop_tracing_us", "stop_tracing_total_us", "print_stack", "timerlat_period_us", "cpus"];
+
+fn shared_tracer_file(path: &str) -> Option<&'static str> {
+    let p = Path::new(path);
+    let dir = p.parent()?;
+    let name = p.file_name()?.to_str()?;
+    let file = SHARED_TRACER_FILES.iter().find(|f| **f == name)?;
+    (dir.file_name().is_some_and(|d| d == "osnoise") && dir.parent().is_some_and(|r| trace_roots().iter().any(|t| t == r)))
+        .then_some(*file)
+}
+
 fn trace_roots() -> Vec<PathBuf> {
     let mut v = mounts_of("tracefs");
     v.push(PathBuf::from("/sys/kernel/debug/tracing"));
@@ -516,6 +530,13 @@ fn permitted(u: &Undo) -> Result<(), String> {
             {
                 let word = !original.is_empty() && original.len() <= 32;
                 (number(cpu) && word && original.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), &[KernelFs::Sysfs])
+            } else if let Some(file) = shared_tracer_file(path) {
+                // A kernel-tracer probe's setting of the osnoise family (probe::kernel).
+                let fits = match file {
+                    "cpus" => cpu_list(),
+                    _ => number(original),
+                };
+                (fits, &[KernelFs::Tracefs])
             } else {
                 let p = Path::new(path);
                 let in_root = p.parent().is_some_and(|d| cgroup_mounts().iter().any(|r| r == d));
@@ -680,6 +701,12 @@ mod tests {
             w("/proc/irq/12/smp_affinity_list", "all"),
             w("/proc/sys/kernel/core_pattern", "|/tmp/x"),
             w("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "../x"),
+            // (a kernel-tracer probe's shared settings: only the osnoise family's, in a tracefs)
+            w("/sys/kernel/tracing/osnoise/period_us", "1000; x"),
+            w("/sys/kernel/tracing/osnoise/cpus", "all"),
+            w("/sys/kernel/tracing/osnoise/../current_tracer", "nop"),
+            w("/sys/kernel/tracing/current_tracer", "nop"),
+            w("/tmp/osnoise/period_us", "1000"),
             Undo::RemoveDir { path: "/home".into() },
             Undo::RemoveDir { path: "/tmp/rtgauge-1".into() },
             Undo::Unmount { path: "/home".into() },

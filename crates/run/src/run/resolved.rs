@@ -76,9 +76,11 @@ fn resolve(plan: &RunPlan, system: &SystemInfo) -> Result<Resolved> {
         let probe = registry::build(m, timing).map_err(anyhow::Error::msg)?;
         probe.check_cpus(&probe_cpus).map_err(|e| anyhow!("--measure '{}': {e}", m.text))?;
         thread_sched(plan).check_deadline(probe.schedule().interval_ns).map_err(|e| anyhow!("--measure '{}': {e}", m.text))?;
-        probes.push(ProbePlan { probe, cpus: probe_cpus });
+        probes.push(ProbePlan { probe, cpus: probe_cpus, kernel: None });
     }
     check_requirements(&plan.requirements, &probes)?;
+    let planned: Vec<&dyn crate::probe::Probe> = probes.iter().map(|p| p.probe.as_ref()).collect();
+    crate::probe::kernel::check_conflicts(&planned, plan.trace.is_some()).map_err(anyhow::Error::msg)?;
     let mut all: Vec<usize> = probes.iter().flat_map(|p| p.cpus.iter().copied()).collect();
     all.sort_unstable();
     all.dedup();

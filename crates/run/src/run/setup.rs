@@ -22,6 +22,8 @@ pub struct Held {
     tuning: crate::tuning::Tuning,
     guardian: Option<crate::load::guardian::Guardian>,
     pub trace: Option<crate::trace::Session>,
+    /// The kernel tracers the run's kernel-tracer probes run (see `probe::kernel`).
+    kernel: Vec<crate::trace::kernel::KernelSession>,
 }
 
 impl Held {
@@ -69,6 +71,9 @@ pub(super) fn release(
     loads: &mut LoadSet,
     warnings: &mut Vec<String>,
 ) -> (Released, Option<crate::load::guardian::Guardian>) {
+    for k in held.kernel {
+        k.finish();
+    }
     let (tuning, restored) = held.tuning.finish();
     warnings.extend(restored.failed.iter().map(|f| format!("could not restore a setting: {f}")));
     let loads_done = loads.records();
@@ -83,7 +88,7 @@ pub(super) fn release(
 /// now is an error.
 pub(super) fn hold(run: &mut super::Context, warnings: &mut Vec<String>) -> Result<Held> {
     let super::Context { plan, system, resolved, command_line, .. } = run;
-    let cpus = &resolved.cpus;
+    let cpus = &resolved.cpus.clone();
     warnings.extend(lock_memory(plan, system));
     if !plan.policy.is_realtime() {
         warnings.push("measured at SCHED_OTHER on purpose (--policy other): not a real-time measurement".into());
@@ -103,11 +108,13 @@ pub(super) fn hold(run: &mut super::Context, warnings: &mut Vec<String>) -> Resu
         g.watch_journal(path);
         Some(g)
     };
-    let tuning =
-        crate::tuning::Tuning::apply(&plan.tune, plan.cpu_dma_latency_us, &scope, command_line, plan.trace.is_some(), |path| {
-            guardian = watch(path)
-        })
-        .map_err(anyhow::Error::msg)?;
+    // A kernel-tracer probe's set-up is journaled as --trace's is.
+    let kernel_probes = resolved.probes.iter().any(|p| p.probe.kernel().is_some());
+    let journaled = plan.trace.is_some() || kernel_probes;
+    let tuning = crate::tuning::Tuning::apply(&plan.tune, plan.cpu_dma_latency_us, &scope, command_line, journaled, |path| {
+        guardian = watch(path)
+    })
+    .map_err(anyhow::Error::msg)?;
     if let Some(r) = tuning.dma_record().filter(|r| !r.applied) {
         warnings.push(format!(
             "could not hold /dev/cpu_dma_latency at {} ({}): deep CPU idle states may add exit latency; run as root",
@@ -116,9 +123,30 @@ pub(super) fn hold(run: &mut super::Context, warnings: &mut Vec<String>) -> Resu
         ));
     }
     warnings.extend(tuning.warnings());
-    let mut held = Held { tuning, guardian, trace: None };
+    let mut held = Held { tuning, guardian, trace: None, kernel: Vec::new() };
+    start_kernel_tracers(&mut resolved.probes, &mut held)?;
     held.trace = start_trace(plan, &mut held, cpus, warnings);
     Ok(held)
+}
+
+/// The run-wide set-up of each kernel-tracer probe (see `probe::kernel`): its tracer started in
+/// an instance of its own, journaled; the instance given to the probe's threads. A kernel that
+/// lacks the tracer, or a run without the privilege, is refused before measuring (everything
+/// set so far is put back as the held tuning is dropped).
+fn start_kernel_tracers(probes: &mut [probe::ProbePlan], held: &mut Held) -> Result<()> {
+    for p in probes.iter_mut() {
+        let Some(tracer) = p.probe.kernel() else { continue };
+        let name = p.probe.name();
+        let Some(journal) = held.tuning.journal_mut() else {
+            let why = held.tuning.journal_error().unwrap_or("no journal of original values could be kept");
+            anyhow::bail!("--measure {name} needs the kernel's {} tracer, set up as root: {why}", tracer.tracer);
+        };
+        let session = crate::trace::kernel::KernelSession::start(journal, &tracer, &p.cpus)
+            .map_err(|e| anyhow::anyhow!("--measure {name}: {e}"))?;
+        p.kernel = Some(session.instance().clone());
+        held.kernel.push(session);
+    }
+    Ok(())
 }
 
 /// `--trace`: a trace instance per measured CPU, recorded in the journal; without the privilege

@@ -48,6 +48,7 @@ pub mod signal;
 pub mod sync;
 pub mod time;
 pub mod timer;
+pub mod tracefs;
 pub mod wake;
 
 /// Result of a C library call that returns 0, or -1 and errno on failure.

@@ -1,0 +1,73 @@
+//! The run-wide set-up of a probe built on one of the kernel's tracers (see `probe::kernel`):
+//! tracefs found or mounted, the tracer checked in `available_tracers`, an instance of the run's
+//! own made (`rtgauge-PID-RANDOM-TRACER`, journaled before anything is set in it), its files set,
+//! the files every instance shares set after their originals are journaled, the tracer started
+//! on the measured CPUs. [`KernelSession::finish`] stops and removes the instance; the journal
+//! writes the shared files back (at the run's end, by the guardian when rtgauge dies, by the next
+//! rtgauge when both died), as for every setting rtgauge changes.
+
+use super::tracefs;
+use crate::probe::{KernelInstance, KernelTracer};
+use crate::sys::tracefs::{available_tracers, cpu_mask, remove_instance, write};
+use crate::tuning::journal::{Journal, Undo};
+
+/// A kernel tracer running for the run in an instance of its own.
+pub struct KernelSession {
+    instance: KernelInstance,
+}
+
+impl KernelSession {
+    /// Starts `tracer` on `cpus` (see the module doc). Refused, with what to do, where the kernel
+    /// lacks the tracer or tracefs; whatever was set before a refusal is in the journal.
+    pub fn start(j: &mut Journal, tracer: &KernelTracer, cpus: &[usize]) -> Result<KernelSession, String> {
+        let fs = tracefs::find_or_mount(j)?;
+        let offered = available_tracers(&fs.root);
+        if !offered.iter().any(|t| t == tracer.tracer) {
+            return Err(format!(
+                "this kernel has no {} tracer ({}; its tracers: {}): Debian's PREEMPT_RT kernels have it, or build the \
+                 kernel with that option",
+                tracer.tracer,
+                tracer.config,
+                if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
+            ));
+        }
+        for (file, value) in &tracer.shared {
+            let path = fs.root.join(file);
+            let original = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let shown = path.display().to_string();
+            j.record(&[Undo::Write { path: shown, original: original.trim().to_string(), set: value.clone() }])?;
+            write(&path, value)?;
+        }
+        let token = crate::sys::host::random_u64().map_err(|e| format!("no random name for a trace instance: {e}"))?;
+        let dir = tracefs::make_instance(j, &fs, &format!("{token:016x}-{}", tracer.tracer))?;
+        let set = || -> Result<(), String> {
+            write(&dir.join("tracing_on"), "0")?;
+            // A reader waiting on the pipe is woken by any line, not at half a buffer (kernels
+            // before 4.19 have no such file).
+            if dir.join("buffer_percent").exists() {
+                write(&dir.join("buffer_percent"), "0")?;
+            }
+            for (file, value) in &tracer.instance {
+                write(&dir.join(file), value)?;
+            }
+            write(&dir.join("tracing_cpumask"), &cpu_mask(cpus))?;
+            write(&dir.join("current_tracer"), tracer.tracer)?;
+            write(&dir.join("tracing_on"), "1")
+        };
+        set().inspect_err(|_| {
+            let _ = remove_instance(&dir);
+        })?;
+        Ok(KernelSession { instance: KernelInstance { dir } })
+    }
+
+    /// The instance, for the probe's threads.
+    pub fn instance(&self) -> &KernelInstance {
+        &self.instance
+    }
+
+    /// Stops the tracer and removes the instance (the journal writes the shared files back).
+    pub fn finish(self) {
+        let _ = write(&self.instance.dir.join("current_tracer"), "nop");
+        let _ = remove_instance(&self.instance.dir);
+    }
+}
