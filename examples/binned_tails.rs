@@ -6,9 +6,9 @@
 //! of the 1e-6 and 1e-9 per-period levels covered the truth, how often a mixture was refused
 //! or forecast at or above the worst case its run saw.
 //!
-//! cargo run --release --features ground-truth --example binned_tails [DRAWS [N [START]]]
+//! cargo run --release --example binned_tails [DRAWS [N [START]]]
 
-use rtgauge::forecast::truth::{study_of, Case, Tail};
+use rtgauge_truth::{study_of, Case, Tail};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

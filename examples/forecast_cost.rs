@@ -3,10 +3,10 @@
 //! keeps them), half with an exponential tail, half with a heavy one; the forecast and the
 //! convergence of all of them, timed REPEATS times, median printed.
 //!
-//! cargo run --release --features ground-truth --example forecast_cost [CPUS [REPEATS]]
+//! cargo run --release --example forecast_cost [CPUS [REPEATS]]
 
 use rtgauge::forecast::convergence;
-use rtgauge::forecast::truth::{draw_in, forecast_of, Rng, Tail, INTERVAL_NS};
+use rtgauge_truth::{draw_in, forecast_of, Rng, Tail, INTERVAL_NS};
 use std::time::Instant;
 
 fn main() {

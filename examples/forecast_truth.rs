@@ -2,9 +2,9 @@
 //! tail and each run size, over DRAWS independent draws, how often the forecast applied and how
 //! often its 95 % intervals covered the true return levels.
 //!
-//! cargo run --release --features ground-truth --example forecast_truth [DRAWS [START]]
+//! cargo run --release --example forecast_truth [DRAWS [START]]
 
-use rtgauge::forecast::truth::{study, Tail};
+use rtgauge_truth::{study, Tail};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

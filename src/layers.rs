@@ -111,6 +111,8 @@ fn the_measuring_path_does_not_reach_the_lab() {
     assert!(!theirs.contains("resvg"), "run reaches the PNG renderer");
     let (ours, _) = reach("rtgauge");
     assert!(ours.contains("lab"), "the command line has the lab's commands");
+    // The generator of known tails is for tests and examples: a dev-dependency, never the binary's.
+    assert!(!ours.contains("truth"), "the binary depends on the test generator: {ours:?}");
 }
 
 /// Every `.rs` file under `dir`.
@@ -225,4 +227,67 @@ fn no_file_has_more_than_900_lines_of_code() {
         .collect();
     assert!(long.is_empty(), "split these files: {}", long.join(", "));
     assert_eq!(lines_of_code("a\n\n  // b\n  c // d\n"), 2);
+}
+
+/// The code that ships, file by file (tests and comments left out): (path, line number, line).
+fn shipped_lines() -> Vec<(String, usize, String)> {
+    let mut out = Vec::new();
+    for (_, dir) in crates() {
+        let mut files = Vec::new();
+        rust_files(&dir.join("src"), &mut files);
+        for p in files {
+            if p.file_name().is_some_and(|n| n == "tests.rs" || n == "layers.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let shown = p.strip_prefix(workspace()).unwrap().display().to_string();
+            for (n, line) in code.lines().enumerate() {
+                let line = line.split("//").next().unwrap_or_default();
+                out.push((shown.clone(), n + 1, line.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// A result document is written in `result/` and read everywhere: outside it, no line sets
+/// one of the fields the stages after the assembly change (its verdict, board, identity,
+/// command line, import record, place in a rotated series) on a document (`r`, `run`,
+/// `result`, `doc`) — they go through `RunResult`'s methods (`judged`, `on_board`, ...) — and
+/// one function makes a verdict (`verdict::judge`; `evaluate` is private to `verdict`).
+#[test]
+fn a_document_changes_only_through_its_methods() {
+    let lines = shipped_lines();
+    assert!(lines.len() > 40_000, "read {} lines", lines.len());
+    let fields = ["verdict", "board", "uuid", "imported", "continuous", "command_line"];
+    let names = ["r", "run", "result", "doc", "document"];
+    let writes = |line: &str| {
+        names.iter().any(|n| {
+            fields.iter().any(|f| {
+                let at = format!("{n}.{f}");
+                line.match_indices(&at).any(|(i, _)| {
+                    let before = line[..i].chars().next_back();
+                    let rest = line[i + at.len()..].trim_start();
+                    !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+                        && rest.starts_with('=')
+                        && !rest.starts_with("==")
+                })
+            })
+        })
+    };
+    assert!(writes("    r.verdict = v;") && writes("run.board = Some(b);") && !writes("if r.verdict == v {"));
+    assert!(!writes("f.board = Some(name);") && !writes("self.r.uuid == x"));
+    let outside: Vec<String> = lines
+        .iter()
+        .filter(|(p, _, l)| !p.starts_with("crates/model/src/result/") && writes(l))
+        .map(|(p, n, l)| format!("{p}:{n}: {}", l.trim()))
+        .collect();
+    assert!(outside.is_empty(), "a document written outside result/:\n{}", outside.join("\n"));
+    let verdicts: Vec<String> = lines
+        .iter()
+        .filter(|(p, _, l)| !p.starts_with("crates/measure/src/verdict/") && l.contains("evaluate("))
+        .map(|(p, n, _)| format!("{p}:{n}"))
+        .collect();
+    assert!(verdicts.is_empty(), "a verdict made outside verdict::judge: {verdicts:?}");
 }

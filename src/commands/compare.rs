@@ -24,7 +24,7 @@ pub fn compare(a: &CompareArgs) -> Result<u8> {
     if runs.len() < 2 {
         return Err(anyhow!("these name one run only ({}); compare needs two or more", runs[0].name()));
     }
-    let c = compare::compare(&runs, &o, &|r: &crate::result::RunResult| s.kernel_config_of(r))?;
+    let c = compare::compare(&runs, &o, &|r: &crate::result::RunResult| s.kernel_config_of(r).map_err(String::from))?;
     if let Some(images) = &png {
         wrote_images(images.write(&compare::images(&runs, &c).map_err(anyhow::Error::msg)?).map_err(anyhow::Error::msg)?);
     }

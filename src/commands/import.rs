@@ -92,7 +92,8 @@ fn judge(
     }
     r.config.requirements.extend(given.iter().map(|q| q.text.clone()));
     r.config.assume_independent |= assume_independent;
-    r.verdict = crate::interchange::verdict_of(r)?;
+    let judged = crate::interchange::verdict_of(r)?;
+    r.judged(judged);
     Ok(())
 }
 
@@ -105,7 +106,7 @@ fn name_board(r: &mut crate::result::RunResult, given: Option<&str>) {
         (None, _) => {
             let recorded = Some(r.system.hostname.as_str()).filter(|h| !h.is_empty() && *h != "unknown");
             let name = given.map(str::to_string).or_else(|| recorded.map(str::to_string)).unwrap_or_else(this_host);
-            r.board = Some(crate::audit::board::named(&name));
+            r.on_board(crate::audit::board::named(&name));
         }
     }
 }

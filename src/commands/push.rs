@@ -102,11 +102,12 @@ pub fn push(a: &PushArgs) -> Result<u8> {
             continue;
         }
         // Held to what an import is held to: a document edited in the store is not carried on.
-        let not_copied = |e: String| {
+        let not_copied = |e: store::StoreError| {
             anyhow!("run {} was not copied to {}: {e}; the runs before it were ({})", row.id, to.shown(), copied_list(&copied))
         };
         let (mut r, kernel_config) = store::read_run(&from, row).map_err(not_copied)?;
-        crate::interchange::check_document(&r).map_err(|e| not_copied(format!("its document is inconsistent ({e})")))?;
+        crate::interchange::check_document(&r)
+            .map_err(|e| not_copied(store::StoreError::Refused(format!("its document is inconsistent ({e})"))))?;
         let saved = to.save(&mut r, row.label.as_deref(), row.imported_from.as_deref(), kernel_config).map_err(not_copied)?;
         if saved.already {
             already += 1;

@@ -782,6 +782,8 @@ fn a_run_is_stored_whole_once_and_found_by_id_uuid_label_and_last(b: Backend) {
         assert_eq!(reader.resolve(&name).unwrap(), saved.id, "{name}");
     }
     let e = reader.resolve("nothing-like-it").unwrap_err();
+    assert!(matches!(e, rtgauge::store::StoreError::NotFound(_)), "{e:?}");
+    let e = e.to_string();
     assert!(e.starts_with(&format!("no run 'nothing-like-it' in the store {}", b.shown())), "{e}");
     no_password("resolve", &[&e]);
     let loaded = reader.load(saved.id).unwrap();

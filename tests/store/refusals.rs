@@ -761,6 +761,9 @@ pub(crate) fn a_server_gone_at_the_end_is_a_one_line_error_and_nothing_half_writ
     let mut r = result();
     r.uuid = Some(uuid(9).parse().unwrap());
     let e = store.save(&mut r, None, None, None).unwrap_err();
+    // (the server away: a caller keeps the run in the spool for it, or rescues it)
+    assert!(e.is_away(), "{e:?}");
+    let e = e.to_string();
     assert!(!e.contains('\n') && !e.contains(pg::ROLE_PASSWORD), "{e}");
     assert!(e.contains(&format!("127.0.0.1:{}", own.port)) && (e.contains("nothing answers") || e.contains("lost")), "{e}");
 }

@@ -508,7 +508,7 @@ mod tests {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
-        let mut rng = crate::forecast::truth::Rng::new(2025);
+        let mut rng = rtgauge_truth::Rng::new(2025);
         for (sigma, xi, n) in [(3000.0, 0.25, 1000), (5000.0, 0.0, 1000), (300.0, -0.25, 1000), (1000.0, 0.6, 300)] {
             let y: Vec<f64> = (0..n)
                 .map(|_| {

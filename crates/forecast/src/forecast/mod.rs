@@ -12,11 +12,6 @@ mod ad_table;
 pub mod checks;
 pub mod convergence;
 pub mod gpd;
-// (the generator of known tails: for the tests and, with the `ground-truth` feature, the
-// examples; never in the binary)
-#[cfg(any(test, feature = "ground-truth"))]
-pub mod truth;
-
 use crate::result::forecast::{Fit, Forecast, ReturnLevel, TestOutcome};
 use crate::result::histogram::HistogramData;
 use crate::result::timeline::TimelineData;
@@ -608,6 +603,7 @@ pub fn analyse(run: &mut RunResult) {
 mod tests {
     use super::*;
     use crate::result::histogram::new_histogram;
+    use rtgauge_truth as truth;
 
     fn series<'a>(h: &'a HistogramData, t: Option<&'a TimelineData>, n: u64, max: u64) -> Series<'a> {
         Series {

@@ -20,8 +20,8 @@ pub const FLEET_BOARDS: usize = 2_000;
 /// (the newest [`SPARK_RUNS`] stored, in the order they were measured).
 pub fn fleet(s: &Store, view: &View) -> Result<Fleet, Failure> {
     let f = filter(view)?;
-    let boards = s.boards(&f).map_err(Failure::Store)?;
-    let recent = s.recent_per_board(&f, SPARK_RUNS).map_err(Failure::Store)?;
+    let boards = s.boards(&f).map_err(Failure::from)?;
+    let recent = s.recent_per_board(&f, SPARK_RUNS).map_err(Failure::from)?;
     let mut by_board: BTreeMap<&str, Vec<&RunRow>> = BTreeMap::new();
     for r in &recent {
         by_board.entry(r.board.as_str()).or_default().push(r);
@@ -64,10 +64,10 @@ pub fn fleet(s: &Store, view: &View) -> Result<Fleet, Failure> {
                 break;
             }
             if latest_doc.is_none() {
-                latest_doc = Some(s.load(latest.id).map_err(Failure::Store)?);
+                latest_doc = Some(s.load(latest.id).map_err(Failure::from)?);
             }
             let doc = latest_doc.as_ref().expect("loaded above");
-            if let Some(g) = confirmed(doc, &s.load(p.id).map_err(Failure::Store)?, suspects) {
+            if let Some(g) = confirmed(doc, &s.load(p.id).map_err(Failure::from)?, suspects) {
                 found = g;
                 break;
             }
@@ -185,7 +185,7 @@ fn like(a: &RunResult, b: &RunResult) -> Option<String> {
 fn figures_of(s: &Store, ids: &[i64]) -> Result<HashMap<i64, Figures>, Failure> {
     let mut all = HashMap::with_capacity(ids.len());
     for chunk in ids.chunks(5_000) {
-        all.extend(s.figures(chunk).map_err(Failure::Store)?);
+        all.extend(s.figures(chunk).map_err(Failure::from)?);
     }
     Ok(all)
 }
@@ -221,9 +221,9 @@ pub fn regressions(now: &Figures, before: &Figures, previous: i64) -> Vec<Regres
 pub fn board(s: &Store, name: &str, view: &View, before: Option<i64>) -> Result<BoardPage, Failure> {
     let mut f = filter(view)?;
     f.board = Some(name.to_string());
-    let total = s.count(&f).map_err(Failure::Store)?;
+    let total = s.count(&f).map_err(Failure::from)?;
     if total == 0 || before.is_some() {
-        let any = s.count(&Filter { board: Some(name.to_string()), ..Filter::default() }).map_err(Failure::Store)?;
+        let any = s.count(&Filter { board: Some(name.to_string()), ..Filter::default() }).map_err(Failure::from)?;
         if any == 0 {
             return Err(Failure::NotFound(format!(
                 "no board '{}' in the store; the fleet page (/) lists the boards",
@@ -231,7 +231,7 @@ pub fn board(s: &Store, name: &str, view: &View, before: Option<i64>) -> Result<
             )));
         }
     }
-    let mut rows = s.list(&Filter { before_id: before, newest: Some(BOARD_RUNS), ..f }).map_err(Failure::Store)?;
+    let mut rows = s.list(&Filter { before_id: before, newest: Some(BOARD_RUNS), ..f }).map_err(Failure::from)?;
     // In the order they were measured (a run imported or delivered late has a higher id than
     // runs measured after it): the latest is the last measured, changes are between neighbours
     // in time.
@@ -243,7 +243,7 @@ pub fn board(s: &Store, name: &str, view: &View, before: Option<i64>) -> Result<
     let changes = changes(&runs);
     let (board, kernel) = match runs.last() {
         Some(latest) => {
-            let r = s.load(latest.row.id).map_err(Failure::Store)?;
+            let r = s.load(latest.row.id).map_err(Failure::from)?;
             (r.board, Some(r.system.kernel_release))
         }
         None => (None, None),
@@ -275,11 +275,11 @@ fn changes(runs: &[BoardRun]) -> Vec<Change> {
 
 /// A run the page names (an id, a label, a UUID or `last`), whole.
 pub fn named(s: &Store, run: &str) -> Result<Named, Failure> {
-    let id = s.resolve(run).map_err(Failure::NotFound)?;
-    let mut result = s.load(id).map_err(Failure::Store)?;
+    let id = s.resolve(run).map_err(Failure::from)?;
+    let mut result = s.load(id).map_err(Failure::from)?;
     // (a run of an older version gets its forecast as `rtgauge show` gives it; nothing is written)
     crate::forecast::analyse(&mut result);
-    Ok(Named { id, label: s.label(id).map_err(Failure::Store)?, result })
+    Ok(Named { id, label: s.label(id).map_err(Failure::from)?, result })
 }
 
 #[cfg(test)]

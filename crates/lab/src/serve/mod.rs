@@ -36,6 +36,17 @@ pub enum Failure {
     Store(String),
 }
 
+/// The store's failure as the dashboard answers it: a run not there is not found (404); the
+/// store away, refusing or failing is a store that could not be read (503).
+impl From<crate::store::StoreError> for Failure {
+    fn from(e: crate::store::StoreError) -> Failure {
+        match e {
+            crate::store::StoreError::NotFound(m) => Failure::NotFound(m),
+            e => Failure::Store(e.to_string()),
+        }
+    }
+}
+
 impl Failure {
     fn response(self) -> Response {
         let (status, text) = match self {
@@ -125,7 +136,7 @@ impl Shared {
                 None => match Store::open_following(&me.location) {
                     Ok(Some(s)) => s,
                     Ok(None) => return Err(Failure::Store(format!("{} holds no store", me.shown))),
-                    Err(e) => return Err(Failure::Store(e)),
+                    Err(e) => return Err(Failure::from(e)),
                 },
             };
             let answer = work(&store, &me.shown);

@@ -111,9 +111,9 @@ async fn api_series(State(s): State<Arc<Shared>>, Path(name): Path<String>, RawQ
         f.board = Some(name.clone());
         f.before_id = p.before()?;
         f.newest = Some(p.number("limit", 1..=PAGE_ROWS, PAGE_ROWS)?);
-        let rows = store.list(&f).map_err(Failure::Store)?;
+        let rows = store.list(&f).map_err(Failure::from)?;
         let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
-        let figures = store.figures(&ids).map_err(Failure::Store)?;
+        let figures = store.figures(&ids).map_err(Failure::from)?;
         let names: std::collections::BTreeSet<&str> =
             figures.values().flat_map(|f| f.series.iter().map(|s| s.series.as_str())).collect();
         let Some(series) = p.get("probe") else {
@@ -122,8 +122,7 @@ async fn api_series(State(s): State<Arc<Shared>>, Path(name): Path<String>, RawQ
                 names.iter().map(|n| crate::report::shown(n)).collect::<Vec<_>>().join(", ")
             )));
         };
-        if rows.is_empty()
-            && store.count(&Filter { board: Some(name.clone()), ..Filter::default() }).map_err(Failure::Store)? == 0
+        if rows.is_empty() && store.count(&Filter { board: Some(name.clone()), ..Filter::default() }).map_err(Failure::from)? == 0
         {
             return Err(Failure::NotFound(format!("no board '{}' in the store", crate::report::shown(&name))));
         }
@@ -134,10 +133,10 @@ async fn api_series(State(s): State<Arc<Shared>>, Path(name): Path<String>, RawQ
             // (the board's runs, whatever the view: a view that matches no run does not make a
             // series unknown)
             let wider = Filter { board: Some(name.clone()), newest: Some(newest as u64), ..Filter::default() };
-            let ids: Vec<i64> = store.list(&wider).map_err(Failure::Store)?.iter().map(|r| r.id).collect();
+            let ids: Vec<i64> = store.list(&wider).map_err(Failure::from)?.iter().map(|r| r.id).collect();
             let known: std::collections::BTreeSet<String> = store
                 .figures(&ids)
-                .map_err(Failure::Store)?
+                .map_err(Failure::from)?
                 .into_values()
                 .flat_map(|f| f.series.into_iter().map(|s| s.series))
                 .collect();
@@ -188,7 +187,7 @@ async fn api_runs(State(s): State<Arc<Shared>>, RawQuery(q): RawQuery) -> Respon
         };
         let limit = p.number("limit", 1..=PAGE_ROWS, 100)?;
         f.newest = Some(limit);
-        let mut rows = store.list(&f).map_err(Failure::Store)?;
+        let mut rows = store.list(&f).map_err(Failure::from)?;
         rows.reverse();
         let next_before = (rows.len() as u64 == limit).then(|| rows.last().map(|r| r.id)).flatten();
         Answer::json(&serde_json::json!({ "runs": rows, "next_before": next_before }))
@@ -247,7 +246,7 @@ fn comparison(
 ) -> Result<(Vec<crate::report::html::Named>, compare::Comparison), Failure> {
     let runs = compared(store, q)?;
     let o = compare::Options::parse(None, None, None, &[]).map_err(|e| Failure::Store(e.to_string()))?;
-    let c = compare::compare(&runs, &o, &|r: &crate::result::RunResult| store.kernel_config_of(r))
+    let c = compare::compare(&runs, &o, &|r: &crate::result::RunResult| store.kernel_config_of(r).map_err(String::from))
         .map_err(|e| Failure::BadRequest(e.to_string()))?;
     Ok((runs, c))
 }

@@ -431,10 +431,53 @@ fn missed_rule(p: &ProbeResult, ct: u64, limit: u64, facts: &RunFacts) -> String
     }
 }
 
+/// What a run is judged by: its cycle time (within `budget` of it, a fraction) and its
+/// requirements.
+#[derive(Debug, Clone)]
+pub struct Criteria {
+    pub cycle_time_ns: Option<u64>,
+    pub budget: f64,
+    pub requirements: Vec<Requirement>,
+}
+
+impl Criteria {
+    /// No criteria: a run is judged only by whether every CPU measured.
+    pub fn none() -> Criteria {
+        Criteria { cycle_time_ns: None, budget: 0.25, requirements: Vec::new() }
+    }
+
+    /// The criteria a document's configuration holds (its requirements as text, its cycle time
+    /// and budget); `Err`: one this rtgauge cannot read, named by its field.
+    pub fn of_config(c: &crate::result::Config) -> Result<Criteria, String> {
+        let budget = c.budget_percent;
+        if !(budget > 0.0 && budget <= 100.0) {
+            return Err("config.budget_percent is not a percentage between 0 and 100".into());
+        }
+        let requirements = c
+            .requirements
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                crate::scenario::require::parse_requirement(t)
+                    .map_err(|_| format!("config.requirements[{i}] is not a requirement this rtgauge reads"))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(Criteria { cycle_time_ns: c.cycle_time_ns, budget: budget / 100.0, requirements })
+    }
+}
+
+/// The one maker of a document's verdict: `criteria` against its figures, with the facts of its
+/// run (how it ended, its loads). A run's assembly, an import, a stored document judged again
+/// and a comparison's "what if this cycle time" all judge through it.
+pub fn judge(r: &RunResult, criteria: &Criteria) -> Verdict {
+    let facts = RunFacts::of(r);
+    evaluate(&r.probes, &r.combined, criteria.cycle_time_ns, criteria.budget, &criteria.requirements, &facts)
+}
+
 /// Evaluates the criteria against each CPU's figures (every CPU must meet every criterion).
 /// A CPU that measured nothing fails, criteria or not; with criteria, so do a partial run and
 /// a run whose load failed.
-pub fn evaluate(
+fn evaluate(
     per_cpu: &[ProbeResult],
     combined: &[ProbeResult],
     cycle_time_ns: Option<u64>,
@@ -623,7 +666,7 @@ mod tests {
     /// A timer series on `cpu` drawn from a known exponential tail over 3 600 000 periods (an
     /// hour at 1 ms), with its forecast and convergence made as a run makes them.
     fn forecast_probe(cpu: usize, stream: u64) -> ProbeResult {
-        use crate::forecast::truth::{draw, forecast_of, Rng, Tail};
+        use rtgauge_truth::{draw, forecast_of, Rng, Tail};
         let d = draw(Tail::Exponential { scale: 5_000.0 }, 3_600_000, 0.0, &mut Rng::new(stream));
         let mut p = probe(cpu, d.max.0, 0);
         p.samples = d.n;

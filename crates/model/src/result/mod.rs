@@ -170,6 +170,43 @@ pub struct RunResult {
     pub warnings: Vec<String>,
 }
 
+/// What the stages after the assembly change in a document, each named for what it does: the
+/// document is written here and read everywhere (a unit test in the top crate,
+/// `layers::a_document_changes_only_through_its_methods`, finds any other writer of these).
+impl RunResult {
+    /// The verdict the one maker of verdicts gave it (`verdict::judge`): at its assembly, on
+    /// import, when a stored document is judged again.
+    pub fn judged(&mut self, verdict: Verdict) {
+        self.verdict = verdict;
+    }
+
+    /// The board it was measured on (the run's, or `import --board`).
+    pub fn on_board(&mut self, board: board::Board) {
+        self.board = Some(board);
+    }
+
+    /// Its identity across stores (`None` only in a store of an older layout): kept by the
+    /// store that read it back, the next part of a rotated run, a file's content.
+    pub fn identified(&mut self, uuid: Option<uuid::Uuid>) {
+        self.uuid = uuid;
+    }
+
+    /// The command line as the result records it (a password in it taken out).
+    pub fn ran_as(&mut self, command_line: Vec<String>) {
+        self.command_line = command_line;
+    }
+
+    /// Where an imported run came from and what its file could not say.
+    pub fn imported_as(&mut self, imported: imported::Imported) {
+        self.imported = Some(imported);
+    }
+
+    /// A rotated run's part: its place in the series.
+    pub fn part_of(&mut self, continuity: Continuity) {
+        self.continuous = Some(continuity);
+    }
+}
+
 /// One phase of the timeline: from one load start or stop (or a probe's step) to the next.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PhaseResult {

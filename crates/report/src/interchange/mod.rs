@@ -418,6 +418,8 @@ fn build(f: Foreign, source: &str, sha256: String) -> Result<RunResult, String> 
         rules: Vec::new(),
         support: Vec::new(),
     };
+    let probes = f.series.iter().map(|s| series_result(f.probe, s)).collect();
+    let combined = vec![combined_result(f.probe, &f.series)?];
     let mut r = RunResult {
         schema: SCHEMA.to_string(),
         status: Status::Complete,
@@ -438,18 +440,16 @@ fn build(f: Foreign, source: &str, sha256: String) -> Result<RunResult, String> 
         loads: Vec::new(),
         containment: None,
         phases: Vec::new(),
-        probes: Vec::new(),
-        combined: Vec::new(),
+        probes,
+        combined,
         verdict,
         trace: None,
         continuous: None,
         warnings: f.notes,
     };
-    r.probes = f.series.iter().map(|s| series_result(f.probe, s)).collect();
-    r.combined = vec![combined_result(f.probe, &f.series)?];
-    let facts = crate::verdict::RunFacts::of(&r);
-    r.verdict = crate::verdict::evaluate(&r.probes, &r.combined, None, 0.25, &[], &facts);
-    r.imported = Some(Imported {
+    let judged = crate::verdict::judge(&r, &crate::verdict::Criteria::none());
+    r.judged(judged);
+    r.imported_as(Imported {
         tool: f.tool.into(),
         tool_version: f.tool_version,
         format: f.format.into(),

@@ -297,11 +297,13 @@ pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResul
     // run's UUID (a run written with --json and stored too, or rescued to a file, is stored
     // once however it arrives); one of an older version, without it, is identified by the
     // file's content (the same file imported twice is stored once).
-    r.uuid = r.uuid.or_else(|| crate::result::content_uuid_of_hex(&sha256));
+    let uuid = r.uuid.or_else(|| crate::result::content_uuid_of_hex(&sha256));
+    r.identified(uuid);
     // A password a document's command line holds (an older rtgauge's, a hand-made file) is not
     // kept or shown.
-    r.command_line = crate::store::scrub_command_line(std::mem::take(&mut r.command_line));
-    r.imported = Some(Imported {
+    let command_line = crate::store::scrub_command_line(r.command_line.clone());
+    r.ran_as(command_line);
+    r.imported_as(Imported {
         resolution_ns,
         tool: "rtgauge".into(),
         tool_version: Some(r.tool_version.clone()),
@@ -481,7 +483,7 @@ fn recompute_verdict(r: &mut RunResult) -> Result<(), String> {
             v.headline()
         ));
     }
-    r.verdict = v;
+    r.judged(v);
     Ok(())
 }
 
@@ -489,26 +491,12 @@ fn recompute_verdict(r: &mut RunResult) -> Result<(), String> {
 /// requirements, cycle time and budget), its analyses made again first; `Err`: a criterion it
 /// cannot read.
 pub fn verdict_of(r: &mut RunResult) -> Result<crate::result::verdict::Verdict, String> {
-    let budget = r.config.budget_percent;
-    if !(budget > 0.0 && budget <= 100.0) {
-        return Err("config.budget_percent is not a percentage between 0 and 100".into());
-    }
-    let requirements = r
-        .config
-        .requirements
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            crate::scenario::require::parse_requirement(t)
-                .map_err(|_| format!("config.requirements[{i}] is not a requirement this rtgauge reads"))
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+    let criteria = crate::verdict::Criteria::of_config(&r.config)?;
     // The analysis a requirement may judge is rtgauge's own, made again from the figures.
     for p in &mut r.probes {
         p.convergence = None;
         p.forecast = None;
     }
     crate::forecast::analyse(r);
-    let facts = crate::verdict::RunFacts::of(r);
-    Ok(crate::verdict::evaluate(&r.probes, &r.combined, r.config.cycle_time_ns, budget / 100.0, &requirements, &facts))
+    Ok(crate::verdict::judge(r, &criteria))
 }

@@ -404,8 +404,7 @@ fn build(runs: &[Named], o: &Options) -> Result<Comparison> {
 
 /// The verdict `rtgauge run --cycle-time` would have given the run.
 fn verdict(r: &RunResult, ct: u64, budget: f64) -> crate::result::Verdict {
-    let facts = crate::verdict::RunFacts::of(r);
-    crate::verdict::evaluate(&r.probes, &r.combined, Some(ct), budget, &[], &facts)
+    crate::verdict::judge(r, &crate::verdict::Criteria { cycle_time_ns: Some(ct), budget, requirements: Vec::new() })
 }
 
 fn fmt_figure(metric: &str, v: Option<&f64>) -> String {

@@ -61,7 +61,7 @@ pub(super) fn run_result(
     if let Some((c, _)) = continuity {
         as_part(&mut run, c, resolved);
     }
-    run.board = Some(ctx.board.clone());
+    run.on_board(ctx.board.clone());
     run
 }
 
@@ -133,7 +133,7 @@ fn as_part(run: &mut RunResult, continuity: crate::result::Continuity, resolved:
     if continuity.index > 0 {
         run.config.warmup.periods = 0;
     }
-    run.continuous = Some(continuity);
+    run.part_of(continuity);
 }
 
 /// What assembling asks of the resolved plan: each series' figures (with a noise probe's per
@@ -258,17 +258,6 @@ fn assemble(a: Assembly) -> RunResult {
         })
         .collect();
     let phases = phases(resolved, collector, end_ns);
-    let facts = verdict::RunFacts {
-        status: a.status,
-        failed_loads: a.loads.iter().filter(|l| l.failed).map(|l| l.spec.clone()).collect(),
-        intervals: resolved
-            .probes
-            .iter()
-            .map(|p| (p.probe.name().to_string(), p.cpus.clone(), p.probe.schedule().interval_ns))
-            .collect(),
-        // (a run of rtgauge keeps its timeline: its forecasts test their assumptions)
-        assume_independent: false,
-    };
     // The verdict comes last: a requirement may bound a forecast, which is made from the whole
     // document (the configuration's intervals, the phases).
     let pending = crate::result::Verdict {
@@ -309,7 +298,10 @@ fn assemble(a: Assembly) -> RunResult {
         warnings: a.warnings,
     };
     crate::forecast::analyse(&mut run);
-    run.verdict = verdict::evaluate(&run.probes, &run.combined, plan.cycle_time_ns, plan.budget, &plan.requirements, &facts);
+    let criteria =
+        verdict::Criteria { cycle_time_ns: plan.cycle_time_ns, budget: plan.budget, requirements: plan.requirements.clone() };
+    let judged = verdict::judge(&run, &criteria);
+    run.judged(judged);
     run
 }
 

@@ -398,8 +398,9 @@ pub(super) fn keeper<'s>(
         for part in rx {
             let uuid = part.uuid;
             let mut result = part_result(run, part);
-            result.uuid = uuid.or(result.uuid);
-            result.board = Some(run.board.clone());
+            let id = uuid.or(result.uuid);
+            result.identified(id);
+            result.on_board(run.board.clone());
             let line = super::keep::keep_part(&mut result, &mut store, &run.keep);
             if let Some(s) = &store {
                 s.fold();

@@ -201,7 +201,7 @@ pub(super) fn keep_part(result: &mut RunResult, store: &mut Option<Store>, keep:
     let Some(s) = store.as_ref() else { return "not stored (--no-store)".into() };
     match s.save(result, label, None, None) {
         Ok(saved) => format!("stored as run {} in {}", saved.id, s.shown()),
-        Err(e) => rescued(result, s.rescue_dir(), &s.shown(), &e, label),
+        Err(e) => rescued(result, s.rescue_dir(), &s.shown(), &e.to_string(), label),
     }
 }
 

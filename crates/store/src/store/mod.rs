@@ -52,6 +52,58 @@ impl std::fmt::Display for OpenError {
     }
 }
 
+/// Why an operation on an open store failed: what a caller may do about it differs (the spool
+/// keeps a run while its server is away; a refusal is said and the run rescued; a failure is
+/// an error). Each says itself in one line, without a password.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The server does not answer now, or the connection was lost: it may answer later.
+    #[error("{0}")]
+    Away(String),
+    /// The store refused: a right it does not grant, a constraint, a store or layout not its
+    /// own, a document that is not a run's.
+    #[error("{0}")]
+    Refused(String),
+    /// No run is named so (an id, a label, a UUID or its start that the store does not have).
+    #[error("{0}")]
+    NotFound(String),
+    /// Anything else: the disk, a damaged file, a document that does not read.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl StoreError {
+    /// Whether the store is away for now (see [`StoreError::Away`]).
+    pub fn is_away(&self) -> bool {
+        matches!(self, StoreError::Away(_))
+    }
+}
+
+/// A store that could not be opened, as an operation's failure.
+impl From<OpenError> for StoreError {
+    fn from(e: OpenError) -> StoreError {
+        match e {
+            OpenError::Away(m) => StoreError::Away(m),
+            OpenError::Refused(m) => StoreError::Refused(m),
+            OpenError::Unreachable(m) => StoreError::Failed(m),
+        }
+    }
+}
+
+/// A private helper's message, as a failure.
+impl From<String> for StoreError {
+    fn from(m: String) -> StoreError {
+        StoreError::Failed(m)
+    }
+}
+
+/// What it says, for the callers whose own errors are sentences.
+impl From<StoreError> for String {
+    fn from(e: StoreError) -> String {
+        e.to_string()
+    }
+}
+
 /// Where a store is: `--db` or `RTGAUGE_DB` as given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
@@ -195,40 +247,40 @@ trait Backend: Send {
     fn check_room(&self, bytes: u64) -> Result<(), OpenError>;
     /// Keeps the document `r` (its timelines lent apart, `timelines`) as `row`, in one
     /// transaction; a run whose UUID is there already is not stored again.
-    fn save(&self, r: &RunResult, timelines: &[(usize, TimelineData)], row: &NewRow) -> Result<Saved, String>;
+    fn save(&self, r: &RunResult, timelines: &[(usize, TimelineData)], row: &NewRow) -> Result<Saved, StoreError>;
     /// The runs that pass `filter`, oldest first (only the newest `filter.newest` of them, if
     /// given).
-    fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, String>;
+    fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, StoreError>;
     /// How many runs pass `filter` (`filter.newest` aside).
-    fn count(&self, filter: &Filter) -> Result<u64, String>;
+    fn count(&self, filter: &Filter) -> Result<u64, StoreError>;
     /// The latest run's id.
-    fn last_id(&self) -> Result<Option<i64>, String>;
+    fn last_id(&self) -> Result<Option<i64>, StoreError>;
     /// Whether run `id` is there.
-    fn has_id(&self, id: i64) -> Result<bool, String>;
+    fn has_id(&self, id: i64) -> Result<bool, StoreError>;
     /// The latest run labelled `label`.
-    fn latest_labelled(&self, label: &str) -> Result<Option<i64>, String>;
+    fn latest_labelled(&self, label: &str) -> Result<Option<i64>, StoreError>;
     /// The runs (up to 10) whose UUID, written in its canonical form, starts with `prefix`.
-    fn by_uuid_prefix(&self, prefix: &str) -> Result<Vec<i64>, String>;
+    fn by_uuid_prefix(&self, prefix: &str) -> Result<Vec<i64>, StoreError>;
     /// The kernel configuration of the latest run of `board` that recorded one.
-    fn kernel_config_before(&self, board: &str) -> Result<Option<Earlier>, String>;
+    fn kernel_config_before(&self, board: &str) -> Result<Option<Earlier>, StoreError>;
     /// The options of the kernel configuration whose text has SHA-256 `sha256`, if kept.
-    fn kernel_options(&self, sha256: &str) -> Result<Option<BTreeMap<String, String>>, String>;
+    fn kernel_options(&self, sha256: &str) -> Result<Option<BTreeMap<String, String>>, StoreError>;
     /// The whole result of run `id`, its UUID in it.
-    fn load(&self, id: i64) -> Result<RunResult, String>;
+    fn load(&self, id: i64) -> Result<RunResult, StoreError>;
     /// The label of run `id`, if it has one.
-    fn label(&self, id: i64) -> Result<Option<String>, String>;
+    fn label(&self, id: i64) -> Result<Option<String>, StoreError>;
     /// Deletes run `id` (its figures with it), only if its UUID is `uuid` when one is given, in
     /// one step (no other writer between the check and the delete); whether it was deleted.
-    fn delete(&self, id: i64, uuid: Option<&str>) -> Result<bool, String>;
+    fn delete(&self, id: i64, uuid: Option<&str>) -> Result<bool, StoreError>;
     /// The boards that have a run passing `filter` (`filter.newest` aside), by name.
-    fn boards(&self, filter: &Filter) -> Result<Vec<figures::BoardRow>, String>;
+    fn boards(&self, filter: &Filter) -> Result<Vec<figures::BoardRow>, StoreError>;
     /// Each board's newest `per_board` runs that pass `filter`: by board, oldest first.
-    fn recent_per_board(&self, filter: &Filter, per_board: u32) -> Result<Vec<RunRow>, String>;
+    fn recent_per_board(&self, filter: &Filter, per_board: u32) -> Result<Vec<RunRow>, StoreError>;
     /// The figures of runs `ids` (up to [`FIGURES_AT_ONCE`] of them; those there), as kept
     /// beside their rows; `None`: a store of an older layout, read as it is, keeps none.
-    fn figures(&self, ids: &[i64]) -> Result<Option<HashMap<i64, figures::Figures>>, String>;
+    fn figures(&self, ids: &[i64]) -> Result<Option<HashMap<i64, figures::Figures>>, StoreError>;
     /// Makes this connection refuse every write from now on (a reader that must not write).
-    fn refuse_writes(&self) -> Result<(), String>;
+    fn refuse_writes(&self) -> Result<(), StoreError>;
     /// Why this connection reads the store as a snapshot that will not change while it is open
     /// (a SQLite store read where its shared-memory file cannot be made); `None`: it follows
     /// the store.
@@ -566,7 +618,7 @@ impl Store {
         label: Option<&str>,
         imported_from: Option<&str>,
         kernel_config: Option<KernelOptions>,
-    ) -> Result<Saved, String> {
+    ) -> Result<Saved, StoreError> {
         let uuid = *r.uuid.get_or_insert_with(uuid::Uuid::new_v4);
         let mut row = row_of(r);
         row.label = label.map(str::to_string);
@@ -584,18 +636,18 @@ impl Store {
 
     /// The runs that pass `filter`, oldest first (only the newest `filter.newest` of them, if
     /// given).
-    pub fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, String> {
+    pub fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, StoreError> {
         self.backend.list(filter)
     }
 
     /// How many runs pass `filter` (`filter.newest` aside).
-    pub fn count(&self, filter: &Filter) -> Result<u64, String> {
+    pub fn count(&self, filter: &Filter) -> Result<u64, StoreError> {
         self.backend.count(filter)
     }
 
     /// The id of RUN: `last`, an id, a label (its latest run), or a UUID or its start (8 hex
     /// digits or more; a label so written is taken as the label).
-    pub fn resolve(&self, run: &str) -> Result<i64, String> {
+    pub fn resolve(&self, run: &str) -> Result<i64, StoreError> {
         let b = &self.backend;
         let found = if run == "last" {
             b.last_id()?
@@ -612,41 +664,41 @@ impl Store {
             }
         };
         found.ok_or_else(|| {
-            format!(
+            StoreError::NotFound(format!(
                 "no run '{run}' in the store {}; rtgauge list shows the runs (give an id, a label, a UUID or 'last')",
                 self.shown()
-            )
+            ))
         })
     }
 
     /// The run whose UUID starts with `run`, if it reads as one; several is an error.
-    fn by_uuid(&self, run: &str) -> Result<Option<i64>, String> {
+    fn by_uuid(&self, run: &str) -> Result<Option<i64>, StoreError> {
         let Some(prefix) = uuid_prefix(run) else { return Ok(None) };
         let ids = self.backend.by_uuid_prefix(&prefix)?;
         match ids[..] {
             [] => Ok(None),
             [id] => Ok(Some(id)),
-            _ => Err(format!(
+            _ => Err(StoreError::NotFound(format!(
                 "'{run}' starts the UUIDs of several runs in the store {} ({}); give more of it",
                 self.shown(),
                 ids.iter().map(|i| format!("run {i}")).collect::<Vec<_>>().join(", ")
-            )),
+            ))),
         }
     }
 
     /// Whether run `id` is there.
-    pub fn has(&self, id: i64) -> Result<bool, String> {
+    pub fn has(&self, id: i64) -> Result<bool, StoreError> {
         self.backend.has_id(id)
     }
 
     /// The kernel configuration of the latest run of `board` that recorded one.
-    pub fn kernel_config_before(&self, board: &str) -> Result<Option<Earlier>, String> {
+    pub fn kernel_config_before(&self, board: &str) -> Result<Option<Earlier>, StoreError> {
         self.backend.kernel_config_before(board)
     }
 
     /// The kernel configuration a run ran on, as this store keeps it (`None`: the run recorded
     /// none, or its options are not kept here).
-    pub fn kernel_config_of(&self, r: &RunResult) -> Result<Option<KernelOptions>, String> {
+    pub fn kernel_config_of(&self, r: &RunResult) -> Result<Option<KernelOptions>, StoreError> {
         let Some(sha256) = r.board.as_ref().and_then(|b| b.kernel_config.as_ref()).map(|k| k.sha256.clone()) else {
             return Ok(None);
         };
@@ -654,17 +706,17 @@ impl Store {
     }
 
     /// The whole result of run `id`.
-    pub fn load(&self, id: i64) -> Result<RunResult, String> {
+    pub fn load(&self, id: i64) -> Result<RunResult, StoreError> {
         self.backend.load(id)
     }
 
     /// The label of run `id`, if it has one.
-    pub fn label(&self, id: i64) -> Result<Option<String>, String> {
+    pub fn label(&self, id: i64) -> Result<Option<String>, StoreError> {
         self.backend.label(id)
     }
 
     /// The boards that have a run passing `filter` (`filter.newest` aside), by name.
-    pub fn boards(&self, filter: &Filter) -> Result<Vec<figures::BoardRow>, String> {
+    pub fn boards(&self, filter: &Filter) -> Result<Vec<figures::BoardRow>, StoreError> {
         let mut boards = self.backend.boards(filter)?;
         // (By the names' bytes, whatever the database's collation.)
         boards.sort_unstable_by(|a, b| a.board.cmp(&b.board));
@@ -673,7 +725,7 @@ impl Store {
 
     /// Each board's newest `per_board` runs that pass `filter` (`filter.newest` aside): by board
     /// name, each board's oldest first.
-    pub fn recent_per_board(&self, filter: &Filter, per_board: u32) -> Result<Vec<RunRow>, String> {
+    pub fn recent_per_board(&self, filter: &Filter, per_board: u32) -> Result<Vec<RunRow>, StoreError> {
         if per_board == 0 {
             return Ok(Vec::new());
         }
@@ -686,9 +738,12 @@ impl Store {
     /// series in the order of its combined entries. A store of an older layout, read as it is,
     /// keeps none: they are made from the runs' documents (slower), without the forecasts'
     /// (`Figures::forecasts` false; a store of the layout before keeps the others but not those).
-    pub fn figures(&self, ids: &[i64]) -> Result<HashMap<i64, figures::Figures>, String> {
+    pub fn figures(&self, ids: &[i64]) -> Result<HashMap<i64, figures::Figures>, StoreError> {
         if ids.len() > FIGURES_MAX {
-            return Err(format!("the figures of {} runs were asked for at once; ask for {FIGURES_MAX} at most", ids.len()));
+            return Err(StoreError::Refused(format!(
+                "the figures of {} runs were asked for at once; ask for {FIGURES_MAX} at most",
+                ids.len()
+            )));
         }
         let mut ids = ids.to_vec();
         ids.sort_unstable();
@@ -716,24 +771,24 @@ impl Store {
     /// dashboard): as [`Store::open_read`], then every write refused by the connection itself; a
     /// connection that would read a snapshot of the store (never showing a run stored after it
     /// opened) is an error saying why. `None`: a database that holds no store.
-    pub fn open_following(location: &Location) -> Result<Option<Store>, String> {
-        let Some(s) = Store::open_read(location).map_err(|e| e.to_string())? else { return Ok(None) };
+    pub fn open_following(location: &Location) -> Result<Option<Store>, StoreError> {
+        let Some(s) = Store::open_read(location).map_err(StoreError::from)? else { return Ok(None) };
         if let Some(why) = s.backend.snapshot() {
-            return Err(why);
+            return Err(StoreError::Refused(why));
         }
         s.backend.refuse_writes()?;
         Ok(Some(s))
     }
 
     /// Deletes run `id`.
-    pub fn delete(&self, id: i64) -> Result<(), String> {
+    pub fn delete(&self, id: i64) -> Result<(), StoreError> {
         self.backend.delete(id, None).map(drop)
     }
 
     /// Deletes run `id` if it is still the run with `uuid` (a spool's delivered run: a run kept
     /// in the spool since may have the same id, as SQLite gives a deleted highest id again);
     /// whether it was deleted.
-    pub fn delete_if_still(&self, id: i64, uuid: &str) -> Result<bool, String> {
+    pub fn delete_if_still(&self, id: i64, uuid: &str) -> Result<bool, StoreError> {
         self.backend.delete(id, Some(uuid))
     }
 }
@@ -743,18 +798,22 @@ impl Store {
 ///
 /// `row` may be from a listing made before: the run loaded must still have its UUID (a run stored
 /// since can have the id of one deleted since), else it is an error and nothing is copied.
-pub fn copy_run(from: &Store, row: &RunRow, to: &Store) -> Result<Saved, String> {
+pub fn copy_run(from: &Store, row: &RunRow, to: &Store) -> Result<Saved, StoreError> {
     let (mut r, kernel_config) = read_run(from, row)?;
     to.save(&mut r, row.label.as_deref(), row.imported_from.as_deref(), kernel_config)
 }
 
 /// What [`copy_run`] reads of run `row` in `from`: its whole result, with its kernel
 /// configuration's options where kept.
-pub fn read_run(from: &Store, row: &RunRow) -> Result<(RunResult, Option<KernelOptions>), String> {
+pub fn read_run(from: &Store, row: &RunRow) -> Result<(RunResult, Option<KernelOptions>), StoreError> {
     let r = from.load(row.id)?;
     if let Some(listed) = &row.uuid {
         if r.uuid.map(|u| u.to_string()).as_ref() != Some(listed) {
-            return Err(format!("run {} of {} is no longer the run {listed} it was listed as", row.id, from.shown()));
+            return Err(StoreError::NotFound(format!(
+                "run {} of {} is no longer the run {listed} it was listed as",
+                row.id,
+                from.shown()
+            )));
         }
     }
     let kernel_config = from.kernel_config_of(&r)?;

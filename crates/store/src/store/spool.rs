@@ -390,7 +390,7 @@ pub fn deliver(to: &Store, destination: &Location, mine: Option<&str>) -> Result
             // Another delivery took it first: it is the destination's now, or on its way there.
             Err(_) if !holds(row)? => continue,
             Err(e) => {
-                done.stopped = Some(e);
+                done.stopped = Some(e.to_string());
                 done.left = waiting.len() - n;
                 done.damaged.extend(unreadable_said(&unreadable, &file));
                 return Ok(done);

@@ -261,6 +261,16 @@ impl Target {
     }
 
     /// [`Target::error`] for a connection that failed.
+    /// A connection made again that failed, typed as [`Target::failed`] types an operation's
+    /// failure: no answer in time is the server away.
+    pub(super) fn connect_failed(&self, doing: &str, e: &Connect) -> StoreError {
+        match e {
+            Connect::Pg(e) => self.failed(doing, e),
+            Connect::NoAnswer(_) => StoreError::Away(self.connect_error(doing, e)),
+            Connect::NoThread(_) => StoreError::Failed(self.connect_error(doing, e)),
+        }
+    }
+
     pub(super) fn connect_error(&self, doing: &str, e: &Connect) -> String {
         match e {
             Connect::Pg(e) => self.error(doing, e),
@@ -276,6 +286,19 @@ impl Target {
 
     /// A PostgreSQL error as one line naming the problem and what to do, while `doing`
     /// (e.g. "storing the run"); never with the password in it.
+    /// An operation's failure, typed: the server away (it may answer later), a refusal from
+    /// the server, or another failure; said as [`Target::error`] says it.
+    pub(super) fn failed(&self, doing: &str, e: &postgres::Error) -> StoreError {
+        let text = self.error(doing, e);
+        if away(e) {
+            StoreError::Away(text)
+        } else if e.as_db_error().is_some() {
+            StoreError::Refused(text)
+        } else {
+            StoreError::Failed(text)
+        }
+    }
+
     pub(super) fn error(&self, doing: &str, e: &postgres::Error) -> String {
         let (shown, at, user, db) = (&self.shown, &self.at, &self.user, &self.dbname);
         let text = match e.as_db_error() {

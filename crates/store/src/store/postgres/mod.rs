@@ -22,7 +22,7 @@
 //! `verify-full` its name too.
 
 use super::figures::{BoardRow, Figures, SeriesFigures};
-use super::{Bound, Filter, NewRow, OpenError, RunRow, Saved};
+use super::{Bound, Filter, NewRow, OpenError, RunRow, Saved, StoreError};
 use crate::result::timeline::TimelineData;
 use crate::result::RunResult;
 use postgres::error::SqlState;
@@ -323,28 +323,28 @@ impl super::Backend for PgStore {
     /// `timelines`, the kernel configuration in `kernel_configs` (once per SHA-256), in one
     /// transaction; a run whose UUID is stored already is not stored again (its id comes back,
     /// `already`). A connection that was lost while measuring is made again, once.
-    fn save(&self, r: &RunResult, timelines: &[(usize, TimelineData)], row: &NewRow) -> Result<Saved, String> {
+    fn save(&self, r: &RunResult, timelines: &[(usize, TimelineData)], row: &NewRow) -> Result<Saved, StoreError> {
         let prepared = prepare(r, timelines, row)?;
         let t = &self.target;
         let mut c = self.client.borrow_mut();
         if c.is_closed() {
-            *c = Conn(Some(t.connect().map_err(|e| t.connect_error("connecting again to store the run", &e))?));
+            *c = Conn(Some(t.connect().map_err(|e| t.connect_failed("connecting again to store the run", &e))?));
         }
         match write(&mut c, &prepared, row) {
             // Lost (idle through a long run, a server restart): once more on a new connection; the
             // UUID makes a write that did commit after all a no-op.
             Err(e) if lost(&e) => {
-                *c = Conn(Some(t.connect().map_err(|e| t.connect_error("connecting again to store the run", &e))?));
-                write(&mut c, &prepared, row).map_err(|e| t.error("storing the run", &e))
+                *c = Conn(Some(t.connect().map_err(|e| t.connect_failed("connecting again to store the run", &e))?));
+                write(&mut c, &prepared, row).map_err(|e| t.failed("storing the run", &e))
             }
-            saved => saved.map_err(|e| t.error("storing the run", &e)),
+            saved => saved.map_err(|e| t.failed("storing the run", &e)),
         }
     }
 
     /// The runs that pass `filter`, oldest first: each condition given is one clause, its
     /// value bound, never written into the SQL; only the newest `filter.newest` of them when
     /// given (taken from the top of the ids, then put back in order).
-    fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, String> {
+    fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, StoreError> {
         let texts = texts_of(filter);
         let (filter_sql, values) = clauses(&texts);
         let order = match filter.newest {
@@ -360,13 +360,13 @@ impl super::Backend for PgStore {
         Ok(rows)
     }
 
-    fn boards(&self, filter: &Filter) -> Result<Vec<BoardRow>, String> {
+    fn boards(&self, filter: &Filter) -> Result<Vec<BoardRow>, StoreError> {
         let texts = texts_of(filter);
         let (filter_sql, values) = clauses(&texts);
         let sql =
             format!("SELECT board, count(*), min(started_at), max(started_at), max(id) FROM runs{filter_sql} GROUP BY board");
         let t = &self.target;
-        let rows = self.client.borrow_mut().query(&sql, &values).map_err(|e| t.error("listing the boards", &e))?;
+        let rows = self.client.borrow_mut().query(&sql, &values).map_err(|e| t.failed("listing the boards", &e))?;
         Ok(rows
             .iter()
             .map(|r| BoardRow {
@@ -384,7 +384,7 @@ impl super::Backend for PgStore {
     /// pass over every run). Two boards whose names share an MD5 (only ever made on purpose)
     /// share a range: each is then read by its name. (A store of layout 1, only read, has no
     /// such index: the runs numbered per board from the newest, all of them.)
-    fn recent_per_board(&self, filter: &Filter, per_board: u32) -> Result<Vec<RunRow>, String> {
+    fn recent_per_board(&self, filter: &Filter, per_board: u32) -> Result<Vec<RunRow>, StoreError> {
         let texts = texts_of(filter);
         let (filter_sql, mut values) = clauses(&texts);
         let per_board = i64::from(per_board);
@@ -407,7 +407,7 @@ impl super::Backend for PgStore {
         );
         let t = &self.target;
         let doing = "listing each board's runs";
-        let found = self.client.borrow_mut().query(&sql, &values).map_err(|e| t.error(doing, &e))?;
+        let found = self.client.borrow_mut().query(&sql, &values).map_err(|e| t.failed(doing, &e))?;
         let mut boards_of: HashMap<String, std::collections::BTreeSet<String>> = HashMap::new();
         let mut rows = Vec::with_capacity(found.len());
         for r in &found {
@@ -430,13 +430,13 @@ impl super::Backend for PgStore {
     }
 
     /// The runs' rows, then their figures, in one snapshot.
-    fn figures(&self, ids: &[i64]) -> Result<Option<HashMap<i64, Figures>>, String> {
+    fn figures(&self, ids: &[i64]) -> Result<Option<HashMap<i64, Figures>>, StoreError> {
         if self.layout < 2 {
             return Ok(None);
         }
         let t = &self.target;
         let doing = "reading the runs' figures";
-        let fail = |e: postgres::Error| t.error(doing, &e);
+        let fail = |e: postgres::Error| t.failed(doing, &e);
         let mut c = self.client.borrow_mut();
         let mut tx = c
             .build_transaction()
@@ -504,7 +504,7 @@ impl super::Backend for PgStore {
         Ok(Some(all))
     }
 
-    fn count(&self, filter: &Filter) -> Result<u64, String> {
+    fn count(&self, filter: &Filter) -> Result<u64, StoreError> {
         let texts = texts_of(filter);
         let (filter_sql, values) = clauses(&texts);
         let t = &self.target;
@@ -512,25 +512,25 @@ impl super::Backend for PgStore {
             .client
             .borrow_mut()
             .query_one(&format!("SELECT count(*) FROM runs{filter_sql}"), &values)
-            .map_err(|e| t.error("counting the runs", &e))?;
+            .map_err(|e| t.failed("counting the runs", &e))?;
         Ok(row.get::<_, i64>(0) as u64)
     }
 
-    fn last_id(&self) -> Result<Option<i64>, String> {
+    fn last_id(&self) -> Result<Option<i64>, StoreError> {
         self.one("SELECT max(id) FROM runs", &[])
     }
 
-    fn has_id(&self, id: i64) -> Result<bool, String> {
+    fn has_id(&self, id: i64) -> Result<bool, StoreError> {
         self.one::<Option<i64>>("SELECT max(id) FROM runs WHERE id = $1", &[&id]).map(|f| f.is_some())
     }
 
-    fn latest_labelled(&self, label: &str) -> Result<Option<i64>, String> {
+    fn latest_labelled(&self, label: &str) -> Result<Option<i64>, StoreError> {
         self.one("SELECT max(id) FROM runs WHERE label = $1", &[&column_text(label)])
     }
 
     /// A range on the UUID's unique index: from the prefix followed by zeros to it followed by
     /// `f`s.
-    fn by_uuid_prefix(&self, prefix: &str) -> Result<Vec<i64>, String> {
+    fn by_uuid_prefix(&self, prefix: &str) -> Result<Vec<i64>, StoreError> {
         let digits: String = prefix.chars().filter(|c| *c != '-').collect();
         let padded = |fill: char| {
             let mut d = digits.clone();
@@ -551,11 +551,11 @@ impl super::Backend for PgStore {
                 "SELECT id FROM runs WHERE uuid BETWEEN $1::text::uuid AND $2::text::uuid ORDER BY id LIMIT 10",
                 &[&low, &high],
             )
-            .map_err(|e| t.error("finding the run", &e))?;
+            .map_err(|e| t.failed("finding the run", &e))?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
-    fn kernel_config_before(&self, board: &str) -> Result<Option<super::Earlier>, String> {
+    fn kernel_config_before(&self, board: &str) -> Result<Option<super::Earlier>, StoreError> {
         let t = &self.target;
         let row = self
             .client
@@ -565,7 +565,7 @@ impl super::Backend for PgStore {
                  ON kernel_configs.sha256 = runs.kernel_config WHERE runs.board = $1 ORDER BY runs.id DESC LIMIT 1",
                 &[&column_text(board)],
             )
-            .map_err(|e| t.error("reading the board's last run", &e))?;
+            .map_err(|e| t.failed("reading the board's last run", &e))?;
         let Some(row) = row else { return Ok(None) };
         let id: i64 = row.get(0);
         let options = super::decompress_options(row.get(2))
@@ -573,70 +573,70 @@ impl super::Backend for PgStore {
         Ok(Some(super::Earlier { id, uuid: row.get(1), options }))
     }
 
-    fn kernel_options(&self, sha256: &str) -> Result<Option<BTreeMap<String, String>>, String> {
+    fn kernel_options(&self, sha256: &str) -> Result<Option<BTreeMap<String, String>>, StoreError> {
         let t = &self.target;
         let row = self
             .client
             .borrow_mut()
             .query_opt("SELECT options FROM kernel_configs WHERE sha256 = $1", &[&sha256])
-            .map_err(|e| t.error("reading a kernel configuration", &e))?;
-        row.map(|r| super::decompress_options(r.get(0)))
-            .transpose()
-            .map_err(|e| format!("the kernel configuration {sha256} in the store {} cannot be read: {e}", t.shown))
+            .map_err(|e| t.failed("reading a kernel configuration", &e))?;
+        row.map(|r| super::decompress_options(r.get(0))).transpose().map_err(|e| {
+            StoreError::Failed(format!("the kernel configuration {sha256} in the store {} cannot be read: {e}", t.shown))
+        })
     }
 
     /// The whole result of run `id` (one snapshot: its document and timelines as one).
-    fn load(&self, id: i64) -> Result<RunResult, String> {
+    fn load(&self, id: i64) -> Result<RunResult, StoreError> {
         let t = &self.target;
         let unreadable = |e: &dyn std::fmt::Display| format!("run {id} in the store {} cannot be read: {e}", t.shown);
         let mut c = self.client.borrow_mut();
-        let mut tx = c.build_transaction().read_only(true).start().map_err(|e| t.error("reading the run", &e))?;
+        let mut tx = c.build_transaction().read_only(true).start().map_err(|e| t.failed("reading the run", &e))?;
         let row = tx
             .query_opt("SELECT document, uuid::text FROM runs WHERE id = $1", &[&id])
-            .map_err(|e| t.error("reading the run", &e))?
+            .map_err(|e| t.failed("reading the run", &e))?
             .ok_or_else(|| unreadable(&"no such run"))?;
         let mut r = super::decompress_document(row.get(0)).map_err(|e| unreadable(&e))?;
         if r.uuid.is_none() {
-            r.uuid = uuid::Uuid::parse_str(row.get(1)).ok();
+            r.identified(uuid::Uuid::parse_str(row.get(1)).ok());
         }
         drop(row);
         let rows =
-            tx.query("SELECT entry, data FROM timelines WHERE run = $1", &[&id]).map_err(|e| t.error("reading the run", &e))?;
+            tx.query("SELECT entry, data FROM timelines WHERE run = $1", &[&id]).map_err(|e| t.failed("reading the run", &e))?;
         for row in rows {
             let entry: i32 = row.get(0);
             super::restore_timeline(&mut r, entry.into(), row.get(1)).map_err(|e| unreadable(&e))?;
         }
-        tx.commit().map_err(|e| t.error("reading the run", &e))?;
+        tx.commit().map_err(|e| t.failed("reading the run", &e))?;
         Ok(r)
     }
 
-    fn label(&self, id: i64) -> Result<Option<String>, String> {
+    fn label(&self, id: i64) -> Result<Option<String>, StoreError> {
         let t = &self.target;
         let row = self
             .client
             .borrow_mut()
             .query_opt("SELECT label FROM runs WHERE id = $1", &[&id])
-            .map_err(|e| t.error("reading the run", &e))?;
+            .map_err(|e| t.failed("reading the run", &e))?;
         Ok(row.and_then(|r| r.get(0)))
     }
 
     /// Deletes run `id` (its timelines go with it).
-    fn delete(&self, id: i64, uuid: Option<&str>) -> Result<bool, String> {
+    fn delete(&self, id: i64, uuid: Option<&str>) -> Result<bool, StoreError> {
         let t = &self.target;
         let mut c = self.client.borrow_mut();
         let n = match uuid {
             None => c.execute("DELETE FROM runs WHERE id = $1", &[&id]),
             Some(u) => c.execute("DELETE FROM runs WHERE id = $1 AND uuid = $2::text::uuid", &[&id, &u]),
         };
-        n.map(|n| n > 0).map_err(|e| t.error("deleting the run", &e))
+        n.map(|n| n > 0).map_err(|e| t.failed("deleting the run", &e))
     }
 
-    fn refuse_writes(&self) -> Result<(), String> {
+    fn refuse_writes(&self) -> Result<(), StoreError> {
         let t = &self.target;
         self.client
             .borrow_mut()
             .batch_execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-            .map_err(|e| t.error("making the session read-only", &e))
+            .map_err(|e| t.failed("making the session read-only", &e))
     }
 }
 
@@ -680,16 +680,16 @@ impl PgStore {
     }
 
     /// The rows `sql` (selecting [`ROW_COLUMNS`]) gives, while `doing`.
-    fn rows(&self, doing: &str, sql: &str, values: &[&(dyn ToSql + Sync)]) -> Result<Vec<RunRow>, String> {
+    fn rows(&self, doing: &str, sql: &str, values: &[&(dyn ToSql + Sync)]) -> Result<Vec<RunRow>, StoreError> {
         let t = &self.target;
-        let rows = self.client.borrow_mut().query(sql, values).map_err(|e| t.error(doing, &e))?;
+        let rows = self.client.borrow_mut().query(sql, values).map_err(|e| t.failed(doing, &e))?;
         Ok(rows.iter().map(run_row).collect())
     }
 
     /// The one value of a query's one row.
-    fn one<T: for<'a> postgres::types::FromSql<'a>>(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<T, String> {
+    fn one<T: for<'a> postgres::types::FromSql<'a>>(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<T, StoreError> {
         let t = &self.target;
-        self.client.borrow_mut().query_one(sql, params).map(|r| r.get(0)).map_err(|e| t.error("finding the run", &e))
+        self.client.borrow_mut().query_one(sql, params).map(|r| r.get(0)).map_err(|e| t.failed("finding the run", &e))
     }
 }
 

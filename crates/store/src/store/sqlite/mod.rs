@@ -25,7 +25,7 @@
 //! its forecast (or why there is none).
 
 use super::figures::{BoardRow, Figures, SeriesFigures};
-use super::{compress_into, dir_of, Bound, Filter, NewRow, OpenError, RunRow, Saved};
+use super::{compress_into, dir_of, Bound, Filter, NewRow, OpenError, RunRow, Saved, StoreError};
 use crate::result::timeline::TimelineData;
 use crate::result::RunResult;
 use crate::sys;
@@ -307,7 +307,7 @@ impl Sqlite {
     }
 
     /// The rows `sql` (selecting [`Sqlite::row_columns`]) gives.
-    fn rows(&self, sql: &str, values: &[&dyn rusqlite::ToSql]) -> Result<Vec<RunRow>, String> {
+    fn rows(&self, sql: &str, values: &[&dyn rusqlite::ToSql]) -> Result<Vec<RunRow>, StoreError> {
         let mut q = self.conn.prepare_cached(sql).map_err(|e| sql_error(&self.path, e))?;
         let rows = q
             .query_map(values, |r| {
@@ -331,7 +331,7 @@ impl Sqlite {
                 })
             })
             .map_err(|e| sql_error(&self.path, e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| sql_error(&self.path, e))
+        rows.collect::<Result<_, _>>().map_err(|e| failure(&self.path, e))
     }
 }
 
@@ -395,9 +395,9 @@ impl super::Backend for Sqlite {
     /// copy of it sit in rtgauge's memory (a long run's phases and timelines make it large).
     /// The timelines go to a table of their own, one compact blob per series (`columns`). A run
     /// whose UUID is stored already is not stored again: its id comes back.
-    fn save(&self, r: &RunResult, timelines: &[(usize, TimelineData)], row: &NewRow) -> Result<Saved, String> {
+    fn save(&self, r: &RunResult, timelines: &[(usize, TimelineData)], row: &NewRow) -> Result<Saved, StoreError> {
         let encoding = |e: std::io::Error| format!("encoding the run for the store: {e}");
-        let sql = |e| sql_error(&self.path, e);
+        let sql = |e| failure(&self.path, e);
         // Under the write lock from the start: the UUID looked up is still free when inserted.
         let tx = rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate).map_err(sql)?;
         let stored: Option<i64> =
@@ -451,7 +451,9 @@ impl super::Backend for Sqlite {
         }
         {
             let mut insert = tx.prepare_cached("INSERT INTO timelines (run, entry, data) VALUES (?1, ?2, ?3)").map_err(sql)?;
-            super::encode_timelines(timelines, |i, blob| insert.execute(params![id, i as i64, blob]).map(drop).map_err(sql))?;
+            super::encode_timelines(timelines, |i, blob| {
+                insert.execute(params![id, i as i64, blob]).map(drop).map_err(|e| sql_error(&self.path, e))
+            })?;
         }
         tx.commit().map_err(sql)?;
         Ok(Saved { id, already: false })
@@ -460,7 +462,7 @@ impl super::Backend for Sqlite {
     /// The runs that pass `filter`, oldest first: each condition given is one clause, its value
     /// bound, never written into the SQL; only the newest `filter.newest` of them when given
     /// (taken from the top of the ids, then put back in order).
-    fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, String> {
+    fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, StoreError> {
         let (wher, values) = self.clauses(filter);
         let order = match filter.newest {
             Some(n) => format!(" DESC LIMIT {}", n.min(i64::MAX as u64)),
@@ -475,11 +477,11 @@ impl super::Backend for Sqlite {
     }
 
     /// One pass over the index on (board, id) (a store of an older layout: over the rows).
-    fn boards(&self, filter: &Filter) -> Result<Vec<BoardRow>, String> {
+    fn boards(&self, filter: &Filter) -> Result<Vec<BoardRow>, StoreError> {
         let (wher, values) = self.clauses(filter);
         let board = self.board_column();
         let sql = format!("SELECT {board}, count(*), min(started_at), max(started_at), max(id) FROM runs{wher} GROUP BY {board}");
-        let sql_err = |e| sql_error(&self.path, e);
+        let sql_err = |e| failure(&self.path, e);
         let mut q = self.conn.prepare(&sql).map_err(sql_err)?;
         let rows = q
             .query_map(values.as_slice(), |r| {
@@ -499,10 +501,10 @@ impl super::Backend for Sqlite {
     /// probes, not a pass over every run), then each board's newest runs as the top of its
     /// range of that index. (A store of an older layout, only read, has no such index: the runs
     /// numbered per board from the newest, all of them.)
-    fn recent_per_board(&self, filter: &Filter, per_board: u32) -> Result<Vec<RunRow>, String> {
+    fn recent_per_board(&self, filter: &Filter, per_board: u32) -> Result<Vec<RunRow>, StoreError> {
         let (wher, mut values) = self.clauses(filter);
         let board = self.board_column();
-        let sql_err = |e| sql_error(&self.path, e);
+        let sql_err = |e| failure(&self.path, e);
         if self.layout < 5 {
             values.push(&per_board);
             let sql = format!(
@@ -546,11 +548,11 @@ impl super::Backend for Sqlite {
     }
 
     /// The runs' rows and their figures' (clustered by run), read in one transaction.
-    fn figures(&self, ids: &[i64]) -> Result<Option<HashMap<i64, Figures>>, String> {
+    fn figures(&self, ids: &[i64]) -> Result<Option<HashMap<i64, Figures>>, StoreError> {
         if self.layout < 5 {
             return Ok(None);
         }
-        let sql_err = |e| sql_error(&self.path, e);
+        let sql_err = |e| failure(&self.path, e);
         let list = vec!["?"; ids.len()].join(", ");
         let tx = self.conn.unchecked_transaction().map_err(sql_err)?;
         let mut all = HashMap::with_capacity(ids.len());
@@ -614,35 +616,35 @@ impl super::Backend for Sqlite {
         Ok(Some(all))
     }
 
-    fn count(&self, filter: &Filter) -> Result<u64, String> {
+    fn count(&self, filter: &Filter) -> Result<u64, StoreError> {
         let (wher, values) = self.clauses(filter);
         let n: i64 = self
             .conn
             .query_row(&format!("SELECT count(*) FROM runs{wher}"), values.as_slice(), |r| r.get(0))
-            .map_err(|e| sql_error(&self.path, e))?;
+            .map_err(|e| failure(&self.path, e))?;
         Ok(n as u64)
     }
 
-    fn last_id(&self) -> Result<Option<i64>, String> {
-        self.conn.query_row("SELECT max(id) FROM runs", [], |r| r.get(0)).map_err(|e| sql_error(&self.path, e))
+    fn last_id(&self) -> Result<Option<i64>, StoreError> {
+        self.conn.query_row("SELECT max(id) FROM runs", [], |r| r.get(0)).map_err(|e| failure(&self.path, e))
     }
 
-    fn has_id(&self, id: i64) -> Result<bool, String> {
+    fn has_id(&self, id: i64) -> Result<bool, StoreError> {
         let found: Option<i64> = self
             .conn
             .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
             .optional()
-            .map_err(|e| sql_error(&self.path, e))?;
+            .map_err(|e| failure(&self.path, e))?;
         Ok(found.is_some())
     }
 
-    fn latest_labelled(&self, label: &str) -> Result<Option<i64>, String> {
+    fn latest_labelled(&self, label: &str) -> Result<Option<i64>, StoreError> {
         self.conn
             .query_row("SELECT max(id) FROM runs WHERE label = ?1", [label], |r| r.get(0))
-            .map_err(|e| sql_error(&self.path, e))
+            .map_err(|e| failure(&self.path, e))
     }
 
-    fn by_uuid_prefix(&self, prefix: &str) -> Result<Vec<i64>, String> {
+    fn by_uuid_prefix(&self, prefix: &str) -> Result<Vec<i64>, StoreError> {
         if self.layout < 4 {
             return Ok(Vec::new());
         }
@@ -650,16 +652,16 @@ impl super::Backend for Sqlite {
         let mut q = self
             .conn
             .prepare_cached("SELECT id FROM runs WHERE uuid >= ?1 AND uuid < ?1 || 'g' ORDER BY id LIMIT 10")
-            .map_err(|e| sql_error(&self.path, e))?;
-        let ids = q.query_map([prefix], |r| r.get(0)).map_err(|e| sql_error(&self.path, e))?;
-        ids.collect::<Result<_, _>>().map_err(|e| sql_error(&self.path, e))
+            .map_err(|e| failure(&self.path, e))?;
+        let ids = q.query_map([prefix], |r| r.get(0)).map_err(|e| failure(&self.path, e))?;
+        ids.collect::<Result<_, _>>().map_err(|e| failure(&self.path, e))
     }
 
-    fn kernel_config_before(&self, board: &str) -> Result<Option<super::Earlier>, String> {
+    fn kernel_config_before(&self, board: &str) -> Result<Option<super::Earlier>, StoreError> {
         if self.layout < 4 {
             return Ok(None);
         }
-        let sql = |e| sql_error(&self.path, e);
+        let sql = |e| failure(&self.path, e);
         let found: Option<(i64, Option<String>, Vec<u8>)> = self
             .conn
             .query_row(
@@ -676,7 +678,7 @@ impl super::Backend for Sqlite {
         Ok(Some(super::Earlier { id, uuid, options }))
     }
 
-    fn kernel_options(&self, sha256: &str) -> Result<Option<BTreeMap<String, String>>, String> {
+    fn kernel_options(&self, sha256: &str) -> Result<Option<BTreeMap<String, String>>, StoreError> {
         if self.layout < 4 {
             return Ok(None);
         }
@@ -684,14 +686,14 @@ impl super::Backend for Sqlite {
             .conn
             .query_row("SELECT options FROM kernel_configs WHERE sha256 = ?1", [sha256], |r| r.get(0))
             .optional()
-            .map_err(|e| sql_error(&self.path, e))?;
-        blob.map(|b| super::decompress_options(&b))
-            .transpose()
-            .map_err(|e| format!("the kernel configuration {sha256} in the store {} cannot be read: {e}", self.shown()))
+            .map_err(|e| failure(&self.path, e))?;
+        blob.map(|b| super::decompress_options(&b)).transpose().map_err(|e| {
+            StoreError::Failed(format!("the kernel configuration {sha256} in the store {} cannot be read: {e}", self.shown()))
+        })
     }
 
     /// The whole result of run `id`.
-    fn load(&self, id: i64) -> Result<RunResult, String> {
+    fn load(&self, id: i64) -> Result<RunResult, StoreError> {
         let unreadable = |e: &dyn std::fmt::Display| format!("run {id} in the store {} cannot be read: {e}", self.path.display());
         // (A store of an older layout only read has no UUIDs, and its documents in `runs`.)
         let query = if self.layout >= 4 {
@@ -699,18 +701,18 @@ impl super::Backend for Sqlite {
         } else {
             "SELECT document, NULL FROM runs WHERE id = ?1"
         };
-        let mut statement = self.conn.prepare_cached(query).map_err(|e| sql_error(&self.path, e))?;
-        let mut rows = statement.query([id]).map_err(|e| sql_error(&self.path, e))?;
-        let row = rows.next().map_err(|e| sql_error(&self.path, e))?.ok_or_else(|| unreadable(&"no such run"))?;
-        let mut r: RunResult = match row.get_ref(0).map_err(|e| sql_error(&self.path, e))? {
+        let mut statement = self.conn.prepare_cached(query).map_err(|e| failure(&self.path, e))?;
+        let mut rows = statement.query([id]).map_err(|e| failure(&self.path, e))?;
+        let row = rows.next().map_err(|e| failure(&self.path, e))?.ok_or_else(|| unreadable(&"no such run"))?;
+        let mut r: RunResult = match row.get_ref(0).map_err(|e| failure(&self.path, e))? {
             ValueRef::Text(text) => serde_json::from_slice(text).map_err(|e| unreadable(&e))?,
             ValueRef::Blob(blob) => super::decompress_document(blob).map_err(|e| unreadable(&e))?,
-            _ => return Err(unreadable(&"its document is neither JSON nor compressed JSON")),
+            _ => return Err(unreadable(&"its document is neither JSON nor compressed JSON").into()),
         };
         // A document stored before runs had UUIDs gets the one the store gave it.
         if r.uuid.is_none() {
-            let uuid: Option<String> = row.get(1).map_err(|e| sql_error(&self.path, e))?;
-            r.uuid = uuid.and_then(|u| uuid::Uuid::parse_str(&u).ok());
+            let uuid: Option<String> = row.get(1).map_err(|e| failure(&self.path, e))?;
+            r.identified(uuid.and_then(|u| uuid::Uuid::parse_str(&u).ok()));
         }
         // A store of layout 1 or 2 that was only read (not migrated) keeps every timeline inside
         // its documents.
@@ -718,48 +720,48 @@ impl super::Backend for Sqlite {
             return Ok(r);
         }
         let mut timelines =
-            self.conn.prepare_cached("SELECT entry, data FROM timelines WHERE run = ?1").map_err(|e| sql_error(&self.path, e))?;
-        let mut rows = timelines.query([id]).map_err(|e| sql_error(&self.path, e))?;
-        while let Some(row) = rows.next().map_err(|e| sql_error(&self.path, e))? {
-            let entry: i64 = row.get(0).map_err(|e| sql_error(&self.path, e))?;
-            let data = row.get_ref(1).and_then(|v| v.as_blob().map_err(Into::into)).map_err(|e| sql_error(&self.path, e))?;
+            self.conn.prepare_cached("SELECT entry, data FROM timelines WHERE run = ?1").map_err(|e| failure(&self.path, e))?;
+        let mut rows = timelines.query([id]).map_err(|e| failure(&self.path, e))?;
+        while let Some(row) = rows.next().map_err(|e| failure(&self.path, e))? {
+            let entry: i64 = row.get(0).map_err(|e| failure(&self.path, e))?;
+            let data = row.get_ref(1).and_then(|v| v.as_blob().map_err(Into::into)).map_err(|e| failure(&self.path, e))?;
             super::restore_timeline(&mut r, entry, data).map_err(|e| unreadable(&e))?;
         }
         Ok(r)
     }
 
     /// The label of run `id`, if it has one.
-    fn label(&self, id: i64) -> Result<Option<String>, String> {
-        self.conn.query_row("SELECT label FROM runs WHERE id = ?1", [id], |r| r.get(0)).map_err(|e| sql_error(&self.path, e))
+    fn label(&self, id: i64) -> Result<Option<String>, StoreError> {
+        self.conn.query_row("SELECT label FROM runs WHERE id = ?1", [id], |r| r.get(0)).map_err(|e| failure(&self.path, e))
     }
 
     /// Deletes run `id`.
-    fn delete(&self, id: i64, uuid: Option<&str>) -> Result<bool, String> {
+    fn delete(&self, id: i64, uuid: Option<&str>) -> Result<bool, StoreError> {
         // IMMEDIATE: the write lock is taken before the check, so no other writer comes between.
         let tx = rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| sql_error(&self.path, e))?;
+            .map_err(|e| failure(&self.path, e))?;
         if let Some(uuid) = uuid {
             let theirs: Option<Option<String>> = tx
                 .query_row("SELECT uuid FROM runs WHERE id = ?1", [id], |r| r.get(0))
                 .optional()
-                .map_err(|e| sql_error(&self.path, e))?;
+                .map_err(|e| failure(&self.path, e))?;
             if theirs.flatten().as_deref() != Some(uuid) {
                 return Ok(false);
             }
         }
-        tx.execute("DELETE FROM timelines WHERE run = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
-        tx.execute("DELETE FROM figures WHERE run = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
-        tx.execute("DELETE FROM documents WHERE run = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
-        let n = tx.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(|e| sql_error(&self.path, e))?;
-        tx.commit().map_err(|e| sql_error(&self.path, e))?;
+        tx.execute("DELETE FROM timelines WHERE run = ?1", [id]).map_err(|e| failure(&self.path, e))?;
+        tx.execute("DELETE FROM figures WHERE run = ?1", [id]).map_err(|e| failure(&self.path, e))?;
+        tx.execute("DELETE FROM documents WHERE run = ?1", [id]).map_err(|e| failure(&self.path, e))?;
+        let n = tx.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(|e| failure(&self.path, e))?;
+        tx.commit().map_err(|e| failure(&self.path, e))?;
         Ok(n > 0)
     }
 
-    fn refuse_writes(&self) -> Result<(), String> {
-        self.conn.pragma_update(None, "query_only", true).map_err(|e| sql_error(&self.path, e))?;
+    fn refuse_writes(&self) -> Result<(), StoreError> {
+        self.conn.pragma_update(None, "query_only", true).map_err(|e| failure(&self.path, e))?;
         // A reader that stays open keeps a small page cache of its own (the operating system
         // caches the file): its memory is bounded, and reached soon, however long it serves.
-        self.conn.pragma_update(None, "cache_size", following_cache()).map_err(|e| sql_error(&self.path, e))
+        self.conn.pragma_update(None, "cache_size", following_cache()).map_err(|e| failure(&self.path, e))
     }
 
     fn snapshot(&self) -> Option<String> {
@@ -966,6 +968,20 @@ fn refused(path: &Path, e: rusqlite::Error) -> OpenError {
 }
 
 /// A SQLite error as one line naming the file and what to do.
+/// An operation's failure, typed: another program's lock, a file that cannot be written or is
+/// corrupt, refusals; anything else a failure (said as [`sql_error`] says it).
+fn failure(path: &Path, e: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode::*;
+    let refused =
+        matches!(e.sqlite_error_code(), Some(DatabaseBusy | DatabaseLocked | ReadOnly | PermissionDenied | ConstraintViolation));
+    let text = sql_error(path, e);
+    if refused {
+        StoreError::Refused(text)
+    } else {
+        StoreError::Failed(text)
+    }
+}
+
 fn sql_error(path: &Path, e: rusqlite::Error) -> String {
     use rusqlite::ErrorCode::*;
     let shown = path.display();

@@ -1,4 +1,5 @@
-//! Ground truth for the forecast: results built from samples of known tails (exponential, Gumbel,
+//! rtgauge-truth, a crate for tests and examples only (never a dependency of the binary):
+//! ground truth for the forecast: results built from samples of known tails (exponential, Gumbel,
 //! Pareto-type with a known shape, a bounded tail, a mixture of two, and a tail whose scale grows
 //! during the run) at the sizes of a 1-minute, 1-hour and 1-day run at 1 ms, many independent
 //! draws each; the 95 % intervals of the return levels must cover the true quantiles in 90–98 %
@@ -10,10 +11,12 @@
 //! value below it (the fit never reaches them), and each 1-s window's maximum is the largest of
 //! its values over the threshold or, without any, drawn from the maximum of its values under it.
 
-use super::{forecast, Series, HORIZONS};
-use crate::result::forecast::Forecast;
-use crate::result::histogram::{new_histogram, HistogramData};
-use crate::result::timeline::TimelineData;
+#![deny(unsafe_code)]
+
+use rtgauge_forecast::forecast::{forecast, Series, HORIZONS};
+use rtgauge_model::result::forecast::Forecast;
+use rtgauge_model::result::histogram::{new_histogram, HistogramData};
+use rtgauge_model::result::timeline::TimelineData;
 
 /// splitmix64: a small, good generator whose stream is fixed by its starting state (for tests
 /// only: the same draws every time).
@@ -65,7 +68,7 @@ impl Tail {
                 }
             }
             Tail::Gumbel { mu, beta } => -(-(-(x - mu) / beta).exp()).exp_m1(),
-            Tail::Gpd { sigma, xi } => super::gpd::survival(sigma, xi, x - BASE),
+            Tail::Gpd { sigma, xi } => rtgauge_forecast::forecast::gpd::survival(sigma, xi, x - BASE),
             Tail::Mixture { p } => (1.0 - p) * BULK.survival(x) + p * RARE.survival(x - RARE_AT + BASE),
         }
     }
@@ -93,10 +96,12 @@ impl Tail {
     }
 
     /// The scale of the tail over the threshold a forecast of `n` values chooses (about
-    /// [`super::MOST_EXCEEDANCES`] or √n values over it): a generalised Pareto's scale there is
+    /// [`rtgauge_forecast::forecast::MOST_EXCEEDANCES`] or √n values over it): a generalised Pareto's scale there is
     /// σ + ξ·(threshold − 10 µs); the others', the mean excess there (numerically).
     pub fn scale_at(&self, n: u64) -> f64 {
-        let k = (n as f64).sqrt().clamp(super::FEWEST_EXCEEDANCES as f64, super::MOST_EXCEEDANCES as f64);
+        let k = (n as f64)
+            .sqrt()
+            .clamp(rtgauge_forecast::forecast::FEWEST_EXCEEDANCES as f64, rtgauge_forecast::forecast::MOST_EXCEEDANCES as f64);
         let u = self.inverse(k / n as f64);
         match *self {
             Tail::Gpd { sigma, xi } => sigma + xi * (u - BASE),
@@ -301,7 +306,7 @@ pub fn study_of(c: Case, draws: usize, start: u64) -> Study {
         }
         for (i, (name, periods)) in PER_PERIOD.iter().enumerate() {
             let truth = tail.quantile(*periods);
-            if let Some(l) = super::level_at(&f, name, *periods) {
+            if let Some(l) = rtgauge_forecast::forecast::level_at(&f, name, *periods) {
                 if l.low_ns <= truth && l.high_ns.is_none_or(|h| truth <= h) {
                     s.covered_per_period[i] += 1;
                 }
