@@ -87,6 +87,11 @@ fn the_page_draws_the_crates_as_they_are() {
     let have: BTreeSet<&String> = real.iter().map(|(n, _)| n).collect();
     assert_eq!(names, have, "docs/architecture.md draws these crates; the workspace has those");
     let dirs: BTreeMap<String, PathBuf> = real.into_iter().collect();
+    // Stairs, drawn from the top: each crate uses only crates drawn below it.
+    for (i, (name, _, deps)) in drawn.iter().enumerate() {
+        let below: BTreeSet<&String> = drawn[i + 1..].iter().map(|(n, _, _)| n).collect();
+        assert!(deps.iter().all(|d| below.contains(d)), "crates/{name} is drawn below a crate it uses: {deps:?}");
+    }
     for (name, mods, deps) in &drawn {
         let ours: BTreeSet<String> = dependencies(&dirs[name]).into_iter().filter(|d| dirs.contains_key(d)).collect();
         assert_eq!(&ours, deps, "crates/{name} depends on {ours:?}; docs/architecture.md draws {deps:?}");

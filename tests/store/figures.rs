@@ -62,7 +62,7 @@ pub(crate) fn the_figures_of_a_stored_run_are_its_documents(b: Backend) {
         let e = reader.figures(&(1..=5_001).collect::<Vec<i64>>()).unwrap_err();
         assert_eq!(
             e,
-            rtgauge::store::StoreError::Refused("the figures of 5001 runs were asked for at once; ask for 5000 at most".into())
+            rtgauge::store::StoreError::Asked("the figures of 5001 runs were asked for at once; ask for 5000 at most".into())
         );
         assert_eq!(reader.figures(&(1..=5_000).collect::<Vec<i64>>()).unwrap().len(), runs.len());
     }

@@ -36,12 +36,14 @@ pub enum Failure {
     Store(String),
 }
 
-/// The store's failure as the dashboard answers it: a run not there is not found (404); the
-/// store away, refusing or failing is a store that could not be read (503).
+/// The store's failure as the dashboard answers it: a run not there is not found (404), a
+/// request the store cannot answer as asked is a bad request (400); the store away, refusing
+/// or failing is a store that could not be read (503).
 impl From<crate::store::StoreError> for Failure {
     fn from(e: crate::store::StoreError) -> Failure {
         match e {
             crate::store::StoreError::NotFound(m) => Failure::NotFound(m),
+            crate::store::StoreError::Asked(m) => Failure::BadRequest(m),
             e => Failure::Store(e.to_string()),
         }
     }

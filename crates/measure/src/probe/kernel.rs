@@ -154,16 +154,28 @@ impl TraceReader {
 impl RtLoop for TraceReader {
     fn run(&mut self, _start_ns: u64, stop: &AtomicBool, out: &mut [Handoff]) {
         use std::io::Read;
+        // What the tracer wrote between its set-up and the run's start is not the run's: the
+        // first period is the tracer's first after it (within the start's margin).
+        while matches!(self.pipe.read(&mut self.buf), Ok(n) if n > 0) {}
+        // (a pipe its poll calls ready that gives nothing is waited for, never spun on)
+        let mut ready_but_empty = false;
         while !stop.load(Relaxed) {
             // The pipe is read without blocking; when it is empty the loop waits for it at most
             // 50 ms (a pipe's readiness may wait for its buffer's watermark, `buffer_percent`).
             let n = match self.pipe.read(&mut self.buf) {
                 Ok(0) => return,
-                Ok(n) => n,
+                Ok(n) => {
+                    ready_but_empty = false;
+                    n
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {
+                    if ready_but_empty {
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                    }
                     let deadline = crate::sys::time::monotonic_ns() + 50_000_000;
-                    if crate::sys::fd::wait_readable_until(&self.pipe, Some(deadline)).is_err() {
-                        return;
+                    match crate::sys::fd::wait_readable_until(&self.pipe, Some(deadline)) {
+                        Ok(ready) => ready_but_empty = ready,
+                        Err(_) => return,
                     }
                     continue;
                 }

@@ -21,7 +21,8 @@ impl KernelSession {
     /// lacks the tracer or tracefs; whatever was set before a refusal is in the journal.
     pub fn start(j: &mut Journal, tracer: &KernelTracer, cpus: &[usize]) -> Result<KernelSession, String> {
         let fs = tracefs::find_or_mount(j)?;
-        let offered = available_tracers(&fs.root);
+        let offered = available_tracers(&fs.root)
+            .map_err(|e| format!("cannot read the tracers the kernel offers ({}/available_tracers): {e}", fs.root.display()))?;
         if !offered.iter().any(|t| t == tracer.tracer) {
             return Err(format!(
                 "this kernel has no {} tracer ({}; its tracers: {}): Debian's PREEMPT_RT kernels have it, or build the \
@@ -34,8 +35,11 @@ impl KernelSession {
         for (file, value) in &tracer.shared {
             let path = fs.root.join(file);
             let original = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let shown = path.display().to_string();
-            j.record(&[Undo::Write { path: shown, original: original.trim().to_string(), set: value.clone() }])?;
+            let undo =
+                Undo::Write { path: path.display().to_string(), original: original.trim().to_string(), set: value.clone() };
+            // Nothing is changed that the journal would not put back.
+            crate::tuning::journal::would_undo(&undo).map_err(|e| format!("{} is not set: {e}", path.display()))?;
+            j.record(&[undo])?;
             write(&path, value)?;
         }
         let token = crate::sys::host::random_u64().map_err(|e| format!("no random name for a trace instance: {e}"))?;

@@ -457,7 +457,6 @@ fn cgroup_mounts() -> Vec<PathBuf> {
     v
 }
 
-/// The trace file systems rtgauge may have made instances in.
 /// The settings of the kernel's osnoise family of tracers a kernel-tracer probe may set, shared
 /// by every trace instance: `ROOT/osnoise/FILE` in a tracefs root; the file's name.
 const SHARED_TRACER_FILES: &[&str] =
@@ -472,6 +471,7 @@ fn shared_tracer_file(path: &str) -> Option<&'static str> {
         .then_some(*file)
 }
 
+/// The trace file systems rtgauge may have made instances in.
 fn trace_roots() -> Vec<PathBuf> {
     let mut v = mounts_of("tracefs");
     v.push(PathBuf::from("/sys/kernel/debug/tracing"));
@@ -507,6 +507,12 @@ fn own_dir_in(path: &str, roots: &[PathBuf], parent_name: Option<&str>) -> bool 
 /// value of that setting's shape; tasks moved out of its own cgroups into another cgroup; the
 /// removal of its own cgroup or trace instance directories; the unmount of the tracefs it
 /// mounts. Anything else is refused (`Err` names it) and not carried out.
+/// Whether the journal would carry out `u` when it is undone: asked before a change is made,
+/// so that nothing is changed that could not be put back (a kernel-tracer probe's settings).
+pub fn would_undo(u: &Undo) -> Result<(), String> {
+    permitted(u)
+}
+
 fn permitted(u: &Undo) -> Result<(), String> {
     use crate::sys::files::KernelFs;
     let refuse = |what: &str| Err(format!("refused: the journal asks to {what}, which is not a setting rtgauge tunes"));

@@ -67,6 +67,10 @@ pub enum StoreError {
     /// No run is named so (an id, a label, a UUID or its start that the store does not have).
     #[error("{0}")]
     NotFound(String),
+    /// The request itself is wrong: a UUID's start that names several runs, too many runs at
+    /// once.
+    #[error("{0}")]
+    Asked(String),
     /// Anything else: the disk, a damaged file, a document that does not read.
     #[error("{0}")]
     Failed(String),
@@ -678,7 +682,7 @@ impl Store {
         match ids[..] {
             [] => Ok(None),
             [id] => Ok(Some(id)),
-            _ => Err(StoreError::NotFound(format!(
+            _ => Err(StoreError::Asked(format!(
                 "'{run}' starts the UUIDs of several runs in the store {} ({}); give more of it",
                 self.shown(),
                 ids.iter().map(|i| format!("run {i}")).collect::<Vec<_>>().join(", ")
@@ -740,7 +744,7 @@ impl Store {
     /// (`Figures::forecasts` false; a store of the layout before keeps the others but not those).
     pub fn figures(&self, ids: &[i64]) -> Result<HashMap<i64, figures::Figures>, StoreError> {
         if ids.len() > FIGURES_MAX {
-            return Err(StoreError::Refused(format!(
+            return Err(StoreError::Asked(format!(
                 "the figures of {} runs were asked for at once; ask for {FIGURES_MAX} at most",
                 ids.len()
             )));

@@ -355,7 +355,11 @@ pub fn deliver(to: &Store, destination: &Location, mine: Option<&str>) -> Result
     // Whether the spool still holds the run `row` lists (its id and its UUID).
     let holds = |row: &RunRow| -> Result<bool, String> {
         Ok(match &row.uuid {
-            Some(u) => spool.resolve(u).ok() == Some(row.id),
+            Some(u) => match spool.resolve(u) {
+                Ok(id) => id == row.id,
+                Err(super::StoreError::NotFound(_)) => false,
+                Err(e) => return Err(e.to_string()),
+            },
             None => spool.has(row.id)?,
         })
     };

@@ -52,9 +52,9 @@ pub fn mount(source: &str, at: &str) -> Result<(), String> {
 }
 
 /// The tracers the kernel offers (`available_tracers` of the tracefs at `root`).
-pub fn available_tracers(root: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(root.join("available_tracers")).unwrap_or_default();
-    text.split_whitespace().map(str::to_string).collect()
+pub fn available_tracers(root: &Path) -> std::io::Result<Vec<String>> {
+    let text = std::fs::read_to_string(root.join("available_tracers"))?;
+    Ok(text.split_whitespace().map(str::to_string).collect())
 }
 
 /// Stops the instance at `dir` and removes it (and everything set in it).

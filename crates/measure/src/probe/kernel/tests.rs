@@ -59,16 +59,9 @@ fn a_tracer_probes_facts_come_from_the_kernels_trace_buffer_and_its_instance_goe
     assert_eq!(std::fs::read_to_string(instance.dir.join("current_tracer")).unwrap().trim(), "nop");
     assert!(std::fs::read_to_string(instance.dir.join("trace_clock")).unwrap().contains("[local]"));
 
-    // What timerlat prints, period by period (#3 of the thread lost), each line one write.
     let mut marker = std::fs::OpenOptions::new().write(true).open(instance.dir.join("trace_marker")).unwrap();
-    for n in 1..=5u64 {
-        marker.write_all(format!("#{n} context    irq timer_latency {} ns", 100 * n).as_bytes()).unwrap();
-        if n != 3 {
-            marker.write_all(format!("#{n} context thread timer_latency {} ns", 1000 * n).as_bytes()).unwrap();
-        }
-    }
-    marker.write_all(b"a line of another writer, not a fact").unwrap();
-    drop(marker);
+    // A line the tracer wrote before the run's start is not the run's: the reader lets it go.
+    marker.write_all(b"#97 context thread timer_latency 97000 ns").unwrap();
 
     let (thread_ring, thread_facts) = rtrb::RingBuffer::new(64);
     let (irq_ring, irq_facts) = rtrb::RingBuffer::new(64);
@@ -78,23 +71,40 @@ fn a_tracer_probes_facts_come_from_the_kernels_trace_buffer_and_its_instance_goe
     ];
     let mut reader = TraceReader::open(&instance.pipe_of(cpu), timerlat_line, vec![Some(0), Some(1)], 5).unwrap();
     let stop = AtomicBool::new(false);
+    let started = AtomicBool::new(false);
     std::thread::scope(|s| {
-        // (a reader that never ends fails the test instead of hanging it)
         s.spawn(|| {
-            let t0 = std::time::Instant::now();
-            while !stop.load(Relaxed) && t0.elapsed() < std::time::Duration::from_secs(20) {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
+            started.store(true, Relaxed);
+            reader.run(0, &stop, &mut out);
             stop.store(true, Relaxed);
         });
-        reader.run(0, &stop, &mut out);
+        while !started.load(Relaxed) {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // What timerlat prints, period by period (#3 of the thread lost), each line one write,
+        // from this thread on the CPU read.
+        for n in 1..=5u64 {
+            marker.write_all(format!("#{n} context    irq timer_latency {} ns", 100 * n).as_bytes()).unwrap();
+            if n != 3 {
+                marker.write_all(format!("#{n} context thread timer_latency {} ns", 1000 * n).as_bytes()).unwrap();
+            }
+        }
+        marker.write_all(b"a line of another writer, not a fact").unwrap();
+        // (a reader that never ends fails the test instead of hanging it)
+        let t0 = std::time::Instant::now();
+        while !stop.load(Relaxed) && t0.elapsed() < std::time::Duration::from_secs(20) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         stop.store(true, Relaxed);
     });
+    drop(marker);
     assert_eq!(drained(thread_facts), [(1, 1000), (2, 2000), (4, 4000), (5, 5000)], "the thread's facts, #3 a gap");
     assert_eq!(drained(irq_facts), [(1, 100), (2, 200), (3, 300), (4, 400), (5, 500)]);
 
     // The reader's thread has ended (and let go of the pipe) before a run removes the instance.
     drop(reader);
+    drop(out);
     session.finish();
     assert!(!instance.dir.exists(), "the instance is removed");
     let restored = j.restore();
@@ -105,6 +115,12 @@ fn a_tracer_probes_facts_come_from_the_kernels_trace_buffer_and_its_instance_goe
     let lacking = tracer("no-such-tracer", "test", true);
     let e = crate::trace::kernel::KernelSession::start(&mut j, &lacking, &[cpu]).err().expect("refused");
     assert!(e.contains("this kernel has no no-such-tracer tracer (CONFIG_TRACING"), "{e}");
+    // A shared setting the journal would not put back is refused before anything is written
+    // (the system's own tracer is only read).
+    let mut unsafe_setting = tracer("nop", "test", true);
+    unsafe_setting.shared = vec![("current_tracer", "nop".into())];
+    let e = crate::trace::kernel::KernelSession::start(&mut j, &unsafe_setting, &[cpu]).err().expect("refused");
+    assert!(e.contains("current_tracer is not set: refused"), "{e}");
     assert!(j.restore().failed.is_empty());
 }
 

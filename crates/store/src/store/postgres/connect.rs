@@ -290,9 +290,12 @@ impl Target {
     /// the server, or another failure; said as [`Target::error`] says it.
     pub(super) fn failed(&self, doing: &str, e: &postgres::Error) -> StoreError {
         let text = self.error(doing, e);
-        if away(e) {
+        // The server's own failures, for now (insufficient resources, an operator's
+        // intervention, a transaction rolled back) are no refusal.
+        let transient = e.code().is_some_and(|c| ["53", "57", "40"].iter().any(|class| c.code().starts_with(class)));
+        if e.is_closed() || away(e) {
             StoreError::Away(text)
-        } else if e.as_db_error().is_some() {
+        } else if e.as_db_error().is_some() && !transient {
             StoreError::Refused(text)
         } else {
             StoreError::Failed(text)

@@ -594,7 +594,7 @@ impl super::Backend for PgStore {
         let row = tx
             .query_opt("SELECT document, uuid::text FROM runs WHERE id = $1", &[&id])
             .map_err(|e| t.failed("reading the run", &e))?
-            .ok_or_else(|| unreadable(&"no such run"))?;
+            .ok_or_else(|| StoreError::NotFound(unreadable(&"no such run")))?;
         let mut r = super::decompress_document(row.get(0)).map_err(|e| unreadable(&e))?;
         if r.uuid.is_none() {
             r.identified(uuid::Uuid::parse_str(row.get(1)).ok());

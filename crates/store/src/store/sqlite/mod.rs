@@ -703,7 +703,8 @@ impl super::Backend for Sqlite {
         };
         let mut statement = self.conn.prepare_cached(query).map_err(|e| failure(&self.path, e))?;
         let mut rows = statement.query([id]).map_err(|e| failure(&self.path, e))?;
-        let row = rows.next().map_err(|e| failure(&self.path, e))?.ok_or_else(|| unreadable(&"no such run"))?;
+        let row =
+            rows.next().map_err(|e| failure(&self.path, e))?.ok_or_else(|| StoreError::NotFound(unreadable(&"no such run")))?;
         let mut r: RunResult = match row.get_ref(0).map_err(|e| failure(&self.path, e))? {
             ValueRef::Text(text) => serde_json::from_slice(text).map_err(|e| unreadable(&e))?,
             ValueRef::Blob(blob) => super::decompress_document(blob).map_err(|e| unreadable(&e))?,
@@ -967,13 +968,13 @@ fn refused(path: &Path, e: rusqlite::Error) -> OpenError {
     }
 }
 
-/// A SQLite error as one line naming the file and what to do.
-/// An operation's failure, typed: another program's lock, a file that cannot be written or is
-/// corrupt, refusals; anything else a failure (said as [`sql_error`] says it).
+/// An operation's failure, typed: a file that cannot be written, a constraint: refusals;
+/// anything else (another program's lock held too long, a corrupt file, the disk) a failure;
+/// said as [`sql_error`] says it.
 fn failure(path: &Path, e: rusqlite::Error) -> StoreError {
     use rusqlite::ErrorCode::*;
-    let refused =
-        matches!(e.sqlite_error_code(), Some(DatabaseBusy | DatabaseLocked | ReadOnly | PermissionDenied | ConstraintViolation));
+    // (a lock held too long is a failure: it may be gone the next time)
+    let refused = matches!(e.sqlite_error_code(), Some(ReadOnly | PermissionDenied | ConstraintViolation));
     let text = sql_error(path, e);
     if refused {
         StoreError::Refused(text)
@@ -982,6 +983,7 @@ fn failure(path: &Path, e: rusqlite::Error) -> StoreError {
     }
 }
 
+/// A SQLite error as one line naming the file and what to do.
 fn sql_error(path: &Path, e: rusqlite::Error) -> String {
     use rusqlite::ErrorCode::*;
     let shown = path.display();
