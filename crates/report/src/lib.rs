@@ -8,7 +8,6 @@
 use rtgauge_forecast::forecast;
 use rtgauge_measure::{aggregate, audit, load, probe, scenario, trace, verdict};
 use rtgauge_model::{result, vocab};
-use rtgauge_store::store;
 use rtgauge_sys::sys;
 
 pub mod http;

@@ -8,6 +8,7 @@ pub mod length;
 pub mod percentiles;
 pub mod plural;
 pub mod policy;
+pub mod secrets;
 pub mod table;
 pub mod text;
 pub mod units;

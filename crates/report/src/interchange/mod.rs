@@ -429,7 +429,7 @@ fn build(f: Foreign, source: &str, sha256: String) -> Result<RunResult, String> 
         monotonic_start_ns: 0,
         measured_ns: measured.unwrap_or(0),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        command_line: crate::store::scrub_command_line(std::env::args().collect()),
+        command_line: crate::vocab::secrets::scrub_command_line(std::env::args().collect()),
         uuid: crate::result::content_uuid_of_hex(&sha256),
         board: None,
         imported: None,

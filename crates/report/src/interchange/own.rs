@@ -301,7 +301,7 @@ pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResul
     r.identified(uuid);
     // A password a document's command line holds (an older rtgauge's, a hand-made file) is not
     // kept or shown.
-    let command_line = crate::store::scrub_command_line(r.command_line.clone());
+    let command_line = crate::vocab::secrets::scrub_command_line(r.command_line.clone());
     r.ran_as(command_line);
     r.imported_as(Imported {
         resolution_ns,

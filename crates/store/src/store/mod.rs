@@ -187,51 +187,7 @@ fn not_a_path(db: &str) -> Option<String> {
     None
 }
 
-/// A command line as the result records it: a PostgreSQL URL in it (`--db URL`, `--db=URL`)
-/// without its password, and any `password=VALUE` written `password=***`.
-pub fn scrub_command_line(args: Vec<String>) -> Vec<String> {
-    args.into_iter()
-        .map(|a| {
-            let lower = a.to_ascii_lowercase();
-            let a = match ["postgres://", "postgresql://"].iter().filter_map(|s| lower.find(s)).min() {
-                Some(at) => format!("{}{}", &a[..at], postgres::redact(&a[at..])),
-                None => a,
-            };
-            scrub_password_words(&a)
-        })
-        .collect()
-}
-
-/// The warning for a database password written on the command line (`--db
-/// postgres://USER:PASSWORD@…` or `?password=`), which `ps` shows every local user for as long
-/// as rtgauge runs; `None` when there is none.
-pub fn password_on_command_line(args: impl Iterator<Item = String>) -> Option<String> {
-    let given =
-        args.filter(|a| postgres::is_url(a.trim_start_matches("--db="))).any(|a| scrub_command_line(vec![a.clone()])[0] != a);
-    given.then(|| {
-        "the database password written in --db is shown to every user of this machine (ps) while rtgauge runs; give \
-         it in PGPASSWORD, ~/.pgpass (mode 0600) or a service file (PGSERVICE) instead (docs/security.md)"
-            .to_string()
-    })
-}
-
-/// `password=VALUE` (libpq's key/value form, a query) written `password=***`, wherever it is.
-fn scrub_password_words(a: &str) -> String {
-    let lower = a.to_ascii_lowercase();
-    let mut out = String::with_capacity(a.len());
-    let mut rest = 0;
-    let mut from = 0;
-    while let Some(found) = lower[from..].find("password=") {
-        let value = from + found + "password=".len();
-        let end = a[value..].find([' ', '&', '\t']).map_or(a.len(), |e| value + e);
-        out.push_str(&a[rest..value]);
-        out.push_str("***");
-        rest = end;
-        from = end;
-    }
-    out.push_str(&a[rest..]);
-    out
-}
+pub use crate::vocab::secrets::{password_on_command_line, scrub_command_line};
 
 /// What a backend does; the store's logic (`Store`) is the same for all of them. A store may
 /// be handed to another thread (the end of a run stores on one of its own, within a time limit).

@@ -3,6 +3,7 @@
 //! one line.
 
 use super::*;
+use crate::vocab::secrets::{is_postgres_url as is_url, redact_url as redact};
 
 /// A connection that could not be made.
 pub(super) enum Connect {
@@ -25,12 +26,6 @@ pub(super) const TCP_USER_TIMEOUT: Duration = Duration::from_secs(60);
 pub(super) const LOCK_TIMEOUT: &str = "10s";
 /// Where libpq (Debian's) looks for the server when the URL names no host.
 pub(super) const DEFAULT_SOCKET_DIR: &str = "/var/run/postgresql";
-
-/// Whether `--db` names a PostgreSQL database rather than a SQLite file (the scheme in any case).
-pub fn is_url(db: &str) -> bool {
-    let starts = |scheme: &str| db.get(..scheme.len()).is_some_and(|s| s.eq_ignore_ascii_case(scheme));
-    starts("postgres://") || starts("postgresql://")
-}
 
 /// How the connection is encrypted (`sslmode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -419,28 +414,6 @@ pub(super) fn chain(e: &dyn std::error::Error) -> String {
         source = c.source();
     }
     s.replace(['\n', '\r'], " ")
-}
-
-/// The URL as it may be shown: without the password of its user part or a `password=` option.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.chars().take(200).collect() };
-    let (authority, tail) = rest.find(['/', '?']).map_or((rest, ""), |i| rest.split_at(i));
-    let authority = match authority.rsplit_once('@') {
-        Some((userinfo, hosts)) => format!("{}@{hosts}", userinfo.split(':').next().unwrap_or("")),
-        None => authority.to_string(),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let kept: Vec<&str> = query.split('&').filter(|p| !p.starts_with("password=")).collect();
-            if kept.is_empty() {
-                path.to_string()
-            } else {
-                format!("{path}?{}", kept.join("&"))
-            }
-        }
-        None => tail.to_string(),
-    };
-    format!("{scheme}://{authority}{tail}")
 }
 
 /// The database a URL names, as `USER@HOST:PORT/DBNAME` — the host in lower case, the default

@@ -37,8 +37,9 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 mod connect;
 mod migrate;
 
+pub use crate::vocab::secrets::{is_postgres_url as is_url, redact_url as redact};
 use connect::*;
-pub use connect::{destination_of, give_up_when, is_url, redact};
+pub use connect::{destination_of, give_up_when};
 use migrate::*;
 
 /// An open store in a PostgreSQL database.
