@@ -99,7 +99,7 @@ pub struct Handoff {
 }
 
 impl Handoff {
-    pub(super) fn new(ring: rtrb::Producer<Sample>, counters: Arc<ThreadCounters>, warmup_periods: u64) -> Handoff {
+    pub(crate) fn new(ring: rtrb::Producer<Sample>, counters: Arc<ThreadCounters>, warmup_periods: u64) -> Handoff {
         let (lost, missed_carry, overflows, min, max, done) = (0, 0, 0, u64::MAX, 0, 0);
         let faults_at_warmup_end = ThreadCounters::UNKNOWN;
         let trace = None;

@@ -75,3 +75,6 @@ impl KernelSession {
         let _ = remove_instance(&self.instance.dir);
     }
 }
+
+#[cfg(test)]
+mod tests;
