@@ -290,6 +290,33 @@ fn a_document_changes_only_through_its_methods() {
         .map(|(p, n, l)| format!("{p}:{n}: {}", l.trim()))
         .collect();
     assert!(outside.is_empty(), "a document written outside result/:\n{}", outside.join("\n"));
+    // A series' analyses and timeline, whatever names it: written by the document's methods
+    // (`analysed`, `unanalysed`, `timelines_taken`, `timelines_put_back`).
+    let series_writes = |line: &str| {
+        ["forecast", "convergence", "timeline"].iter().any(|f| {
+            let at = format!(".{f}");
+            line.match_indices(&at).any(|(i, _)| {
+                let after = &line[i + at.len()..];
+                let rest = after.trim_start();
+                !after.starts_with(|c: char| c.is_alphanumeric() || c == '_') && rest.starts_with('=') && !rest.starts_with("==")
+            })
+        })
+    };
+    assert!(series_writes("p.forecast = Some(f);") && series_writes("r.probes[i].timeline = None;"));
+    assert!(
+        !series_writes("if p.forecast == None {") && !series_writes("p.forecasts = true;") && !series_writes("let forecast = 1;")
+    );
+    // (where a series is made, not changed: the run's assembly of its entries, and the
+    // aggregation's accounts, which are not the document)
+    let making = ["crates/run/src/run/assemble.rs", "crates/measure/src/aggregate/"];
+    let outside: Vec<String> = lines
+        .iter()
+        .filter(|(p, _, l)| {
+            !p.starts_with("crates/model/src/result/") && !making.iter().any(|m| p.starts_with(m)) && series_writes(l)
+        })
+        .map(|(p, n, l)| format!("{p}:{n}: {}", l.trim()))
+        .collect();
+    assert!(outside.is_empty(), "a series' analysis written outside result/:\n{}", outside.join("\n"));
     let verdicts: Vec<String> = lines
         .iter()
         .filter(|(p, _, l)| !p.starts_with("crates/measure/src/verdict/") && l.contains("evaluate("))

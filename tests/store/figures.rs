@@ -30,10 +30,10 @@ pub(crate) fn the_figures_of_a_stored_run_are_its_documents(b: Backend) {
         let figures = reader.figures(&ids).unwrap();
         assert_eq!(figures.len(), runs.len(), "every run there, none for an id not there");
         for (id, _) in &runs {
-            let mut doc = reader.load(*id).unwrap();
+            let doc = reader.load(*id).unwrap();
             let as_stored = serde_json::to_value(&doc).unwrap();
             let f = &figures[id];
-            assert_eq!(f, &figures_of(&mut doc), "run {id}");
+            assert_eq!(f, &figures_of(&doc), "run {id}");
             assert_eq!(serde_json::to_value(&doc).unwrap(), as_stored, "run {id}: its document left as it was");
             assert!(f.forecasts);
             for s in &f.series {
@@ -188,7 +188,7 @@ pub(crate) fn a_store_of_an_older_layout_gets_its_figures_filled(b: Backend) {
     assert_eq!(store.figures(&ids).unwrap(), kept, "filled from the documents");
     let mut r = result();
     let new = save(&store, &mut r, &uuid(0xe00), "a", None);
-    assert_eq!(store.figures(&[new.id]).unwrap()[&new.id], rtgauge::store::figures::figures_of(&mut store.load(new.id).unwrap()));
+    assert_eq!(store.figures(&[new.id]).unwrap()[&new.id], rtgauge::store::figures::figures_of(&store.load(new.id).unwrap()));
 }
 both!(a_store_of_an_older_layout_gets_its_figures_filled);
 

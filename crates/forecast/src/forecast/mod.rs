@@ -12,7 +12,7 @@ mod ad_table;
 pub mod checks;
 pub mod convergence;
 pub mod gpd;
-use crate::result::forecast::{Fit, Forecast, ReturnLevel, TestOutcome};
+use crate::result::forecast::{Analysis, Fit, Forecast, ReturnLevel, TestOutcome};
 use crate::result::histogram::HistogramData;
 use crate::result::timeline::TimelineData;
 use crate::result::{ProbeResult, RunResult};
@@ -551,7 +551,14 @@ fn analysed(p: &ProbeResult) -> bool {
 /// Fills in the convergence and forecast of every latency series of `run` that lacks them (a run
 /// just measured, or a document of an older version).
 pub fn analyse(run: &mut RunResult) {
-    let mut filled: Vec<(usize, Option<crate::result::forecast::Convergence>, Forecast)> = Vec::new();
+    let made = analyses(run);
+    run.analysed(made);
+}
+
+/// The analyses [`analyse`] would give `run`: for every latency series that lacks its forecast,
+/// its index among `run.probes`, its convergence and its forecast; `run` is not changed.
+pub fn analyses(run: &RunResult) -> Vec<Analysis> {
+    let mut filled: Vec<Analysis> = Vec::new();
     for (i, p) in run.probes.iter().enumerate() {
         if !analysed(p) || p.forecast.is_some() {
             continue;
@@ -588,15 +595,9 @@ pub fn analyse(run: &mut RunResult) {
             phases,
         };
         let convergence = p.timeline.as_ref().and_then(|t| convergence::of(t, span, p.max_ns.zip(p.max_at_ns), interval_ns));
-        filled.push((i, convergence, forecast(&series)));
+        filled.push(Analysis { series: i, convergence, forecast: forecast(&series) });
     }
-    for (i, c, f) in filled {
-        let p = &mut run.probes[i];
-        if p.convergence.is_none() {
-            p.convergence = c;
-        }
-        p.forecast = Some(f);
-    }
+    filled
 }
 
 #[cfg(test)]

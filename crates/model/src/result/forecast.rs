@@ -6,6 +6,15 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A series' analysis as `forecast::analyses` makes it: the series (its index among a run's
+/// `probes`), its convergence (`None`: no timeline to tell it from) and its forecast.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    pub series: usize,
+    pub convergence: Option<Convergence>,
+    pub forecast: Forecast,
+}
+
 /// How the worst case grew during the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Convergence {

@@ -205,6 +205,42 @@ impl RunResult {
     pub fn part_of(&mut self, continuity: Continuity) {
         self.continuous = Some(continuity);
     }
+
+    /// Its series' analyses (`forecast::analyses`): each series named gets its forecast, and
+    /// its convergence unless it has one (a rotated run's part keeps the series' own).
+    pub fn analysed(&mut self, made: Vec<forecast::Analysis>) {
+        for a in made {
+            let Some(p) = self.probes.get_mut(a.series) else { continue };
+            if p.convergence.is_none() {
+                p.convergence = a.convergence;
+            }
+            p.forecast = Some(a.forecast);
+        }
+    }
+
+    /// Its series' timelines taken out, each with its index among `probes`: a store keeps them
+    /// apart from the document ([`RunResult::timelines_put_back`] returns them).
+    pub fn timelines_taken(&mut self) -> Vec<(usize, timeline::TimelineData)> {
+        self.probes.iter_mut().enumerate().filter_map(|(i, p)| p.timeline.take().map(|t| (i, t))).collect()
+    }
+
+    /// The timelines [`RunResult::timelines_taken`] took out, put back in their series.
+    pub fn timelines_put_back(&mut self, timelines: Vec<(usize, timeline::TimelineData)>) {
+        for (i, t) in timelines {
+            if let Some(p) = self.probes.get_mut(i) {
+                p.timeline = Some(t);
+            }
+        }
+    }
+
+    /// Its analyses forgotten, to be made again by rtgauge from its figures (a document
+    /// judged by rtgauge's own analysis, not the one it came with).
+    pub fn unanalysed(&mut self) {
+        for p in &mut self.probes {
+            p.convergence = None;
+            p.forecast = None;
+        }
+    }
 }
 
 /// One phase of the timeline: from one load start or stop (or a probe's step) to the next.

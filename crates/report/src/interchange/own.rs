@@ -493,10 +493,7 @@ fn recompute_verdict(r: &mut RunResult) -> Result<(), String> {
 pub fn verdict_of(r: &mut RunResult) -> Result<crate::result::verdict::Verdict, String> {
     let criteria = crate::verdict::Criteria::of_config(&r.config)?;
     // The analysis a requirement may judge is rtgauge's own, made again from the figures.
-    for p in &mut r.probes {
-        p.convergence = None;
-        p.forecast = None;
-    }
+    r.unanalysed();
     crate::forecast::analyse(r);
     Ok(crate::verdict::judge(r, &criteria))
 }

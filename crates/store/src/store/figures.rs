@@ -10,6 +10,7 @@
 
 use super::columns::{get, put};
 use crate::result::board::Board;
+use crate::result::forecast::Forecast;
 use crate::result::verdict::Verdict;
 use crate::result::{ProbeResult, RunResult};
 use serde::Serialize;
@@ -110,21 +111,14 @@ pub struct BoardRow {
 
 /// The figures of a result, as the store keeps them. A series of a CPU that lacks its forecast
 /// (a document of an older version, an import) gets one made for them
-/// (`crate::forecast::analyse`); `r` is left as it was.
-pub fn figures_of(r: &mut RunResult) -> Figures {
-    let lacking: Vec<(usize, bool)> =
-        r.probes.iter().enumerate().filter(|(_, p)| p.forecast.is_none()).map(|(i, p)| (i, p.convergence.is_none())).collect();
-    if !lacking.is_empty() {
-        crate::forecast::analyse(r);
-    }
+/// (`crate::forecast::analyses`); `r` is not changed.
+pub fn figures_of(r: &RunResult) -> Figures {
+    let made = crate::forecast::analyses(r);
+    let forecast_of = |i: usize| -> Option<&Forecast> {
+        r.probes[i].forecast.as_ref().or_else(|| made.iter().find(|a| a.series == i).map(|a| &a.forecast))
+    };
     let mut f = figures_from(&r.combined, &r.verdict, r.board.as_ref());
-    with_forecasts(&mut f, &r.combined, &r.probes);
-    for (i, no_convergence) in lacking {
-        r.probes[i].forecast = None;
-        if no_convergence {
-            r.probes[i].convergence = None;
-        }
-    }
+    with_forecasts(&mut f, &r.combined, &r.probes, &forecast_of);
     f
 }
 
@@ -141,9 +135,14 @@ pub(super) fn figures_from(combined: &[ProbeResult], verdict: &Verdict, board: O
 
 /// `f`'s series (made from `combined`) with their once-per-day return level, from the forecasts
 /// of the CPUs' entries (`probes`) as they are.
-pub(super) fn with_forecasts(f: &mut Figures, combined: &[ProbeResult], probes: &[ProbeResult]) {
+pub(super) fn with_forecasts<'a>(
+    f: &mut Figures,
+    combined: &[ProbeResult],
+    probes: &'a [ProbeResult],
+    forecast_of: &dyn Fn(usize) -> Option<&'a Forecast>,
+) {
     for (s, c) in f.series.iter_mut().zip(combined) {
-        let (level, note) = day_level(c, probes);
+        let (level, note) = day_level(c, probes, forecast_of);
         (s.day_level_ns, s.day_low_ns, s.day_high_ns) = match level {
             Some((l, low, high)) => (Some(l), Some(low), high),
             None => (None, None, None),
@@ -169,7 +168,11 @@ type Level = (u64, u64, Option<u64>);
 /// The once-per-day return level of the combined entry `c` over its CPUs' entries in `probes`:
 /// (level, low, high) in ns, the highest of each when every CPU's forecast applies; else no
 /// level and the first CPU's reason why not. Nothing for a series that counts in no worst case.
-fn day_level(c: &ProbeResult, probes: &[ProbeResult]) -> (Option<Level>, Option<String>) {
+fn day_level<'a>(
+    c: &ProbeResult,
+    probes: &'a [ProbeResult],
+    forecast_of: &dyn Fn(usize) -> Option<&'a Forecast>,
+) -> (Option<Level>, Option<String>) {
     if !c.in_worst_case() {
         return (None, None);
     }
@@ -177,8 +180,8 @@ fn day_level(c: &ProbeResult, probes: &[ProbeResult]) -> (Option<Level>, Option<
     let mut best: Option<(f64, f64, Option<f64>)> = None;
     // (a level that rests on an assumption its data could not test is given with it)
     let mut assumed: Option<String> = None;
-    for p in probes.iter().filter(|p| p.cpu.is_some() && p.probe == c.probe && p.series == c.series) {
-        let level = match &p.forecast {
+    for (i, p) in probes.iter().enumerate().filter(|(_, p)| p.cpu.is_some() && p.probe == c.probe && p.series == c.series) {
+        let level = match forecast_of(i) {
             _ if p.samples == 0 => Err("it measured no value".to_string()),
             None => Err("no forecast was made".to_string()),
             Some(f) if !f.applies() => Err(f.not_applicable.clone().unwrap_or_else(|| "no fit".to_string())),

@@ -585,12 +585,9 @@ impl Store {
         row.imported_from = imported_from.map(str::to_string);
         let figures = figures::figures_of(r);
         let new = NewRow { row, uuid: uuid.to_string(), kernel_config, figures };
-        let timelines: Vec<(usize, TimelineData)> =
-            r.probes.iter_mut().enumerate().filter_map(|(i, p)| p.timeline.take().map(|t| (i, t))).collect();
+        let timelines = r.timelines_taken();
         let saved = self.backend.save(r, &timelines, &new);
-        for (i, t) in timelines {
-            r.probes[i].timeline = Some(t);
-        }
+        r.timelines_put_back(timelines);
         saved
     }
 
@@ -895,7 +892,7 @@ pub(super) fn forecasts_of_document(bytes: &[u8], timelines: &[(i64, Vec<u8>)]) 
     for (entry, data) in timelines {
         restore_timeline(&mut r, *entry, data).ok()?;
     }
-    Some(figures::figures_of(&mut r))
+    Some(figures::figures_of(&r))
 }
 
 /// The timelines lent out of a run, encoded as the store keeps them (`columns`), on every CPU
@@ -925,11 +922,11 @@ pub(super) fn encode_timelines(
 /// wrong with it.
 pub(super) fn restore_timeline(r: &mut RunResult, entry: i64, data: &[u8]) -> Result<(), String> {
     let t = columns::decode(data).ok_or_else(|| format!("the timeline of its entry {entry} is damaged"))?;
-    let p = usize::try_from(entry)
+    let e = usize::try_from(entry)
         .ok()
-        .and_then(|e| r.probes.get_mut(e))
+        .filter(|&e| e < r.probes.len())
         .ok_or_else(|| format!("a timeline for entry {entry}, which it lacks"))?;
-    p.timeline = Some(t);
+    r.timelines_put_back(vec![(e, t)]);
     Ok(())
 }
 
