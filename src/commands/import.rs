@@ -15,8 +15,7 @@ pub fn import(a: &ImportArgs) -> Result<u8> {
         .iter()
         .map(|t| crate::scenario::require::parse_requirement(t).map_err(|e| anyhow!("--require {e}")))
         .collect::<Result<Vec<_>>>()?;
-    let mut runs =
-        a.files.iter().map(|f| crate::interchange::import(f)).collect::<Result<Vec<_>, String>>().map_err(anyhow::Error::msg)?;
+    let mut runs = a.files.iter().map(|f| crate::interchange::import(f)).collect::<Result<Vec<_>, _>>()?;
     for (file, r) in a.files.iter().zip(&mut runs) {
         judge(r, &given, a.assume_independent).map_err(|why| anyhow!("{}: {why}", report::shown(&file.display().to_string())))?;
     }

@@ -9,7 +9,12 @@ use crate::report::{self, out};
 /// killed with its guardian may have left settings changed, and its loads' cgroup with whatever
 /// a load left running in it; they are put back and removed, and said (by `restore` as its
 /// output). Returns what was put back, for `restore`.
-pub fn before(command: &Command) -> Result<Option<crate::tuning::journal::Restored>, String> {
+pub fn before(command: &Command) -> Result<Option<crate::tuning::journal::Restored>, crate::vocab::Error> {
+    before_text(command).map_err(crate::vocab::Error::System)
+}
+
+/// [`before`], its failure as text.
+fn before_text(command: &Command) -> Result<Option<crate::tuning::journal::Restored>, String> {
     if !super::recovers_first(command) {
         return Ok(None);
     }

@@ -26,7 +26,12 @@ pub struct PngOut {
 
 impl PngOut {
     /// Checks the destination (made if missing; a writable directory) and finds a font.
-    pub fn prepare(dir: &Path, font: Option<&Path>) -> Result<PngOut, String> {
+    pub fn prepare(dir: &Path, font: Option<&Path>) -> Result<PngOut, crate::vocab::Error> {
+        Self::prepare_text(dir, font).map_err(crate::vocab::Error::Invalid)
+    }
+
+    /// [`prepare`], its failure as text.
+    fn prepare_text(dir: &Path, font: Option<&Path>) -> Result<PngOut, String> {
         let fonts = fonts(font)?;
         let shown = dir.display();
         if dir.exists() && !dir.is_dir() {
@@ -39,7 +44,12 @@ impl PngOut {
     }
 
     /// Draws each (file stem, SVG) plot into `DIR/STEM.png`; returns the files written.
-    pub fn write(&self, plots: &[(String, String)]) -> Result<Vec<PathBuf>, String> {
+    pub fn write(&self, plots: &[(String, String)]) -> Result<Vec<PathBuf>, crate::vocab::Error> {
+        self.write_text(plots).map_err(crate::vocab::Error::System)
+    }
+
+    /// [`Self::write`], its failure as text.
+    fn write_text(&self, plots: &[(String, String)]) -> Result<Vec<PathBuf>, String> {
         let options = usvg::Options { fontdb: self.fonts.clone(), ..usvg::Options::default() };
         let mut written = Vec::new();
         for (stem, svg) in plots {

@@ -501,7 +501,17 @@ pub fn measured_level(h: &HistogramData, run_periods: u64, name: &str, periods: 
 /// forecast's (`false`); the reason when neither can say.
 /// `assume_independent`: whether a forecast that assumed independence and stationarity without
 /// a test may be relied on (else it is not, and the reason says how to allow it).
-pub fn level_of(p: &ProbeResult, name: &str, periods: f64, assume_independent: bool) -> Result<(ReturnLevel, bool), String> {
+pub fn level_of(
+    p: &ProbeResult,
+    name: &str,
+    periods: f64,
+    assume_independent: bool,
+) -> Result<(ReturnLevel, bool), crate::vocab::Error> {
+    level_of_text(p, name, periods, assume_independent).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`level_of`], its failure as text.
+fn level_of_text(p: &ProbeResult, name: &str, periods: f64, assume_independent: bool) -> Result<(ReturnLevel, bool), String> {
     if let Some(l) = measured_level(&p.histogram, p.samples + p.missed, name, periods) {
         return Ok((l, true));
     }

@@ -161,7 +161,12 @@ impl Shared {
 /// `rtgauge serve --db STORE --listen ADDR`: the store opened and checked, the address bound,
 /// then served until Ctrl-C or SIGTERM, when the process exits with status 0 at once. Bad input
 /// is an error before anything is served.
-pub fn serve(db: Option<&std::path::Path>, listen: &str) -> Result<u8, String> {
+pub fn serve(db: Option<&std::path::Path>, listen: &str) -> anyhow::Result<u8> {
+    serve_text(db, listen).map_err(anyhow::Error::msg)
+}
+
+/// [`serve`], its failure as text.
+fn serve_text(db: Option<&std::path::Path>, listen: &str) -> Result<u8, String> {
     let addr: SocketAddr = listen.parse().map_err(|_| {
         format!(
             "--listen {}: not an address and port; give e.g. 127.0.0.1:8080 or [::1]:8080 (0.0.0.0:8080 for every address)",

@@ -114,7 +114,7 @@ pub const VIEW: [&str; 6] = ["board", "kernel", "scenario", "label", "since", "u
 /// The store's filter for a view (its since and until read as `list --since` reads them).
 pub fn filter(view: &View) -> Result<Filter, Failure> {
     let moment = |what: &str, v: &Option<String>| {
-        v.as_deref().map(|v| crate::vocab::when::moment(what, v).map_err(Failure::BadRequest)).transpose()
+        v.as_deref().map(|v| crate::vocab::when::moment(what, v).map_err(|e| Failure::BadRequest(e.into()))).transpose()
     };
     Ok(Filter {
         board: view.board.clone(),

@@ -199,7 +199,7 @@ async fn run(State(s): State<Arc<Shared>>, Path(run): Path<String>, RawQuery(q):
     s.answer(move |store, shown| {
         Params::parse(q.as_deref())?.only(&[])?;
         let n = data::named(store, &run)?;
-        let page = crate::report::html::render(std::slice::from_ref(&n)).map_err(Failure::Store)?;
+        let page = crate::report::html::render(std::slice::from_ref(&n)).map_err(|e| Failure::Store(e.into()))?;
         let board = crate::store::row_of(&n.result).board;
         let trail = [("Fleet".to_string(), "/".to_string()), (board.clone(), format!("/board/{}", percent(&board)))];
         Ok(Answer::Html(pages::with_nav(&page, shown, &trail)))
@@ -254,7 +254,7 @@ fn comparison(
 async fn compare_page(State(s): State<Arc<Shared>>, RawQuery(q): RawQuery) -> Response {
     s.answer(move |store, shown| {
         let (runs, c) = comparison(store, q.as_deref())?;
-        let page = compare::html(&runs, &c).map_err(Failure::Store)?;
+        let page = compare::html(&runs, &c).map_err(|e| Failure::Store(e.into()))?;
         Ok(Answer::Html(pages::with_nav(&page, shown, &[("Fleet".to_string(), "/".to_string())])))
     })
     .await

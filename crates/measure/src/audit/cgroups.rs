@@ -47,7 +47,12 @@ pub fn own_path(controller: Option<&str>) -> Option<String> {
 }
 
 /// The directory of this process's own cgroup in a mounted hierarchy.
-pub fn own_dir(controller: Option<&str>) -> Result<PathBuf, String> {
+pub fn own_dir(controller: Option<&str>) -> Result<PathBuf, crate::vocab::Error> {
+    own_dir_text(controller).map_err(crate::vocab::Error::System)
+}
+
+/// [`own_dir`], its failure as text.
+fn own_dir_text(controller: Option<&str>) -> Result<PathBuf, String> {
     let what = controller.map_or("cgroup2".to_string(), |c| format!("cgroup v1 {c}"));
     let m = find_mount(controller).ok_or_else(|| format!("no {what} hierarchy is mounted"))?;
     let path = own_path(controller).ok_or_else(|| format!("this process is in no {what} cgroup"))?;

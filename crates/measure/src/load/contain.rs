@@ -56,7 +56,16 @@ impl RunCgroup {
     /// it is tried inside the new cgroup first. On failure, says why (the loads then use
     /// process groups).
     /// `parent`: the cgroup v2 directory to make it in, instead of rtgauge's own.
-    pub fn create(rt: Option<(i32, i32)>, exe: &[std::ffi::OsString], parent: Option<&Path>) -> Result<RunCgroup, String> {
+    pub fn create(
+        rt: Option<(i32, i32)>,
+        exe: &[std::ffi::OsString],
+        parent: Option<&Path>,
+    ) -> Result<RunCgroup, crate::vocab::Error> {
+        Self::create_text(rt, exe, parent).map_err(crate::vocab::Error::System)
+    }
+
+    /// [`Self::create`], its failure as text.
+    fn create_text(rt: Option<(i32, i32)>, exe: &[std::ffi::OsString], parent: Option<&Path>) -> Result<RunCgroup, String> {
         let choice = forced();
         let mut reasons = Vec::new();
         if choice.as_deref().is_none_or(|c| c == "cgroup2") {
@@ -131,14 +140,24 @@ impl RunCgroup {
 
     /// Kills everything left inside, waits (bounded) until it is empty, and removes it.
     /// Returns an error naming what is left when it could not be removed.
-    pub fn remove(self) -> Result<(), String> {
-        kill_and_remove(&self.path, self.version)
+    pub fn remove(self) -> Result<(), crate::vocab::Error> {
+        self.remove_text().map_err(crate::vocab::Error::System)
+    }
+
+    /// [`Self::remove`], its failure as text.
+    fn remove_text(self) -> Result<(), String> {
+        Ok(kill_and_remove(&self.path, self.version)?)
     }
 }
 
 /// Kills every process in the cgroup at `path`, waits until it is empty (at most 5 s), and
 /// removes it. Used by rtgauge at the end of a run and by the guardian.
-pub fn kill_and_remove(path: &Path, version: Version) -> Result<(), String> {
+pub fn kill_and_remove(path: &Path, version: Version) -> Result<(), crate::vocab::Error> {
+    kill_and_remove_text(path, version).map_err(crate::vocab::Error::System)
+}
+
+/// [`kill_and_remove`], its failure as text.
+fn kill_and_remove_text(path: &Path, version: Version) -> Result<(), String> {
     if !path.exists() {
         return Ok(());
     }

@@ -34,7 +34,7 @@ pub fn main(argv: &[OsString]) -> u8 {
         _ => return fail(format!("{ENV} is missing or unreadable (an internal command of rtgauge)")),
     };
     if let Err(why) = sys::process::contain_self(&c) {
-        return fail(why);
+        return fail(why.into());
     }
     let Some((program, args)) = argv.split_first() else { return 0 };
     let e = Command::new(program).args(args).env_remove(ENV).stdin(Stdio::null()).exec();
@@ -47,7 +47,12 @@ pub struct StartReport(std::fs::File);
 impl StartReport {
     /// `None` while the launcher is still on its way (only with `wait` false); then `Ok` once
     /// its program runs, or why it could not start.
-    pub fn outcome(&mut self, wait: bool) -> Option<Result<(), String>> {
+    pub fn outcome(&mut self, wait: bool) -> Option<Result<(), crate::vocab::Error>> {
+        self.outcome_text(wait).map(|r| r.map_err(crate::vocab::Error::System))
+    }
+
+    /// [`Self::outcome`], its failure as text.
+    fn outcome_text(&mut self, wait: bool) -> Option<Result<(), String>> {
         if !wait && !sys::fd::readable_now(&self.0) {
             return None;
         }
@@ -61,6 +66,17 @@ impl StartReport {
 /// standard output and error, through the launcher `exe`. Returns at once, with the report that
 /// says later whether the program runs.
 pub fn spawn(
+    exe: &[OsString],
+    target: &Command,
+    c: &Containment,
+    stdout: Stdio,
+    stderr: Stdio,
+) -> Result<(Child, StartReport), crate::vocab::Error> {
+    spawn_text(exe, target, c, stdout, stderr).map_err(crate::vocab::Error::System)
+}
+
+/// [`spawn`], its failure as text.
+fn spawn_text(
     exe: &[OsString],
     target: &Command,
     c: &Containment,
@@ -80,13 +96,18 @@ pub fn spawn(
 
 /// Whether a process contained by `c` starts: a launcher applies it and exits. Detects the RT
 /// group-scheduling trap (a policy refused inside a new cgroup) before any load depends on it.
-pub fn try_containment(exe: &[OsString], c: &Containment) -> Result<(), String> {
+pub fn try_containment(exe: &[OsString], c: &Containment) -> Result<(), crate::vocab::Error> {
+    try_containment_text(exe, c).map_err(crate::vocab::Error::System)
+}
+
+/// [`try_containment`], its failure as text.
+fn try_containment_text(exe: &[OsString], c: &Containment) -> Result<(), String> {
     let mut cmd = launcher(exe, c)?;
     cmd.stdout(Stdio::null()).stderr(Stdio::null());
     let (mut child, mut report) = start(cmd)?;
     if let Some(Err(why)) = report.outcome(true) {
         let _ = child.wait();
-        return Err(why);
+        return Err(why.into());
     }
     match child.wait() {
         Ok(s) if s.success() => Ok(()),

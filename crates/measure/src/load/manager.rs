@@ -217,7 +217,8 @@ impl LoadSet {
                 self.cgroup = Some(cg);
             }
             Err(why) => {
-                self.containment = Some(Containment { kind: "process-group".into(), cgroup: None, fallback_reason: Some(why) });
+                self.containment =
+                    Some(Containment { kind: "process-group".into(), cgroup: None, fallback_reason: Some(why.into()) });
             }
         }
     }
@@ -332,7 +333,10 @@ impl LoadSet {
         }
         add_usage(&mut load.record.usage, usage);
         // A launcher that could not start the program: the load failed, and is not restarted.
-        let why = run.start_error.take().or_else(|| run.report.as_mut().and_then(|r| r.outcome(true)).and_then(Result::err));
+        let why = run
+            .start_error
+            .take()
+            .or_else(|| run.report.as_mut().and_then(|r| r.outcome(true)).and_then(Result::err).map(String::from));
         if let Some(why) = why {
             load.record.failed = true;
             load.record.error = Some(format!("cannot start '{}': {why}", load.spec.text));
@@ -414,7 +418,7 @@ impl LoadSet {
         for r in self.loads.iter_mut().filter_map(|l| l.running.as_mut()) {
             match r.report.as_mut().and_then(|p| p.outcome(false)) {
                 Some(Ok(())) => r.report = None,
-                Some(Err(why)) => (r.report, r.start_error) = (None, Some(why)),
+                Some(Err(why)) => (r.report, r.start_error) = (None, Some(why.into())),
                 None => {}
             }
         }

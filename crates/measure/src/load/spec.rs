@@ -144,7 +144,12 @@ fn parse_bytes(spec: &str, key: &str, v: &str, max: u64) -> Result<u64, String> 
 
 impl LoadSpec {
     /// Parses one specification. `0` in a count means "one per CPU" and is resolved later.
-    pub fn parse(spec: &str) -> Result<LoadSpec, String> {
+    pub fn parse(spec: &str) -> Result<LoadSpec, crate::vocab::Error> {
+        Self::parse_text(spec).map_err(crate::vocab::Error::Invalid)
+    }
+
+    /// [`Self::parse`], its failure as text.
+    fn parse_text(spec: &str) -> Result<LoadSpec, String> {
         let text = spec.trim().to_string();
         let (cmd_name, cmd_rest) = text.split_once(':').unwrap_or((&text, ""));
         if cmd_name == "cmd" || cmd_name == "cmd-once" {
@@ -284,7 +289,12 @@ impl LoadSpec {
 
 /// Parses every `--load` value. `none` alone means: measure an idle system on purpose.
 /// Returns `None` for `none`, otherwise the loads.
-pub fn parse_loads(values: &[String]) -> Result<Option<Vec<LoadSpec>>, String> {
+pub fn parse_loads(values: &[String]) -> Result<Option<Vec<LoadSpec>>, crate::vocab::Error> {
+    parse_loads_text(values).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`parse_loads`], its failure as text.
+fn parse_loads_text(values: &[String]) -> Result<Option<Vec<LoadSpec>>, String> {
     let items: Vec<String> = values.iter().flat_map(|v| split_list(v)).collect();
     if items.iter().any(|i| i == "none") {
         if items.len() > 1 {
@@ -292,7 +302,7 @@ pub fn parse_loads(values: &[String]) -> Result<Option<Vec<LoadSpec>>, String> {
         }
         return Ok(None);
     }
-    items.iter().map(|i| LoadSpec::parse(i)).collect::<Result<Vec<_>, _>>().map(Some)
+    Ok(Some(items.iter().map(|i| LoadSpec::parse(i)).collect::<Result<Vec<_>, _>>()?))
 }
 
 #[cfg(test)]

@@ -41,7 +41,18 @@ pub struct StallPlan {
 }
 
 impl StallPlan {
-    pub fn from_input(cpu: usize, priority: i32, delay: &str, duration: &str, online: &[usize]) -> Result<StallPlan, String> {
+    pub fn from_input(
+        cpu: usize,
+        priority: i32,
+        delay: &str,
+        duration: &str,
+        online: &[usize],
+    ) -> Result<StallPlan, crate::vocab::Error> {
+        Self::from_input_text(cpu, priority, delay, duration, online).map_err(crate::vocab::Error::Invalid)
+    }
+
+    /// [`Self::from_input`], its failure as text.
+    fn from_input_text(cpu: usize, priority: i32, delay: &str, duration: &str, online: &[usize]) -> Result<StallPlan, String> {
         let duration_ns = parse_duration_ns(duration, None)
             .map_err(|e| format!("--duration {e}: give a time with a unit, e.g. --duration 200ms"))?;
         if duration_ns == 0 || duration_ns > MAX_STALL_NS {
@@ -68,7 +79,12 @@ impl StallPlan {
 }
 
 /// Waits `delay`, then spins on `cpu` at SCHED_FIFO `priority` for `duration`.
-pub fn run(plan: StallPlan) -> Result<StallReport, String> {
+pub fn run(plan: StallPlan) -> Result<StallReport, crate::vocab::Error> {
+    run_text(plan).map_err(crate::vocab::Error::System)
+}
+
+/// [`run`], its failure as text.
+fn run_text(plan: StallPlan) -> Result<StallReport, String> {
     sys::process::set_thread_name(&plan.name).map_err(|e| format!("cannot name the thread '{}': {e}", plan.name))?;
     sys::sched::pin_thread_to_cpu(plan.cpu).map_err(|e| format!("cannot pin to CPU {}: {e}", plan.cpu))?;
     sys::sched::set_thread_scheduler(Policy::Fifo, plan.priority)

@@ -43,7 +43,7 @@ fn run(g: Generator, stop: &AtomicBool) -> WorkerReport {
         Generator::Cpu { workers } => simple::cpu(workers, stop),
         Generator::Vm { workers, bytes } => match simple::vm(workers, bytes, stop) {
             Ok(c) => c,
-            Err(e) => return WorkerReport { error: Some(e), ..Default::default() },
+            Err(e) => return WorkerReport { error: Some(e.into()), ..Default::default() },
         },
         Generator::Io { workers, size, block } => {
             let dir = std::env::var(ENV_DIR).map(std::path::PathBuf::from).unwrap_or_else(|_| std::env::temp_dir());
@@ -53,7 +53,7 @@ fn run(g: Generator, stop: &AtomicBool) -> WorkerReport {
         Generator::Proc { workers } => simple::proc_reads(workers, stop),
         Generator::Net { workers, size, target } => match simple::net(workers, size, target.as_deref(), stop) {
             Ok(c) => c,
-            Err(e) => return WorkerReport { error: Some(e), ..Default::default() },
+            Err(e) => return WorkerReport { error: Some(e.into()), ..Default::default() },
         },
         Generator::Timers { count, period_ns } => simple::timers(count, period_ns, stop),
         Generator::Hackbench { groups, fds, size, loops, pipe, threads } => {

@@ -69,7 +69,12 @@ pub type ParseLine = fn(&[u8]) -> Option<KernelFact>;
 
 /// Refuses, before anything runs, two kernel-tracer probes of one family, or one that cannot
 /// run beside `--trace` when it is asked for.
-pub fn check_conflicts(probes: &[&dyn Probe], trace: bool) -> Result<(), String> {
+pub fn check_conflicts(probes: &[&dyn Probe], trace: bool) -> Result<(), crate::vocab::Error> {
+    check_conflicts_text(probes, trace).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`check_conflicts`], its failure as text.
+fn check_conflicts_text(probes: &[&dyn Probe], trace: bool) -> Result<(), String> {
     let kernel: Vec<(&str, KernelTracer)> = probes.iter().filter_map(|p| p.kernel().map(|k| (p.name(), k))).collect();
     for (i, (name, k)) in kernel.iter().enumerate() {
         if trace && !k.beside_trace {
@@ -117,6 +122,16 @@ impl TraceReader {
     /// for a run of `periods` periods; `slots[s]` is the index of series `s`'s handoff in the
     /// thread's role.
     pub fn open(
+        path: &std::path::Path,
+        parse: ParseLine,
+        slots: Vec<Option<usize>>,
+        periods: u64,
+    ) -> Result<TraceReader, crate::vocab::Error> {
+        Self::open_text(path, parse, slots, periods).map_err(crate::vocab::Error::System)
+    }
+
+    /// [`Self::open`], its failure as text.
+    fn open_text(
         path: &std::path::Path,
         parse: ParseLine,
         slots: Vec<Option<usize>>,

@@ -46,7 +46,12 @@ impl Given<'_> {
     }
 
     /// The value of `interval=`, checked.
-    pub fn interval(&self, v: &str) -> Result<u64, String> {
+    pub fn interval(&self, v: &str) -> Result<u64, crate::vocab::Error> {
+        self.interval_text(v).map_err(crate::vocab::Error::Invalid)
+    }
+
+    /// [`Self::interval`], its failure as text.
+    fn interval_text(&self, v: &str) -> Result<u64, String> {
         parse_duration_ns(v, None).ok().filter(|&i| (MIN_INTERVAL_NS..=MAX_INTERVAL_NS).contains(&i)).ok_or_else(|| {
             format!(
                 "--measure '{}': interval={v} is not a time within {}..{}; e.g. interval=1ms",
@@ -58,7 +63,12 @@ impl Given<'_> {
     }
 
     /// The value of `rate=` (events or datagrams a second), as an interval, checked.
-    pub fn rate(&self, v: &str) -> Result<u64, String> {
+    pub fn rate(&self, v: &str) -> Result<u64, crate::vocab::Error> {
+        self.rate_text(v).map_err(crate::vocab::Error::Invalid)
+    }
+
+    /// [`Self::rate`], its failure as text.
+    fn rate_text(&self, v: &str) -> Result<u64, String> {
         // A whole number a second: at most a second apart, at least the shortest interval.
         let range = 1..=1_000_000_000 / MIN_INTERVAL_NS;
         v.parse::<u64>().ok().filter(|r| range.contains(r)).map(|r| 1_000_000_000 / r).ok_or_else(|| {

@@ -121,7 +121,12 @@ pub fn measure_help() -> String {
 }
 
 /// Parses `NAME[:key=value,...][@CPUS]`.
-pub fn parse(text: &str) -> Result<MeasureSpec, String> {
+pub fn parse(text: &str) -> Result<MeasureSpec, crate::vocab::Error> {
+    parse_text(text).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`parse`], its failure as text.
+fn parse_text(text: &str) -> Result<MeasureSpec, String> {
     let t = text.trim();
     let (body, cpus) = match t.rsplit_once('@') {
         Some((b, c)) => (b, Some(parse_cpu_list(c).map_err(|e| format!("--measure '{t}': {e}; e.g. timer@0-1"))?)),
@@ -147,7 +152,12 @@ pub fn parse(text: &str) -> Result<MeasureSpec, String> {
 }
 
 /// Builds the probe of `spec` for the run's timing.
-pub fn build(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+pub fn build(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, crate::vocab::Error> {
+    build_text(spec, timing).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`build`], its failure as text.
+fn build_text(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
     spec.options.bind(&spec.text, timing)
 }
 

@@ -35,7 +35,12 @@ impl ThreadSched {
     }
 
     /// Checks SCHED_DEADLINE's parameters against a probe's interval: runtime ≤ deadline ≤ period.
-    pub fn check_deadline(&self, interval_ns: u64) -> Result<(), String> {
+    pub fn check_deadline(&self, interval_ns: u64) -> Result<(), crate::vocab::Error> {
+        self.check_deadline_text(interval_ns).map_err(crate::vocab::Error::Invalid)
+    }
+
+    /// [`Self::check_deadline`], its failure as text.
+    fn check_deadline_text(&self, interval_ns: u64) -> Result<(), String> {
         let (runtime, deadline, period) = self.deadline(interval_ns);
         if self.policy != Policy::Deadline || (runtime <= deadline && deadline <= period) {
             return Ok(());

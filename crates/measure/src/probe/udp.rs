@@ -427,7 +427,12 @@ pub struct EchoPlan {
 /// locks memory, says where it listens (`listening`), and [`echo`]es until `stop` or the plan's
 /// end (looked at by the echo itself: a thread to end it would share its CPU and priority, and
 /// wait behind it as long as datagrams come).
-pub fn serve(plan: &EchoPlan, stop: &AtomicBool, listening: impl FnOnce(SocketAddr)) -> Result<Echoed, String> {
+pub fn serve(plan: &EchoPlan, stop: &AtomicBool, listening: impl FnOnce(SocketAddr)) -> Result<Echoed, crate::vocab::Error> {
+    serve_text(plan, stop, listening).map_err(crate::vocab::Error::System)
+}
+
+/// [`serve`], its failure as text.
+fn serve_text(plan: &EchoPlan, stop: &AtomicBool, listening: impl FnOnce(SocketAddr)) -> Result<Echoed, String> {
     let addr = plan.addr;
     let socket = UdpSocket::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}; choose another address or port"))?;
     socket.set_nonblocking(true).map_err(|e| e.to_string())?;

@@ -137,7 +137,7 @@ pub(super) fn plan(input: &RunInput, measured_ns: Option<u64>, window_ns: Option
         None
     } else {
         let spec = input.metrics_buckets.as_deref().unwrap_or(crate::vocab::buckets::DEFAULT);
-        Some(MetricsPlan { listen, file, bounds_ns: crate::vocab::buckets::parse(spec).map_err(PlanError)? })
+        Some(MetricsPlan { listen, file, bounds_ns: crate::vocab::buckets::parse(spec)? })
     };
     Ok(Continuous { forever, rotate_ns, metrics })
 }

@@ -17,6 +17,13 @@ use units::{parse_duration_ns, parse_percent, DurationError, Nanos};
 #[error("{0}")]
 pub struct PlanError(pub String);
 
+/// A value that does not read, as the plan refuses it (any class: a plan is made of input).
+impl From<crate::vocab::Error> for PlanError {
+    fn from(e: crate::vocab::Error) -> PlanError {
+        PlanError(e.into())
+    }
+}
+
 fn bad(msg: impl Into<String>) -> PlanError {
     PlanError(msg.into())
 }
@@ -194,7 +201,7 @@ impl RunPlan {
         let measures = if input.measure.is_empty() {
             vec![crate::probe::registry::default_spec()]
         } else {
-            input.measure.iter().map(|m| crate::probe::registry::parse(m).map_err(PlanError)).collect::<Result<_, _>>()?
+            input.measure.iter().map(|m| crate::probe::registry::parse(m).map_err(PlanError::from)).collect::<Result<_, _>>()?
         };
         let mut seen: Vec<&crate::probe::registry::MeasureSpec> = Vec::new();
         for m in &measures {
@@ -326,7 +333,7 @@ impl RunPlan {
         let loads = if input.load.is_empty() {
             LoadChoice::DefaultMix
         } else {
-            match crate::load::spec::parse_loads(&input.load).map_err(PlanError)? {
+            match crate::load::spec::parse_loads(&input.load)? {
                 None => LoadChoice::Idle,
                 Some(specs) => LoadChoice::Given(specs),
             }

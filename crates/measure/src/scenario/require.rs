@@ -168,7 +168,12 @@ once-in-N (once in N periods, forecast: 'once-in-1e9<200us'), settled (the share
 operators: < <= > >= ==";
 
 /// Parses a requirement such as `p99.9<=50us`.
-pub fn parse_requirement(text: &str) -> Result<Requirement, String> {
+pub fn parse_requirement(text: &str) -> Result<Requirement, crate::vocab::Error> {
+    parse_requirement_text(text).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`parse_requirement`], its failure as text.
+fn parse_requirement_text(text: &str) -> Result<Requirement, String> {
     let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
     for (wrong, right) in [("=<", "<="), ("=>", ">="), ("!=", "<, <=, > or >=")] {
         if compact.contains(wrong) {

@@ -19,7 +19,12 @@ pub struct KernelSession {
 impl KernelSession {
     /// Starts `tracer` on `cpus` (see the module doc). Refused, with what to do, where the kernel
     /// lacks the tracer or tracefs; whatever was set before a refusal is in the journal.
-    pub fn start(j: &mut Journal, tracer: &KernelTracer, cpus: &[usize]) -> Result<KernelSession, String> {
+    pub fn start(j: &mut Journal, tracer: &KernelTracer, cpus: &[usize]) -> Result<KernelSession, crate::vocab::Error> {
+        Self::start_text(j, tracer, cpus).map_err(crate::vocab::Error::System)
+    }
+
+    /// [`Self::start`], its failure as text.
+    fn start_text(j: &mut Journal, tracer: &KernelTracer, cpus: &[usize]) -> Result<KernelSession, String> {
         let fs = tracefs::find_or_mount(j)?;
         let offered = available_tracers(&fs.root)
             .map_err(|e| format!("cannot read the tracers the kernel offers ({}/available_tracers): {e}", fs.root.display()))?;
@@ -56,7 +61,7 @@ impl KernelSession {
             }
             write(&dir.join("tracing_cpumask"), &cpu_mask(cpus))?;
             write(&dir.join("current_tracer"), tracer.tracer)?;
-            write(&dir.join("tracing_on"), "1")
+            Ok(write(&dir.join("tracing_on"), "1")?)
         };
         set().inspect_err(|_| {
             let _ = remove_instance(&dir);

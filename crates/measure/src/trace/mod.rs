@@ -212,7 +212,7 @@ fn make_instances(j: &mut Journal, fs: &tracefs::Tracefs, cpu: usize, token: u64
             Ok(i) => made.push(i),
             Err(e) => {
                 made.into_iter().for_each(tracefs::Instance::remove);
-                return Err(e);
+                return Err(e.into());
             }
         }
     }

@@ -57,7 +57,12 @@ pub struct Tracefs {
 
 /// Finds tracefs (mounted, or under debugfs), or mounts it at /sys/kernel/tracing. A mount
 /// another rtgauge made is shared: this run journals it too, and the last one to end unmounts it.
-pub fn find_or_mount(j: &mut Journal) -> Result<Tracefs, String> {
+pub fn find_or_mount(j: &mut Journal) -> Result<Tracefs, crate::vocab::Error> {
+    find_or_mount_text(j).map_err(crate::vocab::Error::System)
+}
+
+/// [`find_or_mount`], its failure as text.
+fn find_or_mount_text(j: &mut Journal) -> Result<Tracefs, String> {
     if let Some((source, root)) = mounts().into_iter().find(|(_, r)| r.join("instances").is_dir()) {
         let shared = source == MOUNT_SOURCE;
         if shared {
@@ -126,7 +131,12 @@ pub fn remove_stale() -> Vec<String> {
 /// Makes the instance `rtgauge-PID-NAME` (`name` begins with the run's random token) and
 /// journals it. An instance of that name that exists is not used (it is another program's): an
 /// error.
-pub fn make_instance(j: &mut Journal, fs: &Tracefs, name: &str) -> Result<PathBuf, String> {
+pub fn make_instance(j: &mut Journal, fs: &Tracefs, name: &str) -> Result<PathBuf, crate::vocab::Error> {
+    make_instance_text(j, fs, name).map_err(crate::vocab::Error::System)
+}
+
+/// [`make_instance`], its failure as text.
+fn make_instance_text(j: &mut Journal, fs: &Tracefs, name: &str) -> Result<PathBuf, String> {
     let dir = fs.root.join("instances").join(format!("{PREFIX}{}-{name}", std::process::id()));
     std::fs::create_dir(&dir).map_err(|e| match e.kind() {
         std::io::ErrorKind::AlreadyExists => format!(
@@ -140,7 +150,7 @@ pub fn make_instance(j: &mut Journal, fs: &Tracefs, name: &str) -> Result<PathBu
     // instance of a dead process, which the next rtgauge removes.
     if let Err(e) = j.record(&[Undo::RemoveDir { path: dir.display().to_string() }]) {
         let _ = std::fs::remove_dir(&dir);
-        return Err(e);
+        return Err(e.into());
     }
     Ok(dir)
 }
@@ -159,7 +169,19 @@ impl Instance {
     /// measurement's), a buffer of `buffer_kb` for that CPU and the least for the others.
     /// `k` tells the CPU's instances apart, `token` (random) makes the run's names its own.
     /// An instance of that name that exists is not used (it is another program's): an error.
-    pub fn make(j: &mut Journal, fs: &Tracefs, cpu: usize, k: usize, token: u64, buffer_kb: u64) -> Result<Instance, String> {
+    pub fn make(
+        j: &mut Journal,
+        fs: &Tracefs,
+        cpu: usize,
+        k: usize,
+        token: u64,
+        buffer_kb: u64,
+    ) -> Result<Instance, crate::vocab::Error> {
+        Self::make_text(j, fs, cpu, k, token, buffer_kb).map_err(crate::vocab::Error::System)
+    }
+
+    /// [`Self::make`], its failure as text.
+    fn make_text(j: &mut Journal, fs: &Tracefs, cpu: usize, k: usize, token: u64, buffer_kb: u64) -> Result<Instance, String> {
         let dir = make_instance(j, fs, &format!("{token:016x}-cpu{cpu}-{k}"))?;
         let set = || -> Result<Instance, String> {
             write(&dir.join("tracing_on"), "0")?;
@@ -190,7 +212,12 @@ impl Instance {
     /// The CPU's trace as text (the instance is stopped while it is read; a buffer's text is
     /// a few times its size, so at most 64 times the buffer is read), or `None` when `give_up`
     /// says so before a piece of it or once it is read (a larger worst case waits to be traced).
-    pub fn read(&self, buffer_kb: u64, give_up: impl Fn() -> bool) -> Result<Option<String>, String> {
+    pub fn read(&self, buffer_kb: u64, give_up: impl Fn() -> bool) -> Result<Option<String>, crate::vocab::Error> {
+        self.read_text(buffer_kb, give_up).map_err(crate::vocab::Error::System)
+    }
+
+    /// [`Self::read`], its failure as text.
+    fn read_text(&self, buffer_kb: u64, give_up: impl Fn() -> bool) -> Result<Option<String>, String> {
         use std::io::Read;
         let path = self.dir.join(format!("per_cpu/cpu{}/trace", self.cpu));
         let unreadable = |e: std::io::Error| format!("cannot read {}: {e}", path.display());

@@ -300,7 +300,12 @@ impl Journal {
     }
 
     /// Writes down how to undo changes about to be made, on disk before any of them is made.
-    pub fn record(&mut self, undos: &[Undo]) -> Result<(), String> {
+    pub fn record(&mut self, undos: &[Undo]) -> Result<(), crate::vocab::Error> {
+        self.record_text(undos).map_err(crate::vocab::Error::System)
+    }
+
+    /// [`Self::record`], its failure as text.
+    fn record_text(&mut self, undos: &[Undo]) -> Result<(), String> {
         if undos.is_empty() {
             return Ok(());
         }
@@ -357,7 +362,12 @@ fn restore_left_over(h: &Header, entries: &[Undo]) -> Restored {
 /// At the start of an invocation (or `rtgauge restore`): restores what a journal left by a
 /// killed run holds, where this process may. `Ok(None)` when there was nothing to do; `Err`
 /// when the file at a journal's path is not a journal rtgauge may trust (left as it was).
-pub fn recover() -> Result<Option<Restored>, String> {
+pub fn recover() -> Result<Option<Restored>, crate::vocab::Error> {
+    recover_text().map_err(crate::vocab::Error::System)
+}
+
+/// [`recover`], its failure as text.
+fn recover_text() -> Result<Option<Restored>, String> {
     let mut all = Restored::default();
     for path in locations() {
         all.merge(recover_at(&path, std::time::Duration::ZERO).map_err(|e| e.to_string())?);
@@ -509,7 +519,12 @@ fn own_dir_in(path: &str, roots: &[PathBuf], parent_name: Option<&str>) -> bool 
 /// mounts. Anything else is refused (`Err` names it) and not carried out.
 /// Whether the journal would carry out `u` when it is undone: asked before a change is made,
 /// so that nothing is changed that could not be put back (a kernel-tracer probe's settings).
-pub fn would_undo(u: &Undo) -> Result<(), String> {
+pub fn would_undo(u: &Undo) -> Result<(), crate::vocab::Error> {
+    would_undo_text(u).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`would_undo`], its failure as text.
+fn would_undo_text(u: &Undo) -> Result<(), String> {
     permitted(u)
 }
 

@@ -59,7 +59,12 @@ impl TuneItem {
     }
 
     /// `--tune=LIST`: comma-separated names, or `all`. Pure.
-    pub fn parse_list(text: &str) -> Result<Vec<TuneItem>, String> {
+    pub fn parse_list(text: &str) -> Result<Vec<TuneItem>, crate::vocab::Error> {
+        Self::parse_list_text(text).map_err(crate::vocab::Error::Invalid)
+    }
+
+    /// [`Self::parse_list`], its failure as text.
+    fn parse_list_text(text: &str) -> Result<Vec<TuneItem>, String> {
         let mut items = Vec::new();
         for word in text.split(',').map(str::trim) {
             match word {
@@ -162,6 +167,18 @@ impl Tuning {
     /// `on_journal` is told the journal's path before the first change (to start a guardian).
     /// `trace`: a journal is kept for the trace's changes too (instances, a mount).
     pub fn apply(
+        items: &[TuneItem],
+        dma_us: Option<u32>,
+        scope: &Scope,
+        command_line: &[String],
+        trace: bool,
+        on_journal: impl FnOnce(&std::path::Path),
+    ) -> Result<Tuning, crate::vocab::Error> {
+        Self::apply_text(items, dma_us, scope, command_line, trace, on_journal).map_err(crate::vocab::Error::System)
+    }
+
+    /// [`Self::apply`], its failure as text.
+    fn apply_text(
         items: &[TuneItem],
         dma_us: Option<u32>,
         scope: &Scope,

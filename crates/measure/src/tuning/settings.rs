@@ -108,7 +108,7 @@ pub(super) fn irq_affinity(j: &mut Journal, measured: &[usize], housekeeping: &[
         })
         .collect();
     if let Err(e) = j.record(&undos) {
-        return r.failed(e);
+        return r.failed(e.into());
     }
     let (mut moved, mut managed, mut errors) = (0usize, 0usize, Vec::new());
     for (n, list) in &on_measured {

@@ -73,7 +73,7 @@ fn analysis_check(req: &Requirement, p: &ProbeResult, assume_independent: bool) 
             let name = req.metric.to_string();
             let (l, measured) = match crate::forecast::level_of(p, &name, periods, assume_independent) {
                 Ok(l) => l,
-                Err(why) => return unjudged(why),
+                Err(why) => return unjudged(why.into()),
             };
             let how = if measured { "measured" } else { "forecast" };
             // The end of the interval that makes the claim hardest: the upper for an upper bound.
@@ -448,7 +448,12 @@ impl Criteria {
 
     /// The criteria a document's configuration holds (its requirements as text, its cycle time
     /// and budget); `Err`: one this rtgauge cannot read, named by its field.
-    pub fn of_config(c: &crate::result::Config) -> Result<Criteria, String> {
+    pub fn of_config(c: &crate::result::Config) -> Result<Criteria, crate::vocab::Error> {
+        Self::of_config_text(c).map_err(crate::vocab::Error::Invalid)
+    }
+
+    /// [`Self::of_config`], its failure as text.
+    fn of_config_text(c: &crate::result::Config) -> Result<Criteria, String> {
         let budget = c.budget_percent;
         if !(budget > 0.0 && budget <= 100.0) {
             return Err("config.budget_percent is not a percentage between 0 and 100".into());

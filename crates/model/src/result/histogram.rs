@@ -241,7 +241,12 @@ impl HistogramData {
     }
 
     /// Restores the histogram from `data`.
-    pub fn decode(&self) -> Result<Histogram<u64>, String> {
+    pub fn decode(&self) -> Result<Histogram<u64>, crate::vocab::Error> {
+        self.decode_text().map_err(crate::vocab::Error::Invalid)
+    }
+
+    /// [`Self::decode`], its failure as text.
+    fn decode_text(&self) -> Result<Histogram<u64>, String> {
         if self.encoding != ENCODING {
             return Err(format!("unknown histogram encoding '{}'", self.encoding));
         }

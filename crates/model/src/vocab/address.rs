@@ -3,6 +3,7 @@
 //! `::`), the limited broadcast address, a multicast group — while the
 //! options are parsed, never after the run began.
 
+use super::Error;
 use std::net::{IpAddr, SocketAddr};
 
 /// Whether an answer must come back from the address (a round trip: a multicast group never
@@ -17,7 +18,12 @@ pub enum Use {
 
 /// `text` as the address datagrams go to; `Err`: why not, for a message that then gives an
 /// example (`target=TEXT ...`).
-pub fn send_target(text: &str, to: Use) -> Result<SocketAddr, String> {
+pub fn send_target(text: &str, to: Use) -> Result<SocketAddr, Error> {
+    send_target_text(text, to).map_err(Error::Invalid)
+}
+
+/// [`send_target`], its failure as text.
+fn send_target_text(text: &str, to: Use) -> Result<SocketAddr, String> {
     let addr: SocketAddr = text.parse().map_err(|_| format!("target={text} is not ADDR:PORT"))?;
     if addr.port() == 0 {
         return Err(format!("target={text}: port 0 is no port a datagram can be sent to; give the port (1-65535)"));

@@ -4,6 +4,7 @@
 
 use super::text::shown;
 use super::units::parse_duration_ns;
+use super::Error;
 
 /// The default: 1 µs, 2 µs, 5 µs, 10 µs … 1 s, 19 bounds.
 pub const DEFAULT: &str = "1us..1s";
@@ -16,7 +17,12 @@ const LARGEST_NS: u64 = 3_600_000_000_000;
 
 /// The bounds in nanoseconds, strictly ascending, 1 to [`MOST_BOUNDS`] of them, each from 1 ns to
 /// an hour; or a one-line error naming the problem and the fix.
-pub fn parse(spec: &str) -> Result<Vec<u64>, String> {
+pub fn parse(spec: &str) -> Result<Vec<u64>, Error> {
+    parse_text(spec).map_err(Error::Invalid)
+}
+
+/// [`parse`], its failure as text.
+fn parse_text(spec: &str) -> Result<Vec<u64>, String> {
     let fail = |problem: String, fix: &str| format!("--metrics-buckets '{}': {problem}: {fix}", shown(spec));
     let time = |text: &str| -> Result<u64, String> {
         if text.trim().is_empty() {

@@ -2,8 +2,14 @@
 //! `/sys/devices/system/cpu/online`. Pure parsing; checking against the online CPUs happens
 //! when the plan is resolved against the audited system.
 
+use super::Error;
 /// Parses a CPU list such as `0,2-3` into a sorted, de-duplicated list of CPU numbers.
-pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
+pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, Error> {
+    parse_cpu_list_text(text).map_err(Error::Invalid)
+}
+
+/// [`parse_cpu_list`], its failure as text.
+fn parse_cpu_list_text(text: &str) -> Result<Vec<usize>, String> {
     let mut cpus = Vec::new();
     for part in text.trim().split(',').map(str::trim) {
         if part.is_empty() {

@@ -4,6 +4,7 @@
 pub mod address;
 pub mod buckets;
 pub mod cpus;
+pub mod error;
 pub mod length;
 pub mod percentiles;
 pub mod plural;
@@ -14,5 +15,6 @@ pub mod text;
 pub mod units;
 pub mod when;
 
+pub use error::Error;
 pub use plural::Count;
 pub use text::shown;

@@ -1,13 +1,19 @@
 //! Scheduling policies and RT priorities as users name them: the measurement's (`fifo`, `rr`,
 //! `deadline`, `other`) and the range every RT priority is checked against, once, here.
 
+use super::Error;
 use serde::{Deserialize, Serialize};
 
 /// The RT priorities of SCHED_FIFO and SCHED_RR.
 pub const RT_PRIORITIES: std::ops::RangeInclusive<i32> = 1..=99;
 
 /// Checks an RT priority; the error names the range (the caller adds the option and the fix).
-pub fn check_rt_priority(p: i32) -> Result<i32, String> {
+pub fn check_rt_priority(p: i32) -> Result<i32, Error> {
+    check_rt_priority_text(p).map_err(Error::Invalid)
+}
+
+/// [`check_rt_priority`], its failure as text.
+fn check_rt_priority_text(p: i32) -> Result<i32, String> {
     if RT_PRIORITIES.contains(&p) {
         Ok(p)
     } else {

@@ -1,10 +1,16 @@
 //! Moments as users write them on the command line and in the dashboard's URLs: a date, a
 //! time, or an age counted back from now, as the RFC 3339 text the store compares.
 
+use super::Error;
 /// `--since`'s value (and `until`'s): a date (`2026-11-01`), a time (`2026-11-01T08:00:00Z`, with
 /// an offset or read as UTC) or an age (`7d`, `2w`) counted back from now, as the RFC 3339 time
 /// (UTC, milliseconds) the store compares as text. `what` names the option in errors.
-pub fn moment(what: &str, v: &str) -> Result<String, String> {
+pub fn moment(what: &str, v: &str) -> Result<String, Error> {
+    moment_text(what, v).map_err(Error::Invalid)
+}
+
+/// [`moment`], its failure as text.
+fn moment_text(what: &str, v: &str) -> Result<String, String> {
     let bad = || format!("{what} {v}: not a date (2026-11-01), a time (2026-11-01T08:00:00Z) or an age (7d, 12h)");
     // Dates and times compare as text with the stored RFC 3339 times (UTC), whatever the year: a
     // 32-bit system's clock ends in 2038.

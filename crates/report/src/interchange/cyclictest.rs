@@ -29,7 +29,12 @@ pub fn unit_ns(command_line: &str) -> u64 {
 }
 
 /// A cyclictest `--json` document, its histograms read `how`.
-pub fn from_json(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, String> {
+pub fn from_json(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, crate::vocab::Error> {
+    from_json_text(doc, how, mtime).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`from_json`], its failure as text.
+fn from_json_text(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, String> {
     // Only cyclictest's own command line tells its options (a file another tool wrote in this
     // format, rtgauge's export among them, holds that tool's).
     let cyclictest = doc
@@ -136,7 +141,12 @@ const TRAILER: [&str; 5] = ["Total", "Min Latencies", "Avg Latencies", "Max Late
 
 /// cyclictest's histogram output, read line by line: one row per µs (ascending), a count per
 /// thread, then the trailer. Nothing but the counts per thread is kept.
-pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, String> {
+pub fn parse_hist(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, crate::vocab::Error> {
+    parse_hist_text(input, mtime).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`parse_hist`], its failure as text.
+fn parse_hist_text(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, String> {
     let not_hist = |n: u64| format!("line {n} is not cyclictest histogram output (nor another supported result)");
     let mut counts: Vec<Counts> = Vec::new();
     let mut last_row: Option<u64> = None;
@@ -545,7 +555,12 @@ pub fn write_hist(r: &RunResult, probe: &str, rows: Option<u64>, out: &mut dyn W
 }
 
 /// A run's `probe` as a cyclictest `--json` document (rt-tests 2.x layout, µs).
-pub fn write_json(r: &RunResult, probe: &str) -> Result<String, String> {
+pub fn write_json(r: &RunResult, probe: &str) -> Result<String, crate::vocab::Error> {
+    write_json_text(r, probe).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`write_json`], its failure as text.
+fn write_json_text(r: &RunResult, probe: &str) -> Result<String, String> {
     let ps = entries(r, probe);
     if ps.is_empty() {
         return Err(format!("the run has no '{probe}' figures per CPU"));

@@ -35,7 +35,7 @@ pub fn export(r: &RunResult, format: &str, probe: Option<&str>, rows: Option<u64
         "json" => serde_json::to_string_pretty(r).map(|s| s + "\n").map_err(|e| Failure::Refused(e.to_string()))?,
         "csv" => csv(r),
         "junit" => junit(r),
-        "cyclictest-json" => super::cyclictest::write_json(r, probe).map_err(Failure::Refused)?,
+        "cyclictest-json" => super::cyclictest::write_json(r, probe).map_err(|e| Failure::Refused(e.into()))?,
         "cyclictest-hist" => return super::cyclictest::write_hist(r, probe, rows, out),
         "rteval-xml" => super::rteval::write(r),
         other => return Err(Failure::Refused(format!("--format {other}: not a format; give one of {}", FORMATS.join(", ")))),

@@ -93,7 +93,12 @@ impl Doc {
     }
 
     /// How to read this document's histograms (its unit), as [`Doc::sniff`] found it.
-    pub fn reading(&self) -> Result<Reading, String> {
+    pub fn reading(&self) -> Result<Reading, crate::vocab::Error> {
+        self.reading_text().map_err(crate::vocab::Error::Invalid)
+    }
+
+    /// [`Self::reading`], its failure as text.
+    fn reading_text(&self) -> Result<Reading, String> {
         if self.threads.is_some() && self.is_oslat() {
             let buckets = oslat_buckets(self)?;
             Ok(Reading {
@@ -351,7 +356,12 @@ pub fn system_from(sys: &Sys, f: &mut Foreign) {
 }
 
 /// A member's CPU: its `cpu` field, else its number.
-pub fn cpu_of(number: u64, t: &Thread, what: &str) -> Result<usize, String> {
+pub fn cpu_of(number: u64, t: &Thread, what: &str) -> Result<usize, crate::vocab::Error> {
+    cpu_of_text(number, t, what).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`cpu_of`], its failure as text.
+fn cpu_of_text(number: u64, t: &Thread, what: &str) -> Result<usize, String> {
     let cpu = match t.cpu {
         Some(n) => count(n, &format!("{what}: cpu"))?,
         None => number,
@@ -360,7 +370,12 @@ pub fn cpu_of(number: u64, t: &Thread, what: &str) -> Result<usize, String> {
 }
 
 /// A required number of a member.
-pub fn required(n: Option<Num>, key: &str, what: &str) -> Result<Num, String> {
+pub fn required(n: Option<Num>, key: &str, what: &str) -> Result<Num, crate::vocab::Error> {
+    required_text(n, key, what).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`required`], its failure as text.
+fn required_text(n: Option<Num>, key: &str, what: &str) -> Result<Num, String> {
     n.ok_or_else(|| format!("{what} has no number '{key}'"))
 }
 
@@ -388,7 +403,12 @@ fn jitterdebugger_unit(doc: &Doc) -> Result<u64, String> {
 }
 
 /// A foreign JSON result of any supported tool, its histograms read `how` ([`Doc::reading`]).
-pub fn from_doc(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, String> {
+pub fn from_doc(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, crate::vocab::Error> {
+    from_doc_text(doc, how, mtime).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`from_doc`], its failure as text.
+fn from_doc_text(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, String> {
     if doc.reading().map(|r| (r.unit_ns, r.open_from)) != Ok((how.unit_ns, how.open_from)) {
         return Err(
             "the file changed while it was read (its unit is not the one read first); import it once it is written".into()
@@ -397,7 +417,7 @@ pub fn from_doc(doc: &Doc, how: Reading, mtime: &str) -> Result<Foreign, String>
     if doc.threads.is_some() && doc.is_oslat() {
         oslat_json(doc, how, mtime)
     } else if doc.threads.is_some() {
-        super::cyclictest::from_json(doc, how, mtime)
+        Ok(super::cyclictest::from_json(doc, how, mtime)?)
     } else {
         jitterdebugger_json(doc, how, mtime)
     }

@@ -12,7 +12,7 @@
 //! inconsistency; its verdict is rtgauge's, recomputed from its figures ([`own`]). Files are
 //! streamed ([`read`]): memory follows what is kept, not the file's size.
 
-pub mod counts;
+mod counts;
 pub mod cyclictest;
 pub mod export;
 pub mod foreign;
@@ -34,6 +34,7 @@ use crate::result::{Config, ProbeConfig, ProbeResult, RunResult, Status, Verdict
 use crate::vocab::percentiles::Values;
 use crate::vocab::policy::Policy;
 use crate::vocab::units::us;
+use crate::vocab::Error;
 use counts::Counts;
 use serde::Deserialize;
 use std::io::{BufRead, BufReader};
@@ -71,7 +72,12 @@ impl ForeignSeries {
     /// Whether the figures are ones a tool could have printed, at its resolution `unit_ns`
     /// (the tool truncates to it): min ≤ mean ≤ max, the histogram's values within min..max,
     /// and its total with the overflows equal to the count. `Err` names the first that is not.
-    pub fn check(&self, what: &str, unit_ns: u64) -> Result<(), String> {
+    pub fn check(&self, what: &str, unit_ns: u64) -> Result<(), crate::vocab::Error> {
+        self.check_text(what, unit_ns).map_err(crate::vocab::Error::Invalid)
+    }
+
+    /// [`Self::check`], its failure as text.
+    fn check_text(&self, what: &str, unit_ns: u64) -> Result<(), String> {
         if let (Some(min), Some(max)) = (self.min_ns, self.max_ns) {
             if min > max {
                 return Err(format!("{what}: its minimum ({} µs) is above its maximum ({} µs)", us(min), us(max)));
@@ -184,16 +190,19 @@ impl Foreign {
 /// Reads `path` (any supported format, told apart by its content) as a result document. The
 /// file is opened once; a JSON file is read twice from that open file (first skipping its
 /// histograms, to learn its format and unit, then whole); the hash is of the bytes imported.
-pub fn import(path: &Path) -> Result<RunResult, String> {
+pub fn import(path: &Path) -> Result<RunResult, Error> {
     let shown = path.display();
-    let mut file = read::open(path, IMPORT_CAP).map_err(|e| format!("cannot import {shown}: {e}"))?;
+    let mut file = read::open(path, IMPORT_CAP).map_err(|e| e.context(format_args!("cannot import {shown}")))?;
     let mtime = file.file.metadata().and_then(|m| m.modified()).unwrap_or_else(|_| std::time::SystemTime::now());
     let mtime = humantime::format_rfc3339_millis(mtime).to_string();
-    let bad = |why: String| format!("{shown}: {why}");
+    // (what a part below said, named by the file; what does not read in it; what could not be read)
+    let bad = |e: Error| e.context(&shown);
+    let invalid = |why: String| Error::Invalid(format!("{shown}: {why}"));
+    let failed = |why: String| Error::System(format!("{shown}: {why}"));
     let mut first = BufReader::new(file.reader(IMPORT_CAP).map_err(bad)?);
-    let json = first_byte(&mut first).map_err(bad)? == Some(b'{');
+    let json = first_byte(&mut first).map_err(failed)? == Some(b'{');
     if !json {
-        let oslat = oslat_text::is_oslat(first.fill_buf().map_err(|e| bad(e.to_string()))?);
+        let oslat = oslat_text::is_oslat(first.fill_buf().map_err(|e| failed(e.to_string()))?);
         let mut input = BufReader::new(file.reader(IMPORT_CAP).map_err(bad)?);
         let foreign = if oslat {
             oslat_text::parse(&mut input, &mtime).map_err(bad)?
@@ -201,13 +210,13 @@ pub fn import(path: &Path) -> Result<RunResult, String> {
             cyclictest::parse_hist(&mut input, &mtime).map_err(bad)?
         };
         let sha256 = input.into_inner().finish().map_err(bad)?;
-        return build(foreign, &file.path, sha256).map_err(bad);
+        return build(foreign, &file.path, sha256).map_err(invalid);
     }
-    let sniffed = foreign::Doc::sniff(read::JsonCaps::new(first)).map_err(|e| bad(read::json_error(&e)))?;
+    let sniffed = foreign::Doc::sniff(read::JsonCaps::new(first)).map_err(|e| invalid(read::json_error(&e)))?;
     if sniffed.schema.as_deref().is_some_and(|s| s.starts_with("rtgauge.result.")) {
         let schema = sniffed.schema.unwrap_or_default();
         if schema != SCHEMA {
-            return Err(bad(format!(
+            return Err(invalid(format!(
                 "an rtgauge result of another layout; this rtgauge imports {SCHEMA} (re-export it with the rtgauge \
                  that wrote it as cyclictest-json)"
             )));
@@ -216,16 +225,16 @@ pub fn import(path: &Path) -> Result<RunResult, String> {
         let mut de = serde_json::Deserializer::from_reader(&mut input);
         let r = RunResult::deserialize(&mut de)
             .and_then(|r| de.end().map(|()| r))
-            .map_err(|e| bad(format!("not a valid {SCHEMA} document: {}", read::json_error(&e))))?;
+            .map_err(|e| invalid(format!("not a valid {SCHEMA} document: {}", read::json_error(&e))))?;
         let sha256 = input.into_inner().into_inner().finish().map_err(bad)?;
         return own::import(r, &file.path, sha256).map_err(bad);
     }
     let how = sniffed.reading().map_err(bad)?;
     let mut input = BufReader::new(read::JsonCaps::new(file.reader(IMPORT_CAP).map_err(bad)?));
-    let doc = foreign::Doc::read(&mut input, how).map_err(|e| bad(read::json_error(&e)))?;
+    let doc = foreign::Doc::read(&mut input, how).map_err(|e| invalid(read::json_error(&e)))?;
     let sha256 = input.into_inner().into_inner().finish().map_err(bad)?;
     let foreign = foreign::from_doc(&doc, how, &mtime).map_err(bad)?;
-    build(foreign, &file.path, sha256).map_err(bad)
+    build(foreign, &file.path, sha256).map_err(invalid)
 }
 
 /// The first byte that is not white space (`None`: the file is empty or blank).

@@ -28,7 +28,12 @@ fn numbers<'a>(values: &'a str, what: &str, n: u64) -> Result<Vec<&'a str>, Stri
 }
 
 /// Reads oslat's text output from `input`; the run's times are the file's (`mtime`).
-pub fn parse(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, String> {
+pub fn parse(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, crate::vocab::Error> {
+    parse_text(input, mtime).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`parse`], its failure as text.
+fn parse_text(input: &mut dyn BufRead, mtime: &str) -> Result<Foreign, String> {
     let mut raw = Vec::new();
     let mut n = 0u64;
     let mut version: Option<String> = None;

@@ -227,7 +227,12 @@ fn check_timeline(p: &ProbeResult, tl: &crate::result::timeline::TimelineData, w
 /// times consistent with each other, each entry's figures with its histogram, every CPU's
 /// entries adding up to the combined one. The first inconsistency is named. What `import`
 /// checks, and what a run copied between stores (`push`) is held to.
-pub fn check(r: &RunResult) -> Result<(), String> {
+pub fn check(r: &RunResult) -> Result<(), crate::vocab::Error> {
+    check_text(r).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`check`], its failure as text.
+fn check_text(r: &RunResult) -> Result<(), String> {
     check_ranges(r)?;
     check_times(r)?;
     // Each entry on its own, then how they add up, then each entry's percentiles against its
@@ -259,15 +264,25 @@ pub fn check(r: &RunResult) -> Result<(), String> {
 /// [`check`] for a run kept in a store: a run imported from another tool's file holds that
 /// tool's placeholders where its file said nothing (an interval of 0, ...), so only its times
 /// are checked; a run rtgauge measured is checked whole.
-pub fn check_stored(r: &RunResult) -> Result<(), String> {
+pub fn check_stored(r: &RunResult) -> Result<(), crate::vocab::Error> {
+    check_stored_text(r).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`check_stored`], its failure as text.
+fn check_stored_text(r: &RunResult) -> Result<(), String> {
     match &r.imported {
         Some(i) if i.tool != "rtgauge" => check_times(r),
-        _ => check(r),
+        _ => Ok(check(r)?),
     }
 }
 
 /// `r`, read from `source` (SHA-256 `sha256`), checked and marked as imported.
-pub fn import(mut r: RunResult, source: &str, sha256: String) -> Result<RunResult, String> {
+pub fn import(r: RunResult, source: &str, sha256: String) -> Result<RunResult, crate::vocab::Error> {
+    import_text(r, source, sha256).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`import`], its failure as text.
+fn import_text(mut r: RunResult, source: &str, sha256: String) -> Result<RunResult, String> {
     check(&r)?;
     for p in r.probes.iter_mut().chain(r.combined.iter_mut()).chain(r.phases.iter_mut().flat_map(|ph| {
         let (a, b) = (&mut ph.probes, &mut ph.combined);
@@ -490,7 +505,12 @@ fn recompute_verdict(r: &mut RunResult) -> Result<(), String> {
 /// The verdict rtgauge gives `r` by its figures and the criteria its configuration holds (its
 /// requirements, cycle time and budget), its analyses made again first; `Err`: a criterion it
 /// cannot read.
-pub fn verdict_of(r: &mut RunResult) -> Result<crate::result::verdict::Verdict, String> {
+pub fn verdict_of(r: &mut RunResult) -> Result<crate::result::verdict::Verdict, crate::vocab::Error> {
+    verdict_of_text(r).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`verdict_of`], its failure as text.
+fn verdict_of_text(r: &mut RunResult) -> Result<crate::result::verdict::Verdict, String> {
     let criteria = crate::verdict::Criteria::of_config(&r.config)?;
     // The analysis a requirement may judge is rtgauge's own, made again from the figures.
     r.unanalysed();

@@ -19,7 +19,12 @@ pub struct Opened {
 
 /// Opens `path` for import: a regular file (a FIFO would block, a device never ends) of at most
 /// `cap` bytes.
-pub fn open(path: &Path, cap: u64) -> Result<Opened, String> {
+pub fn open(path: &Path, cap: u64) -> Result<Opened, crate::vocab::Error> {
+    open_text(path, cap).map_err(crate::vocab::Error::System)
+}
+
+/// [`open`], its failure as text.
+fn open_text(path: &Path, cap: u64) -> Result<Opened, String> {
     // A regular file only, refused without blocking otherwise (a FIFO would wait for a writer).
     let file = crate::sys::files::open_regular(path).map_err(|e| format!("{e}; give the result file itself"))?;
     let meta = file.metadata().map_err(|e| e.to_string())?;
@@ -36,7 +41,12 @@ pub fn open(path: &Path, cap: u64) -> Result<Opened, String> {
 impl Opened {
     /// A reader of the file from its start (at most `cap` bytes: a file that grew beyond them
     /// while read is refused).
-    pub fn reader(&mut self, cap: u64) -> Result<Hashing<&File>, String> {
+    pub fn reader(&mut self, cap: u64) -> Result<Hashing<&File>, crate::vocab::Error> {
+        self.reader_text(cap).map_err(crate::vocab::Error::System)
+    }
+
+    /// [`Self::reader`], its failure as text.
+    fn reader_text(&mut self, cap: u64) -> Result<Hashing<&File>, String> {
         self.file.rewind().map_err(|e| e.to_string())?;
         Ok(Hashing { inner: &self.file, hasher: Sha256::new(), read: 0, cap })
     }
@@ -65,7 +75,12 @@ impl<R: Read> Read for Hashing<R> {
 impl<R: Read> Hashing<R> {
     /// The SHA-256 (hex) of every byte read, after reading whatever is left: the hash is of the
     /// whole file as read, not of a part.
-    pub fn finish(mut self) -> Result<String, String> {
+    pub fn finish(self) -> Result<String, crate::vocab::Error> {
+        self.finish_text().map_err(crate::vocab::Error::System)
+    }
+
+    /// [`Self::finish`], its failure as text.
+    fn finish_text(mut self) -> Result<String, String> {
         let mut rest = [0u8; 8192];
         while self.read(&mut rest).map_err(|e| e.to_string())? > 0 {}
         Ok(self.hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())

@@ -28,7 +28,12 @@ pub struct Outlets {
 impl Outlets {
     /// Binds `listen` and checks `file`'s directory, before anything runs: each failure one line
     /// naming the option and the fix.
-    pub fn open(listen: Option<SocketAddr>, file: Option<&Path>) -> Result<Outlets, String> {
+    pub fn open(listen: Option<SocketAddr>, file: Option<&Path>) -> Result<Outlets, crate::vocab::Error> {
+        Self::open_text(listen, file).map_err(crate::vocab::Error::System)
+    }
+
+    /// [`Self::open`], its failure as text.
+    fn open_text(listen: Option<SocketAddr>, file: Option<&Path>) -> Result<Outlets, String> {
         let listener = match listen {
             None => None,
             Some(addr) => {
@@ -151,7 +156,12 @@ async fn write_every(file: MetricsFile, slot: Arc<Slot>, window_ns: u64) {
 
 /// Writes `text` as the metrics file's new version: a reader sees the old file or the new,
 /// whole. `Err`: the file and why, for a message.
-pub fn write_file(file: &MetricsFile, text: &str) -> Result<(), String> {
+pub fn write_file(file: &MetricsFile, text: &str) -> Result<(), crate::vocab::Error> {
+    write_file_text(file, text).map_err(crate::vocab::Error::System)
+}
+
+/// [`write_file`], its failure as text.
+fn write_file_text(file: &MetricsFile, text: &str) -> Result<(), String> {
     let mut f = file.lock().unwrap_or_else(|p| p.into_inner());
     f.write(text.as_bytes()).map_err(|e| format!("{}: not written ({e})", f.shown()))
 }

@@ -262,7 +262,12 @@ pub type OptionsOf<'a> = dyn Fn(&RunResult) -> Result<Option<KernelOptions>, Str
 /// How each run after the first (the baseline) stands to it: the same board or not, the same
 /// kernel configuration or not, and for the same board on another configuration the options
 /// that differ, from what `options` finds (the store keeps each configuration once).
-pub fn relations(runs: &[Named], options: &OptionsOf) -> Result<Vec<BoardRelation>, String> {
+pub fn relations(runs: &[Named], options: &OptionsOf) -> Result<Vec<BoardRelation>, crate::vocab::Error> {
+    relations_text(runs, options).map_err(crate::vocab::Error::System)
+}
+
+/// [`relations`], its failure as text.
+fn relations_text(runs: &[Named], options: &OptionsOf) -> Result<Vec<BoardRelation>, String> {
     let Some((base, rest)) = runs.split_first() else { return Ok(Vec::new()) };
     let base_board = board_of(&base.result);
     let mut out = Vec::new();

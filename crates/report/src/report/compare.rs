@@ -181,7 +181,12 @@ pub fn compare(runs: &[Named], o: &Options, options: &super::board::OptionsOf) -
 }
 
 /// The comparison's images for `--png`: each series' plots, named after the runs and series.
-pub fn images(runs: &[Named], c: &Comparison) -> Result<Vec<(String, String)>, String> {
+pub fn images(runs: &[Named], c: &Comparison) -> Result<Vec<(String, String)>, crate::vocab::Error> {
+    images_text(runs, c).map_err(crate::vocab::Error::System)
+}
+
+/// [`images`], its failure as text.
+fn images_text(runs: &[Named], c: &Comparison) -> Result<Vec<(String, String)>, String> {
     let mut plots = Vec::new();
     for (label, kinds) in series_plots(runs, c)? {
         let ids: Vec<String> = runs.iter().map(|n| n.id.to_string()).collect();
@@ -565,7 +570,12 @@ pub fn text(runs: &[Named], c: &Comparison) -> String {
     s
 }
 
-pub fn html(runs: &[Named], c: &Comparison) -> Result<String, String> {
+pub fn html(runs: &[Named], c: &Comparison) -> Result<String, crate::vocab::Error> {
+    html_text(runs, c).map_err(crate::vocab::Error::System)
+}
+
+/// [`html`], its failure as text.
+fn html_text(runs: &[Named], c: &Comparison) -> Result<String, String> {
     let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = write!(h, "<title>rtgauge comparison</title><style>{}</style></head><body>", super::html::STYLE);
     let _ = write!(

@@ -39,7 +39,12 @@ fn with_forecast<'a>(entries: &[&'a ProbeResult]) -> Vec<(&'a ProbeResult, &'a F
 
 /// The section of series `label`: per CPU its convergence, forecast, plot, tests and the rule
 /// of three; empty when no entry has an analysis (not a latency series, nothing measured).
-pub fn section(label: &str, entries: &[&ProbeResult]) -> Result<String, String> {
+pub fn section(label: &str, entries: &[&ProbeResult]) -> Result<String, crate::vocab::Error> {
+    section_text(label, entries).map_err(crate::vocab::Error::System)
+}
+
+/// [`section`], its failure as text.
+fn section_text(label: &str, entries: &[&ProbeResult]) -> Result<String, String> {
     let analysed = with_forecast(entries);
     if analysed.is_empty() {
         return Ok(String::new());
@@ -59,12 +64,17 @@ pub fn section(label: &str, entries: &[&ProbeResult]) -> Result<String, String> 
 
 /// The probability-of-exceedance plots of series `label`, one per CPU with an analysis, each with
 /// its CPU (`cpu0`).
-pub fn plots(label: &str, entries: &[&ProbeResult]) -> Result<Vec<(String, String)>, String> {
+pub fn plots(label: &str, entries: &[&ProbeResult]) -> Result<Vec<(String, String)>, crate::vocab::Error> {
+    plots_text(label, entries).map_err(crate::vocab::Error::System)
+}
+
+/// [`plots`], its failure as text.
+fn plots_text(label: &str, entries: &[&ProbeResult]) -> Result<Vec<(String, String)>, String> {
     with_forecast(entries).into_iter().map(|(p, f)| Ok((p.scope(), exceedance_plot(label, p, f)?))).collect()
 }
 
 fn exceedance_plot(label: &str, p: &ProbeResult, f: &Forecast) -> Result<String, String> {
-    plot::exceedance(&format!("{label} on {}: probability of exceedance", p.scope()), p, Some(f))
+    Ok(plot::exceedance(&format!("{label} on {}: probability of exceedance", p.scope()), p, Some(f))?)
 }
 
 /// One CPU's part of the section.

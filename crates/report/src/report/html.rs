@@ -74,7 +74,12 @@ impl Named {
 }
 
 /// The whole report for `runs`.
-pub fn render(runs: &[Named]) -> Result<String, String> {
+pub fn render(runs: &[Named]) -> Result<String, crate::vocab::Error> {
+    render_text(runs).map_err(crate::vocab::Error::System)
+}
+
+/// [`render`], its failure as text.
+fn render_text(runs: &[Named]) -> Result<String, String> {
     let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let title = runs.iter().map(Named::name).collect::<Vec<_>>().join(" · ");
     let _ = write!(h, "<title>rtgauge report: {}</title><style>{STYLE}</style></head><body>", esc(&title));
@@ -301,7 +306,12 @@ fn series_plots(r: &RunResult, label: &str, entries: &[&ProbeResult]) -> Result<
 }
 
 /// Every plot of the report, as (file stem, SVG): `run7-timer-histogram`, for `--png`.
-pub fn plots(runs: &[Named]) -> Result<Vec<(String, String)>, String> {
+pub fn plots(runs: &[Named]) -> Result<Vec<(String, String)>, crate::vocab::Error> {
+    plots_text(runs).map_err(crate::vocab::Error::System)
+}
+
+/// [`plots`], its failure as text.
+fn plots_text(runs: &[Named]) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     for n in runs {
         let r = super::forecast_html::analysed(&n.result);

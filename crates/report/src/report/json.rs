@@ -421,4 +421,5 @@ impl Drop for StagedName {
 fn rescue(bytes: &[u8]) -> Result<PathBuf, String> {
     let dirs = [std::env::temp_dir(), PathBuf::from(".")];
     crate::sys::files::save_new(&dirs, &format!("rtgauge-result-{}-", std::process::id()), |f| f.write_all(bytes))
+        .map_err(String::from)
 }

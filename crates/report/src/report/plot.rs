@@ -310,7 +310,12 @@ pub fn by_cpu<'a>(entries: &[&'a ProbeResult]) -> Vec<Curve<'a>> {
 /// width on it (20 a decade; 1 µs below 10 µs), so the body of the distribution and an outlier
 /// decades above it both show. Per CPU a shaded bar per non-empty bin under a step curve (an
 /// empty bin lies on the axis' floor).
-pub fn histogram(title: &str, curves: &[Curve]) -> Result<String, String> {
+pub fn histogram(title: &str, curves: &[Curve]) -> Result<String, crate::vocab::Error> {
+    histogram_text(title, curves).map_err(crate::vocab::Error::System)
+}
+
+/// [`histogram`], its failure as text.
+fn histogram_text(title: &str, curves: &[Curve]) -> Result<String, String> {
     let entries: Vec<&ProbeResult> = curves.iter().map(|c| c.1).collect();
     let lows = entries.iter().flat_map(|p| p.histogram.buckets.triples().map(|t| t[0]));
     let (min_ns, max_ns) = lows.fold((u64::MAX, 0), |(a, b), v| (if v > 0 { a.min(v) } else { a }, b.max(v)));
@@ -395,7 +400,12 @@ fn percentile_points(p: &ProbeResult) -> Vec<(f64, f64)> {
 }
 
 /// Latency against percentile, one curve per CPU, both axes logarithmic in effect.
-pub fn percentiles(title: &str, named: &[Curve]) -> Result<String, String> {
+pub fn percentiles(title: &str, named: &[Curve]) -> Result<String, crate::vocab::Error> {
+    percentiles_text(title, named).map_err(crate::vocab::Error::System)
+}
+
+/// [`percentiles`], its failure as text.
+fn percentiles_text(title: &str, named: &[Curve]) -> Result<String, String> {
     let curves: Vec<Vec<(f64, f64)>> = named.iter().map(|c| percentile_points(c.1)).collect();
     let x_end = curves.iter().flatten().map(|p| p.0).fold(1.0f64, f64::max).ceil();
     let (lo, hi) = curves.iter().flatten().fold((f64::MAX, 0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
@@ -425,7 +435,12 @@ pub fn percentiles(title: &str, named: &[Curve]) -> Result<String, String> {
 
 /// Latency against time: per CPU the windows' maximum (solid) and p99 (thin), the windows with
 /// missed periods marked in a band of the CPU's at the top, and the load phases shaded and named.
-pub fn timeline(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) -> Result<String, String> {
+pub fn timeline(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) -> Result<String, crate::vocab::Error> {
+    timeline_text(title, entries, phases).map_err(crate::vocab::Error::System)
+}
+
+/// [`timeline`], its failure as text.
+fn timeline_text(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) -> Result<String, String> {
     let with: Vec<&ProbeResult> =
         entries.iter().copied().filter(|p| p.timeline.as_ref().is_some_and(|t| !t.is_empty())).collect();
     let Some(first) = with.first().and_then(|p| p.timeline.as_ref()) else {
@@ -650,7 +665,12 @@ pub fn exceedance_x_end(p: &ProbeResult, f: Option<&Forecast>) -> (f64, bool) {
 /// distribution: rate · S(x − u)) with its 95 % band (the range of the survival over the
 /// likelihood's confidence region), the threshold, and the return levels as points with their
 /// intervals as bars; reference lines at 1e-6 and 1e-9 per period.
-pub fn exceedance(title: &str, p: &ProbeResult, f: Option<&Forecast>) -> Result<String, String> {
+pub fn exceedance(title: &str, p: &ProbeResult, f: Option<&Forecast>) -> Result<String, crate::vocab::Error> {
+    exceedance_text(title, p, f).map_err(crate::vocab::Error::System)
+}
+
+/// [`exceedance`], its failure as text.
+fn exceedance_text(title: &str, p: &ProbeResult, f: Option<&Forecast>) -> Result<String, String> {
     let periods = f.map_or(p.samples.saturating_add(p.missed), |f| f.periods).max(1);
     let measured = exceedance_points(p, periods);
     let fit = f.filter(|f| f.applies()).and_then(|f| Some((f, f.fit.as_ref()?, f.threshold_ns? as f64)));

@@ -170,8 +170,8 @@ pub(super) fn keep_part(result: &mut RunResult, store: &mut Option<Store>, keep:
             Ok(kept) => kept,
             Err(e) => {
                 return match store {
-                    Some(s) => rescued(result, s.rescue_dir(), &s.shown(), &e, label),
-                    None => rescued(result, None, &location.shown(), &e, label),
+                    Some(s) => rescued(result, s.rescue_dir(), &s.shown(), &e.to_string(), label),
+                    None => rescued(result, None, &location.shown(), &e.to_string(), label),
                 }
             }
         };
@@ -388,7 +388,7 @@ fn deliver_within(
             None if stopped => Err("the run was stopped before the server answered".to_string()),
             None => Store::open(&to).map_err(|e| e.to_string()),
         }
-        .and_then(|s| store::spool::deliver(&s, &to, Some(&mine)));
+        .and_then(|s| store::spool::deliver(&s, &to, Some(&mine)).map_err(String::from));
         let _ = tx.send(delivered);
     });
     let delivered = match spawned {

@@ -108,7 +108,12 @@ pub const MIN_STACK_KIB: u64 = 1024;
 /// transient strings), a stack limit it can run under (else a one-line error), and writes past
 /// the file size limit (`ulimit -f`) or to a closed pipe that fail (EFBIG, EPIPE) instead of
 /// killing the process, so their error is said and a result kept elsewhere.
-pub fn prepare_process() -> std::result::Result<(), String> {
+pub fn prepare_process() -> Result<(), crate::vocab::Error> {
+    prepare_process_text().map_err(crate::vocab::Error::System)
+}
+
+/// [`prepare_process`], its failure as text.
+fn prepare_process_text() -> std::result::Result<(), String> {
     // Before anything else, and before any thread exists: run again without glibc's per-thread
     // cache, whose held blocks fragmented a continuous run's heap.
     sys::mem::exec_without_thread_cache();

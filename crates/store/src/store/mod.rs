@@ -378,7 +378,12 @@ pub struct Request {
 
 impl Request {
     /// From `--db`, `--no-store` and `--label`.
-    pub fn new(db: Option<&Path>, no_store: bool, label: Option<&str>) -> Result<Request, String> {
+    pub fn new(db: Option<&Path>, no_store: bool, label: Option<&str>) -> Result<Request, StoreError> {
+        Self::new_text(db, no_store, label).map_err(StoreError::Asked)
+    }
+
+    /// [`Self::new`], its failure as text.
+    fn new_text(db: Option<&Path>, no_store: bool, label: Option<&str>) -> Result<Request, String> {
         if no_store && db.is_some() {
             return Err("--db and --no-store contradict each other; give one".into());
         }
@@ -405,9 +410,11 @@ impl Request {
     }
 
     /// With `--board NAME` (`None`: the host name); an empty name is refused.
-    pub fn with_board(mut self, board: Option<&str>) -> Result<Request, String> {
+    pub fn with_board(mut self, board: Option<&str>) -> Result<Request, StoreError> {
         if board == Some("") {
-            return Err("--board '' is empty; give the board's name, e.g. rpi4-lab-3 (or leave it out: the host name)".into());
+            return Err(StoreError::Asked(
+                "--board '' is empty; give the board's name, e.g. rpi4-lab-3 (or leave it out: the host name)".into(),
+            ));
         }
         self.board = board.map(str::to_string);
         Ok(self)
@@ -417,7 +424,7 @@ impl Request {
     /// for a result of up to `result_bytes`): `Ok(None)` when nothing is to be kept, or when the
     /// default store cannot be reached (`warnings` says why); a file that is not a store rtgauge
     /// may write, is damaged, or has no room is an error.
-    pub fn open(&self, result_bytes: u64, warnings: &mut Vec<String>) -> Result<Option<Store>, String> {
+    pub fn open(&self, result_bytes: u64, warnings: &mut Vec<String>) -> Result<Option<Store>, StoreError> {
         let Some(location) = &self.location else { return Ok(None) };
         let checked = match location {
             Location::File(path) => sqlite::check_file_size_limit(path, result_bytes),
@@ -446,9 +453,9 @@ impl Request {
                     ));
                     Ok(None)
                 }
-                Err(e) => Err(format!("{m}; and no result could wait in the spool: {e}")),
+                Err(e) => Err(StoreError::Failed(format!("{m}; and no result could wait in the spool: {e}"))),
             },
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -467,23 +474,23 @@ fn dir_of(path: &Path) -> &Path {
 /// The store a command reads (`list`, `show`, `export`, `report`, `compare`): `--db`, else
 /// the default, opened read-only; `Ok(None)` when there is no such file (one that cannot be
 /// reached is an error naming why).
-pub fn open_existing(db: Option<&Path>) -> Result<Option<Store>, String> {
+pub fn open_existing(db: Option<&Path>) -> Result<Option<Store>, StoreError> {
     match existing_location(db)? {
-        Some(l) => Store::open_read(&l).map_err(|e| e.to_string()),
+        Some(l) => Store::open_read(&l).map_err(StoreError::from),
         None => Ok(None),
     }
 }
 
 /// The store a command changes (`delete`): as [`open_existing`], opened for writing.
-pub fn open_existing_for_writing(db: Option<&Path>) -> Result<Option<Store>, String> {
+pub fn open_existing_for_writing(db: Option<&Path>) -> Result<Option<Store>, StoreError> {
     let Some(location) = existing_location(db)? else { return Ok(None) };
     // A database that holds no store is none, as a file that is not there: nothing is made in it.
     if let Location::Postgres(_) = location {
-        if Store::open_read(&location).map_err(|e| e.to_string())?.is_none() {
+        if Store::open_read(&location)?.is_none() {
             return Ok(None);
         }
     }
-    Store::open(&location).map(Some).map_err(|e| e.to_string())
+    Ok(Store::open(&location).map(Some)?)
 }
 
 /// The store if there is one: `--db`, else the default; a file that is not there is none (a
@@ -952,7 +959,12 @@ fn decompress_options(blob: &[u8]) -> std::io::Result<BTreeMap<String, String>> 
 /// written through); in the store's directory, else the current directory, else the temporary
 /// one. A file that cannot be written whole is removed. `rtgauge import FILE` stores it later.
 /// Returns where it is.
-pub fn rescue(r: &RunResult, beside: Option<PathBuf>) -> Result<PathBuf, String> {
+pub fn rescue(r: &RunResult, beside: Option<PathBuf>) -> Result<PathBuf, StoreError> {
+    rescue_text(r, beside).map_err(StoreError::Failed)
+}
+
+/// [`rescue`], its failure as text.
+fn rescue_text(r: &RunResult, beside: Option<PathBuf>) -> Result<PathBuf, String> {
     let mut dirs: Vec<PathBuf> = beside.into_iter().collect();
     dirs.extend([PathBuf::from("."), std::env::temp_dir()]);
     sys::files::save_new(&dirs, "rtgauge-rescued-", |f| {

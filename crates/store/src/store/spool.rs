@@ -11,7 +11,7 @@
 //! again, rtgauge stopped) leaves the runs not yet removed waiting, and delivering one of them a
 //! second time finds it there already. Two deliveries at once store each run once too.
 
-use super::{default_location, dir_of, local_data_dir, Location, RunRow, Store};
+use super::{default_location, dir_of, local_data_dir, Location, RunRow, Store, StoreError};
 use crate::result::RunResult;
 use crate::vocab::Count;
 use std::path::PathBuf;
@@ -60,6 +60,16 @@ pub fn keep(
     destination: &Location,
     label: Option<&str>,
     kernel_config: Option<super::KernelOptions>,
+) -> Result<(PathBuf, Vec<String>), StoreError> {
+    keep_text(r, destination, label, kernel_config).map_err(StoreError::Failed)
+}
+
+/// [`keep`], its failure as text.
+fn keep_text(
+    r: &mut RunResult,
+    destination: &Location,
+    label: Option<&str>,
+    kernel_config: Option<super::KernelOptions>,
 ) -> Result<(PathBuf, Vec<String>), String> {
     let (file, _guard, spool, notes) = open_for_keeping(destination)?;
     spool.save(r, label, None, kernel_config)?;
@@ -69,7 +79,12 @@ pub fn keep(
 /// Makes sure, before a run measures, that its result can wait in the spool of `destination`
 /// (a run whose shared store does not answer): the spool made or opened (a damaged one set
 /// aside); the spool file and what was found.
-pub fn ready(destination: &Location) -> Result<(PathBuf, Vec<String>), String> {
+pub fn ready(destination: &Location) -> Result<(PathBuf, Vec<String>), StoreError> {
+    ready_text(destination).map_err(StoreError::Failed)
+}
+
+/// [`ready`], its failure as text.
+fn ready_text(destination: &Location) -> Result<(PathBuf, Vec<String>), String> {
     let (file, _guard, _spool, notes) = open_for_keeping(destination)?;
     Ok((file, notes))
 }
@@ -254,7 +269,10 @@ fn open_checked(file: &std::path::Path) -> Result<Store, Spoiled> {
         .map_err(|e| Spoiled::Other(format!("the spool directory {} cannot be read: {e}", dir.display())))?;
     let why_not = if meta.is_dir() {
         // Its own mode and owner, and no directory on the way to it that another user could swap.
-        crate::sys::files::trusted(&meta).err().or_else(|| crate::sys::files::untouchable_dir(dir).err().map(|e| e.to_string()))
+        crate::sys::files::trusted(&meta)
+            .err()
+            .map(String::from)
+            .or_else(|| crate::sys::files::untouchable_dir(dir).err().map(|e| e.to_string()))
     } else {
         Some("it is not a directory".into())
     };
@@ -326,7 +344,12 @@ pub struct Arrived {
 /// id of one removed (SQLite gives a deleted highest id again), so a run is copied only while it
 /// is the run listed and removed only if it still is. `mine`, the UUID of a run this delivery is
 /// for, is looked for in the destination when another delivery took it.
-pub fn deliver(to: &Store, destination: &Location, mine: Option<&str>) -> Result<Delivered, String> {
+pub fn deliver(to: &Store, destination: &Location, mine: Option<&str>) -> Result<Delivered, StoreError> {
+    deliver_text(to, destination, mine).map_err(StoreError::Failed)
+}
+
+/// [`deliver`], its failure as text.
+fn deliver_text(to: &Store, destination: &Location, mine: Option<&str>) -> Result<Delivered, String> {
     let Some(file) = file_for(destination) else { return Ok(Delivered::default()) };
     match std::fs::symlink_metadata(&file) {
         Ok(_) => {}

@@ -129,7 +129,12 @@ fn same_inode(a: &Metadata, b: &Metadata) -> bool {
 
 /// Whether a file or directory rtgauge is about to trust is owned by root or by the user running
 /// rtgauge, and writable by nobody else (`Err`: why not, worded for an error line).
-pub fn trusted(meta: &Metadata) -> Result<(), String> {
+pub fn trusted(meta: &Metadata) -> Result<(), crate::vocab::Error> {
+    trusted_text(meta).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`trusted`], its failure as text.
+fn trusted_text(meta: &Metadata) -> Result<(), String> {
     let uid = super::process::effective_uid();
     if meta.uid() != 0 && meta.uid() != uid {
         return Err(format!("it belongs to user {}, not to root or the user running rtgauge", meta.uid()));
@@ -310,6 +315,15 @@ pub fn open_special_for_writing(path: &Path) -> io::Result<File> {
 /// link another user planted, is passed over — there its owner could rename the file and put a
 /// forged one under the name rtgauge prints. `Err`: each directory's failure, in one line.
 pub fn save_new(
+    dirs: &[std::path::PathBuf],
+    prefix: &str,
+    write: impl FnMut(&mut File) -> io::Result<()>,
+) -> Result<std::path::PathBuf, crate::vocab::Error> {
+    save_new_text(dirs, prefix, write).map_err(crate::vocab::Error::System)
+}
+
+/// [`save_new`], its failure as text.
+fn save_new_text(
     dirs: &[std::path::PathBuf],
     prefix: &str,
     mut write: impl FnMut(&mut File) -> io::Result<()>,

@@ -154,7 +154,12 @@ pub struct Containment {
 
 /// Applies `c` to the calling process, which must be single-threaded (the launcher): what it
 /// sets is kept across exec. The error names the step that failed.
-pub fn contain_self(c: &Containment) -> Result<(), String> {
+pub fn contain_self(c: &Containment) -> Result<(), crate::vocab::Error> {
+    contain_self_text(c).map_err(crate::vocab::Error::System)
+}
+
+/// [`contain_self`], its failure as text.
+fn contain_self_text(c: &Containment) -> Result<(), String> {
     if let Some(procs) = &c.cgroup_procs {
         std::fs::write(procs, "0").map_err(|e| format!("cannot join the run's cgroup ({}): {e}", procs.display()))?;
     }

@@ -9,7 +9,12 @@ use std::path::{Path, PathBuf};
 pub const UNDER_DEBUGFS: &str = "/sys/kernel/debug/tracing";
 
 /// Writes `value` to the tracefs file `path`; the error names both.
-pub fn write(path: &Path, value: &str) -> Result<(), String> {
+pub fn write(path: &Path, value: &str) -> Result<(), crate::vocab::Error> {
+    write_text(path, value).map_err(crate::vocab::Error::System)
+}
+
+/// [`write`], its failure as text.
+fn write_text(path: &Path, value: &str) -> Result<(), String> {
     std::fs::write(path, value).map_err(|e| format!("cannot write {value} to {}: {e}", path.display()))
 }
 
@@ -44,7 +49,12 @@ pub fn supported() -> bool {
 
 /// Mounts tracefs at `at` with the source `source` (what /proc/mounts shows in its first
 /// column); the error says to run as root when that is why.
-pub fn mount(source: &str, at: &str) -> Result<(), String> {
+pub fn mount(source: &str, at: &str) -> Result<(), crate::vocab::Error> {
+    mount_text(source, at).map_err(crate::vocab::Error::System)
+}
+
+/// [`mount`], its failure as text.
+fn mount_text(source: &str, at: &str) -> Result<(), String> {
     super::fs::mount_kernel_fs(source, "tracefs", at).map_err(|e| {
         let fix = if e.kind() == std::io::ErrorKind::PermissionDenied { ": run as root" } else { "" };
         format!("cannot mount tracefs at {at}: {e}{fix}")

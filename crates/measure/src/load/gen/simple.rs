@@ -45,7 +45,12 @@ pub fn cpu(workers: u32, stop: &AtomicBool) -> Counters {
 /// Maps `bytes`, touches every page (a page fault each), unmaps; again and again. (Explicit
 /// mmap/munmap: malloc would keep and reuse the memory after the first round, and fault no more.)
 /// Fails (with the reason) when the memory can never be mapped.
-pub fn vm(workers: u32, bytes: u64, stop: &AtomicBool) -> Result<Counters, String> {
+pub fn vm(workers: u32, bytes: u64, stop: &AtomicBool) -> Result<Counters, crate::vocab::Error> {
+    vm_text(workers, bytes, stop).map_err(crate::vocab::Error::System)
+}
+
+/// [`vm`], its failure as text.
+fn vm_text(workers: u32, bytes: u64, stop: &AtomicBool) -> Result<Counters, String> {
     let last_error = std::sync::Mutex::new(None::<String>);
     let touched = on_threads(workers, |_, n| {
         while !stop.load(Relaxed) {
@@ -145,7 +150,12 @@ pub fn proc_reads(workers: u32, stop: &AtomicBool) -> Counters {
 
 /// UDP datagrams as fast as possible, to a local receiver or to `target`. Fails (with the
 /// reason) when no datagram could be sent at all, e.g. with the loopback interface down.
-pub fn net(workers: u32, size: usize, target: Option<&str>, stop: &AtomicBool) -> Result<Counters, String> {
+pub fn net(workers: u32, size: usize, target: Option<&str>, stop: &AtomicBool) -> Result<Counters, crate::vocab::Error> {
+    net_text(workers, size, target, stop).map_err(crate::vocab::Error::System)
+}
+
+/// [`net`], its failure as text.
+fn net_text(workers: u32, size: usize, target: Option<&str>, stop: &AtomicBool) -> Result<Counters, String> {
     let receiver = match target {
         Some(_) => None,
         None => Some(UdpSocket::bind("127.0.0.1:0").map_err(|e| format!("net: cannot bind a loopback receiver: {e}"))?),

@@ -48,7 +48,7 @@ pub struct SweepOptions {
     pub all: bool,
 }
 
-pub fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
+pub(super) fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
     let text = given.text;
     let mut o = Options {
         interval_ns: None,

@@ -46,7 +46,18 @@ pub struct Sweep {
 impl Sweep {
     /// A sweep of `rates` (rising) in a run of `total_ns` that warms up for `warmup_ns` (both
     /// rounded to whole windows: the warm-up up, the steps down).
-    pub fn new(rates: &[u32], warmup_ns: u64, total_ns: u64, bound_ns: Option<u64>, all: bool) -> Result<Sweep, String> {
+    pub fn new(
+        rates: &[u32],
+        warmup_ns: u64,
+        total_ns: u64,
+        bound_ns: Option<u64>,
+        all: bool,
+    ) -> Result<Sweep, crate::vocab::Error> {
+        Self::new_text(rates, warmup_ns, total_ns, bound_ns, all).map_err(crate::vocab::Error::Invalid)
+    }
+
+    /// [`Self::new`], its failure as text.
+    fn new_text(rates: &[u32], warmup_ns: u64, total_ns: u64, bound_ns: Option<u64>, all: bool) -> Result<Sweep, String> {
         if rates.is_empty() || rates.len() > MAX_STEPS {
             return Err(format!("a sweep has 1 to {MAX_STEPS} rates, not {}", rates.len()));
         }
