@@ -150,7 +150,12 @@ pub struct Options {
     pub source: Source,
 }
 
-fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
+fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, crate::vocab::Error> {
+    parse_text(given).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`parse`], its failure as text.
+fn parse_text(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
     let bad = |what: String, e: &str| format!("--measure '{}': {what}; e.g. {e}", given.text);
     let (mut gpio, mut uio, mut edge, mut ack, mut bias) = (None, None, None, None, None);
     let mut interval_ns = None;
@@ -207,7 +212,7 @@ impl ProbeOptions for Options {
     fn interval_ns(&self) -> Option<u64> {
         self.interval_ns
     }
-    fn bind(&self, _text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+    fn bind(&self, _text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, crate::vocab::Error> {
         let schedule = schedule(timing, self.interval_ns.unwrap_or(timing.interval_ns));
         Ok(Arc::new(EventProbe { schedule, source: self.source.clone() }))
     }
@@ -285,25 +290,28 @@ impl Probe for EventProbe {
     fn measures(&self, _series: usize) -> Option<&'static str> {
         matches!(self.source, Source::Uio { .. }).then_some(UIO_SERIES[0])
     }
-    fn check_cpus(&self, cpus: &[usize]) -> Result<(), String> {
+    fn check_cpus(&self, cpus: &[usize]) -> Result<(), crate::vocab::Error> {
         if cpus.len() == 1 {
             return Ok(());
         }
         let example = self.settings().get(1).cloned().unwrap_or_default();
-        Err(format!(
+        Err(crate::vocab::Error::Invalid(format!(
             "event: one device has one reader: give the probe one CPU, e.g. --measure event:{example}@{}",
             cpus.last().copied().unwrap_or(0)
-        ))
+        )))
     }
-    fn instance(&self, cpu: usize, _cpus: &[usize]) -> Result<Vec<Role>, String> {
+    fn instance(&self, cpu: usize, _cpus: &[usize]) -> Result<Vec<Role>, crate::vocab::Error> {
         let p = self.clone();
         Ok(vec![Role::single(
             cpu,
             Box::new(move || match &p.source {
                 Source::Gpio { chip, line, edge, bias } => {
-                    Ok(Box::new(open_gpio(p.schedule, chip, *line, (*edge, *bias))?) as Box<dyn RtLoop>)
+                    Ok(Box::new(open_gpio(p.schedule, chip, *line, (*edge, *bias)).map_err(crate::vocab::Error::System)?)
+                        as Box<dyn RtLoop>)
                 }
-                Source::Uio { device, ack } => Ok(Box::new(open_uio(p.schedule, device, *ack)?) as Box<dyn RtLoop>),
+                Source::Uio { device, ack } => {
+                    Ok(Box::new(open_uio(p.schedule, device, *ack).map_err(crate::vocab::Error::System)?) as Box<dyn RtLoop>)
+                }
             }),
         )])
     }

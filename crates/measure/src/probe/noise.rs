@@ -53,7 +53,12 @@ pub struct Options {
     pub threshold_ns: u64,
 }
 
-fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
+fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, crate::vocab::Error> {
+    parse_text(given).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`parse`], its failure as text.
+fn parse_text(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
     let mut o = Options { interval_ns: None, threshold_ns: DEFAULT_THRESHOLD_NS };
     for (k, v) in given.options {
         match k.as_str() {
@@ -73,7 +78,7 @@ impl ProbeOptions for Options {
     fn interval_ns(&self) -> Option<u64> {
         self.interval_ns
     }
-    fn bind(&self, _text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+    fn bind(&self, _text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, crate::vocab::Error> {
         let schedule = schedule(timing, self.interval_ns.unwrap_or(timing.interval_ns));
         Ok(Arc::new(NoiseProbe { schedule, threshold_ns: self.threshold_ns }))
     }
@@ -99,7 +104,7 @@ impl Probe for NoiseProbe {
     fn accounting(&self) -> Accounting {
         Accounting::Gaps { threshold_ns: self.threshold_ns }
     }
-    fn instance(&self, cpu: usize, _cpus: &[usize]) -> Result<Vec<Role>, String> {
+    fn instance(&self, cpu: usize, _cpus: &[usize]) -> Result<Vec<Role>, crate::vocab::Error> {
         let (schedule, threshold_ns) = (self.schedule, self.threshold_ns);
         Ok(vec![Role::single(cpu, Box::new(move || Ok(Box::new(NoiseLoop { schedule, threshold_ns }) as Box<dyn RtLoop>)))])
     }

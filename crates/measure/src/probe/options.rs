@@ -6,6 +6,7 @@
 
 use super::{Probe, Schedule, MAX_INTERVAL_NS, MIN_INTERVAL_NS};
 use crate::vocab::units::{parse_duration_ns, Nanos};
+use crate::vocab::Error;
 use std::sync::Arc;
 
 /// The run's timing every probe's periods follow: its length, its warm-up, and the interval
@@ -25,7 +26,7 @@ pub trait ProbeOptions: Send + Sync + std::fmt::Debug {
     fn interval_ns(&self) -> Option<u64>;
     /// The probe for the run's timing; `text` is its `--measure` as typed, for messages about
     /// what the timing rules out (a warm-up that makes the run too long, a sweep too short).
-    fn bind(&self, text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, String>;
+    fn bind(&self, text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, Error>;
 }
 
 /// A `--measure` as the registry split it, for its probe's parser: the whole text (for messages),

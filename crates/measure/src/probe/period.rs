@@ -64,7 +64,12 @@ pub struct Options {
     pub warmup: Option<u64>,
 }
 
-fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
+fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, crate::vocab::Error> {
+    parse_text(given).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`parse`], its failure as text.
+fn parse_text(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
     let mut interval_ns = DEFAULT_INTERVAL_NS;
     let (mut below, mut above, mut warmup) = (None, None, None);
     let time = |k: &str, v: &str| {
@@ -106,7 +111,7 @@ impl ProbeOptions for Options {
     fn interval_ns(&self) -> Option<u64> {
         Some(self.interval_ns)
     }
-    fn bind(&self, text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+    fn bind(&self, text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, crate::vocab::Error> {
         let interval_ns = self.interval_ns;
         let mut schedule = schedule(timing, interval_ns);
         if let Some(w) = self.warmup {
@@ -120,7 +125,8 @@ impl ProbeOptions for Options {
                         "--measure '{text}': warmup={w} cycles makes the run longer than the limit of {}; e.g. warmup=1000",
                         Nanos(MAX_RUN_NS)
                     )
-                })?;
+                })
+                .map_err(crate::vocab::Error::Invalid)?;
         }
         Ok(Arc::new(PeriodProbe { schedule, below_ns: self.below_ns, above_ns: self.above_ns }))
     }
@@ -161,7 +167,7 @@ impl Probe for PeriodProbe {
         // A jitter is no latency: it counts in no worst case; a requirement names it.
         (series == JITTER).then_some("deviation")
     }
-    fn instance(&self, cpu: usize, _cpus: &[usize]) -> Result<Vec<Role>, String> {
+    fn instance(&self, cpu: usize, _cpus: &[usize]) -> Result<Vec<Role>, crate::vocab::Error> {
         let schedule = self.schedule;
         let setup: super::ThreadSetup = Box::new(move || Ok(Box::new(PeriodLoop { schedule }) as Box<dyn RtLoop>));
         Ok(vec![Role { series: vec![CYCLE, JITTER], ..Role::single(cpu, setup) }])

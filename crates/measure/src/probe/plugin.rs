@@ -5,6 +5,7 @@
 use super::options::{Given, ProbeOptions};
 use super::{Class, Handoff};
 use crate::result::RunResult;
+use crate::vocab::Error;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -92,13 +93,13 @@ pub trait Probe: Send + Sync + std::fmt::Debug {
         None
     }
     /// Checks the CPUs the probe is to measure on, before anything runs (`cross` needs two).
-    fn check_cpus(&self, _cpus: &[usize]) -> Result<(), String> {
+    fn check_cpus(&self, _cpus: &[usize]) -> Result<(), Error> {
         Ok(())
     }
     /// The threads of the instance reported under `cpu` (`cpus`: every CPU the probe measures
     /// on), with their set-up. Called before any thread starts; state the threads share is
     /// made here.
-    fn instance(&self, cpu: usize, cpus: &[usize]) -> Result<Vec<Role>, String>;
+    fn instance(&self, cpu: usize, cpus: &[usize]) -> Result<Vec<Role>, Error>;
     /// What it needs of the kernel for the whole run when it measures with one of the kernel's
     /// tracers (see `probe::kernel`); `None`: it measures with loops of its own.
     fn kernel(&self) -> Option<super::KernelTracer> {
@@ -108,7 +109,7 @@ pub trait Probe: Send + Sync + std::fmt::Debug {
     /// made `kernel` (its tracefs instance, the tracer running): readers of the tracer's
     /// per-CPU output (`probe::kernel::TraceReader`). A probe that declares no [`Probe::kernel`]
     /// is never asked.
-    fn kernel_instance(&self, cpu: usize, cpus: &[usize], _kernel: &super::KernelInstance) -> Result<Vec<Role>, String> {
+    fn kernel_instance(&self, cpu: usize, cpus: &[usize], _kernel: &super::KernelInstance) -> Result<Vec<Role>, Error> {
         self.instance(cpu, cpus)
     }
 }
@@ -191,7 +192,7 @@ pub fn series_name(p: &dyn Probe, s: usize) -> Option<&'static str> {
 
 /// A thread's set-up, run in the thread once it is pinned and at its priority, before the loads
 /// start (it may allocate and open files; the loop may not): returns the loop.
-pub type ThreadSetup = Box<dyn FnOnce() -> Result<Box<dyn RtLoop>, String> + Send>;
+pub type ThreadSetup = Box<dyn FnOnce() -> Result<Box<dyn RtLoop>, Error> + Send>;
 
 /// One thread of a probe's instance.
 pub struct Role {
@@ -237,7 +238,7 @@ pub struct Plugin {
     /// What it measures and its options, for `--measure`'s help (`timer (wake-up latency; ...)`).
     pub help: fn() -> String,
     /// Parses its options, once (see [`ProbeOptions`]).
-    pub parse: fn(&Given) -> Result<Arc<dyn ProbeOptions>, String>,
+    pub parse: fn(&Given) -> Result<Arc<dyn ProbeOptions>, Error>,
     /// What a missed one of its results is (see [`Missed`]).
     pub missed: Missed,
     /// The kind of published figures its series `series` (`None`: its only, unnamed one) is

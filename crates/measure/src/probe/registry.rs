@@ -153,11 +153,6 @@ fn parse_text(text: &str) -> Result<MeasureSpec, String> {
 
 /// Builds the probe of `spec` for the run's timing.
 pub fn build(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, crate::vocab::Error> {
-    build_text(spec, timing).map_err(crate::vocab::Error::Invalid)
-}
-
-/// [`build`], its failure as text.
-fn build_text(spec: &MeasureSpec, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
     spec.options.bind(&spec.text, timing)
 }
 

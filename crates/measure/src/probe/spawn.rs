@@ -242,7 +242,7 @@ fn setup_thread(at: Placement, setup: ThreadSetup) -> Result<Box<dyn RtLoop>, Se
         // SCHED_OTHER threads sleep with 50 µs of timer slack by default; that would be measured.
         let _ = sys::process::set_timer_slack_ns(1);
     }
-    let rt_loop = setup().map_err(|e| fail(SetupError::Probe(e)))?;
+    let rt_loop = setup().map_err(|e| fail(SetupError::Probe(e.into())))?;
     prefault_stack();
     Ok(rt_loop)
 }
@@ -287,7 +287,7 @@ pub fn prepare(
             let roles = match roles {
                 Ok(r) => r,
                 Err(e) => {
-                    failure = Some(instance.report(None, 0, Some(SetupError::Probe(e))));
+                    failure = Some(instance.report(None, 0, Some(SetupError::Probe(e.into()))));
                     break 'plans;
                 }
             };

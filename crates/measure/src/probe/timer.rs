@@ -56,7 +56,12 @@ pub struct Options {
     pub wait: WaitMethod,
 }
 
-fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
+fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, crate::vocab::Error> {
+    parse_text(given).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`parse`], its failure as text.
+fn parse_text(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
     let mut o = Options { interval_ns: None, wait: WaitMethod::NanosleepAbs };
     for (k, v) in given.options {
         match k.as_str() {
@@ -80,7 +85,7 @@ impl ProbeOptions for Options {
     fn interval_ns(&self) -> Option<u64> {
         self.interval_ns
     }
-    fn bind(&self, _text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+    fn bind(&self, _text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, crate::vocab::Error> {
         let schedule = schedule(timing, self.interval_ns.unwrap_or(timing.interval_ns));
         Ok(Arc::new(TimerProbe { schedule, wait: self.wait }))
     }
@@ -101,11 +106,13 @@ impl Probe for TimerProbe {
     fn schedule(&self) -> Schedule {
         self.schedule
     }
-    fn check_cpus(&self, cpus: &[usize]) -> Result<(), String> {
+    fn check_cpus(&self, cpus: &[usize]) -> Result<(), crate::vocab::Error> {
         if self.wait == WaitMethod::Itimer && cpus.len() > 1 {
-            return Err("wait=itimer: the interval timer and its SIGALRM are one per process, so it measures one CPU; \
-                        e.g. timer:wait=itimer@0"
-                .to_string());
+            return Err(crate::vocab::Error::Invalid(
+                "wait=itimer: the interval timer and its SIGALRM are one per process, so it measures one CPU; \
+                 e.g. timer:wait=itimer@0"
+                    .to_string(),
+            ));
         }
         Ok(())
     }
@@ -113,14 +120,15 @@ impl Probe for TimerProbe {
         let wait = WAIT_METHODS.iter().find(|(_, m)| *m == self.wait).map_or("?", |(n, _)| n);
         vec![format!("interval={}", Nanos(self.schedule.interval_ns)), format!("wait={wait}")]
     }
-    fn instance(&self, cpu: usize, _cpus: &[usize]) -> Result<Vec<Role>, String> {
+    fn instance(&self, cpu: usize, _cpus: &[usize]) -> Result<Vec<Role>, crate::vocab::Error> {
         let (schedule, wait) = (self.schedule, self.wait);
         Ok(vec![Role::single(
             cpu,
             Box::new(move || {
                 // Made in the thread itself: a POSIX timer signals the thread that made it.
                 let waiter = sys::timer::Waiter::new(wait)
-                    .map_err(|e| format!("cannot prepare its timer ({e}); choose another method, e.g. wait=nanosleep-abs"))?;
+                    .map_err(|e| format!("cannot prepare its timer ({e}); choose another method, e.g. wait=nanosleep-abs"))
+                    .map_err(crate::vocab::Error::System)?;
                 Ok(Box::new(TimerLoop { schedule, waiter }) as Box<dyn RtLoop>)
             }),
         )])

@@ -88,7 +88,12 @@ pub struct Options {
     pub so_priority: Option<u32>,
 }
 
-fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
+fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, crate::vocab::Error> {
+    parse_text(given).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`parse`], its failure as text.
+fn parse_text(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
     let mut target = None;
     let (mut pace_ns, mut first_pace_ns) = (None, None);
     let (mut size, mut busy_poll_us, mut so_priority) = (64, 0, None);
@@ -140,7 +145,7 @@ impl ProbeOptions for Options {
     fn interval_ns(&self) -> Option<u64> {
         self.first_pace_ns
     }
-    fn bind(&self, _text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+    fn bind(&self, _text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, crate::vocab::Error> {
         Ok(Arc::new(UdpProbe {
             schedule: schedule(timing, self.pace_ns.unwrap_or(timing.interval_ns)),
             target: self.target,
@@ -188,9 +193,12 @@ impl Probe for UdpProbe {
     fn counters(&self) -> &'static [&'static str] {
         COUNTERS
     }
-    fn instance(&self, cpu: usize, _cpus: &[usize]) -> Result<Vec<Role>, String> {
+    fn instance(&self, cpu: usize, _cpus: &[usize]) -> Result<Vec<Role>, crate::vocab::Error> {
         let p = *self;
-        Ok(vec![Role::single(cpu, Box::new(move || Ok(Box::new(p.open()?) as Box<dyn RtLoop>)))])
+        Ok(vec![Role::single(
+            cpu,
+            Box::new(move || Ok(Box::new(p.open().map_err(crate::vocab::Error::System)?) as Box<dyn RtLoop>)),
+        )])
     }
 }
 

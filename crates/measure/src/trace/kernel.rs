@@ -10,6 +10,7 @@ use super::tracefs;
 use crate::probe::{KernelInstance, KernelTracer};
 use crate::sys::tracefs::{available_tracers, cpu_mask, remove_instance, write};
 use crate::tuning::journal::{Journal, Undo};
+use crate::vocab::Error;
 
 /// A kernel tracer running for the run in an instance of its own.
 pub struct KernelSession {
@@ -19,37 +20,34 @@ pub struct KernelSession {
 impl KernelSession {
     /// Starts `tracer` on `cpus` (see the module doc). Refused, with what to do, where the kernel
     /// lacks the tracer or tracefs; whatever was set before a refusal is in the journal.
-    pub fn start(j: &mut Journal, tracer: &KernelTracer, cpus: &[usize]) -> Result<KernelSession, crate::vocab::Error> {
-        Self::start_text(j, tracer, cpus).map_err(crate::vocab::Error::System)
-    }
-
-    /// [`Self::start`], its failure as text.
-    fn start_text(j: &mut Journal, tracer: &KernelTracer, cpus: &[usize]) -> Result<KernelSession, String> {
+    pub fn start(j: &mut Journal, tracer: &KernelTracer, cpus: &[usize]) -> Result<KernelSession, Error> {
         let fs = tracefs::find_or_mount(j)?;
-        let offered = available_tracers(&fs.root)
-            .map_err(|e| format!("cannot read the tracers the kernel offers ({}/available_tracers): {e}", fs.root.display()))?;
+        let offered = available_tracers(&fs.root).map_err(|e| {
+            Error::System(format!("cannot read the tracers the kernel offers ({}/available_tracers): {e}", fs.root.display()))
+        })?;
         if !offered.iter().any(|t| t == tracer.tracer) {
-            return Err(format!(
+            return Err(Error::Unsupported(format!(
                 "this kernel has no {} tracer ({}; its tracers: {}): Debian's PREEMPT_RT kernels have it, or build the \
                  kernel with that option",
                 tracer.tracer,
                 tracer.config,
                 if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
-            ));
+            )));
         }
         for (file, value) in &tracer.shared {
             let path = fs.root.join(file);
-            let original = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let original =
+                std::fs::read_to_string(&path).map_err(|e| Error::io(format_args!("cannot read {}", path.display()), &e))?;
             let undo =
                 Undo::Write { path: path.display().to_string(), original: original.trim().to_string(), set: value.clone() };
             // Nothing is changed that the journal would not put back.
-            crate::tuning::journal::would_undo(&undo).map_err(|e| format!("{} is not set: {e}", path.display()))?;
+            crate::tuning::journal::would_undo(&undo).map_err(|e| e.context(format_args!("{} is not set", path.display())))?;
             j.record(&[undo])?;
             write(&path, value)?;
         }
-        let token = crate::sys::host::random_u64().map_err(|e| format!("no random name for a trace instance: {e}"))?;
+        let token = crate::sys::host::random_u64().map_err(|e| Error::io("no random name for a trace instance", &e))?;
         let dir = tracefs::make_instance(j, &fs, &format!("{token:016x}-{}", tracer.tracer))?;
-        let set = || -> Result<(), String> {
+        let set = || -> Result<(), Error> {
             write(&dir.join("tracing_on"), "0")?;
             // A reader waiting on the pipe is woken by any line, not at half a buffer (kernels
             // before 4.19 have no such file).
@@ -61,7 +59,7 @@ impl KernelSession {
             }
             write(&dir.join("tracing_cpumask"), &cpu_mask(cpus))?;
             write(&dir.join("current_tracer"), tracer.tracer)?;
-            Ok(write(&dir.join("tracing_on"), "1")?)
+            write(&dir.join("tracing_on"), "1")
         };
         set().inspect_err(|_| {
             let _ = remove_instance(&dir);

@@ -32,7 +32,7 @@ impl Probe for Kernel {
     fn settings(&self) -> Vec<String> {
         Vec::new()
     }
-    fn instance(&self, _cpu: usize, _cpus: &[usize]) -> Result<Vec<super::super::Role>, String> {
+    fn instance(&self, _cpu: usize, _cpus: &[usize]) -> Result<Vec<super::super::Role>, crate::vocab::Error> {
         Ok(Vec::new())
     }
     fn kernel(&self) -> Option<KernelTracer> {

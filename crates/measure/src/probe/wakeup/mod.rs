@@ -183,18 +183,18 @@ impl Probe for WakeupProbe {
             Shape::PingPong => (self.priority, self.priority),
         })
     }
-    fn check_cpus(&self, cpus: &[usize]) -> Result<(), String> {
+    fn check_cpus(&self, cpus: &[usize]) -> Result<(), crate::vocab::Error> {
         match cpus.first() {
-            Some(&c) if self.cross => next_cpu(c, cpus).map(|_| ()),
+            Some(&c) if self.cross => next_cpu(c, cpus).map(|_| ()).map_err(crate::vocab::Error::Invalid),
             _ => Ok(()),
         }
     }
-    fn instance(&self, cpu: usize, cpus: &[usize]) -> Result<Vec<Role>, String> {
-        let task_cpu = if self.cross { next_cpu(cpu, cpus)? } else { cpu };
+    fn instance(&self, cpu: usize, cpus: &[usize]) -> Result<Vec<Role>, crate::vocab::Error> {
+        let task_cpu = if self.cross { next_cpu(cpu, cpus).map_err(crate::vocab::Error::System)? } else { cpu };
         let via = self.via_name();
-        let channel = self.channel()?;
+        let channel = self.channel().map_err(crate::vocab::Error::System)?;
         if self.shape == Shape::PingPong {
-            return Ok(pingpong::roles(self, (cpu, task_cpu), channel, self.channel()?));
+            return Ok(pingpong::roles(self, (cpu, task_cpu), channel, self.channel().map_err(crate::vocab::Error::System)?));
         }
         let shared = Arc::new(Shared::new(channel));
         let (schedule, sweep, s1, s2) = (self.schedule, self.sweep, shared.clone(), shared);
@@ -205,8 +205,8 @@ impl Probe for WakeupProbe {
                 priority: Some(self.priority),
                 series: vec![HANDLER],
                 setup: Box::new(move || {
-                    poster_setup(&s1.channel, via, "handler")?;
-                    let timer = periodic_timer("handler")?;
+                    poster_setup(&s1.channel, via, "handler").map_err(crate::vocab::Error::System)?;
+                    let timer = periodic_timer("handler").map_err(crate::vocab::Error::System)?;
                     Ok(match sweep {
                         None => Box::new(HandlerLoop { schedule, timer, shared: s1 }) as Box<dyn RtLoop>,
                         Some(sweep) => Box::new(SweepHandlerLoop { sweep, timer, shared: s1 }),
@@ -219,7 +219,7 @@ impl Probe for WakeupProbe {
                 priority: Some(self.priority - 1),
                 series: vec![CHAIN, TASK],
                 setup: Box::new(move || {
-                    waiter_setup(&s2.channel, via, "task")?;
+                    waiter_setup(&s2.channel, via, "task").map_err(crate::vocab::Error::System)?;
                     Ok(match sweep {
                         None => Box::new(TaskLoop { shared: s2 }) as Box<dyn RtLoop>,
                         Some(sweep) => Box::new(SweepTaskLoop { sweep, shared: s2 }),

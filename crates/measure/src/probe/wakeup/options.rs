@@ -48,7 +48,12 @@ pub struct SweepOptions {
     pub all: bool,
 }
 
-pub(super) fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
+pub(super) fn parse(given: &Given) -> Result<Arc<dyn ProbeOptions>, crate::vocab::Error> {
+    parse_text(given).map_err(crate::vocab::Error::Invalid)
+}
+
+/// [`parse`], its failure as text.
+fn parse_text(given: &Given) -> Result<Arc<dyn ProbeOptions>, String> {
     let text = given.text;
     let mut o = Options {
         interval_ns: None,
@@ -127,7 +132,7 @@ impl ProbeOptions for Options {
     fn interval_ns(&self) -> Option<u64> {
         self.interval_ns
     }
-    fn bind(&self, text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, String> {
+    fn bind(&self, text: &str, timing: RunTiming) -> Result<Arc<dyn Probe>, crate::vocab::Error> {
         let mut p = WakeupProbe {
             schedule: schedule(timing, self.interval_ns.unwrap_or(timing.interval_ns)),
             via: self.via,
@@ -139,7 +144,7 @@ impl ProbeOptions for Options {
         if let Some(o) = &self.sweep {
             let rates = o.rates.as_deref().unwrap_or(sweep::DEFAULT_RATES);
             let sweep = Sweep::new(rates, timing.warmup_ns, timing.total_ns, o.bound_ns, o.all)
-                .map_err(|e| format!("--measure '{text}': {e}"))?;
+                .map_err(|e| e.context(format_args!("--measure '{text}'")))?;
             p.schedule = sweep.schedule(timing.total_ns);
             p.sweep = Some(sweep);
         }

@@ -46,9 +46,9 @@ pub(super) fn roles(p: &WakeupProbe, (cpu, sender_cpu): (usize, usize), ping: Wa
             priority: Some(p.priority),
             series: vec![PONG],
             setup: Box::new(move || {
-                poster_setup(&receiver.ping.channel, via, "receiver")?;
-                waiter_setup(&receiver.pong, via, "receiver")?;
-                let timer = periodic_timer("receiver")?;
+                poster_setup(&receiver.ping.channel, via, "receiver").map_err(crate::vocab::Error::System)?;
+                waiter_setup(&receiver.pong, via, "receiver").map_err(crate::vocab::Error::System)?;
+                let timer = periodic_timer("receiver").map_err(crate::vocab::Error::System)?;
                 Ok(Box::new(ReceiverLoop { schedule, timer, shared: receiver }) as Box<dyn RtLoop>)
             }),
         },
@@ -58,8 +58,8 @@ pub(super) fn roles(p: &WakeupProbe, (cpu, sender_cpu): (usize, usize), ping: Wa
             priority: Some(p.priority),
             series: vec![PING],
             setup: Box::new(move || {
-                poster_setup(&sender.pong, via, "sender")?;
-                waiter_setup(&sender.ping.channel, via, "sender")?;
+                poster_setup(&sender.pong, via, "sender").map_err(crate::vocab::Error::System)?;
+                waiter_setup(&sender.ping.channel, via, "sender").map_err(crate::vocab::Error::System)?;
                 Ok(Box::new(SenderLoop { shared: sender }) as Box<dyn RtLoop>)
             }),
         },

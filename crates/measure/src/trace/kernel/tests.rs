@@ -118,11 +118,13 @@ fn a_tracer_probes_facts_come_from_the_kernels_trace_buffer_and_its_instance_goe
     let lacking = tracer("no-such-tracer", "test", true);
     let e = KernelSession::start(&mut j, &lacking, &[cpu]).err().expect("refused");
     assert!(e.contains("this kernel has no no-such-tracer tracer (CONFIG_TRACING"), "{e}");
+    assert!(matches!(e, crate::vocab::Error::Unsupported(_)), "a tracer the kernel lacks is unsupported: {e:?}");
     // A shared setting the journal would not put back is refused before anything is written
     // (the system's own tracer is only read).
     let mut unsafe_setting = tracer("nop", "test", true);
     unsafe_setting.shared = vec![("current_tracer", "nop".into())];
     let e = KernelSession::start(&mut j, &unsafe_setting, &[cpu]).err().expect("refused");
     assert!(e.contains("current_tracer is not set: refused"), "{e}");
+    assert!(matches!(e, crate::vocab::Error::Invalid(_)), "a setting the journal would not undo is refused as asked: {e:?}");
     assert!(j.restore().failed.is_empty());
 }
