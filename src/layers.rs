@@ -324,3 +324,40 @@ fn a_document_changes_only_through_its_methods() {
         .collect();
     assert!(verdicts.is_empty(), "a verdict made outside verdict::judge: {verdicts:?}");
 }
+
+/// Errors have types at the boundaries: no `pub fn` of any crate returns `Result<_, String>`
+/// (nor `Option<Result<_, String>>`); a module's private helpers may, and the public function
+/// that calls them names the class (`vocab::Error`, `StoreError`, anyhow at the command line).
+#[test]
+fn public_functions_return_typed_errors() {
+    let lines = shipped_lines();
+    // Each `pub fn`'s signature, joined from its first line to its body's `{` (or `;`).
+    let mut signatures: Vec<(String, usize, String)> = Vec::new();
+    let mut open: Option<(String, usize, String)> = None;
+    for (p, n, l) in &lines {
+        if open.is_none() && l.trim_start().starts_with("pub fn ") {
+            open = Some((p.clone(), *n, String::new()));
+        }
+        if let Some((_, _, sig)) = open.as_mut() {
+            sig.push_str(l.trim());
+            sig.push(' ');
+            if l.contains('{') || l.trim_end().ends_with(';') {
+                let (p, n, sig) = open.take().unwrap();
+                signatures.push((p, n, sig.split('{').next().unwrap_or_default().to_string()));
+            }
+        }
+    }
+    assert!(signatures.len() > 500, "read {} public functions", signatures.len());
+    // The return type's error, past the arguments (whose closures may return anything).
+    let text_error = |sig: &str| {
+        let ret = sig.rsplit_once(") ->").map_or("", |(_, r)| r).replace(' ', "");
+        ret.ends_with(",String>") && ret.contains("Result<") || ret.ends_with(",String>>") && ret.starts_with("Option<Result<")
+    };
+    assert!(
+        text_error("pub fn parse(s: &str) -> Result<u64, String> ") && !text_error("pub fn f() -> Result<Vec<String>, Error> ")
+    );
+    assert!(!text_error("pub fn save(w: impl FnMut() -> Result<(), String>) -> io::Result<()> "));
+    let untyped: Vec<String> =
+        signatures.iter().filter(|s| text_error(&s.2)).map(|(p, n, s)| format!("{p}:{n}: {}", s.trim())).collect();
+    assert!(untyped.is_empty(), "a public function whose error is text:\n{}", untyped.join("\n"));
+}

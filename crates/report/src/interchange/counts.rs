@@ -48,7 +48,7 @@ impl<'de> Deserialize<'de> for Num {
 }
 
 /// A count (cycles, a histogram bucket's count): a whole number from 0 to [`MAX_COUNT`].
-pub fn count(n: Num, what: &str) -> Result<u64, String> {
+pub(super) fn count(n: Num, what: &str) -> Result<u64, String> {
     let v = match n {
         Num::U(v) => Some(v),
         Num::F(f) if f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f <= MAX_COUNT as f64 => Some(f as u64),
@@ -64,7 +64,7 @@ pub fn count(n: Num, what: &str) -> Result<u64, String> {
 
 /// A latency of `n` units of `unit_ns` each, in ns: at least 0, at most [`MAX_LATENCY_NS`]
 /// (fractions of a unit are kept to the ns, truncated).
-pub fn latency(n: Num, unit_ns: u64, what: &str) -> Result<u64, String> {
+pub(super) fn latency(n: Num, unit_ns: u64, what: &str) -> Result<u64, String> {
     let ns = match n {
         Num::U(v) => v.checked_mul(unit_ns),
         Num::F(f) if f.is_finite() && f >= 0.0 => {
@@ -78,7 +78,7 @@ pub fn latency(n: Num, unit_ns: u64, what: &str) -> Result<u64, String> {
 }
 
 /// A mean latency of `n` units of `unit_ns`, in ns (checked as [`latency`]).
-pub fn mean(n: Num, unit_ns: u64, what: &str) -> Result<f64, String> {
+pub(super) fn mean(n: Num, unit_ns: u64, what: &str) -> Result<f64, String> {
     let v = match n {
         Num::U(v) => v as f64,
         Num::F(f) => f,
@@ -181,7 +181,7 @@ const CHUNK: usize = 64;
 impl Counts {
     /// Adds `n` values of `value_ns` (at most [`MAX_LATENCY_NS`]); the total stays within
     /// [`MAX_COUNT`].
-    pub fn add(&mut self, value_ns: u64, n: u64) -> Result<(), String> {
+    pub(super) fn add(&mut self, value_ns: u64, n: u64) -> Result<(), String> {
         if value_ns > MAX_LATENCY_NS {
             return Err("a histogram value beyond an hour: not a latency (a wrong unit?)".into());
         }
@@ -208,7 +208,7 @@ impl Counts {
     }
 
     /// Every count of `other` added.
-    pub fn merge(&mut self, other: &Counts) -> Result<(), String> {
+    pub(super) fn merge(&mut self, other: &Counts) -> Result<(), String> {
         let (sum, range) = (self.sum, self.range);
         for (i, n) in other.buckets() {
             self.add(bucket_range(i).0, n)?;
