@@ -17,7 +17,7 @@ pub mod commands;
 pub use rtgauge_forecast::forecast;
 pub use rtgauge_lab::{png, serve};
 pub use rtgauge_measure::{aggregate, audit, load, probe, scenario, trace, tuning, verdict};
-pub use rtgauge_model::{result, vocab};
+pub use rtgauge_model::{keep, result, vocab};
 pub use rtgauge_report::{http, interchange, metrics, report};
 pub use rtgauge_run::run;
 pub use rtgauge_store::store;

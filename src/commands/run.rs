@@ -1,5 +1,6 @@
 //! `rtgauge run`: the plan (a scenario's values with the command line's over them) and where
-//! the result is kept, handed to the run's stages (`crate::run`).
+//! the result is kept (the store's `keep::Keep`: the run knows no store), handed to the run's
+//! stages (`crate::run`).
 
 use super::args::RunArgs;
 use crate::{run, scenario, store};
@@ -11,7 +12,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<u8> {
         .and_then(|k| k.with_board(args.board.as_deref()))
         .map_err(anyhow::Error::msg)?;
     // (A database URL's password is kept out of the result.)
-    run::run(plan, store::scrub_command_line(std::env::args().collect()), keep)
+    run::run(plan, store::scrub_command_line(std::env::args().collect()), Box::new(keep))
 }
 
 /// The plan of `rtgauge run`: the scenario's values (if any) with the command line's over them.

@@ -5,5 +5,6 @@
 //! serialises). It depends on no other crate of rtgauge, so nothing it defines can reach up.
 #![deny(unsafe_code)]
 
+pub mod keep;
 pub mod result;
 pub mod vocab;

@@ -3,9 +3,8 @@
 
 use rtgauge_forecast::forecast;
 use rtgauge_measure::{aggregate, audit, load, probe, scenario, trace, tuning, verdict};
-use rtgauge_model::{result, vocab};
+use rtgauge_model::{keep, result, vocab};
 use rtgauge_report::{metrics, report};
-use rtgauge_store::store;
 use rtgauge_sys::sys;
 
 pub mod run;

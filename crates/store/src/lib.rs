@@ -3,7 +3,7 @@
 #![deny(unsafe_code)]
 
 use rtgauge_forecast::forecast;
-use rtgauge_model::{result, vocab};
+use rtgauge_model::{keep, result, vocab};
 use rtgauge_sys::sys;
 
 pub mod store;

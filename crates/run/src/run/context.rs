@@ -9,7 +9,6 @@ use crate::result::board::Board;
 use crate::result::findings::Finding;
 use crate::result::system::SystemInfo;
 use crate::scenario::RunPlan;
-use crate::store;
 use anyhow::Result;
 
 /// A run as every stage sees it (see the module doc).
@@ -24,9 +23,9 @@ pub struct Context {
     /// The board as it describes itself (its kernel options compared when the store is open).
     pub board: Board,
     /// The board's kernel configuration, kept with the run.
-    pub kernel_config: Option<store::KernelOptions>,
-    /// Where the result is kept.
-    pub keep: store::Request,
+    pub kernel_config: Option<crate::result::board::KernelOptions>,
+    /// Where the result is kept (the command line's: the store).
+    pub keep: Box<dyn crate::keep::Keep>,
     /// How the run stops (Ctrl-C, SIGTERM).
     pub interrupts: Interrupts,
     pub command_line: Vec<String>,
@@ -40,7 +39,7 @@ impl Context {
     pub(super) fn against_machine(
         plan: RunPlan,
         command_line: Vec<String>,
-        keep: store::Request,
+        keep: Box<dyn crate::keep::Keep>,
         interrupts: Interrupts,
     ) -> Result<Context> {
         let (system, resolved) = resolved::against_machine(&plan)?;
@@ -49,8 +48,7 @@ impl Context {
             &crate::audit::checks::Scope { cpus: resolved.cpus.clone(), priority: plan.priority },
         );
         let own_cpus = super::continuous::own_cpus(&plan, &resolved, &system)?;
-        let (board, kernel_config) =
-            crate::audit::board::read(keep.board.as_deref().unwrap_or(&system.hostname), &system.kernel_release);
+        let (board, kernel_config) = crate::audit::board::read(keep.board().unwrap_or(&system.hostname), &system.kernel_release);
         Ok(Context { plan, resolved, system, findings, board, kernel_config, keep, interrupts, command_line, own_cpus })
     }
 }

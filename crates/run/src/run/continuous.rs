@@ -384,16 +384,16 @@ impl Feed {
 pub(super) fn keeper<'s>(
     scope: &'s std::thread::Scope<'s, '_>,
     run: &'s super::Context,
-    mut store: Option<crate::store::Store>,
-) -> (mpsc::Sender<Part>, std::thread::ScopedJoinHandle<'s, Option<crate::store::Store>>) {
+    mut destination: Option<Box<dyn crate::keep::Destination>>,
+) -> (mpsc::Sender<Part>, std::thread::ScopedJoinHandle<'s, Option<Box<dyn crate::keep::Destination>>>) {
     let cpus = run.own_cpus.clone();
     let (tx, rx) = mpsc::channel::<Part>();
     let handle = scope.spawn(move || {
         let _ = confine_here(&cpus);
         // The store's memory bounded before the first part is kept, as after each: the first
         // part's keeping reaches the most a part's keeping holds.
-        if let Some(s) = &store {
-            s.fold();
+        if let Some(d) = &destination {
+            d.fold();
         }
         for part in rx {
             let uuid = part.uuid;
@@ -401,13 +401,16 @@ pub(super) fn keeper<'s>(
             let id = uuid.or(result.uuid);
             result.identified(id);
             result.on_board(run.board.clone());
-            let line = super::keep::keep_part(&mut result, &mut store, &run.keep);
-            if let Some(s) = &store {
-                s.fold();
+            let line = match destination.as_mut() {
+                Some(d) => d.keep_part(&mut result),
+                None => run.keep.lost().keep_part(&mut result),
+            };
+            if let Some(d) = &destination {
+                d.fold();
             }
             super::keep::say_part(&result, &line);
         }
-        store
+        destination
     });
     (tx, handle)
 }

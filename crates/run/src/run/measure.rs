@@ -54,11 +54,11 @@ pub struct Ended {
 pub(super) fn observed(run: &super::Context, rig: Rig, outputs: &mut super::keep::Outputs, metrics: &Metrics) -> Ended {
     let Rig { prepared, mut loads, watchdog, mut held } = rig;
     let rotated = run.plan.continuous.rotate_ns.is_some();
-    let store = if rotated { outputs.take_store() } else { None };
-    let (ended, store) = std::thread::scope(|scope| {
+    let destination = if rotated { outputs.take_destination() } else { None };
+    let (ended, destination) = std::thread::scope(|scope| {
         let (parts, keeper) = match rotated {
             true => {
-                let (tx, handle) = super::continuous::keeper(scope, run, store);
+                let (tx, handle) = super::continuous::keeper(scope, run, destination);
                 (Some(tx), Some(handle))
             }
             false => (None, None),
@@ -76,11 +76,11 @@ pub(super) fn observed(run: &super::Context, rig: Rig, outputs: &mut super::keep
         let last_part = beside.last_part();
         drop(beside);
         let (released, guardian) = super::setup::release(held, &mut loads, &mut outputs.warnings);
-        let store = keeper.and_then(|k| k.join().ok()).flatten();
-        (Ended { measured, released, last_part, guardian }, store)
+        let destination = keeper.and_then(|k| k.join().ok()).flatten();
+        (Ended { measured, released, last_part, guardian }, destination)
     });
     if rotated {
-        outputs.put_store(store);
+        outputs.put_destination(destination);
     }
     ended
 }

@@ -30,7 +30,6 @@ pub mod signals;
 pub mod warnings;
 
 use crate::scenario::RunPlan;
-use crate::store;
 use anyhow::Result;
 
 pub use context::Context;
@@ -43,8 +42,8 @@ pub const EXIT_PASSED: u8 = 0;
 pub const EXIT_FAILED: u8 = 1;
 
 /// Runs `rtgauge run`: the stages in order; returns the exit status.
-pub fn run(plan: RunPlan, command_line: Vec<String>, keep: store::Request) -> Result<u8> {
-    let interrupts = Interrupts::for_run(&plan)?; // signals.rs: Ctrl-C stops the run from here
+pub fn run(plan: RunPlan, command_line: Vec<String>, keep: Box<dyn crate::keep::Keep>) -> Result<u8> {
+    let interrupts = Interrupts::for_run(&plan, &*keep)?; // signals.rs: Ctrl-C stops the run from here
     let mut run = Context::against_machine(plan, command_line, keep, interrupts)?; // resolved, audited
     let mut metrics = continuous::Metrics::bind(&run)?; // the address bound, the file checked
     let mut outputs = keep::Outputs::open(&mut run)?; // keep.rs: JSON, store; warnings said

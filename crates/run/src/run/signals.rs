@@ -36,12 +36,9 @@ impl Interrupts {
     /// lab's server that does not answer holds up no stop (its connection is given up on). A
     /// run that goes on for months gives SQLite's pages memory of their own before any store is
     /// opened, so that its peak memory is reached with its first part kept.
-    pub(super) fn for_run(plan: &crate::scenario::RunPlan) -> Result<Interrupts> {
+    pub(super) fn for_run(plan: &crate::scenario::RunPlan, keep: &dyn crate::keep::Keep) -> Result<Interrupts> {
         let interrupts = Interrupts::install_for_run()?;
-        crate::store::postgres::give_up_when(interrupts.signalled());
-        if plan.continuous.rotate_ns.is_some() {
-            crate::store::fix_page_memory();
-        }
+        keep.before_run(interrupts.signalled(), plan.continuous.rotate_ns.is_some());
         Ok(interrupts)
     }
 

@@ -17,6 +17,7 @@
 
 mod columns;
 pub mod figures;
+pub mod keeper;
 pub mod postgres;
 pub mod spool;
 mod sqlite;
@@ -302,13 +303,7 @@ impl NewRow {
 
 pub use crate::result::board::KernelOptions;
 
-/// The kernel configuration of an earlier run of a board.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Earlier {
-    pub id: i64,
-    pub uuid: Option<String>,
-    pub options: BTreeMap<String, String>,
-}
+pub use crate::keep::Earlier;
 
 /// What a save did: the run's id, and whether it was there already (its UUID stored before).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
