@@ -146,6 +146,19 @@ pub(super) const MIGRATIONS: &[Migration] = &[
     },
 ];
 
+/// Takes a store of layout `i` to `i + 1` inside the transaction `tx` (the migration's SQL, its
+/// fill, its closing SQL, the new version): opening a store applies each step from its layout
+/// on, in one transaction; a store made new is one that went up every step from nothing.
+pub(super) fn step(tx: &Connection, i: usize) -> rusqlite::Result<()> {
+    let m = &MIGRATIONS[i];
+    tx.execute_batch(m.sql)?;
+    if let Some(fill) = m.fill {
+        fill(tx)?;
+    }
+    tx.execute_batch(m.then)?;
+    tx.pragma_update(None, "user_version", i as i64 + 1)
+}
+
 /// Layout 5's fill: the figures of every run stored before, from its document, one document
 /// at a time (the statement steps through them: a store of 100 000 runs migrates in bounded
 /// memory); and its kernel configuration's SHA-256 where its document records one the row
@@ -263,4 +276,71 @@ pub(super) fn fill_uuids(c: &Connection) -> rusqlite::Result<()> {
         set.execute(params![id, uuid.to_string()])?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every table and index of the store as SQLite keeps its definition, by kind and name.
+    fn schema(c: &Connection) -> Vec<(String, String, Option<String>)> {
+        c.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    /// The ladder is data (`MIGRATIONS`): a store taken up one layout at a time — each step in a
+    /// transaction of its own, the file closed and opened again between steps, a run of layout 1
+    /// in it from the start — has exactly the tables, columns and indexes of a store made new,
+    /// and the run came through every step (its UUID, board, document, figures and forecast
+    /// columns).
+    #[test]
+    fn a_store_migrated_step_by_step_equals_one_made_new() {
+        let new = Connection::open_in_memory().unwrap();
+        for i in 0..MIGRATIONS.len() {
+            step(&new, i).unwrap();
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stepped.db");
+        let document = include_str!("../../../../../tests/fixtures/result-v3.json");
+        let started: serde_json::Value = serde_json::from_str(document).unwrap();
+        for i in 0..MIGRATIONS.len() {
+            let mut c = Connection::open(&path).unwrap();
+            let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+            assert_eq!(version, i as i64, "each step starts where the one before ended");
+            let tx = c.transaction().unwrap();
+            step(&tx, i).unwrap();
+            if i == 0 {
+                // A run as rtgauge stored it in layout 1: its document as JSON text in the row.
+                tx.execute(
+                    "INSERT INTO runs (started_at, label, host, kernel, preemption, probes, verdict, status, document)
+                     VALUES (?1, 'old', 'h', 'k', 'p', 'timer', 'none', 'complete', ?2)",
+                    params![started["started_at"].as_str().unwrap(), document],
+                )
+                .unwrap();
+            }
+            tx.commit().unwrap();
+        }
+        let stepped = Connection::open(&path).unwrap();
+        let (made, migrated) = (schema(&new), schema(&stepped));
+        assert!(made.len() >= 12, "read the schema: {made:?}");
+        assert_eq!(migrated, made, "a store migrated step by step has the schema of one made new");
+        let (uuid, board, series): (Option<String>, String, Option<String>) =
+            stepped.query_row("SELECT uuid, board, series FROM runs", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
+        assert!(uuid.is_some_and(|u| u.len() == 36), "layout 4 gave the run a UUID");
+        assert_eq!((board.as_str(), series), ("h", None), "layout 4: its board its host; layout 7: no series");
+        let kept: String = stepped.query_row("SELECT document FROM documents", [], |r| r.get(0)).unwrap();
+        assert_eq!(kept, document, "layout 4 moved the document, as it was, to its own table");
+        let (figures, notes): (i64, i64) = stepped
+            .query_row("SELECT count(*), count(forecast_note) + count(day_level_ns) FROM figures WHERE run = 1", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        let combined = started["combined"].as_array().unwrap().len() as i64;
+        assert_eq!(figures, combined, "layout 5 gave each combined series its figures");
+        assert!(notes >= 1, "layout 6 gave its latency series a forecast's level or the reason for none");
+    }
 }

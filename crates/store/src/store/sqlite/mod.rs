@@ -248,13 +248,8 @@ impl Sqlite {
         // write lock.
         let tx = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate).map_err(|e| self.refuse(e))?;
         let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| self.refuse(e))?;
-        for (i, m) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            tx.execute_batch(m.sql).map_err(|e| self.refuse(e))?;
-            if let Some(fill) = m.fill {
-                fill(&tx).map_err(|e| self.refuse(e))?;
-            }
-            tx.execute_batch(m.then).map_err(|e| self.refuse(e))?;
-            tx.pragma_update(None, "user_version", i as i64 + 1).map_err(|e| self.refuse(e))?;
+        for i in usize::try_from(version).unwrap_or(0)..MIGRATIONS.len() {
+            migrate::step(&tx, i).map_err(|e| self.refuse(e))?;
         }
         tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(|e| self.refuse(e))?;
         tx.commit().map_err(|e| self.refuse(e))
