@@ -366,3 +366,99 @@ fn public_functions_return_typed_errors() {
         signatures.iter().filter(|s| text_error(&s.2)).map(|(p, n, s)| format!("{p}:{n}: {}", s.trim())).collect();
     assert!(untyped.is_empty(), "a public function whose error is text:\n{}", untyped.join("\n"));
 }
+
+/// The text of every `html!( … )` invocation in the code that ships (the part after `html!(` up
+/// to its closing parenthesis), with its file.
+fn html_invocations() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (_, dir) in crates() {
+        let mut files = Vec::new();
+        rust_files(&dir.join("src"), &mut files);
+        for p in files {
+            if p.file_name().is_some_and(|n| n == "markup.rs" || n == "layers.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let shown = p.strip_prefix(workspace()).unwrap().display().to_string();
+            let mut rest = code;
+            while let Some(at) = rest.find("html!(") {
+                let body = &rest[at + 6..];
+                let (mut depth, mut in_string, mut escaped, mut end) = (1, false, false, body.len());
+                for (i, c) in body.char_indices() {
+                    match (in_string, escaped, c) {
+                        (true, true, _) => escaped = false,
+                        (true, false, '\\') => escaped = true,
+                        (true, false, '"') => in_string = false,
+                        (false, _, '"') => in_string = true,
+                        (false, _, '(') => depth += 1,
+                        (false, _, ')') => {
+                            depth -= 1;
+                            if depth == 0 {
+                                end = i;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                out.push((shown.clone(), body[..end].to_string()));
+                rest = &body[end..];
+            }
+        }
+    }
+    out
+}
+
+/// HTML is written through `report::markup` alone: no page is escaped by hand (`esc(` is gone
+/// from the dashboard) and no `html!` literal names a variable of the scope (`{name}` without
+/// `name = …`), which would go in without being rendered. Names in capitals are constants of
+/// the source (`{L}`, `{RUN_HEADERS}`): markup or numbers written there.
+#[test]
+fn html_is_written_through_markup() {
+    let calls = html_invocations();
+    assert!(calls.len() > 60, "read {} html! invocations", calls.len());
+    let captured = |body: &str| -> Vec<String> {
+        // The literal: from its opening quote to the first quote not escaped.
+        let open = body.find('"').map_or(body.len(), |i| i + 1);
+        let mut end = body.len();
+        let mut escaped = false;
+        for (i, c) in body[open..].char_indices() {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => {
+                    end = open + i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let literal = body[open.min(end)..end].replace("{{", "");
+        literal
+            .split('{')
+            .skip(1)
+            .filter_map(|p| {
+                let name: String = p.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                let lower = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_');
+                (lower && !body.contains(&format!("{name} ="))).then_some(name)
+            })
+            .collect()
+    };
+    assert_eq!(captured("\"<td>{x}</td>\", y = 1"), ["x"]);
+    assert!(captured("\"<td>{x:.1}{L}{}</td>\", x = v, 3").is_empty());
+    let bypassed: Vec<String> = calls
+        .iter()
+        .filter_map(|(p, b)| {
+            let names = captured(b);
+            (!names.is_empty()).then(|| format!("{p}: {names:?} in html!({})", b.chars().take(120).collect::<String>()))
+        })
+        .collect();
+    assert!(bypassed.is_empty(), "a variable captured by an html! literal, not rendered:\n{}", bypassed.join("\n"));
+    let by_hand: Vec<String> = shipped_lines()
+        .into_iter()
+        .filter(|(p, _, l)| p.starts_with("crates/lab/") && l.contains("esc("))
+        .map(|(p, n, l)| format!("{p}:{n}: {}", l.trim()))
+        .collect();
+    assert!(by_hand.is_empty(), "HTML escaped by hand:\n{}", by_hand.join("\n"));
+}

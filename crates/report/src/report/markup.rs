@@ -69,6 +69,15 @@ impl Html {
         h
     }
 
+    /// This page with `inserted` right after its `<body…>` tag (at its start without one).
+    pub fn with_after_body(&self, inserted: Html) -> Html {
+        let page = &self.0;
+        match page.find("<body").and_then(|at| page[at..].find('>').map(|end| at + end + 1)) {
+            Some(at) => Html(format!("{}{}{}", &page[..at], inserted.0, &page[at..])),
+            None => Html(format!("{}{page}", inserted.0)),
+        }
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -86,6 +95,14 @@ impl Html {
 impl fmt::Display for Html {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// Its markup, to read as text (`page.contains("<svg")`).
+impl std::ops::Deref for Html {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
     }
 }
 
@@ -147,6 +164,22 @@ impl Render for Html {
 impl<T: Render + ?Sized> Render for &T {
     fn render(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         (**self).render(f)
+    }
+}
+
+/// A count with its noun (`3 runs`), as text.
+impl Render for crate::vocab::Count<'_> {
+    fn render(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        escape(&self.to_string(), f)
+    }
+}
+
+/// Literal markup after this (`h + "</td></tr>"`).
+impl std::ops::Add<&'static str> for Html {
+    type Output = Html;
+    fn add(mut self, markup: &'static str) -> Html {
+        self.0.push_str(markup);
+        self
     }
 }
 
@@ -236,10 +269,7 @@ mod tests {
     fn text_is_escaped_markup_is_kept_and_numbers_keep_their_precision() {
         let board = "<script>alert('x')</script> & \u{1b}[2J";
         let cell = crate::html!("<td title=\"{}\">{}</td>", board, Html::lit("<b>ok</b>"));
-        assert_eq!(
-            cell.as_str(),
-            "<td title=\"&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; \\x1b[2J\"><b>ok</b></td>"
-        );
+        assert_eq!(cell.as_str(), "<td title=\"&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; \\x1b[2J\"><b>ok</b></td>");
         let named = crate::html!("<a href=\"/run/{id}\">{v:.1} µs</a>", id = 42, v = 1.25f64);
         assert_eq!(named.as_str(), "<a href=\"/run/42\">1.2 µs</a>");
         let mut page = Html::lit("<p>");
@@ -247,6 +277,6 @@ mod tests {
         page += "</p>";
         assert_eq!(String::from(page), "<p>a&lt;b</p>");
         assert_eq!(Html::join([Html::text("x&y"), Html::lit("<br>")], " · ").as_str(), "x&amp;y · <br>");
-        assert_eq!(crate::html!("{}", Shown(crate::vocab::units::Nanos(1500))).as_str(), "1.500 µs");
+        assert_eq!(crate::html!("{}", Shown(crate::vocab::units::Nanos(1500))).as_str(), "1.5 µs");
     }
 }

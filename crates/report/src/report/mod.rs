@@ -16,6 +16,7 @@ pub mod html;
 pub mod json;
 pub mod live;
 pub mod long_enough;
+pub mod markup;
 pub mod out;
 pub mod plot;
 pub mod reference;

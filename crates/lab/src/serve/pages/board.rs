@@ -6,92 +6,80 @@
 //! as its latest run describes it, and what changed between runs.
 
 use super::frame::{compare_bar, page, Place};
-use super::{cycle_cell, day, esc, latency, pick, plot, run_cells, series_cells, verdict, when, RUN_HEADERS, SERIES_HEADERS};
+use super::{cycle_cell, day, latency, pick, plot, run_cells, series_cells, verdict, when, RUN_HEADERS, SERIES_HEADERS};
 use crate::report::board::{dmi, short_hash};
+use crate::report::markup::Html;
 use crate::serve::model::{percent, BoardPage, BoardRun, View};
-use std::fmt::Write;
+use rtgauge_report::html;
 
 /// The board page.
-pub fn board(b: &BoardPage, store_shown: &str) -> String {
-    let name = esc(&b.name);
-    let mut h = format!("<h1>Board {name}</h1>");
+pub fn board(b: &BoardPage, store_shown: &str) -> Html {
+    let mut h = html!("<h1>Board {}</h1>", b.name);
     if b.runs.is_empty() {
         if b.before.is_some() {
-            let _ = write!(
-                h,
-                "<p>No older run of this board passes these filters. <a href=\"{}\">Its newest runs.</a></p>",
-                esc(&newest(b))
-            );
+            h += html!("<p>No older run of this board passes these filters. <a href=\"{}\">Its newest runs.</a></p>", &newest(b));
         } else if b.view == View::default() {
             h += "<p>No run of this board is stored.</p>";
         } else {
-            let _ = write!(
-                h,
+            h += html!(
                 "<p>No run of this board passes these filters. <a href=\"/board/{}\">Every run of the board.</a></p>",
                 percent(&b.name)
             );
         }
-        h += &configuration(b);
+        h += configuration(b);
         return page(&format!("Board {}", b.name), store_shown, &b.view, Place::Board(&b.name), &h);
     }
     let (first, last) = (&b.runs[0].row, &b.runs[b.runs.len() - 1].row);
     let span = if b.runs.len() == 1 {
-        format!("on {}", esc(&when(&first.started_at)))
+        html!("on {}", &when(&first.started_at))
     } else {
-        format!("from {} to {}", esc(&when(&first.started_at)), esc(&when(&last.started_at)))
+        html!("from {} to {}", &when(&first.started_at), &when(&last.started_at))
     };
-    let _ = write!(
-        h,
-        "<p class=\"muted\">{} {} these filters; shown: {}, {span}{}{}. Latencies in µs.</p>",
-        crate::vocab::Count(b.total_runs, "run"),
-        if b.total_runs == 1 { "passes" } else { "pass" },
-        if b.runs.len() as u64 == b.total_runs { "all".to_string() } else { format!("{} of them", b.runs.len()) },
-        b.before.map(|id| format!(", older than run {id}")).unwrap_or_default(),
-        b.kernel.as_deref().map(|k| format!("; latest kernel {}", esc(k))).unwrap_or_default(),
+    h += html!(
+        "<p class=\"muted\">{_0} {_1} these filters; shown: {_2}, {span}{_3}{_4}. Latencies in µs.</p>",
+        _0 = crate::vocab::Count(b.total_runs, "run"),
+        _1 = if b.total_runs == 1 { "passes" } else { "pass" },
+        _2 = if b.runs.len() as u64 == b.total_runs { Html::lit("all") } else { html!("{} of them", b.runs.len()) },
+        _3 = b.before.map(|id| html!(", older than run {id}", id = id)).unwrap_or_default(),
+        _4 = b.kernel.as_deref().map(|k| html!("; latest kernel {}", k)).unwrap_or_default(),
+        span = span
     );
     let names = series_names(&b.runs);
     if names.len() > 1 {
         h += "<p>Series: ";
-        let links: Vec<String> =
-            names.iter().map(|n| format!("<a href=\"#series-{}\">{}</a>", esc(&anchor(n)), esc(n))).collect();
-        h += &links.join(" · ");
+        h += Html::join(names.iter().map(|n| html!("<a href=\"#series-{}\">{}</a>", &anchor(n), n)), " · ");
         h += " · <a href=\"#runs\">runs</a> · <a href=\"#configuration\">configuration</a></p>";
     }
     for n in &names {
-        let _ = write!(h, "<h2 id=\"series-{}\">{}</h2>", esc(&anchor(n)), esc(n));
-        let _ = write!(
-            h,
+        h += html!("<h2 id=\"series-{}\">{}</h2>", &anchor(n), n);
+        h += html!(
             "<h3>Worst case, p99.9, p99 and the once-per-day forecast per run</h3><figure class=\"wide\">{}</figure>{}",
             plot::long_term(&b.runs, n, &b.changes),
             forecast_note(&b.runs, n)
         );
-        let _ = write!(
-            h,
-            "<h3>Latency by run</h3><p class=\"muted note\">Each column is a run's histogram of {}: the samples in each latency bin as colour (log scale), empty bins white.</p><figure class=\"wide\">{}</figure>",
-            esc(n),
-            plot::heat_map(&b.runs, n, &b.changes)
-        );
+        h += html!("<h3>Latency by run</h3><p class=\"muted note\">Each column is a run's histogram of {}: the samples in each latency bin as colour (log scale), empty bins white.</p><figure class=\"wide\">{}</figure>", n, plot::heat_map(&b.runs, n, &b.changes));
     }
     if names.is_empty() {
         h += "<p>These runs have no latency series to plot.</p>";
     }
-    h += &runs_table(b);
-    h += &configuration(b);
+    h += runs_table(b);
+    h += configuration(b);
     page(&format!("Board {}", b.name), store_shown, &b.view, Place::Board(&b.name), &h)
 }
 
 /// What the long-term plot's forecast marks are, and for how many of the runs: where the store
 /// keeps no forecast (an older layout, read as it is), that instead.
-fn forecast_note(runs: &[BoardRun], name: &str) -> String {
+fn forecast_note(runs: &[BoardRun], name: &str) -> Html {
     let with: Vec<&BoardRun> = runs.iter().filter(|r| r.figures.series.iter().any(|s| s.series == name)).collect();
     if with.iter().any(|r| !r.figures.forecasts) {
-        return "<p class=\"muted note\">No once-per-day forecast is shown: this store's layout keeps none (the dashboard \
+        return Html::lit(
+            "<p class=\"muted note\">No once-per-day forecast is shown: this store's layout keeps none (the dashboard \
 never changes a store; the next <code>rtgauge run</code>, <code>import</code> or <code>push</code> into it brings it up to \
-date).</p>"
-            .to_string();
+date).</p>",
+        );
     }
     let drawn = with.iter().filter(|r| r.figures.series.iter().any(|s| s.series == name && s.day_level_ns.is_some())).count();
-    format!(
+    html!(
         "<p class=\"muted note\">Once per day (forecast): the latency the run's forecast says is exceeded on average once \
 per day of operation at its period, the highest of its CPUs', on a bar over its 95 % interval (an arrow at the top: no upper \
 end, or beyond the plot). Drawn for {} of these {}; where a CPU's forecast does not apply none is drawn, and the worst \
@@ -126,21 +114,20 @@ fn newest(b: &BoardPage) -> String {
 
 /// The runs as a table, newest first, with their boxes for a comparison and the links to the
 /// pages before and after.
-fn runs_table(b: &BoardPage) -> String {
-    let mut h = String::from("<h2 id=\"runs\">Runs</h2><form class=\"compare\" method=\"get\" action=\"/compare\">");
-    h += &compare_bar();
-    let _ = write!(
-        h,
+fn runs_table(b: &BoardPage) -> Html {
+    let mut h = Html::lit("<h2 id=\"runs\">Runs</h2><form class=\"compare\" method=\"get\" action=\"/compare\">");
+    h += compare_bar();
+    h += html!(
         "<table class=\"runs\"><thead><tr><th></th>{RUN_HEADERS}{SERIES_HEADERS}<th class=\"sortable\">verdict</th>\
 <th class=\"sortable n\">shortest cycle</th><th class=\"sortable\">status</th></tr></thead><tbody>"
     );
     for r in b.runs.iter().rev() {
-        let _ = write!(h, "<tr><td>{}</td>", pick(r.row.id));
-        h += &run_cells(&r.row);
-        h += &series_cells(&r.figures);
-        let _ = write!(h, "<td>{}</td>", verdict(&r.row.verdict));
-        h += &cycle_cell(&r.figures);
-        let _ = write!(h, "<td>{}</td></tr>", esc(&r.row.status));
+        h += html!("<tr><td>{}</td>", pick(r.row.id));
+        h += run_cells(&r.row);
+        h += series_cells(&r.figures);
+        h += html!("<td>{}</td>", verdict(&r.row.verdict));
+        h += cycle_cell(&r.figures);
+        h += html!("<td>{}</td></tr>", &r.row.status);
     }
     h += "</tbody></table></form><p class=\"paging\">";
     let shown = b.runs.len() as u64;
@@ -149,31 +136,31 @@ fn runs_table(b: &BoardPage) -> String {
         Some(_) => shown >= crate::serve::model::BOARD_RUNS,
     };
     if b.before.is_some() {
-        let _ = write!(h, "<a href=\"{}\">← the newest runs</a> ", esc(&newest(b)));
+        h += html!("<a href=\"{}\">← the newest runs</a> ", &newest(b));
     }
     if let (true, Some(lowest)) = (older, b.runs.iter().map(|r| r.row.id).min()) {
         let q = b.view.query();
         let sep = if q.is_empty() { "?" } else { "&" };
-        let _ = write!(h, "<a href=\"{}\">older runs →</a>", esc(&format!("/board/{}{q}{sep}before={lowest}", percent(&b.name))));
+        h += html!("<a href=\"{}\">older runs →</a>", &format!("/board/{}{q}{sep}before={lowest}", percent(&b.name)));
     }
     h + "</p>"
 }
 
 /// The board as its latest run describes it, and what changed between the runs shown.
-fn configuration(b: &BoardPage) -> String {
-    let mut h = String::from("<h2 id=\"configuration\">Configuration</h2>");
-    let mut rows: Vec<(&str, String)> = Vec::new();
+fn configuration(b: &BoardPage) -> Html {
+    let mut h = Html::lit("<h2 id=\"configuration\">Configuration</h2>");
+    let mut rows: Vec<(&str, Html)> = Vec::new();
     let latest = b.runs.last();
     if let Some(bd) = &b.board {
-        rows.extend(bd.model.as_deref().map(|m| ("model (device tree)", esc(m))));
+        rows.extend(bd.model.as_deref().map(|m| ("model (device tree)", Html::text(m))));
         if !bd.compatible.is_empty() {
-            rows.push(("compatible (device tree)", esc(&bd.compatible.join(", "))));
+            rows.push(("compatible (device tree)", Html::text(&bd.compatible.join(", "))));
         }
-        rows.extend(dmi(bd).map(|d| ("DMI system", esc(&d))));
+        rows.extend(dmi(bd).map(|d| ("DMI system", Html::text(&d))));
     }
-    rows.extend(b.kernel.as_deref().map(|k| ("kernel", esc(k))));
+    rows.extend(b.kernel.as_deref().map(|k| ("kernel", Html::text(k))));
     if let Some(r) = latest {
-        rows.push(("preemption model", esc(&r.row.preemption)));
+        rows.push(("preemption model", Html::text(&r.row.preemption)));
     }
     let hash = b
         .board
@@ -181,20 +168,18 @@ fn configuration(b: &BoardPage) -> String {
         .and_then(|bd| bd.kernel_config.as_ref().map(|k| k.sha256.clone()))
         .or_else(|| latest.and_then(|r| r.figures.kernel_config.clone()));
     match hash {
-        Some(s) => {
-            rows.push(("kernel configuration", format!("SHA-256 <code title=\"{}\">{}</code>", esc(&s), esc(short_hash(&s)))))
-        }
-        None => rows.push(("kernel configuration", "not recorded".to_string())),
+        Some(s) => rows.push(("kernel configuration", html!("SHA-256 <code title=\"{}\">{}</code>", &s, short_hash(&s)))),
+        None => rows.push(("kernel configuration", Html::lit("not recorded"))),
     }
     if let Some(c) = b.board.as_ref().and_then(|bd| bd.cmdline.as_deref()) {
-        rows.push(("kernel command line", format!("<code>{}</code>", esc(c))));
+        rows.push(("kernel command line", html!("<code>{}</code>", c)));
     }
     if let Some(r) = latest {
-        rows.push(("as of", format!("<a href=\"/run/{0}\">run {0}</a>, {1}", r.row.id, esc(&when(&r.row.started_at)))));
+        rows.push(("as of", html!("<a href=\"/run/{0}\">run {0}</a>, {1}", r.row.id, &when(&r.row.started_at))));
     }
     h += "<table class=\"board\"><tbody>";
     for (k, v) in rows {
-        let _ = write!(h, "<tr><th>{k}</th><td>{v}</td></tr>");
+        h += html!("<tr><th>{k}</th><td>{v}</td></tr>", k = k, v = v);
     }
     h += "</tbody></table>";
     h += "<h3>What changed between runs</h3>";
@@ -202,21 +187,13 @@ fn configuration(b: &BoardPage) -> String {
         h += "<p>Nothing: the runs shown ran on the same kernel, kernel configuration and preemption model.</p>";
         return h;
     }
-    let _ = write!(
-        h,
+    h += html!(
         "<p class=\"muted\">Newest first; {}.</p><ul class=\"changes\">",
         crate::vocab::Count(b.changes.len() as u64, "change")
     );
     for c in b.changes.iter().rev() {
-        let what: Vec<String> = c.what.iter().map(|w| esc(w)).collect();
-        let _ = write!(
-            h,
-            "<li><a href=\"/run/{run}\">run {run}</a> ({}): {} — <a href=\"/compare?runs={prev},{run}\">compare with run {prev}</a></li>",
-            esc(&day(&c.started_at)),
-            what.join("; "),
-            run = c.run,
-            prev = c.previous,
-        );
+        let what = Html::join(c.what.iter().map(|w| Html::text(w)), "; ");
+        h += html!("<li><a href=\"/run/{run}\">run {run}</a> ({_0}): {_1} — <a href=\"/compare?runs={prev},{run}\">compare with run {prev}</a></li>", _0 = &day(&c.started_at), _1 = what, run = c.run, prev = c.previous);
     }
     h + "</ul>"
 }

@@ -5,13 +5,14 @@
 //! with the script; each latest run can be picked for a comparison.
 
 use super::frame::{compare_bar, page, Place};
-use super::{cycle_cell, dur, esc, pick, plot, run_cells, series_cells, verdict, RUN_HEADERS, SERIES_HEADERS};
+use super::{cycle_cell, dur, pick, plot, run_cells, series_cells, verdict, RUN_HEADERS, SERIES_HEADERS};
+use crate::report::markup::{Html, Shown};
 use crate::serve::model::{percent, Fleet, FleetRow, Regression, View};
-use std::fmt::Write;
+use rtgauge_report::html;
 
 /// The fleet page.
-pub fn fleet(f: &Fleet, store_shown: &str) -> String {
-    let mut b = String::from("<h1>Fleet</h1>");
+pub fn fleet(f: &Fleet, store_shown: &str) -> Html {
+    let mut b = Html::lit("<h1>Fleet</h1>");
     if f.rows.is_empty() {
         if f.view == View::default() {
             b += "<p>No run is stored here yet. Measure one on a board with <code>rtgauge run</code> (it keeps its result \
@@ -24,67 +25,70 @@ in the local store, or in the store <code>--db</code> names), or store another t
     }
     let runs: u64 = f.rows.iter().map(|r| r.board.runs).sum();
     let regressed = f.rows.iter().filter(|r| !r.regressions.is_empty()).count();
-    let _ = write!(
-        b,
+    b += html!(
         "<p class=\"muted\">{} · {} · {}. Latencies in µs; the worst case and p99.9 of each latency series of the board's latest run; \
 regressions are against the board's previous run measured alike, where the histograms show more than chance \
 (docs/dashboard.md).</p>",
-        crate::vocab::Count(f.rows.len() as u64, "board"),
-        crate::vocab::Count(runs, "run"),
+        Shown(crate::vocab::Count(f.rows.len() as u64, "board")),
+        Shown(crate::vocab::Count(runs, "run")),
         if regressed == 1 { "1 board with a regression".to_string() } else { format!("{regressed} boards with a regression") },
     );
     b += "<form class=\"compare\" method=\"get\" action=\"/compare\">";
-    b += &compare_bar();
-    let _ = write!(
-        b,
-        "<table class=\"runs fleet\"><thead><tr><th></th><th class=\"sortable\">board</th><th class=\"sortable n\">runs</th>{RUN_HEADERS}\
-{SERIES_HEADERS}<th class=\"sortable\">verdict</th><th class=\"sortable n\">shortest cycle</th><th>worst case, last runs</th>\
-<th class=\"sortable\">regressions</th></tr></thead><tbody>"
+    b += compare_bar();
+    b += html!(
+        "<table class=\"runs fleet\"><thead><tr><th></th><th class=\"sortable\">board</th><th class=\"sortable n\">runs</th>{run}\
+{series}<th class=\"sortable\">verdict</th><th class=\"sortable n\">shortest cycle</th><th>worst case, last runs</th>\
+<th class=\"sortable\">regressions</th></tr></thead><tbody>",
+        run = Html::lit(RUN_HEADERS),
+        series = Html::lit(SERIES_HEADERS),
     );
     for r in &f.rows {
-        b += &row(r);
+        b += row(r);
     }
     b += "</tbody></table></form>";
     page("Fleet", store_shown, &f.view, Place::Fleet, &b)
 }
 
-fn row(r: &FleetRow) -> String {
-    let mut h = String::from("<tr>");
-    let _ = write!(
-        h,
-        "<td>{}</td><td class=\"name\"><a href=\"/board/{}\">{}</a></td><td class=\"n\" data-v=\"{runs}\">{runs}</td>",
+fn row(r: &FleetRow) -> Html {
+    let mut h = Html::lit("<tr>");
+    h += html!(
+        "<td>{}</td><td class=\"name\"><a href=\"/board/{}\">{}</a></td><td class=\"n\" data-v=\"{}\">{}</td>",
         pick(r.latest.id),
         percent(&r.board.board),
-        esc(&r.board.board),
-        runs = r.board.runs
+        r.board.board,
+        r.board.runs,
+        r.board.runs
     );
-    h += &run_cells(&r.latest);
-    h += &series_cells(&r.figures);
-    let _ = write!(h, "<td>{}</td>", verdict(&r.latest.verdict));
-    h += &cycle_cell(&r.figures);
-    let _ = write!(h, "<td>{}</td>", plot::sparkline(&r.spark, !r.regressions.is_empty()));
-    let _ = write!(h, "<td data-v=\"{}\">", r.regressions.len());
+    h += run_cells(&r.latest);
+    h += series_cells(&r.figures);
+    h += html!("<td>{}</td>", verdict(&r.latest.verdict));
+    h += cycle_cell(&r.figures);
+    h += html!("<td>{}</td>", plot::sparkline(&r.spark, !r.regressions.is_empty()));
+    h += html!("<td data-v=\"{}\">", r.regressions.len());
     for g in &r.regressions {
-        h += &badge(g, r.latest.id);
+        h += badge(g, r.latest.id);
     }
-    h + "</td></tr>"
+    h += "</td></tr>";
+    h
 }
 
 /// A regression's mark: `▲ timer max +32 %`, titled with the figures, the run compared with, what
 /// made the two comparable and the test the shift passed, linked to the comparison of the two
 /// runs.
-fn badge(g: &Regression, latest: i64) -> String {
+fn badge(g: &Regression, latest: i64) -> Html {
     let share = if g.before_ns > 0 { (g.now_ns as f64 / g.before_ns as f64 - 1.0) * 100.0 } else { f64::INFINITY };
     let share = if share.is_finite() { format!("+{share:.0} %") } else { "new".to_string() };
-    format!(
+    html!(
         "<a class=\"reg\" href=\"/compare?runs={prev},{latest}\" title=\"regression: {series} {fig} {before} → {now} against run {prev}, the board's previous run of the same scenario measured alike ({compared}); {test}\">▲ regression<br><small>{series} {fig} {share}</small></a>",
         prev = g.previous,
-        compared = esc(g.compared.trim_start_matches("alike: ")),
-        test = esc(&g.test),
-        series = esc(&g.series),
-        fig = esc(g.figure),
+        latest = latest,
+        compared = g.compared.trim_start_matches("alike: "),
+        test = g.test,
+        series = g.series,
+        fig = g.figure,
         before = dur(g.before_ns),
         now = dur(g.now_ns),
+        share = share,
     )
 }
 

@@ -3,9 +3,10 @@
 //! name) and the filter form (a plain GET form: a URL names a view, and it works without
 //! script). Nothing is loaded from elsewhere.
 
-use crate::report::html::{esc, STYLE};
+use crate::report::html::STYLE;
+use crate::report::markup::Html;
 use crate::serve::model::{percent, View};
-use std::fmt::Write;
+use rtgauge_report::html;
 
 /// The dashboard's style, after the report's: wider pages (a 1280 px screen used), the
 /// navigation bar, the filter form, compact tables and the plots' marks.
@@ -39,24 +40,23 @@ pub enum Place<'a> {
 }
 
 /// A whole page: `body` in the frame, titled `title` (text, escaped here).
-pub fn page(title: &str, store_shown: &str, view: &View, place: Place, body: &str) -> String {
-    let mut h = String::with_capacity(body.len() + 8 * 1024);
-    let _ = write!(
-        h,
+pub fn page(title: &str, store_shown: &str, view: &View, place: Place, body: &Html) -> Html {
+    let mut h = html!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-<title>{} · rtgauge dashboard</title><style>{STYLE}{DASHBOARD_STYLE}</style><script src=\"/static/dashboard.js\" defer></script></head><body>",
-        esc(title)
+<title>{title} · rtgauge dashboard</title><style>{style}{dashboard}</style><script src=\"/static/dashboard.js\" defer></script></head><body>",
+        title = title,
+        style = Html::lit(STYLE),
+        dashboard = Html::lit(DASHBOARD_STYLE),
     );
-    let _ = write!(
-        h,
+    h += html!(
         "<nav class=\"top\"><a class=\"brand\" href=\"/\">rtgauge dashboard</a><a href=\"/\">Fleet</a>{}<span class=\"store\">store: {}</span></nav>",
         match place {
-            Place::Board(name) => format!("<a href=\"/board/{}\">board {}</a>", percent(name), esc(name)),
-            Place::Fleet => String::new(),
+            Place::Board(name) => html!("<a href=\"/board/{}\">board {}</a>", percent(name), name),
+            Place::Fleet => Html::new(),
         },
-        esc(store_shown)
+        store_shown
     );
-    h += &filter_form(view, &place);
+    h += filter_form(view, &place);
     h += body;
     h += "</body></html>\n";
     h
@@ -64,7 +64,7 @@ pub fn page(title: &str, store_shown: &str, view: &View, place: Place, body: &st
 
 /// The filter form, prefilled from the view: board (on the fleet page), kernel, scenario,
 /// label, since and until. A GET form: the URL it leads to names the view.
-fn filter_form(view: &View, place: &Place) -> String {
+fn filter_form(view: &View, place: &Place) -> Html {
     let (action, fields): (String, &[Field]) = match place {
         Place::Fleet => ("/".to_string(), &[("board", &view.board, "any")]),
         Place::Board(name) => (format!("/board/{}", percent(name)), &[]),
@@ -76,29 +76,31 @@ fn filter_form(view: &View, place: &Place) -> String {
         ("since", &view.since, "e.g. 7d"),
         ("until", &view.until, "e.g. 2026-11-20"),
     ];
-    let mut h = format!("<form class=\"filter\" method=\"get\" action=\"{}\">", esc(&action));
+    let mut h = html!("<form class=\"filter\" method=\"get\" action=\"{}\">", action);
     for (name, value, hint) in fields.iter().chain(common.iter()) {
-        let _ = write!(
-            h,
-            "<label>{name}<input type=\"text\" name=\"{name}\" value=\"{}\" placeholder=\"{}\"></label>",
-            esc(value.as_deref().unwrap_or("")),
-            esc(hint)
+        h += html!(
+            "<label>{name}<input type=\"text\" name=\"{name}\" value=\"{value}\" placeholder=\"{hint}\"></label>",
+            name = *name,
+            value = value.as_deref().unwrap_or(""),
+            hint = *hint
         );
     }
     h += "<button type=\"submit\">Show</button>";
     if *view != View::default() {
-        let _ = write!(h, "<a href=\"{}\">clear the filters</a>", esc(&action));
+        h += html!("<a href=\"{}\">clear the filters</a>", action);
     }
-    h + "</form>"
+    h += "</form>";
+    h
 }
 
 /// The bar above a table of runs: the button that compares the runs picked (2 to 8; the script
 /// remembers picks across pages and counts them).
-pub fn compare_bar() -> String {
-    "<div class=\"compare-bar\"><button type=\"submit\">Compare the runs picked</button>\
+pub fn compare_bar() -> Html {
+    Html::lit(
+        "<div class=\"compare-bar\"><button type=\"submit\">Compare the runs picked</button>\
 <span class=\"picked muted\">pick 2 to 8 runs with the boxes</span>\
-<button type=\"button\" class=\"unpick\" hidden>Unpick all</button></div>"
-        .to_string()
+<button type=\"button\" class=\"unpick\" hidden>Unpick all</button></div>",
+    )
 }
 
 #[cfg(test)]
@@ -109,7 +111,7 @@ mod tests {
     #[test]
     fn the_frame_loads_its_script_from_the_dashboard_and_escapes_the_store_and_the_view() {
         let view = View { board: Some("\"><script>alert(1)</script>".into()), ..View::default() };
-        let h = page("<b>x</b>", "<img src=x>", &view, Place::Fleet, "");
+        let h = page("<b>x</b>", "<img src=x>", &view, Place::Fleet, &Html::new()).into_string();
         assert!(h.starts_with("<!doctype html>"));
         assert!(h.contains("<script src=\"/static/dashboard.js\" defer></script>"));
         assert_eq!(h.matches("<script").count(), 1, "{h}");
@@ -122,7 +124,7 @@ mod tests {
     #[test]
     fn a_board_page_filters_within_its_board() {
         let view = View { kernel: Some("6.12".into()), ..View::default() };
-        let h = page("b", "s", &view, Place::Board("a b/c"), "");
+        let h = page("b", "s", &view, Place::Board("a b/c"), &Html::new()).into_string();
         assert!(h.contains("action=\"/board/a%20b%2Fc\""));
         assert!(!h.contains("name=\"board\""));
         assert!(h.contains("name=\"kernel\" value=\"6.12\""));

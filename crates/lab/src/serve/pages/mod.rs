@@ -2,9 +2,9 @@
 //! usable without script. `frame` is every page's head, navigation and filter form; `fleet` the
 //! page `/`; `board` the page `/board/NAME`; `plot` the SVG they draw (the long-term plot, the
 //! heat map of latency by run, the sparkline); `dashboard.js` the little script they load from
-//! rtgauge itself (sorting tables, picking runs to compare across pages). Every text a run
-//! carries (board, host, kernel, scenario, label) is written through [`esc`], in text and in
-//! attributes alike.
+//! rtgauge itself (sorting tables, picking runs to compare across pages). Every page is
+//! `report::markup`'s [`Html`]: every text a run carries (board, host, kernel, scenario, label)
+//! is escaped by construction, in text and in attributes alike.
 
 pub mod board;
 pub mod fleet;
@@ -14,28 +14,25 @@ pub mod plot;
 pub use board::board;
 pub use fleet::fleet;
 
-use crate::report::html::esc;
+use crate::report::markup::Html;
 use crate::store::figures::{Figures, SeriesFigures};
 use crate::store::RunRow;
-use std::fmt::Write;
+use rtgauge_report::html;
 
 /// `/static/dashboard.js`: sorting a table by a column, and runs picked for a comparison.
 pub const SCRIPT: &str = include_str!("dashboard.js");
 
 /// A page made elsewhere (the run's report, a comparison) with the dashboard's navigation on
 /// top: links to `trail`'s pages, and the store's name.
-pub fn with_nav(page: &str, store: &str, trail: &[(String, String)]) -> String {
-    let links: Vec<String> = trail.iter().map(|(text, href)| format!("<a href=\"{}\">{}</a>", esc(href), esc(text))).collect();
-    let nav = format!(
+pub fn with_nav(page: &Html, store: &str, trail: &[(String, String)]) -> Html {
+    let links = Html::join(trail.iter().map(|(text, href)| html!("<a href=\"{}\">{}</a>", href, text)), " › ");
+    let nav = html!(
         "<nav style=\"font-size:.9em;padding:.4em 0;border-bottom:1px solid #ddd\">{} \
          <span style=\"color:#666;float:right\">rtgauge dashboard · {}</span></nav>",
-        links.join(" › "),
-        esc(store)
+        links,
+        store
     );
-    match page.find("<body").and_then(|at| page[at..].find('>').map(|end| at + end + 1)) {
-        Some(at) => format!("{}{nav}{}", &page[..at], &page[at..]),
-        None => format!("{nav}{page}"),
-    }
+    page.with_after_body(nav)
 }
 
 /// A latency in µs with one decimal, as the dashboard's tables show it (`45.6`); `-` for none.
@@ -76,57 +73,55 @@ pub(crate) fn latency(f: &Figures) -> impl Iterator<Item = &SeriesFigures> {
 }
 
 /// The verdict of a run as a small coloured mark, styled as the report's verdict box.
-pub(crate) fn verdict(v: &str) -> String {
+pub(crate) fn verdict(v: &str) -> Html {
     let class = match v {
         "pass" => "pass",
         "fail" => "fail",
         _ => "none",
     };
-    format!("<span class=\"chip {class}\">{}</span>", esc(v))
+    html!("<span class=\"chip {}\">{}</span>", class, v)
 }
 
 /// The checkbox that picks run `id` for a comparison (inside a page's `form.compare`).
-pub(crate) fn pick(id: i64) -> String {
-    format!("<input type=\"checkbox\" name=\"runs\" value=\"{id}\" aria-label=\"pick run {id} to compare\">")
+pub(crate) fn pick(id: i64) -> Html {
+    html!("<input type=\"checkbox\" name=\"runs\" value=\"{id}\" aria-label=\"pick run {id} to compare\">", id = id)
 }
 
 /// The three cells of a run's latency series in a table: their names, worst cases and p99.9,
 /// one line each (sortable by the worst of them).
-pub(crate) fn series_cells(f: &Figures) -> String {
+pub(crate) fn series_cells(f: &Figures) -> Html {
     let s: Vec<&SeriesFigures> = latency(f).collect();
     if s.is_empty() {
-        return "<td class=\"muted\">none</td><td class=\"n\">-</td><td class=\"n\">-</td>".to_string();
+        return Html::lit("<td class=\"muted\">none</td><td class=\"n\">-</td><td class=\"n\">-</td>");
     }
-    let lines = |v: Vec<String>| v.join("<br>");
+    let lines = |v: Vec<Html>| Html::join(v, "<br>");
     let worst = s.iter().filter_map(|s| s.max_ns).max();
     let p999 = s.iter().filter_map(|s| s.p999_ns).max();
-    let data = |v: Option<u64>| v.map(|v| format!(" data-v=\"{v}\"")).unwrap_or_default();
-    let mut h = String::new();
-    let _ = write!(
-        h,
+    let data = |v: Option<u64>| v.map(|v| html!(" data-v=\"{}\"", v)).unwrap_or_default();
+    html!(
         "<td class=\"series\">{}</td><td class=\"n\"{}>{}</td><td class=\"n\"{}>{}</td>",
-        lines(s.iter().map(|s| esc(&s.series)).collect()),
+        lines(s.iter().map(|s| Html::text(&s.series)).collect()),
         data(worst),
-        lines(s.iter().map(|s| us1(s.max_ns)).collect()),
+        lines(s.iter().map(|s| Html::text(&us1(s.max_ns))).collect()),
         data(p999),
-        lines(s.iter().map(|s| us1(s.p999_ns)).collect()),
-    );
-    h
+        lines(s.iter().map(|s| Html::text(&us1(s.p999_ns))).collect()),
+    )
 }
 
 /// The cells every run row has, three of them: the run (linked) and its start; its kernel and
 /// preemption model; its scenario and label. Headed by [`RUN_HEADERS`].
-pub(crate) fn run_cells(r: &RunRow) -> String {
-    let opt = |v: &Option<String>| v.as_deref().map_or_else(|| "-".to_string(), esc);
+pub(crate) fn run_cells(r: &RunRow) -> Html {
+    let opt = |v: &Option<String>| v.as_deref().unwrap_or("-").to_string();
     let t = instant(&r.started_at).map_or(r.id, |t| t.timestamp());
-    format!(
+    html!(
         "<td class=\"nowrap\" data-v=\"{t}\"><a href=\"/run/{id}\">run {id}</a><br><span class=\"muted\" title=\"{at}\">{when}</span></td>\
 <td><span class=\"nowrap\">{kernel}</span><br><span class=\"muted\">{pre}</span></td><td>{sc}<br><span class=\"muted\">{label}</span></td>",
+        t = t,
         id = r.id,
-        at = esc(&r.started_at),
-        when = esc(&when(&r.started_at)),
-        kernel = esc(&r.kernel),
-        pre = esc(&r.preemption),
+        at = r.started_at,
+        when = when(&r.started_at),
+        kernel = r.kernel,
+        pre = r.preemption,
         sc = opt(&r.scenario),
         label = opt(&r.label),
     )
@@ -140,10 +135,10 @@ pub(crate) const SERIES_HEADERS: &str =
     "<th>series</th><th class=\"sortable n\">worst µs</th><th class=\"sortable n\">p99.9 µs</th>";
 
 /// The shortest cycle time a run supports, as a cell.
-pub(crate) fn cycle_cell(f: &Figures) -> String {
+pub(crate) fn cycle_cell(f: &Figures) -> Html {
     match f.shortest_cycle_ns {
-        Some(ns) => format!("<td class=\"n\" data-v=\"{ns}\">{}</td>", dur(ns)),
-        None => "<td class=\"n muted\">-</td>".to_string(),
+        Some(ns) => html!("<td class=\"n\" data-v=\"{}\">{}</td>", ns, dur(ns)),
+        None => Html::lit("<td class=\"n muted\">-</td>"),
     }
 }
 
@@ -216,7 +211,7 @@ mod tests {
         let dir = std::path::PathBuf::from(dir);
         std::fs::create_dir_all(&dir).unwrap();
         let store = "/var/lib/rtgauge/store.sqlite";
-        let write = |name: &str, page: String| std::fs::write(dir.join(name), page).unwrap();
+        let write = |name: &str, page: crate::report::markup::Html| std::fs::write(dir.join(name), page.as_str()).unwrap();
         write("fleet-200.html", fleet(&sample::fleet(200, false), store));
         write("fleet-3-hostile.html", fleet(&sample::fleet(3, true), store));
         write("fleet-0.html", fleet(&sample::fleet(0, false), store));
@@ -507,7 +502,8 @@ mod nav_tests {
     fn a_report_gets_the_navigation_after_its_body_tag_escaped() {
         let page = "<html><head></head><body class=\"x\"><h1>r</h1></body></html>";
         let trail = [("Fleet".to_string(), "/".to_string()), ("<b>".to_string(), "/board/%3Cb%3E".to_string())];
-        let out = super::with_nav(page, "a&b.db", &trail);
+        let out =
+            super::with_nav(&crate::report::markup::Html::made_by("test", page.to_string()), "a&b.db", &trail).into_string();
         assert!(out.starts_with("<html><head></head><body class=\"x\"><nav"), "{out}");
         assert!(out.contains("<a href=\"/board/%3Cb%3E\">&lt;b&gt;</a>") && out.contains("a&amp;b.db"), "{out}");
         assert!(!out.contains("<b>"));
