@@ -117,7 +117,7 @@ pub(crate) fn the_board_page_draws_the_forecast_where_it_applies() {
         assert!(!plot.contains(&format!("<a href=\"/run/{id}\"><title>")), "no forecast mark for run {id}");
     }
     assert!(plot.contains("once per day (forecast)</text>"), "in the legend");
-    assert!(plot.contains(&format!(" · forecast not applicable: {}</title>", esc(&why))), "the reason, escaped");
+    assert!(plot.contains(&format!(" · forecast not applicable: {}</title>", Html::text(&why).as_str())), "the reason, escaped");
     assert!(page.contains("Drawn for 1 of these 3 runs"), "the note under the plot");
     let points = s.api("/api/boards/fc/series?probe=timer")["points"].as_array().unwrap().clone();
     assert_eq!(points.len(), 3);

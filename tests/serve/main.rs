@@ -33,7 +33,7 @@
 mod common;
 
 use common::*;
-use rtgauge::report::html::esc;
+use rtgauge::report::markup::Html;
 use rtgauge::serve::model::percent;
 use rtgauge::store::{Location, Store};
 use serde_json::Value;

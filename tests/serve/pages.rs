@@ -298,5 +298,5 @@ pub(crate) fn board_links(page: &str, html: &str) -> BTreeSet<String> {
 /// text (`&`, `<`, `>` only).
 pub(crate) fn shows(html: &str, s: &str) -> bool {
     let dom = s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-    html.contains(&esc(s)) || html.contains(&dom)
+    html.contains(Html::text(s).as_str()) || html.contains(&dom)
 }

@@ -7,7 +7,6 @@ use super::model::{percent, PAGE_ROWS};
 use super::query::{Params, VIEW};
 use super::{data, pages, Answer, Failure, Shared};
 use crate::report::compare;
-use crate::report::markup::Html;
 use crate::store::Filter;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
@@ -203,7 +202,7 @@ async fn run(State(s): State<Arc<Shared>>, Path(run): Path<String>, RawQuery(q):
         let page = crate::report::html::render(std::slice::from_ref(&n)).map_err(|e| Failure::Store(e.into()))?;
         let board = crate::store::row_of(&n.result).board;
         let trail = [("Fleet".to_string(), "/".to_string()), (board.clone(), format!("/board/{}", percent(&board)))];
-        Ok(Answer::Html(pages::with_nav(&Html::made_by("report", page), shown, &trail).into_string()))
+        Ok(Answer::Html(pages::with_nav(&page, shown, &trail).into_string()))
     })
     .await
 }
@@ -256,9 +255,7 @@ async fn compare_page(State(s): State<Arc<Shared>>, RawQuery(q): RawQuery) -> Re
     s.answer(move |store, shown| {
         let (runs, c) = comparison(store, q.as_deref())?;
         let page = compare::html(&runs, &c).map_err(|e| Failure::Store(e.into()))?;
-        Ok(Answer::Html(
-            pages::with_nav(&Html::made_by("report", page), shown, &[("Fleet".to_string(), "/".to_string())]).into_string(),
-        ))
+        Ok(Answer::Html(pages::with_nav(&page, shown, &[("Fleet".to_string(), "/".to_string())]).into_string()))
     })
     .await
 }

@@ -6,8 +6,10 @@
 //! configuration" comparison. What a board's system or a user wrote is shown through
 //! [`shown`] (terminal) or [`esc`] (HTML); what the system did not say is left out.
 
-use super::html::{esc, Named};
+use super::html::Named;
+use super::markup::Html;
 use super::shown;
+use crate::html;
 use crate::result::board::{Board, ConfigChanges, KernelOptions};
 use crate::result::RunResult;
 use crate::vocab::Count;
@@ -144,15 +146,15 @@ pub fn summary_lines(board: Option<&Board>) -> String {
 }
 
 /// The options that differ, in full, for a page: a list each of those changed, added and removed.
-fn changes_html(c: &ConfigChanges) -> String {
-    let mut h = String::new();
+fn changes_html(c: &ConfigChanges) -> Html {
+    let mut h = Html::new();
     for (what, v) in [("Changed", &c.changed), ("Added", &c.added), ("Removed", &c.removed)] {
         if v.is_empty() {
             continue;
         }
-        let _ = write!(h, "<h4>{what} ({})</h4><ul class=\"kconfig\">", v.len());
+        h += html!("<h4>{what} ({_0})</h4><ul class=\"kconfig\">", _0 = v.len(), what = what);
         for o in v {
-            let _ = write!(h, "<li><code>{}</code></li>", esc(o));
+            h += html!("<li><code>{}</code></li>", o);
         }
         h += "</ul>";
     }
@@ -161,43 +163,42 @@ fn changes_html(c: &ConfigChanges) -> String {
 
 /// The rows of a board's table for a page: (what, the value as HTML); what is not known is left
 /// out, but a kernel configuration that was not readable is said.
-fn rows_html(b: &Board) -> Vec<(&'static str, String)> {
-    let mut rows = vec![("name", esc(&b.name))];
-    let text = |v: &Option<String>| v.as_deref().map(esc);
+fn rows_html(b: &Board) -> Vec<(&'static str, Html)> {
+    let mut rows = vec![("name", Html::text(&b.name))];
+    let text = |v: &Option<String>| v.as_deref().map(Html::text);
     rows.extend(text(&b.model).map(|v| ("model (device tree)", v)));
     if !b.compatible.is_empty() {
-        rows.push(("compatible (device tree)", esc(&b.compatible.join(", "))));
+        rows.push(("compatible (device tree)", Html::text(&b.compatible.join(", "))));
     }
-    rows.extend(dmi(b).map(|v| ("DMI system", esc(&v))));
-    rows.extend(dmi_board(b).map(|v| ("DMI board", esc(&v))));
-    rows.extend(b.cmdline.as_deref().map(|c| ("kernel command line", format!("<code>{}</code>", esc(c)))));
+    rows.extend(dmi(b).map(|v| ("DMI system", Html::text(&v))));
+    rows.extend(dmi_board(b).map(|v| ("DMI board", Html::text(&v))));
+    rows.extend(b.cmdline.as_deref().map(|c| ("kernel command line", html!("<code>{}</code>", c))));
     match &b.kernel_config {
-        Some(k) => rows.push((
-            "kernel configuration",
-            format!("SHA-256 <code>{}</code>, read from <code>{}</code>", esc(&k.sha256), esc(&k.source)),
-        )),
+        Some(k) => {
+            rows.push(("kernel configuration", html!("SHA-256 <code>{}</code>, read from <code>{}</code>", &k.sha256, &k.source)))
+        }
         None if was_read(b) => {
-            rows.push(("kernel configuration", "not readable (no /proc/config.gz, no /boot/config-RELEASE)".into()))
+            rows.push(("kernel configuration", Html::lit("not readable (no /proc/config.gz, no /boot/config-RELEASE)")))
         }
         None => {}
     }
     rows
 }
 
-fn table_html(rows: &[(&str, String)]) -> String {
-    let mut h = String::from("<table class=\"board\"><tbody>");
+fn table_html(rows: &[(&str, Html)]) -> Html {
+    let mut h = Html::lit("<table class=\"board\"><tbody>");
     for (k, v) in rows {
-        let _ = write!(h, "<tr><th>{k}</th><td>{v}</td></tr>");
+        h += html!("<tr><th>{k}</th><td>{v}</td></tr>", k = k, v = v);
     }
     h + "</tbody></table>"
 }
 
 /// The report's "Board" block: everything the run recorded of its board, and the options that
 /// differ from the board's last stored run, in full. Nothing for a document without a board.
-pub fn html_block(board: Option<&Board>) -> String {
-    let Some(b) = board else { return String::new() };
-    let mut h = String::from("<h3>Board</h3>");
-    h += &table_html(&rows_html(b));
+pub fn html_block(board: Option<&Board>) -> Html {
+    let Some(b) = board else { return Html::new() };
+    let mut h = Html::lit("<h3>Board</h3>");
+    h += table_html(&rows_html(b));
     if let Some(c) = &b.config_changes {
         let since = match &c.since_uuid {
             Some(u) => format!("run {} (UUID {})", c.since_run, u),
@@ -205,16 +206,16 @@ pub fn html_block(board: Option<&Board>) -> String {
         };
         let n = differing(c);
         if n == 0 {
-            let _ = write!(h, "<p>Kernel configuration: the same options as {}, the board's run before.</p>", esc(&since));
+            h += html!("<p>Kernel configuration: the same options as {}, the board's run before.</p>", &since);
         } else {
             let differ = if n == 1 { "differs" } else { "differ" };
-            let _ = write!(
-                h,
-                "<p>Kernel configuration: {} {differ} from {}, the board's run before.</p>",
-                Count(n as u64, "option"),
-                esc(&since)
+            h += html!(
+                "<p>Kernel configuration: {_0} {differ} from {_1}, the board's run before.</p>",
+                _0 = Count(n as u64, "option"),
+                _1 = &since,
+                differ = differ
             );
-            h += &changes_html(c);
+            h += changes_html(c);
         }
     }
     h
@@ -383,14 +384,14 @@ pub fn compare_text(runs: &[Named], rels: &[BoardRelation]) -> String {
 
 /// `compare --html`'s section on the boards: a table of each run's board, then how each run's
 /// stands to the baseline's, the options that differ in full.
-pub fn compare_html(runs: &[Named], rels: &[BoardRelation]) -> String {
+pub fn compare_html(runs: &[Named], rels: &[BoardRelation]) -> Html {
     // A column per run, a row per field any run has (in the order a board's table gives them).
-    let mut h = String::from("<h2>Boards</h2><table class=\"board\"><thead><tr><th></th>");
+    let mut h = Html::lit("<h2>Boards</h2><table class=\"board\"><thead><tr><th></th>");
     for n in runs {
-        let _ = write!(h, "<th>run {}</th>", n.id);
+        h += html!("<th>run {}</th>", n.id);
     }
     h += "</tr></thead><tbody>";
-    let rows: Vec<Vec<(&str, String)>> = runs.iter().map(|n| rows_html(&board_of(&n.result))).collect();
+    let rows: Vec<Vec<(&str, Html)>> = runs.iter().map(|n| rows_html(&board_of(&n.result))).collect();
     let mut fields: Vec<&str> = Vec::new();
     for r in &rows {
         for (k, _) in r {
@@ -400,9 +401,9 @@ pub fn compare_html(runs: &[Named], rels: &[BoardRelation]) -> String {
         }
     }
     for f in &fields {
-        let _ = write!(h, "<tr><th>{f}</th>");
+        h += html!("<tr><th>{f}</th>", f = f);
         for r in &rows {
-            let _ = write!(h, "<td>{}</td>", r.iter().find(|(k, _)| k == f).map_or("", |(_, v)| v.as_str()));
+            h += html!("<td>{}</td>", r.iter().find(|(k, _)| k == f).map_or(Html::new(), |(_, v)| v.clone()));
         }
         h += "</tr>";
     }
@@ -412,43 +413,53 @@ pub fn compare_html(runs: &[Named], rels: &[BoardRelation]) -> String {
         let Some(n) = runs.iter().find(|n| n.id == rel.run) else { continue };
         let b = board_of(&n.result);
         let Some(how) = rel.same_board else {
-            let _ = write!(
-                h,
+            h += html!(
                 "<p>Run {} is on {}, the baseline (run {}) on {}: the comparison is across boards.</p>",
                 n.id,
-                esc(&b.name),
+                &b.name,
                 base.id,
-                esc(&board_of(&base.result).name)
+                &board_of(&base.result).name
             );
             continue;
         };
-        let same = esc(&same_what(&b, how));
+        let same = Html::text(&same_what(&b, how));
         match (rel.same_config, &rel.changes) {
             (Some(true), _) => {
-                let _ = write!(h, "<p>Run {}: {same}, same kernel configuration as the baseline (run {}).</p>", n.id, base.id);
+                h += html!(
+                    "<p>Run {_0}: {same}, same kernel configuration as the baseline (run {_1}).</p>",
+                    _0 = n.id,
+                    _1 = base.id,
+                    same = same
+                );
             }
             (None, _) => {
                 let whose = unrecorded(&board_of(&base.result), &b, n.id);
-                let _ = write!(h, "<p>Run {}: {same}; {whose} kernel configuration is not recorded.</p>", n.id);
+                h += html!(
+                    "<p>Run {_0}: {same}; {whose} kernel configuration is not recorded.</p>",
+                    _0 = n.id,
+                    same = same,
+                    whose = whose
+                );
             }
             (Some(false), Some(c)) => {
                 let n_opts = differing(c);
                 let differ = if n_opts == 1 { "differs" } else { "differ" };
-                let _ = write!(
-                    h,
-                    "<p>Run {}: {same}, another kernel configuration: {} {differ} from the baseline's (run {}).</p>",
-                    n.id,
-                    Count(n_opts as u64, "option"),
-                    base.id
+                h += html!(
+                    "<p>Run {_0}: {same}, another kernel configuration: {_1} {differ} from the baseline's (run {_2}).</p>",
+                    _0 = n.id,
+                    _1 = Count(n_opts as u64, "option"),
+                    _2 = base.id,
+                    same = same,
+                    differ = differ
                 );
-                h += &changes_html(c);
+                h += changes_html(c);
             }
             (Some(false), None) => {
-                let _ = write!(
-                    h,
-                    "<p>Run {}: {same}, another kernel configuration; {} ({IMPORTED_HINT}).</p>",
-                    n.id,
-                    esc(rel.not_listed.as_deref().unwrap_or("its options are not known"))
+                h += html!(
+                    "<p>Run {_0}: {same}, another kernel configuration; {_1} ({IMPORTED_HINT}).</p>",
+                    _0 = n.id,
+                    _1 = rel.not_listed.as_deref().unwrap_or("its options are not known"),
+                    same = same
                 );
             }
         }

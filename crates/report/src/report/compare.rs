@@ -13,8 +13,10 @@
 //! series, and (with `--fail-if-worse`) a judged series or CPU without a measurement in either
 //! run are errors (exit 2), never "no regression".
 
-use super::html::{esc, figure, table, Named};
+use super::html::{figure, table, Named};
+use super::markup::Html;
 use super::summary::UNRESOLVED_MARK;
+use crate::html;
 use crate::result::{ProbeResult, RunResult};
 use crate::vocab::percentiles::REPORTED;
 use crate::vocab::units::{parse_duration_ns, us};
@@ -570,35 +572,34 @@ pub fn text(runs: &[Named], c: &Comparison) -> String {
     s
 }
 
-pub fn html(runs: &[Named], c: &Comparison) -> Result<String, crate::vocab::Error> {
+pub fn html(runs: &[Named], c: &Comparison) -> Result<Html, crate::vocab::Error> {
     html_text(runs, c).map_err(crate::vocab::Error::System)
 }
 
 /// [`html`], its failure as text.
-fn html_text(runs: &[Named], c: &Comparison) -> Result<String, String> {
-    let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
-    let _ = write!(h, "<title>rtgauge comparison</title><style>{}</style></head><body>", super::html::STYLE);
-    let _ = write!(
-        h,
+fn html_text(runs: &[Named], c: &Comparison) -> Result<Html, String> {
+    let mut h = Html::lit("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    h += html!("<title>rtgauge comparison</title><style>{}</style></head><body>", Html::lit(super::html::STYLE));
+    h += html!(
         "<h1>rtgauge comparison</h1><p class=\"muted\">written by rtgauge {}; latencies in µs.</p><ul>",
         env!("CARGO_PKG_VERSION")
     );
     for l in run_lines(runs, c) {
-        let _ = write!(h, "<li>{}</li>", esc(&l));
+        h += html!("<li>{}</li>", &l);
     }
     h += "</ul>";
     for l in regression_lines(c) {
-        let _ = write!(h, "<div class=\"verdict fail\">{}</div>", esc(&l));
+        h += html!("<div class=\"verdict fail\">{}</div>", &l);
     }
     let (header, rows) = table_rows(runs, c);
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     h += &table(&header, 3, &rows);
     if let Some(note) = unresolved_line(&rows) {
-        let _ = write!(h, "<p class=\"muted note\">{}</p>", esc(&note.replace("\n  ", " ")));
+        h += html!("<p class=\"muted note\">{}</p>", &note.replace("\n  ", " "));
     }
     h += &super::board::compare_html(runs, &c.boards);
     for (label, plots) in series_plots(runs, c)? {
-        let _ = write!(h, "<h2>{}</h2>", esc(&label));
+        h += html!("<h2>{}</h2>", &label);
         for (kind, svg) in plots {
             h += &figure(&svg, kind);
         }

@@ -7,15 +7,16 @@
 //! and `forecast` (a document of an older version is analysed first: [`analysed`]); see
 //! docs/forecast.md.
 
-use super::html::{esc, table, Named};
+use super::html::{table, Named};
+use super::markup::Html;
 use super::plot;
 use crate::forecast::p_text;
+use crate::html;
 use crate::result::forecast::{Convergence, Fit, Forecast};
 use crate::result::{ProbeResult, RunResult};
 use crate::vocab::length::{grouped, span};
 use crate::vocab::units::Nanos;
 use std::borrow::Cow;
-use std::fmt::Write;
 
 /// Records of a series shown in its table: the first and the last ones up to this many.
 const RECORDS_SHOWN: usize = 12;
@@ -39,25 +40,25 @@ fn with_forecast<'a>(entries: &[&'a ProbeResult]) -> Vec<(&'a ProbeResult, &'a F
 
 /// The section of series `label`: per CPU its convergence, forecast, plot, tests and the rule
 /// of three; empty when no entry has an analysis (not a latency series, nothing measured).
-pub fn section(label: &str, entries: &[&ProbeResult]) -> Result<String, crate::vocab::Error> {
+pub fn section(label: &str, entries: &[&ProbeResult]) -> Result<Html, crate::vocab::Error> {
     section_text(label, entries).map_err(crate::vocab::Error::System)
 }
 
 /// [`section`], its failure as text.
-fn section_text(label: &str, entries: &[&ProbeResult]) -> Result<String, String> {
+fn section_text(label: &str, entries: &[&ProbeResult]) -> Result<Html, String> {
     let analysed = with_forecast(entries);
     if analysed.is_empty() {
-        return Ok(String::new());
+        return Ok(Html::new());
     }
-    let mut h = format!(
+    let mut h = html!(
         "<h4>Was the run long enough? ({})</h4><p class=\"muted\">Per CPU: when the worst case \
          last rose, the tail's forecast by extreme value theory (a generalised Pareto distribution over a high \
          threshold, given only when the tests of its assumptions pass) and the run a claim needs without any model. \
          The figures hold for this load and this configuration only; docs/forecast.md says how they are made.</p>",
-        esc(label)
+        label
     );
     for (p, f) in analysed {
-        h += &entry(label, p, f)?;
+        h += entry(label, p, f)?;
     }
     Ok(h)
 }
@@ -78,17 +79,16 @@ fn exceedance_plot(label: &str, p: &ProbeResult, f: &Forecast) -> Result<String,
 }
 
 /// One CPU's part of the section.
-fn entry(label: &str, p: &ProbeResult, f: &Forecast) -> Result<String, String> {
-    let mut h = format!("<h5>{} on {}</h5>", esc(label), esc(&p.scope()));
+fn entry(label: &str, p: &ProbeResult, f: &Forecast) -> Result<Html, String> {
+    let mut h = html!("<h5>{} on {}</h5>", label, &p.scope());
     h += &convergence(p.convergence.as_ref());
     h += &forecast(f, p.convergence.as_ref().is_some_and(|c| c.rising));
     let svg = exceedance_plot(label, p, f)?;
     let start = svg.find("<svg").unwrap_or(0);
-    let _ = write!(
-        h,
+    h += html!(
         "<figure class=\"plot exceedance\">{}<figcaption class=\"muted\">{}</figcaption></figure>",
-        &svg[start..],
-        esc(&caption(p, f))
+        Html::made_by("plotters", svg[start..].to_string()),
+        &caption(p, f)
     );
     if !f.tests.is_empty() {
         let rows: Vec<Vec<String>> = f
@@ -114,8 +114,8 @@ fn entry(label: &str, p: &ProbeResult, f: &Forecast) -> Result<String, String> {
 
 /// The tests' table: name, statistic, p-value, passed, detail (the figures right-aligned, a
 /// failed test in red).
-fn tests_table(rows: &[Vec<String>]) -> String {
-    let mut h = String::from(
+fn tests_table(rows: &[Vec<String>]) -> Html {
+    let mut h = Html::lit(
         "<table><thead><tr><th>test</th><th class=\"n\">statistic</th><th class=\"n\" style=\"white-space:nowrap\">p-value</th><th>passed</th>\
          <th>detail</th></tr></thead><tbody>",
     );
@@ -128,7 +128,7 @@ fn tests_table(rows: &[Vec<String>]) -> String {
                 (3, _) => " class=\"ok\"",
                 _ => "",
             };
-            let _ = write!(h, "<td{class}>{}</td>", esc(c));
+            h += html!("<td{class}>{_0}</td>", _0 = c, class = Html::lit(class));
         }
         h += "</tr>";
     }
@@ -136,36 +136,38 @@ fn tests_table(rows: &[Vec<String>]) -> String {
 }
 
 /// The convergence: a sentence and the table of records.
-fn convergence(c: Option<&Convergence>) -> String {
+fn convergence(c: Option<&Convergence>) -> Html {
     let Some(c) = c else {
-        return "<p><b>Convergence:</b> unknown: the run keeps no timeline of this series (runs of rtgauge keep one; \
-                imports of other tools' files do not).</p>"
-            .to_string();
+        return Html::lit(
+            "<p><b>Convergence:</b> unknown: the run keeps no timeline of this series (runs of rtgauge keep one; \
+                imports of other tools' files do not).</p>",
+        );
     };
     let span = c.end_ns.saturating_sub(c.start_ns);
     let into = c.last_rise_ns.saturating_sub(c.start_ns);
     let state = if c.rising {
-        format!(
+        html!(
             "<span class=\"bad\">still rising</span> ({} records in the last half of the run; a worst case that has settled \
              shows fewer than {} in 19 runs of 20): a longer run will see a higher one",
             c.records_last_half,
             crate::forecast::convergence::RISING_RECORDS
         )
     } else {
-        format!(
+        html!(
             "<span class=\"ok\">not rising</span> ({} record{} in the last half of the run)",
             c.records_last_half,
             if c.records_last_half == 1 { "" } else { "s" }
         )
     };
-    let mut h = format!(
-        "<p><b>Convergence:</b> the worst case last rose {} into the {} measured ({} from the start of the run); {} \
-         periods came after it, the last {:.1} % of the run; {state}.</p>",
-        esc(&Nanos(into).to_string()),
-        esc(&Nanos(span).to_string()),
-        esc(&Nanos(c.last_rise_ns).to_string()),
-        grouped(c.periods_since),
-        c.settled_percent,
+    let mut h = html!(
+        "<p><b>Convergence:</b> the worst case last rose {_0} into the {_1} measured ({_2} from the start of the run); {_3} \
+         periods came after it, the last {_4:.1} % of the run; {state}.</p>",
+        _0 = &Nanos(into).to_string(),
+        _1 = &Nanos(span).to_string(),
+        _2 = &Nanos(c.last_rise_ns).to_string(),
+        _3 = grouped(c.periods_since),
+        _4 = c.settled_percent,
+        state = state
     );
     let shown: Vec<(usize, &crate::result::forecast::Record)> = c.records.iter().enumerate().collect();
     let n = shown.len();
@@ -185,7 +187,7 @@ fn convergence(c: Option<&Convergence>) -> String {
 
 /// The forecast: its fit and tail, its return levels; or why it does not apply. With what it
 /// assumed untested, and (`rising`) what a forecast beside a worst case still rising means.
-fn forecast(f: &Forecast, rising: bool) -> String {
+fn forecast(f: &Forecast, rising: bool) -> Html {
     let over = match f.threshold_ns {
         Some(u) => format!("the {} values over {} of {} periods", grouped(f.exceedances), Nanos(u), grouped(f.periods)),
         None => format!("{} periods", grouped(f.periods)),
@@ -197,16 +199,11 @@ fn forecast(f: &Forecast, rising: bool) -> String {
     };
     let Some(fit) = f.fit.as_ref().filter(|_| f.applies()) else {
         let reason = f.not_applicable.as_deref().unwrap_or("no fit");
-        return format!("<p><b>Forecast</b> ({}): <span class=\"bad\">not applicable: {}</span></p>", esc(&method), esc(reason));
+        return html!("<p><b>Forecast</b> ({}): <span class=\"bad\">not applicable: {}</span></p>", &method, reason);
     };
-    let mut h = format!(
-        "<p><b>Forecast</b> ({}; scale σ = {}): <b>{}</b>.</p>",
-        esc(&method),
-        esc(&latency(fit.scale_ns)),
-        esc(&tail(fit))
-    );
+    let mut h = html!("<p><b>Forecast</b> ({}; scale σ = {}): <b>{}</b>.</p>", &method, &latency(fit.scale_ns), &tail(fit));
     if let Some(a) = &f.assumed {
-        let _ = write!(h, "<p class=\"warn\"><b>Assumed:</b> {}.</p>", esc(&capitalised(a)));
+        h += html!("<p class=\"warn\"><b>Assumed:</b> {}.</p>", &capitalised(a));
     }
     if rising {
         h += "<p class=\"warn\"><b>Still rising:</b> the tests found no trend in the window maxima, but the worst case \
@@ -273,16 +270,17 @@ fn range(a: f64, b: f64, digits: usize) -> String {
 
 /// What the figure under the plot says: how the points and the fit are drawn, or why there is
 /// no fit.
-fn caption(p: &ProbeResult, f: &Forecast) -> String {
+fn caption(p: &ProbeResult, f: &Forecast) -> Html {
     let measured = "Points: the share of the periods with a value over x, at each histogram bucket's upper edge \
                     (thinned); dashed lines: 1e-6 and 1e-9 per period.";
     if !f.applies() {
-        return format!("forecast not applicable: {}. {measured}", f.not_applicable.as_deref().unwrap_or("no fit"));
+        return html!("forecast not applicable: {}. {}", f.not_applicable.as_deref().unwrap_or("no fit"), Html::lit(measured));
     }
-    let mut s = format!(
+    let mut s = html!(
         "{measured} Red: the fitted generalised Pareto tail over the threshold (its rate of values over the threshold \
          times its survival), with its 95 % band; black: the return levels at once per their horizon, their 95 % \
-         intervals as bars."
+         intervals as bars.",
+        measured = Html::lit(measured)
     );
     if let (_, true) = plot::exceedance_x_end(p, Some(f)) {
         let open: Vec<String> = f
@@ -291,8 +289,7 @@ fn caption(p: &ProbeResult, f: &Forecast) -> String {
             .filter(|l| l.high_ns.is_none())
             .map(|l| format!("once per {}", horizon_words(&l.horizon)))
             .collect();
-        let _ = write!(
-            s,
+        s += html!(
             " Unbounded: the 95 % interval of the level exceeded {} has no upper end (its bar runs to the plot's edge). \
              The latency axis ends at an hour or a thousand times the worst case, whichever comes first: a level or bar \
              beyond it runs to the edge.",
@@ -303,7 +300,7 @@ fn caption(p: &ProbeResult, f: &Forecast) -> String {
 }
 
 /// The run length the rule of three asks, without any model.
-fn rule_of_three(p: &ProbeResult, f: &Forecast) -> String {
+fn rule_of_three(p: &ProbeResult, f: &Forecast) -> Html {
     let n = f.periods.max(1);
     let at = |periods: f64| {
         if f.interval_ns > 0 {
@@ -313,11 +310,11 @@ fn rule_of_three(p: &ProbeResult, f: &Forecast) -> String {
         }
     };
     let worst = p.max_ns.map_or("its worst case".to_string(), |m| format!("its worst case, {}", Nanos(m)));
-    let mut h = format!(
+    let mut h = html!(
         "<p><b>Without a model</b> (the rule of three): the {} periods saw no value over {}, so the probability per \
          period of one over it is below 3/{} = {:.1e} at 95 % confidence. ",
         grouped(n),
-        esc(&worst),
+        &worst,
         grouped(n),
         3.0 / n as f64
     );
@@ -328,7 +325,7 @@ fn rule_of_three(p: &ProbeResult, f: &Forecast) -> String {
             format!("a claim of {q:.0e} per period needs {} periods{}", grouped(need.round() as u64), at(need))
         })
         .collect();
-    let _ = write!(h, "{}.", esc(&capitalised(&claims.join("; "))));
+    h += html!("{}.", &capitalised(&claims.join("; ")));
     h + "</p>"
 }
 
@@ -380,7 +377,7 @@ fn latency(ns: f64) -> String {
 
 /// The comparison's block of series `label`: per CPU each run's convergence and forecast side
 /// by side (a run without the CPU, or without an analysis of it, shows "-").
-pub fn compare_html(runs: &[Named], label: &str) -> String {
+pub fn compare_html(runs: &[Named], label: &str) -> Html {
     let analysed: Vec<Cow<RunResult>> = runs.iter().map(|n| analysed(&n.result)).collect();
     let mut scopes: Vec<String> = Vec::new();
     for r in &analysed {
@@ -391,7 +388,7 @@ pub fn compare_html(runs: &[Named], label: &str) -> String {
         }
     }
     if scopes.is_empty() {
-        return String::new();
+        return Html::new();
     }
     let mut header = vec!["CPU".to_string(), String::new()];
     header.extend(runs.iter().map(Named::name));
@@ -441,11 +438,11 @@ pub fn compare_html(runs: &[Named], label: &str) -> String {
         }
     }
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    format!(
+    html!(
         "<h3>Was the run long enough? ({})</h3><p class=\"muted\">Per CPU, each run's worst case convergence and the \
          forecast of its tail (return levels with their 95 % intervals; \"not applicable\" where the tests of the fit's \
          assumptions fail).</p>{}",
-        esc(label),
+        label,
         table(&header, 99, &rows)
     )
 }

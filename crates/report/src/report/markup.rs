@@ -167,6 +167,28 @@ impl<T: Render + ?Sized> Render for &T {
     }
 }
 
+/// A character, escaped as text.
+impl Render for char {
+    fn render(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut b = [0u8; 4];
+        escape(self.encode_utf8(&mut b), f)
+    }
+}
+
+/// A duration as rtgauge writes it (`45.6 µs`), as text.
+impl Render for crate::vocab::units::Nanos {
+    fn render(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        escape(&self.to_string(), f)
+    }
+}
+
+/// A UUID, in its hyphenated form.
+impl Render for uuid::Uuid {
+    fn render(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
 /// A count with its noun (`3 runs`), as text.
 impl Render for crate::vocab::Count<'_> {
     fn render(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -179,6 +201,14 @@ impl std::ops::Add<&'static str> for Html {
     type Output = Html;
     fn add(mut self, markup: &'static str) -> Html {
         self.0.push_str(markup);
+        self
+    }
+}
+
+impl std::ops::Add<Html> for Html {
+    type Output = Html;
+    fn add(mut self, markup: Html) -> Html {
+        self.0.push_str(&markup.0);
         self
     }
 }
@@ -209,6 +239,13 @@ pub struct Rendered<'a, T: Render + ?Sized>(pub &'a T);
 impl<T: Render + ?Sized> fmt::Display for Rendered<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.render(f)
+    }
+}
+
+/// A number in scientific notation (`{:.1e}`).
+impl fmt::LowerExp for Rendered<'_, f64> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::LowerExp::fmt(self.0, f)
     }
 }
 
