@@ -240,23 +240,32 @@ fn no_file_has_more_than_900_lines_of_code() {
     assert_eq!(lines_of_code("a\n\n  // b\n  c // d\n"), 2);
 }
 
-/// The code that ships, file by file (tests and comments left out): (path, line number, line).
-fn shipped_lines() -> Vec<(String, usize, String)> {
+/// The code that ships, file by file, its tests left out (files named `skip` too): (path from
+/// the workspace, code).
+fn shipped_files(skip: &[&str]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (_, dir) in crates() {
         let mut files = Vec::new();
         rust_files(&dir.join("src"), &mut files);
         for p in files {
-            if p.file_name().is_some_and(|n| n == "tests.rs" || n == "layers.rs") {
+            if p.file_name().is_some_and(|n| n == "tests.rs" || n == "layers.rs" || skip.iter().any(|s| n == *s)) {
                 continue;
             }
             let text = std::fs::read_to_string(&p).unwrap();
-            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
-            let shown = p.strip_prefix(workspace()).unwrap().display().to_string();
-            for (n, line) in code.lines().enumerate() {
-                let line = line.split("//").next().unwrap_or_default();
-                out.push((shown.clone(), n + 1, line.to_string()));
-            }
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default().to_string();
+            out.push((p.strip_prefix(workspace()).unwrap().display().to_string(), code));
+        }
+    }
+    out
+}
+
+/// The code that ships, line by line (tests and comments left out): (path, line number, line).
+fn shipped_lines() -> Vec<(String, usize, String)> {
+    let mut out = Vec::new();
+    for (shown, code) in shipped_files(&[]) {
+        for (n, line) in code.lines().enumerate() {
+            let line = line.split("//").next().unwrap_or_default();
+            out.push((shown.clone(), n + 1, line.to_string()));
         }
     }
     out
@@ -371,40 +380,30 @@ fn public_functions_return_typed_errors() {
 /// to its closing parenthesis), with its file.
 fn html_invocations() -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for (_, dir) in crates() {
-        let mut files = Vec::new();
-        rust_files(&dir.join("src"), &mut files);
-        for p in files {
-            if p.file_name().is_some_and(|n| n == "markup.rs" || n == "layers.rs") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&p).unwrap();
-            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
-            let shown = p.strip_prefix(workspace()).unwrap().display().to_string();
-            let mut rest = code;
-            while let Some(at) = rest.find("html!(") {
-                let body = &rest[at + 6..];
-                let (mut depth, mut in_string, mut escaped, mut end) = (1, false, false, body.len());
-                for (i, c) in body.char_indices() {
-                    match (in_string, escaped, c) {
-                        (true, true, _) => escaped = false,
-                        (true, false, '\\') => escaped = true,
-                        (true, false, '"') => in_string = false,
-                        (false, _, '"') => in_string = true,
-                        (false, _, '(') => depth += 1,
-                        (false, _, ')') => {
-                            depth -= 1;
-                            if depth == 0 {
-                                end = i;
-                                break;
-                            }
+    for (shown, code) in shipped_files(&["markup.rs"]) {
+        let mut rest = code.as_str();
+        while let Some(at) = rest.find("html!(") {
+            let body = &rest[at + 6..];
+            let (mut depth, mut in_string, mut escaped, mut end) = (1, false, false, body.len());
+            for (i, c) in body.char_indices() {
+                match (in_string, escaped, c) {
+                    (true, true, _) => escaped = false,
+                    (true, false, '\\') => escaped = true,
+                    (true, false, '"') => in_string = false,
+                    (false, _, '"') => in_string = true,
+                    (false, _, '(') => depth += 1,
+                    (false, _, ')') => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = i;
+                            break;
                         }
-                        _ => {}
                     }
+                    _ => {}
                 }
-                out.push((shown.clone(), body[..end].to_string()));
-                rest = &body[end..];
             }
+            out.push((shown.clone(), body[..end].to_string()));
+            rest = &body[end..];
         }
     }
     out
