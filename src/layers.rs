@@ -434,17 +434,28 @@ fn html_is_written_through_markup() {
             }
         }
         let literal = body[open.min(end)..end].replace("{{", "");
+        // The arguments given by name after the literal (`, name = value`, not `==`).
+        let named: Vec<String> = body[end.min(body.len())..]
+            .split(',')
+            .filter_map(|a| {
+                let (name, value) = a.split_once('=')?;
+                let name = name.trim();
+                let ident = !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+                (ident && !value.starts_with('=')).then(|| name.to_string())
+            })
+            .collect();
         literal
             .split('{')
             .skip(1)
             .filter_map(|p| {
                 let name: String = p.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
                 let lower = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_');
-                (lower && !body.contains(&format!("{name} ="))).then_some(name)
+                (lower && !named.contains(&name)).then_some(name)
             })
             .collect()
     };
     assert_eq!(captured("\"<td>{x}</td>\", y = 1"), ["x"]);
+    assert_eq!(captured("\"<td>{id}{c}</td>\", uuid = u, f(c == 2)"), ["id", "c"]);
     assert!(captured("\"<td>{x:.1}{L}{}</td>\", x = v, 3").is_empty());
     let bypassed: Vec<String> = calls
         .iter()

@@ -38,11 +38,11 @@ impl Keep for Request {
             super::StoreError::Asked(m) => Error::Invalid(m),
             e => Error::System(e.to_string()),
         })?;
-        Ok(Box::new(Opened { request: self.clone(), store }))
+        Ok(Box::new(Opened { request: self.clone(), store, lost: false }))
     }
 
     fn lost(&self) -> Box<dyn Destination> {
-        Box::new(Opened { request: self.clone(), store: None })
+        Box::new(Opened { request: self.clone(), store: None, lost: true })
     }
 }
 
@@ -50,6 +50,9 @@ impl Keep for Request {
 struct Opened {
     request: Request,
     store: Option<Store>,
+    /// Made again for a store that was open and lost with the thread that kept a rotated run's
+    /// parts: its store is opened again at the end, else the result goes to a rescue file.
+    lost: bool,
 }
 
 impl Destination for Opened {
@@ -75,7 +78,18 @@ impl Destination for Opened {
     }
 
     fn keep(self: Box<Self>, result: &mut RunResult, kernel_config: Option<KernelOptions>) -> Kept {
-        let Opened { request, store } = *self;
+        let Opened { request, store, lost } = *self;
+        // A local store that was open before measuring: opened again (a shared one is, through
+        // the spool, in `keep_result`); never passed over in silence.
+        if let (true, None, Some(location)) = (lost, &store, request.location.as_ref().filter(|_| !request.is_shared())) {
+            return match Store::open(location) {
+                Ok(s) => keep_result(result, Some(s), &request, kernel_config),
+                Err(e) => {
+                    let why = format!("it could not be opened again after the thread that kept the parts ended ({e})");
+                    Kept::Rescued(rescue_said(result, None, &location.shown(), &why, &request))
+                }
+            };
+        }
         keep_result(result, store, &request, kernel_config)
     }
 }
@@ -299,5 +313,45 @@ fn db_hint(keep: &Request) -> String {
         (Some(l), Some(d)) if *l == d => String::new(),
         (Some(l), _) => format!(" --db {}", shell_word(&l.shown())),
         (None, _) => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run kept through a destination made again after the thread that kept a rotated run's
+    /// parts ended (`Keep::lost`): its local store is opened again and the run stored there,
+    /// or, when the store cannot be opened, saved to a rescue file the message names; never
+    /// passed over.
+    #[test]
+    fn a_lost_destination_stores_the_run_again_or_rescues_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let document = include_str!("../../../../tests/fixtures/result-v3.json");
+        let path = dir.path().join("store.db");
+        let request = Request::new(Some(&path), false, Some("after-a-lost-keeper")).unwrap();
+        let mut warnings = Vec::new();
+        assert!(request.open(1 << 20, &mut warnings).unwrap().is_some(), "the store is made before measuring");
+        let mut result: RunResult = serde_json::from_str(document).unwrap();
+        match Keep::lost(&request).keep(&mut result, None) {
+            Kept::Stored(line) => assert!(line.contains("Stored as run 1 in"), "{line}"),
+            other => panic!("not stored again: {other:?}"),
+        }
+        let stored = Store::open(&Location::File(path)).unwrap();
+        assert_eq!(stored.list(&Default::default()).unwrap().len(), 1);
+        // A store that cannot be opened any more: a rescue file, named.
+        let gone = dir.path().join("a-file-not-a-directory");
+        std::fs::write(&gone, "x").unwrap();
+        let request = Request::new(Some(&gone.join("store.db")), false, None).unwrap();
+        let mut result: RunResult = serde_json::from_str(document).unwrap();
+        match Keep::lost(&request).keep(&mut result, None) {
+            Kept::Rescued(why) => {
+                assert!(why.contains("could not be opened again") && why.contains("rtgauge import"), "{why}");
+                // (the rescue file this test made, removed)
+                let file = why.split("saved to ").nth(1).and_then(|r| r.split(" instead").next()).unwrap();
+                std::fs::remove_file(file.trim_matches('\'')).unwrap();
+            }
+            other => panic!("not rescued: {other:?}"),
+        }
     }
 }
