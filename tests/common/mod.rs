@@ -222,11 +222,25 @@ pub fn nobody_can_run() -> bool {
 }
 
 /// The directory of this test binary's own files (made 0700): its store, the spool beside it
-/// (`spool/`), its journal.
+/// (`spool/`), its journal. Removed when the test binary exits.
 pub fn test_dir() -> std::path::PathBuf {
+    static MADE: std::sync::Once = std::sync::Once::new();
     let dir = std::env::temp_dir().join(format!("rtgauge-tests-{}.d", std::process::id()));
-    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    MADE.call_once(|| {
+        let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+        // SAFETY: `remove_test_dir` is an `extern "C" fn()` that neither unwinds nor returns a
+        // value; registering it with the C library's `atexit` has no other requirement.
+        unsafe {
+            libc::atexit(remove_test_dir);
+        }
+    });
     dir
+}
+
+/// At the test binary's exit: its own directory ([`test_dir`]), with what its tests left in it.
+extern "C" fn remove_test_dir() {
+    let dir = std::env::temp_dir().join(format!("rtgauge-tests-{}.d", std::process::id()));
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// The store of this test binary's runs.
