@@ -20,6 +20,7 @@ pub mod figures;
 pub mod keeper;
 pub mod postgres;
 pub mod spool;
+mod sql;
 mod sqlite;
 
 pub use sqlite::fix_page_memory;

@@ -22,7 +22,8 @@
 //! `verify-full` its name too.
 
 use super::figures::{BoardRow, Figures, SeriesFigures};
-use super::{Bound, Filter, NewRow, OpenError, RunRow, Saved, StoreError};
+use super::sql::{Dialect, Param, Row, Sql, Value};
+use super::{Filter, NewRow, OpenError, RunRow, Saved, StoreError};
 use crate::result::timeline::TimelineData;
 use crate::result::RunResult;
 use postgres::error::SqlState;
@@ -342,42 +343,12 @@ impl super::Backend for PgStore {
         }
     }
 
-    /// The runs that pass `filter`, oldest first: each condition given is one clause, its
-    /// value bound, never written into the SQL; only the newest `filter.newest` of them when
-    /// given (taken from the top of the ids, then put back in order).
     fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, StoreError> {
-        let texts = texts_of(filter);
-        let (filter_sql, values) = clauses(&texts);
-        let order = match filter.newest {
-            Some(n) => format!(" DESC LIMIT {}", n.min(i64::MAX as u64)),
-            None => String::new(),
-        };
-        let cols = self.row_columns();
-        let sql = format!("SELECT {cols} FROM runs{filter_sql} ORDER BY id{order}");
-        let mut rows = self.rows("listing the runs", &sql, &values)?;
-        if filter.newest.is_some() {
-            rows.reverse();
-        }
-        Ok(rows)
+        super::sql::list(self, filter)
     }
 
     fn boards(&self, filter: &Filter) -> Result<Vec<BoardRow>, StoreError> {
-        let texts = texts_of(filter);
-        let (filter_sql, values) = clauses(&texts);
-        let sql =
-            format!("SELECT board, count(*), min(started_at), max(started_at), max(id) FROM runs{filter_sql} GROUP BY board");
-        let t = &self.target;
-        let rows = self.client.borrow_mut().query(&sql, &values).map_err(|e| t.failed("listing the boards", &e))?;
-        Ok(rows
-            .iter()
-            .map(|r| BoardRow {
-                board: r.get(0),
-                runs: r.get::<_, i64>(1) as u64,
-                first_started_at: r.get(2),
-                last_started_at: r.get(3),
-                latest: r.get(4),
-            })
-            .collect())
+        super::sql::boards(self, filter)
     }
 
     /// Each board's newest runs as the top of its range of the index on (md5(board), id), the
@@ -386,10 +357,8 @@ impl super::Backend for PgStore {
     /// share a range: each is then read by its name. (A store of layout 1, only read, has no
     /// such index: the runs numbered per board from the newest, all of them.)
     fn recent_per_board(&self, filter: &Filter, per_board: u32) -> Result<Vec<RunRow>, StoreError> {
-        let texts = texts_of(filter);
-        let (filter_sql, mut values) = clauses(&texts);
-        let per_board = i64::from(per_board);
-        values.push(&per_board);
+        let (filter_sql, mut values) = super::sql::clauses(&self.dialect(), filter);
+        values.push(Param::Int(per_board.into()));
         let n = values.len();
         let cols = self.row_columns();
         if self.layout < 2 {
@@ -406,14 +375,17 @@ impl super::Backend for PgStore {
              SELECT r.*, hashes.h FROM hashes CROSS JOIN LATERAL (SELECT {cols} FROM runs{filter_sql}{and} \
              md5(board) = hashes.h ORDER BY id DESC LIMIT ${n}) r"
         );
-        let t = &self.target;
         let doing = "listing each board's runs";
-        let found = self.client.borrow_mut().query(&sql, &values).map_err(|e| t.failed(doing, &e))?;
+        let found = self.query(doing, &sql, &values)?;
         let mut boards_of: HashMap<String, std::collections::BTreeSet<String>> = HashMap::new();
         let mut rows = Vec::with_capacity(found.len());
         for r in &found {
-            let row = run_row(r);
-            boards_of.entry(r.get(16)).or_default().insert(row.board.clone());
+            let row = super::sql::run_row(r);
+            let hash = match r.0.get(16) {
+                Some(Value::Text(h)) => h.clone(),
+                _ => String::new(),
+            };
+            boards_of.entry(hash).or_default().insert(row.board.clone());
             rows.push(row);
         }
         let shared: std::collections::BTreeSet<String> = boards_of.into_values().filter(|b| b.len() > 1).flatten().collect();
@@ -424,7 +396,7 @@ impl super::Backend for PgStore {
         let one = format!("SELECT {cols} FROM runs{filter_sql}{and} board = ${} ORDER BY id DESC LIMIT ${n}", n + 1);
         for board in &shared {
             let mut bound = values.clone();
-            bound.push(board);
+            bound.push(Param::Text(board.into()));
             rows.extend(self.rows(doing, &one, &bound)?);
         }
         Ok(rows)
@@ -506,27 +478,19 @@ impl super::Backend for PgStore {
     }
 
     fn count(&self, filter: &Filter) -> Result<u64, StoreError> {
-        let texts = texts_of(filter);
-        let (filter_sql, values) = clauses(&texts);
-        let t = &self.target;
-        let row = self
-            .client
-            .borrow_mut()
-            .query_one(&format!("SELECT count(*) FROM runs{filter_sql}"), &values)
-            .map_err(|e| t.failed("counting the runs", &e))?;
-        Ok(row.get::<_, i64>(0) as u64)
+        super::sql::count(self, filter)
     }
 
     fn last_id(&self) -> Result<Option<i64>, StoreError> {
-        self.one("SELECT max(id) FROM runs", &[])
+        super::sql::last_id(self)
     }
 
     fn has_id(&self, id: i64) -> Result<bool, StoreError> {
-        self.one::<Option<i64>>("SELECT max(id) FROM runs WHERE id = $1", &[&id]).map(|f| f.is_some())
+        super::sql::has_id(self, id)
     }
 
     fn latest_labelled(&self, label: &str) -> Result<Option<i64>, StoreError> {
-        self.one("SELECT max(id) FROM runs WHERE label = $1", &[&column_text(label)])
+        super::sql::latest_labelled(self, label)
     }
 
     /// A range on the UUID's unique index: from the prefix followed by zeros to it followed by
@@ -557,33 +521,11 @@ impl super::Backend for PgStore {
     }
 
     fn kernel_config_before(&self, board: &str) -> Result<Option<super::Earlier>, StoreError> {
-        let t = &self.target;
-        let row = self
-            .client
-            .borrow_mut()
-            .query_opt(
-                "SELECT runs.id, runs.uuid::text, kernel_configs.options FROM runs JOIN kernel_configs \
-                 ON kernel_configs.sha256 = runs.kernel_config WHERE runs.board = $1 ORDER BY runs.id DESC LIMIT 1",
-                &[&column_text(board)],
-            )
-            .map_err(|e| t.failed("reading the board's last run", &e))?;
-        let Some(row) = row else { return Ok(None) };
-        let id: i64 = row.get(0);
-        let options = super::decompress_options(row.get(2))
-            .map_err(|e| format!("the kernel configuration of run {id} in the store {} cannot be read: {e}", t.shown))?;
-        Ok(Some(super::Earlier { id, uuid: row.get(1), options }))
+        super::sql::kernel_config_before(self, board, &self.target.shown)
     }
 
     fn kernel_options(&self, sha256: &str) -> Result<Option<BTreeMap<String, String>>, StoreError> {
-        let t = &self.target;
-        let row = self
-            .client
-            .borrow_mut()
-            .query_opt("SELECT options FROM kernel_configs WHERE sha256 = $1", &[&sha256])
-            .map_err(|e| t.failed("reading a kernel configuration", &e))?;
-        row.map(|r| super::decompress_options(r.get(0))).transpose().map_err(|e| {
-            StoreError::Failed(format!("the kernel configuration {sha256} in the store {} cannot be read: {e}", t.shown))
-        })
+        super::sql::kernel_options(self, sha256, &self.target.shown)
     }
 
     /// The whole result of run `id` (one snapshot: its document and timelines as one).
@@ -612,13 +554,7 @@ impl super::Backend for PgStore {
     }
 
     fn label(&self, id: i64) -> Result<Option<String>, StoreError> {
-        let t = &self.target;
-        let row = self
-            .client
-            .borrow_mut()
-            .query_opt("SELECT label FROM runs WHERE id = $1", &[&id])
-            .map_err(|e| t.failed("reading the run", &e))?;
-        Ok(row.and_then(|r| r.get(0)))
+        super::sql::label(self, id)
     }
 
     /// Deletes run `id` (its timelines go with it).
@@ -641,29 +577,7 @@ impl super::Backend for PgStore {
     }
 }
 
-/// A row of [`ROW_COLUMNS`] (and maybe more after them).
-fn run_row(r: &postgres::Row) -> RunRow {
-    RunRow {
-        id: r.get(0),
-        uuid: r.get(12),
-        started_at: r.get(1),
-        label: r.get(2),
-        board: r.get(13),
-        host: r.get(3),
-        kernel: r.get(4),
-        preemption: r.get(5),
-        scenario: r.get(6),
-        probes: r.get(7),
-        worst_ns: r.get::<_, Option<i64>>(8).map(|w| w as u64),
-        verdict: r.get(9),
-        status: r.get(10),
-        imported_from: r.get(11),
-        series: r.get(14),
-        part: r.get(15),
-    }
-}
-
-/// The columns of a [`RunRow`], in the order [`run_row`] reads them (a store of a layout before
+/// The columns of a [`RunRow`], in the order `sql::run_row` reads them (a store of a layout before
 /// 4, only read, has no series: NULL).
 const ROW_COLUMNS: &str = "id, started_at, label, host, kernel, preemption, scenario, probes, worst_ns, verdict, status, \
      imported_from, uuid::text, board, series, part";
@@ -681,17 +595,55 @@ impl PgStore {
     }
 
     /// The rows `sql` (selecting [`ROW_COLUMNS`]) gives, while `doing`.
-    fn rows(&self, doing: &str, sql: &str, values: &[&(dyn ToSql + Sync)]) -> Result<Vec<RunRow>, StoreError> {
-        let t = &self.target;
-        let rows = self.client.borrow_mut().query(sql, values).map_err(|e| t.failed(doing, &e))?;
-        Ok(rows.iter().map(run_row).collect())
+    fn rows(&self, doing: &str, sql: &str, values: &[Param<'_>]) -> Result<Vec<RunRow>, StoreError> {
+        Ok(self.query(doing, sql, values)?.iter().map(super::sql::run_row).collect())
+    }
+}
+
+/// The shared operations' SQL (`store::sql`) as PostgreSQL runs it.
+impl Sql for PgStore {
+    fn dialect(&self) -> Dialect {
+        Dialect {
+            placeholder: '$',
+            board: "board",
+            row_columns: self.row_columns(),
+            uuid_text: "runs.uuid::text",
+            kernel_configs: true,
+            text: column_text,
+        }
     }
 
-    /// The one value of a query's one row.
-    fn one<T: for<'a> postgres::types::FromSql<'a>>(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<T, StoreError> {
+    fn query(&self, doing: &str, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, StoreError> {
+        let owned: Vec<Box<dyn ToSql + Sync>> = params
+            .iter()
+            .map(|p| match p {
+                Param::Int(i) => Box::new(*i) as Box<dyn ToSql + Sync>,
+                Param::Text(t) => Box::new(t.to_string()),
+            })
+            .collect();
+        let bound: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|b| b.as_ref()).collect();
         let t = &self.target;
-        self.client.borrow_mut().query_one(sql, params).map(|r| r.get(0)).map_err(|e| t.failed("finding the run", &e))
+        let rows = self.client.borrow_mut().query(sql, &bound).map_err(|e| t.failed(doing, &e))?;
+        Ok(rows.iter().map(|r| Row((0..r.len()).map(|i| value_of(r, i)).collect())).collect())
     }
+}
+
+/// Column `i` of row `r` as a [`Value`], by its type (integers, bytes; anything else as text).
+fn value_of(r: &postgres::Row, i: usize) -> Value {
+    use postgres::types::Type;
+    let ty = r.columns()[i].type_().clone();
+    let v = if ty == Type::INT8 {
+        r.try_get::<_, Option<i64>>(i).ok().flatten().map(Value::Int)
+    } else if ty == Type::INT4 {
+        r.try_get::<_, Option<i32>>(i).ok().flatten().map(|v| Value::Int(v.into()))
+    } else if ty == Type::INT2 {
+        r.try_get::<_, Option<i16>>(i).ok().flatten().map(|v| Value::Int(v.into()))
+    } else if ty == Type::BYTEA {
+        r.try_get::<_, Option<Vec<u8>>>(i).ok().flatten().map(Value::Bytes)
+    } else {
+        r.try_get::<_, Option<String>>(i).ok().flatten().map(Value::Text)
+    };
+    v.unwrap_or(Value::Null)
 }
 
 /// A run ready to be written: its compressed document, its timelines' blobs, its kernel
@@ -787,41 +739,6 @@ fn write(c: &mut Client, p: &Prepared, new: &NewRow) -> Result<Saved, postgres::
     figures.insert(&mut tx, true)?;
     tx.commit()?;
     Ok(Saved { id, already: false })
-}
-
-/// A condition's value as the columns keep it (text: see [`column_text`]).
-enum Param {
-    Text(String),
-    Id(i64),
-}
-
-/// `filter`'s conditions with their values as the columns keep them.
-fn texts_of(filter: &Filter) -> Vec<(&'static str, &'static str, Param)> {
-    filter
-        .conditions()
-        .map(|(column, op, v)| {
-            let v = match v {
-                Bound::Text(t) => Param::Text(column_text(t).into_owned()),
-                Bound::Id(id) => Param::Id(*id),
-            };
-            (column, op, v)
-        })
-        .collect()
-}
-
-/// Conditions ([`texts_of`]) as a `WHERE` clause (empty without any) and the values it binds.
-fn clauses<'a>(texts: &'a [(&'static str, &'static str, Param)]) -> (String, Vec<&'a (dyn ToSql + Sync)>) {
-    let mut conditions: Vec<String> = Vec::new();
-    let mut values: Vec<&(dyn ToSql + Sync)> = Vec::new();
-    for (column, op, v) in texts {
-        values.push(match v {
-            Param::Text(t) => t,
-            Param::Id(id) => id,
-        });
-        conditions.push(format!("{column} {op} ${}", values.len()));
-    }
-    let filter = if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) };
-    (filter, values)
 }
 
 /// Text as a column keeps it: PostgreSQL's text holds no NUL, which is shown as `␀` (the

@@ -25,7 +25,8 @@
 //! its forecast (or why there is none).
 
 use super::figures::{BoardRow, Figures, SeriesFigures};
-use super::{compress_into, dir_of, Bound, Filter, NewRow, OpenError, RunRow, Saved, StoreError};
+use super::sql::{Dialect, Param, Row, Sql, Value};
+use super::{compress_into, dir_of, Filter, NewRow, OpenError, RunRow, Saved, StoreError};
 use crate::result::timeline::TimelineData;
 use crate::result::RunResult;
 use crate::sys;
@@ -260,24 +261,6 @@ impl Sqlite {
         refused(&self.path, e)
     }
 
-    /// `filter`'s conditions as a `WHERE` clause (empty without any) and the values it binds.
-    fn clauses<'f>(&self, filter: &'f Filter) -> (String, Vec<&'f dyn rusqlite::ToSql>) {
-        // A store of an older layout only read (not migrated): its board is its host.
-        let board = self.board_column();
-        let mut clauses: Vec<String> = Vec::new();
-        let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
-        for (column, op, v) in filter.conditions() {
-            let column = if column == "board" { board } else { column };
-            values.push(match v {
-                Bound::Text(t) => t,
-                Bound::Id(id) => id,
-            });
-            clauses.push(format!("{column} {op} ?{}", values.len()));
-        }
-        let wher = if clauses.is_empty() { String::new() } else { format!(" WHERE {}", clauses.join(" AND ")) };
-        (wher, values)
-    }
-
     /// The column that names a run's board (a store of an older layout only read: its host).
     fn board_column(&self) -> &'static str {
         if self.layout >= 4 {
@@ -302,31 +285,51 @@ impl Sqlite {
     }
 
     /// The rows `sql` (selecting [`Sqlite::row_columns`]) gives.
-    fn rows(&self, sql: &str, values: &[&dyn rusqlite::ToSql]) -> Result<Vec<RunRow>, StoreError> {
-        let mut q = self.conn.prepare_cached(sql).map_err(|e| sql_error(&self.path, e))?;
-        let rows = q
-            .query_map(values, |r| {
-                Ok(RunRow {
-                    id: r.get(0)?,
-                    uuid: r.get(12)?,
-                    started_at: r.get(1)?,
-                    label: r.get(2)?,
-                    board: r.get(13)?,
-                    host: r.get(3)?,
-                    kernel: r.get(4)?,
-                    preemption: r.get(5)?,
-                    scenario: r.get(6)?,
-                    probes: r.get(7)?,
-                    worst_ns: r.get::<_, Option<i64>>(8)?.map(|w| w as u64),
-                    verdict: r.get(9)?,
-                    status: r.get(10)?,
-                    imported_from: r.get(11)?,
-                    series: r.get(14)?,
-                    part: r.get(15)?,
-                })
+    fn rows(&self, sql: &str, values: &[Param<'_>]) -> Result<Vec<RunRow>, StoreError> {
+        Ok(super::sql::Sql::query(self, "listing the runs", sql, values)?.iter().map(super::sql::run_row).collect())
+    }
+}
+
+/// The shared operations' SQL (`store::sql`) as SQLite runs it.
+impl Sql for Sqlite {
+    fn dialect(&self) -> Dialect {
+        Dialect {
+            placeholder: '?',
+            board: self.board_column(),
+            row_columns: self.row_columns(),
+            uuid_text: "runs.uuid",
+            kernel_configs: self.layout >= 4,
+            text: super::sql::as_is,
+        }
+    }
+
+    fn query(&self, _doing: &str, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, StoreError> {
+        let fail = |e| failure(&self.path, e);
+        let bound: Vec<&dyn rusqlite::ToSql> = params
+            .iter()
+            .map(|p| match p {
+                Param::Int(i) => i as &dyn rusqlite::ToSql,
+                Param::Text(t) => t as &dyn rusqlite::ToSql,
             })
-            .map_err(|e| sql_error(&self.path, e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| failure(&self.path, e))
+            .collect();
+        let mut q = self.conn.prepare_cached(sql).map_err(fail)?;
+        let columns = q.column_count();
+        let mut found = q.query(bound.as_slice()).map_err(fail)?;
+        let mut rows = Vec::new();
+        while let Some(r) = found.next().map_err(fail)? {
+            let mut values = Vec::with_capacity(columns);
+            for i in 0..columns {
+                values.push(match r.get_ref(i).map_err(fail)? {
+                    ValueRef::Null => Value::Null,
+                    ValueRef::Integer(v) => Value::Int(v),
+                    ValueRef::Real(v) => Value::Int(v as i64),
+                    ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+                    ValueRef::Blob(b) => Value::Bytes(b.to_vec()),
+                });
+            }
+            rows.push(Row(values));
+        }
+        Ok(rows)
     }
 }
 
@@ -454,42 +457,13 @@ impl super::Backend for Sqlite {
         Ok(Saved { id, already: false })
     }
 
-    /// The runs that pass `filter`, oldest first: each condition given is one clause, its value
-    /// bound, never written into the SQL; only the newest `filter.newest` of them when given
-    /// (taken from the top of the ids, then put back in order).
     fn list(&self, filter: &Filter) -> Result<Vec<RunRow>, StoreError> {
-        let (wher, values) = self.clauses(filter);
-        let order = match filter.newest {
-            Some(n) => format!(" DESC LIMIT {}", n.min(i64::MAX as u64)),
-            None => String::new(),
-        };
-        let sql = format!("SELECT {} FROM runs{wher} ORDER BY id{order}", self.row_columns());
-        let mut rows = self.rows(&sql, &values)?;
-        if filter.newest.is_some() {
-            rows.reverse();
-        }
-        Ok(rows)
+        super::sql::list(self, filter)
     }
 
     /// One pass over the index on (board, id) (a store of an older layout: over the rows).
     fn boards(&self, filter: &Filter) -> Result<Vec<BoardRow>, StoreError> {
-        let (wher, values) = self.clauses(filter);
-        let board = self.board_column();
-        let sql = format!("SELECT {board}, count(*), min(started_at), max(started_at), max(id) FROM runs{wher} GROUP BY {board}");
-        let sql_err = |e| failure(&self.path, e);
-        let mut q = self.conn.prepare(&sql).map_err(sql_err)?;
-        let rows = q
-            .query_map(values.as_slice(), |r| {
-                Ok(BoardRow {
-                    board: r.get(0)?,
-                    runs: r.get::<_, i64>(1)? as u64,
-                    first_started_at: r.get(2)?,
-                    last_started_at: r.get(3)?,
-                    latest: r.get(4)?,
-                })
-            })
-            .map_err(sql_err)?;
-        rows.collect::<Result<_, _>>().map_err(sql_err)
+        super::sql::boards(self, filter)
     }
 
     /// The boards, found one after another along the index on (board, id DESC) (a few hundred
@@ -497,11 +471,11 @@ impl super::Backend for Sqlite {
     /// range of that index. (A store of an older layout, only read, has no such index: the runs
     /// numbered per board from the newest, all of them.)
     fn recent_per_board(&self, filter: &Filter, per_board: u32) -> Result<Vec<RunRow>, StoreError> {
-        let (wher, mut values) = self.clauses(filter);
+        let (wher, mut values) = super::sql::clauses(&self.dialect(), filter);
         let board = self.board_column();
         let sql_err = |e| failure(&self.path, e);
         if self.layout < 5 {
-            values.push(&per_board);
+            values.push(Param::Int(per_board.into()));
             let sql = format!(
                 "SELECT {} FROM runs WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY {board} \
                  ORDER BY id DESC) AS n FROM runs{wher}) WHERE n <= ?{}) ORDER BY id",
@@ -535,8 +509,8 @@ impl super::Backend for Sqlite {
         let mut all = Vec::new();
         for name in &boards {
             let mut bound = values.clone();
-            bound.push(name);
-            bound.push(&per_board);
+            bound.push(Param::Text(name.into()));
+            bound.push(Param::Int(per_board.into()));
             all.extend(self.rows(&sql, &bound)?);
         }
         Ok(all)
@@ -612,31 +586,19 @@ impl super::Backend for Sqlite {
     }
 
     fn count(&self, filter: &Filter) -> Result<u64, StoreError> {
-        let (wher, values) = self.clauses(filter);
-        let n: i64 = self
-            .conn
-            .query_row(&format!("SELECT count(*) FROM runs{wher}"), values.as_slice(), |r| r.get(0))
-            .map_err(|e| failure(&self.path, e))?;
-        Ok(n as u64)
+        super::sql::count(self, filter)
     }
 
     fn last_id(&self) -> Result<Option<i64>, StoreError> {
-        self.conn.query_row("SELECT max(id) FROM runs", [], |r| r.get(0)).map_err(|e| failure(&self.path, e))
+        super::sql::last_id(self)
     }
 
     fn has_id(&self, id: i64) -> Result<bool, StoreError> {
-        let found: Option<i64> = self
-            .conn
-            .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
-            .optional()
-            .map_err(|e| failure(&self.path, e))?;
-        Ok(found.is_some())
+        super::sql::has_id(self, id)
     }
 
     fn latest_labelled(&self, label: &str) -> Result<Option<i64>, StoreError> {
-        self.conn
-            .query_row("SELECT max(id) FROM runs WHERE label = ?1", [label], |r| r.get(0))
-            .map_err(|e| failure(&self.path, e))
+        super::sql::latest_labelled(self, label)
     }
 
     fn by_uuid_prefix(&self, prefix: &str) -> Result<Vec<i64>, StoreError> {
@@ -653,38 +615,11 @@ impl super::Backend for Sqlite {
     }
 
     fn kernel_config_before(&self, board: &str) -> Result<Option<super::Earlier>, StoreError> {
-        if self.layout < 4 {
-            return Ok(None);
-        }
-        let sql = |e| failure(&self.path, e);
-        let found: Option<(i64, Option<String>, Vec<u8>)> = self
-            .conn
-            .query_row(
-                "SELECT runs.id, runs.uuid, kernel_configs.options FROM runs JOIN kernel_configs \
-                 ON kernel_configs.sha256 = runs.kernel_config WHERE runs.board = ?1 ORDER BY runs.id DESC LIMIT 1",
-                [board],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()
-            .map_err(sql)?;
-        let Some((id, uuid, blob)) = found else { return Ok(None) };
-        let options = super::decompress_options(&blob)
-            .map_err(|e| format!("the kernel configuration of run {id} in the store {} cannot be read: {e}", self.shown()))?;
-        Ok(Some(super::Earlier { id, uuid, options }))
+        super::sql::kernel_config_before(self, board, &self.shown())
     }
 
     fn kernel_options(&self, sha256: &str) -> Result<Option<BTreeMap<String, String>>, StoreError> {
-        if self.layout < 4 {
-            return Ok(None);
-        }
-        let blob: Option<Vec<u8>> = self
-            .conn
-            .query_row("SELECT options FROM kernel_configs WHERE sha256 = ?1", [sha256], |r| r.get(0))
-            .optional()
-            .map_err(|e| failure(&self.path, e))?;
-        blob.map(|b| super::decompress_options(&b)).transpose().map_err(|e| {
-            StoreError::Failed(format!("the kernel configuration {sha256} in the store {} cannot be read: {e}", self.shown()))
-        })
+        super::sql::kernel_options(self, sha256, &self.shown())
     }
 
     /// The whole result of run `id`.
@@ -728,7 +663,7 @@ impl super::Backend for Sqlite {
 
     /// The label of run `id`, if it has one.
     fn label(&self, id: i64) -> Result<Option<String>, StoreError> {
-        self.conn.query_row("SELECT label FROM runs WHERE id = ?1", [id], |r| r.get(0)).map_err(|e| failure(&self.path, e))
+        super::sql::label(self, id)
     }
 
     /// Deletes run `id`.
