@@ -195,17 +195,29 @@ fn ten_minutes(t: &RunResult) -> RunResult {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ k as u64);
         let max = p.max_ns.unwrap_or(50_000).max(1);
         let (each, rest) = (p.samples / WINDOWS, p.samples % WINDOWS);
+        let (missed_each, missed_rest) = (p.missed / WINDOWS, p.missed % WINDOWS);
+        // (the windows' maxima below the entry's, which one window reaches; its misses and
+        // values spread over the windows: an import checks both against the entry's)
+        let mut max_ns: Vec<u64> = (0..WINDOWS).map(|_| max / 4 + rng.below(max - max / 4 + 1)).collect();
+        let worst = rng.below(WINDOWS);
+        max_ns[worst as usize] = max;
+        p.max_at_ns = p.max_ns.map(|_| 1_000_000_000 + worst * 1_000_000_000 + 500_000_000);
         p.timeline = Some(TimelineData {
             window_ns: 1_000_000_000,
             start_ns: 1_000_000_000,
             count: (0..WINDOWS).map(|w| each + u64::from(w < rest)).collect(),
-            missed: (0..WINDOWS).map(|_| u64::from(rng.below(500) == 0)).collect(),
-            max_ns: (0..WINDOWS).map(|_| max / 4 + rng.below(max - max / 4 + 1)).collect(),
+            missed: (0..WINDOWS).map(|w| missed_each + u64::from(w < missed_rest)).collect(),
+            max_ns,
             p99_ns: (0..WINDOWS).map(|_| max / 8 + rng.below(max / 8 + 1)).collect(),
         });
     }
     r.measured_ns = WINDOWS * 1_000_000_000;
     r.config.duration_ns = Some(r.measured_ns);
+    // Its span holds its 1-s warm-up (the timeline starts there) and the 10 minutes measured, as
+    // an import checks.
+    if let Ok(at) = chrono::DateTime::parse_from_rfc3339(&r.started_at) {
+        r.ended_at = (at + Duration::seconds(1 + WINDOWS as i64)).to_rfc3339_opts(SecondsFormat::Millis, true);
+    }
     r
 }
 
