@@ -382,8 +382,10 @@ fn html_invocations() -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (shown, code) in shipped_files(&["markup.rs"]) {
         let mut rest = code.as_str();
-        while let Some(at) = rest.find("html!(") {
-            let body = &rest[at + 6..];
+        // (`html!(` and `html_into!(` alike: the literal is the first string of either)
+        while let Some(at) = rest.find("html!(").map(|i| i + 6).into_iter().chain(rest.find("html_into!(").map(|i| i + 11)).min()
+        {
+            let body = &rest[at..];
             let (mut depth, mut in_string, mut escaped, mut end) = (1, false, false, body.len());
             for (i, c) in body.char_indices() {
                 match (in_string, escaped, c) {

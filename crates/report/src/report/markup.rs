@@ -52,6 +52,12 @@ impl Html {
         Html(s)
     }
 
+    /// Markup made by `format_args!` of [`Rendered`] arguments appended in place (what
+    /// `page += html!(…)` does, without the temporary).
+    pub fn push_args(&mut self, args: fmt::Arguments<'_>) {
+        let _ = self.0.write_fmt(args);
+    }
+
     /// `value` rendered at the end.
     pub fn push<R: Render + ?Sized>(&mut self, value: &R) {
         let _ = write!(self.0, "{}", Rendered(value));
@@ -252,6 +258,10 @@ impl fmt::LowerExp for Rendered<'_, f64> {
 /// Text for HTML, in text and in attributes alike: `&<>"'` as entities, control and invisible
 /// reordering characters as text (`\x1b`), as on a terminal.
 fn escape(s: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    // (most values are printable ASCII with nothing to escape: numbers, names, times)
+    if s.bytes().all(|b| (0x20..0x7f).contains(&b) && !matches!(b, b'&' | b'<' | b'>' | b'"' | b'\'')) {
+        return f.write_str(s);
+    }
     let mut plain = 0;
     for (i, c) in s.char_indices() {
         let entity = match c {
@@ -298,6 +308,22 @@ macro_rules! html {
     };
 }
 
+/// [`crate::html!`] appended to `page` in place: `html_into!(page, "<td>{}</td>", v)` is
+/// `page += html!("<td>{}</td>", v)` without the temporary (for pages of many fragments, as the
+/// dashboard's plots of a thousand runs).
+#[macro_export]
+macro_rules! html_into {
+    ($page:expr, $markup:literal $(,)?) => {
+        $page.push_args(format_args!($markup))
+    };
+    ($page:expr, $markup:literal, $($name:ident = $value:expr),+ $(,)?) => {
+        $page.push_args(format_args!($markup, $($name = $crate::report::markup::Rendered(&$value)),+))
+    };
+    ($page:expr, $markup:literal, $($value:expr),+ $(,)?) => {
+        $page.push_args(format_args!($markup, $($crate::report::markup::Rendered(&$value)),+))
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,5 +341,8 @@ mod tests {
         assert_eq!(String::from(page), "<p>a&lt;b</p>");
         assert_eq!(Html::join([Html::text("x&y"), Html::lit("<br>")], " · ").as_str(), "x&amp;y · <br>");
         assert_eq!(crate::html!("{}", Shown(crate::vocab::units::Nanos(1500))).as_str(), "1.5 µs");
+        let mut page = Html::lit("<p>");
+        crate::html_into!(page, "{a}<b>{n}</b>", a = "a&b", n = 3);
+        assert_eq!(page.as_str(), "<p>a&amp;b<b>3</b>");
     }
 }

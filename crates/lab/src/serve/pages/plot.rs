@@ -11,7 +11,7 @@ use super::{day, dur, instant, when};
 use crate::report::markup::Html;
 use crate::serve::model::{BoardRun, Change};
 use crate::store::figures::{SeriesFigures, BINS, BINS_PER_DECADE, BIN_LOWEST_NS};
-use rtgauge_report::html;
+use rtgauge_report::{html, html_into};
 use std::fmt::Write;
 
 /// Width of the board page's plots, in SVG pixels (the page is 1 240 px wide at most).
@@ -107,7 +107,8 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
             .filter(|&v| v > 0),
     );
     let (Some(&lo), Some(&hi)) = (values.iter().min(), values.iter().max()) else {
-        s += html!(
+        html_into!(
+            s,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">No figures of {} in these runs.</text></svg>",
             w / 2.0,
             h / 2.0,
@@ -128,7 +129,7 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
     let x = |t: i64| L + (t - t0) as f64 / (t1 - t0).max(1) as f64 * pw;
 
     // The frame, the grid and the axes' labels.
-    s += html!("<rect x=\"{L}\" y=\"{T}\" width=\"{}\" height=\"{}\" fill=\"#fff\" stroke=\"#bbb\"/>", c(pw), c(ph));
+    html_into!(s, "<rect x=\"{L}\" y=\"{T}\" width=\"{}\" height=\"{}\" fill=\"#fff\" stroke=\"#bbb\"/>", c(pw), c(ph));
     let decades = (yhi - ylo) as i32;
     let steps: &[f64] = if decades <= 2 { &[1.0, 2.0, 5.0] } else { &[1.0] };
     s += "<g class=\"y-axis\">";
@@ -140,10 +141,11 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
                 continue;
             }
             let major = *m == 1.0;
-            s += html!("<line x1=\"{L}\" x2=\"{_0}\" y1=\"{yy}\" y2=\"{yy}\" stroke=\"{_1}\"/><text x=\"{_2}\" y=\"{_3}\" text-anchor=\"end\"{_4}>{_5}</text>", _0 = c(L + pw), _1 = if major { "#ddd" } else { "#f0f0f0" }, _2 = c(L - 6.0), _3 = c(yy + 4.0), _4 = Html::lit(if major { "" } else { " fill=\"#666\"" }), _5 = us_label(us), yy = yy);
+            html_into!(s, "<line x1=\"{L}\" x2=\"{_0}\" y1=\"{yy}\" y2=\"{yy}\" stroke=\"{_1}\"/><text x=\"{_2}\" y=\"{_3}\" text-anchor=\"end\"{_4}>{_5}</text>", _0 = c(L + pw), _1 = if major { "#ddd" } else { "#f0f0f0" }, _2 = c(L - 6.0), _3 = c(yy + 4.0), _4 = Html::lit(if major { "" } else { " fill=\"#666\"" }), _5 = us_label(us), yy = yy);
         }
     }
-    s += html!(
+    html_into!(
+        s,
         "<text transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">latency (log scale)</text></g>",
         c(T + ph / 2.0)
     );
@@ -153,9 +155,10 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
         let xx = x(t);
         // A label at the plot's right end ends at its tick (it would be cut).
         let anchor = if xx + label.len() as f64 * 4.0 > w { "end" } else { "middle" };
-        s += html!("<line x1=\"{_0}\" x2=\"{_0}\" y1=\"{T}\" y2=\"{_1}\" stroke=\"#eee\"/><line x1=\"{_0}\" x2=\"{_0}\" y1=\"{_1}\" y2=\"{_2}\" stroke=\"#888\"/><text x=\"{_0}\" y=\"{_3}\" text-anchor=\"{anchor}\">{label}</text>", _0 = c(xx), _1 = c(T + ph), _2 = c(T + ph + 5.0), _3 = c(T + ph + 19.0), anchor = anchor, label = label);
+        html_into!(s, "<line x1=\"{_0}\" x2=\"{_0}\" y1=\"{T}\" y2=\"{_1}\" stroke=\"#eee\"/><line x1=\"{_0}\" x2=\"{_0}\" y1=\"{_1}\" y2=\"{_2}\" stroke=\"#888\"/><text x=\"{_0}\" y=\"{_3}\" text-anchor=\"{anchor}\">{label}</text>", _0 = c(xx), _1 = c(T + ph), _2 = c(T + ph + 5.0), _3 = c(T + ph + 19.0), anchor = anchor, label = label);
     }
-    s += html!(
+    html_into!(
+        s,
         "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">start of the run (UTC{})</text></g>",
         c(L + pw / 2.0),
         c(h - 10.0),
@@ -168,7 +171,7 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
     for (i, release, what) in change_marks(runs, changes) {
         let xx = c(x(ts[i]));
         let (colour, dash) = if release { ("#555", "5 4") } else { ("#999", "2 3") };
-        s += html!("<line x1=\"{xx}\" x2=\"{xx}\" y1=\"{T}\" y2=\"{_0}\" stroke=\"{colour}\" stroke-dasharray=\"{dash}\"><title>run {_1}: {_2}</title></line>", _0 = c(T + ph), _1 = runs[i].row.id, _2 = &what, xx = xx, colour = colour, dash = dash);
+        html_into!(s, "<line x1=\"{xx}\" x2=\"{xx}\" y1=\"{T}\" y2=\"{_0}\" stroke=\"{colour}\" stroke-dasharray=\"{dash}\"><title>run {_1}: {_2}</title></line>", _0 = c(T + ph), _1 = runs[i].row.id, _2 = &what, xx = xx, colour = colour, dash = dash);
         if release && x(ts[i]) - last_label > 120.0 {
             last_label = x(ts[i]);
             // Right of its line, or left of it where it would leave the plot.
@@ -179,7 +182,7 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
             } else {
                 (x(ts[i]) - 3.0, "end")
             };
-            s += html!("<text x=\"{_0}\" y=\"{_1}\" text-anchor=\"{anchor}\" font-size=\"11\" fill=\"#333\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">{_2}</text>", _0 = c(lx), _1 = c(T + 12.0), _2 = kernel, anchor = anchor);
+            html_into!(s, "<text x=\"{_0}\" y=\"{_1}\" text-anchor=\"{anchor}\" font-size=\"11\" fill=\"#333\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">{_2}</text>", _0 = c(lx), _1 = c(T + 12.0), _2 = kernel, anchor = anchor);
         }
     }
     s += "</g>";
@@ -213,7 +216,7 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
         // Bars and arrows lighten as the runs crowd: the levels are what a reader reads then.
         let bar = (r * 0.9).max(1.5);
         let (shade, arrow) = if runs.len() > 250 { (".2", 2.5) } else { (".35", 4.0) };
-        s += html!("<g class=\"forecast\" fill=\"{FORECAST_COLOUR}\" stroke=\"{FORECAST_COLOUR}\"><path d=\"{d}\" fill=\"none\" stroke-width=\"1\" stroke-opacity=\"{line}\"/>", d = d, line = line);
+        html_into!(s, "<g class=\"forecast\" fill=\"{FORECAST_COLOUR}\" stroke=\"{FORECAST_COLOUR}\"><path d=\"{d}\" fill=\"none\" stroke-width=\"1\" stroke-opacity=\"{line}\"/>", d = d, line = line);
         for (i, f) in figs.iter().enumerate() {
             let Some(f) = f else { continue };
             let (Some(level), Some(low)) = (f.day_level_ns, f.day_low_ns) else { continue };
@@ -226,10 +229,11 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
                 Some(high) => format!("{}–{}", dur(low), dur(high)),
                 None => format!("from {}, no upper end within 1 h", dur(low)),
             };
-            s += html!("<a href=\"/run/{id}\"><title>run {id} · {at} · {kernel}: once per day (forecast) {level} (95 % {interval}){note}</title>\
+            html_into!(s, "<a href=\"/run/{id}\"><title>run {id} · {at} · {kernel}: once per day (forecast) {level} (95 % {interval}){note}</title>\
 <line x1=\"{xx}\" x2=\"{xx}\" y1=\"{low}\" y2=\"{top}\" stroke-width=\"{bar}\" stroke-opacity=\"{shade}\"/>", id = row.id, at = &when(&row.started_at), kernel = &row.kernel, level = dur(level), note = f.forecast_note.as_deref().map(|n| html!(" · {}", n)).unwrap_or_default(), xx = c(xx), low = c(y(low).clamp(T, T + ph)), top = c(top), bar = c(bar), interval = interval, shade = shade);
             if open {
-                s += html!(
+                html_into!(
+                    s,
                     "<path d=\"M{_0} {_1}L{_2} {T}L{_3} {_4}\" fill=\"none\" stroke-width=\"1.2\" stroke-opacity=\"{shade}\"/>",
                     _0 = c(xx - arrow),
                     _1 = c(T + arrow * 1.5),
@@ -241,7 +245,8 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
             }
             // (a level past the plot's top sits at the top, its value in the title)
             let (yl, k) = (y(level).clamp(T, T + ph), r + 1.5);
-            s += html!(
+            html_into!(
+                s,
                 "<path d=\"M{} {}L{} {}L{} {}L{} {}Z\" stroke=\"#fff\" stroke-width=\".8\"/></a>",
                 c(xx),
                 c(yl - k),
@@ -273,7 +278,7 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
                 None => pen_up = true,
             }
         }
-        s += html!("<g class=\"fig\" fill=\"{colour}\"><path d=\"{d}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"1\" stroke-opacity=\"{line}\"/>", colour = colour, d = d, line = line);
+        html_into!(s, "<g class=\"fig\" fill=\"{colour}\"><path d=\"{d}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"1\" stroke-opacity=\"{line}\"/>", colour = colour, d = d, line = line);
         for (i, f) in figs.iter().enumerate() {
             let Some(v) = f.and_then(pick) else { continue };
             let row = &runs[i].row;
@@ -283,7 +288,7 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
                 }
                 _ => Html::new(),
             };
-            s += html!("<a href=\"/run/{id}\"><circle cx=\"{_0}\" cy=\"{_1}\" r=\"{r}\"><title>run {id} · {_2} · {_3}: {label} {_4}{why}</title></circle></a>", _0 = c(x(ts[i])), _1 = c(y(v)), _2 = &when(&row.started_at), _3 = &row.kernel, _4 = dur(v), id = row.id, r = r, label = label, why = why);
+            html_into!(s, "<a href=\"/run/{id}\"><circle cx=\"{_0}\" cy=\"{_1}\" r=\"{r}\"><title>run {id} · {_2} · {_3}: {label} {_4}{why}</title></circle></a>", _0 = c(x(ts[i])), _1 = c(y(v)), _2 = &when(&row.started_at), _3 = &row.kernel, _4 = dur(v), id = row.id, r = r, label = label, why = why);
         }
         s += "</g>";
     }
@@ -293,10 +298,11 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
     let mut lx = L + pw - 250.0;
     if forecasts > 0 {
         let fx = lx - 180.0;
-        s += html!("<g fill=\"{FORECAST_COLOUR}\" stroke=\"{FORECAST_COLOUR}\"><line x1=\"{0}\" x2=\"{0}\" y1=\"6\" y2=\"24\" stroke-width=\"3.5\" stroke-opacity=\".35\"/><path d=\"M{0} 9.5L{1} 15L{0} 20.5L{2} 15Z\" stroke=\"#fff\" stroke-width=\".8\"/></g><text x=\"{3}\" y=\"19\">once per day (forecast)</text>", c(fx), c(fx + 5.5), c(fx - 5.5), c(fx + 9.0));
+        html_into!(s, "<g fill=\"{FORECAST_COLOUR}\" stroke=\"{FORECAST_COLOUR}\"><line x1=\"{0}\" x2=\"{0}\" y1=\"6\" y2=\"24\" stroke-width=\"3.5\" stroke-opacity=\".35\"/><path d=\"M{0} 9.5L{1} 15L{0} 20.5L{2} 15Z\" stroke=\"#fff\" stroke-width=\".8\"/></g><text x=\"{3}\" y=\"19\">once per day (forecast)</text>", c(fx), c(fx + 5.5), c(fx - 5.5), c(fx + 9.0));
     }
     for (label, colour) in [("worst case", MAX_COLOUR), ("p99.9", P999_COLOUR), ("p99", P99_COLOUR)] {
-        s += html!(
+        html_into!(
+            s,
             "<circle cx=\"{_0}\" cy=\"15\" r=\"4.5\" fill=\"{colour}\"/><text x=\"{_1}\" y=\"19\">{label}</text>",
             _0 = c(lx),
             _1 = c(lx + 8.0),
@@ -305,7 +311,8 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
         );
         lx += if label == "worst case" { 100.0 } else { 70.0 };
     }
-    s += html!(
+    html_into!(
+        s,
         "<text x=\"{L}\" y=\"19\" fill=\"#555\">{} · {} · dashed: kernel changed, dotted: its configuration</text>",
         name,
         crate::vocab::Count(runs.len() as u64, "run")
@@ -466,7 +473,8 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
     }
     let Some((a, z)) = range else {
         let mut s = svg_start(w as u32, 60, "heat-map", &format!("{name}: no histogram"));
-        s += html!(
+        html_into!(
+            s,
             "<text x=\"{}\" y=\"34\" text-anchor=\"middle\">No histogram of {} in these runs.</text></svg>",
             c(w / 2.0),
             name
@@ -492,7 +500,7 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
 
     let mut s =
         svg_start(w.ceil() as u32, h.ceil() as u32, "heat-map", &format!("{name}: latency by run, samples per bin as colour"));
-    s += html!("<rect x=\"{L}\" y=\"{T}\" width=\"{}\" height=\"{}\" fill=\"#fff\" stroke=\"#bbb\"/>", c(pw), c(ph));
+    html_into!(s, "<rect x=\"{L}\" y=\"{T}\" width=\"{}\" height=\"{}\" fill=\"#fff\" stroke=\"#bbb\"/>", c(pw), c(ph));
     // The cells: a path per colour, in units of (column, bin) scaled into the plot; consecutive
     // bins of a column in the same colour are one rectangle.
     let mut paths = vec![String::new(); LEVELS];
@@ -513,9 +521,9 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
             k = e;
         }
     }
-    s += html!("<g transform=\"translate({L} {}) scale({} {})\" shape-rendering=\"crispEdges\">", c(T + ph), cw, -rh);
+    html_into!(s, "<g transform=\"translate({L} {}) scale({} {})\" shape-rendering=\"crispEdges\">", c(T + ph), cw, -rh);
     for (lv, d) in paths.iter().enumerate().filter(|(_, d)| !d.is_empty()) {
-        s += html!("<path fill=\"{_0}\" d=\"{d}\"/>", _0 = level_colour(lv), d = d);
+        html_into!(s, "<path fill=\"{_0}\" d=\"{d}\"/>", _0 = level_colour(lv), d = d);
     }
     s += "</g>";
     // The y axis: a label on every decade's edge, bin 0 and the last bin said in words.
@@ -533,10 +541,11 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
             _ => continue,
         };
         let yy = y_of(edge);
-        s += html!("<line x1=\"{_0}\" x2=\"{L}\" y1=\"{_1}\" y2=\"{_1}\" stroke=\"#888\"/><text x=\"{_2}\" y=\"{_3}\" text-anchor=\"end\">{text}</text>", _0 = c(L - 5.0), _1 = c(yy), _2 = c(L - 8.0), _3 = c(yy + 4.0), text = text);
+        html_into!(s, "<line x1=\"{_0}\" x2=\"{L}\" y1=\"{_1}\" y2=\"{_1}\" stroke=\"#888\"/><text x=\"{_2}\" y=\"{_3}\" text-anchor=\"end\">{text}</text>", _0 = c(L - 5.0), _1 = c(yy), _2 = c(L - 8.0), _3 = c(yy + 4.0), text = text);
     }
     if lo == 0 {
-        s += html!(
+        html_into!(
+            s,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">&lt; {}</text>",
             c(L - 8.0),
             c(y_of(0) - rh / 2.0 + 4.0),
@@ -544,14 +553,15 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
         );
     }
     if hi == BINS - 1 {
-        s += html!(
+        html_into!(
+            s,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">≥ {}</text>",
             c(L - 8.0),
             c(y_of(hi) - rh / 2.0 + 4.0),
             dur(bin_low_ns(hi))
         );
     }
-    s += html!("<text transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">latency (log scale; {BINS_PER_DECADE} bins a decade)</text>", c(T + ph / 2.0));
+    html_into!(s, "<text transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">latency (log scale; {BINS_PER_DECADE} bins a decade)</text>", c(T + ph / 2.0));
     // The x axis: about eight runs named by their day (and id, when there are few).
     let few = runs.len() <= 12;
     let picks: Vec<usize> = if few {
@@ -566,9 +576,10 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
     for (j, label) in picks.into_iter().zip(labels) {
         let xx = L + (j as f64 + 0.5) * cw;
         let row = &runs[j].row;
-        s += html!("<line x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#888\"/><text x=\"{0}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>", c(xx), c(T + ph), c(T + ph + 5.0), c(T + ph + 19.0), &label);
+        html_into!(s, "<line x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#888\"/><text x=\"{0}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>", c(xx), c(T + ph), c(T + ph + 5.0), c(T + ph + 19.0), &label);
         if few {
-            s += html!(
+            html_into!(
+                s,
                 "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#555\" font-size=\"11\">run {}</text>",
                 c(xx),
                 c(T + ph + 33.0),
@@ -576,7 +587,8 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
             );
         }
     }
-    s += html!(
+    html_into!(
+        s,
         "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">runs, oldest left: one column each ({}{})</text>",
         c(L + pw / 2.0),
         c(h - 6.0),
@@ -586,20 +598,21 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
     // Kernel changes: a dashed line at the first run of each.
     for (i, release, what) in change_marks(runs, changes) {
         let xx = c(L + i as f64 * cw);
-        s += html!("<line x1=\"{xx}\" x2=\"{xx}\" y1=\"{T}\" y2=\"{_0}\" stroke=\"#c00\" stroke-width=\"1.5\" stroke-dasharray=\"{_1}\"><title>run {_2}: {_3}</title></line>", _0 = c(T + ph), _1 = if release { "5 4" } else { "2 3" }, _2 = runs[i].row.id, _3 = &what, xx = xx);
+        html_into!(s, "<line x1=\"{xx}\" x2=\"{xx}\" y1=\"{T}\" y2=\"{_0}\" stroke=\"#c00\" stroke-width=\"1.5\" stroke-dasharray=\"{_1}\"><title>run {_2}: {_3}</title></line>", _0 = c(T + ph), _1 = if release { "5 4" } else { "2 3" }, _2 = runs[i].row.id, _3 = &what, xx = xx);
     }
     // A link over each column, titled with the run.
     for (j, r) in runs.iter().enumerate() {
         let f = series_of(r, name);
         let samples = f.map_or(0, |f| f.samples);
         let worst = f.and_then(|f| f.max_ns).map(dur).unwrap_or_else(|| "-".into());
-        s += html!("<a href=\"/run/{id}\"><rect x=\"{_0}\" y=\"{T}\" width=\"{_1}\" height=\"{_2}\" fill=\"#000\" fill-opacity=\"0\"><title>run {id} · {_3} · {_4}: {samples} samples, worst case {worst}</title></rect></a>", _0 = c(L + j as f64 * cw), _1 = c(cw), _2 = c(ph), _3 = &when(&r.row.started_at), _4 = &r.row.kernel, id = r.row.id, samples = samples, worst = worst);
+        html_into!(s, "<a href=\"/run/{id}\"><rect x=\"{_0}\" y=\"{T}\" width=\"{_1}\" height=\"{_2}\" fill=\"#000\" fill-opacity=\"0\"><title>run {id} · {_3} · {_4}: {samples} samples, worst case {worst}</title></rect></a>", _0 = c(L + j as f64 * cw), _1 = c(cw), _2 = c(ph), _3 = &when(&r.row.started_at), _4 = &r.row.kernel, id = r.row.id, samples = samples, worst = worst);
     }
     // The legend: the count scale, many samples on top, and white for none.
     let lx = L + pw + 24.0;
     let lh = ph.clamp(120.0, 220.0);
     let step = lh / LEVELS as f64;
-    s += html!(
+    html_into!(
+        s,
         "<text x=\"{}\" y=\"{}\">samples</text><text x=\"{}\" y=\"{}\">in the bin</text>",
         c(lx),
         c(T + 12.0),
@@ -609,7 +622,8 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
     let top = T + 38.0;
     for k in 0..LEVELS {
         let yy = top + (LEVELS - 1 - k) as f64 * step;
-        s += html!(
+        html_into!(
+            s,
             "<rect x=\"{}\" y=\"{}\" width=\"18\" height=\"{}\" fill=\"{}\"/>",
             c(lx),
             c(yy),
@@ -636,10 +650,11 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
             continue;
         }
         last_y = yy;
-        s += html!("<text x=\"{}\" y=\"{}\">{}</text>", c(lx + 24.0), c(yy + 4.0), count_label(m));
+        html_into!(s, "<text x=\"{}\" y=\"{}\">{}</text>", c(lx + 24.0), c(yy + 4.0), count_label(m));
     }
     let ey = top + lh + 10.0;
-    s += html!(
+    html_into!(
+        s,
         "<rect x=\"{}\" y=\"{}\" width=\"18\" height=\"{}\" fill=\"#fff\" stroke=\"#999\"/><text x=\"{}\" y=\"{}\">none</text>",
         c(lx),
         c(ey),
@@ -682,7 +697,7 @@ pub fn sparkline(spark: &[(i64, String, Option<u64>)], regressed: bool) -> Html 
             None => pen_up = true,
         }
     }
-    s += html!("<path d=\"{d}\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.2\"/>", d = d);
+    html_into!(s, "<path d=\"{d}\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.2\"/>", d = d);
     let last = spark.iter().rposition(|p| p.2.is_some());
     for (i, (id, at, v)) in spark.iter().enumerate() {
         let Some(v) = v else { continue };
@@ -691,7 +706,8 @@ pub fn sparkline(spark: &[(i64, String, Option<u64>)], regressed: bool) -> Html 
             (true, false) => (2.6, "#1f77b4"),
             _ => (1.6, "#1f77b4"),
         };
-        s += html!(
+        html_into!(
+            s,
             "<circle cx=\"{_0}\" cy=\"{_1}\" r=\"{r}\" fill=\"{fill}\"><title>run {id} · {_2}: worst case {_3}</title></circle>",
             _0 = c(x(i)),
             _1 = c(y(*v)),
