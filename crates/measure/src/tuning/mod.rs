@@ -174,18 +174,6 @@ impl Tuning {
         trace: bool,
         on_journal: impl FnOnce(&std::path::Path),
     ) -> Result<Tuning, crate::vocab::Error> {
-        Self::apply_text(items, dma_us, scope, command_line, trace, on_journal).map_err(crate::vocab::Error::System)
-    }
-
-    /// [`Self::apply`], its failure as text.
-    fn apply_text(
-        items: &[TuneItem],
-        dma_us: Option<u32>,
-        scope: &Scope,
-        command_line: &[String],
-        trace: bool,
-        on_journal: impl FnOnce(&std::path::Path),
-    ) -> Result<Tuning, String> {
         let dma = dma_us.map(DmaLatencyGuard::hold);
         let mut t = Tuning { dma, journal: None, shield: None, records: Vec::new(), recovered: None, journal_error: None };
         let changes: Vec<TuneItem> = items.iter().copied().filter(|i| *i != TuneItem::DmaLatency).collect();
@@ -211,12 +199,12 @@ impl Tuning {
                     (false, false) => "--tune",
                     (true, _) => "--trace",
                 };
-                return Err(format!(
+                return Err(crate::vocab::Error::System(format!(
                     "{holder} is tuning this system now ({}): wait for it to end, or run without {asked}",
                     path.display()
-                ));
+                )));
             }
-            Err(journal::OpenError::Refused(e)) => return Err(e),
+            Err(journal::OpenError::Refused(e)) => return Err(crate::vocab::Error::System(e)),
             Err(journal::OpenError::Unavailable(e)) => {
                 // Without a journal nothing may change: a SIGKILL would leave it changed.
                 t.journal_error = Some(format!("{e}: nothing was changed"));

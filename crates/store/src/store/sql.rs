@@ -25,8 +25,9 @@ pub(super) enum Param<'a> {
 }
 
 /// A value read from a query's row.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(super) enum Value {
+    #[default]
     Null,
     Int(i64),
     Text(String),
@@ -103,25 +104,31 @@ pub(super) fn clauses<'f>(d: &Dialect, filter: &'f Filter) -> (String, Vec<Param
     (wher, values)
 }
 
-/// A row of [`Dialect::row_columns`].
-pub(super) fn run_row(r: &Row) -> RunRow {
-    let text = |i| r.text(i).unwrap_or_default();
+/// A row of [`Dialect::row_columns`], its texts taken, not copied.
+pub(super) fn run_row(mut r: Row) -> RunRow {
+    let mut text = |i: usize| match r.0.get_mut(i).map(std::mem::take) {
+        Some(Value::Text(t)) => Some(t),
+        _ => None,
+    };
+    let (uuid, started_at, label, board, host) = (text(12), text(1), text(2), text(13), text(3));
+    let (kernel, preemption, scenario, probes) = (text(4), text(5), text(6), text(7));
+    let (verdict, status, imported_from, series) = (text(9), text(10), text(11), text(14));
     RunRow {
         id: r.int(0).unwrap_or_default(),
-        uuid: r.text(12),
-        started_at: text(1),
-        label: r.text(2),
-        board: text(13),
-        host: text(3),
-        kernel: text(4),
-        preemption: text(5),
-        scenario: r.text(6),
-        probes: text(7),
+        uuid,
+        started_at: started_at.unwrap_or_default(),
+        label,
+        board: board.unwrap_or_default(),
+        host: host.unwrap_or_default(),
+        kernel: kernel.unwrap_or_default(),
+        preemption: preemption.unwrap_or_default(),
+        scenario,
+        probes: probes.unwrap_or_default(),
         worst_ns: r.int(8).map(|w| w as u64),
-        verdict: text(9),
-        status: text(10),
-        imported_from: r.text(11),
-        series: r.text(14),
+        verdict: verdict.unwrap_or_default(),
+        status: status.unwrap_or_default(),
+        imported_from,
+        series,
         part: r.int(15),
     }
 }
@@ -136,7 +143,7 @@ pub(super) fn list(db: &dyn Sql, filter: &Filter) -> Result<Vec<RunRow>, StoreEr
         None => String::new(),
     };
     let sql = format!("SELECT {} FROM runs{wher} ORDER BY id{order}", d.row_columns);
-    let mut rows: Vec<RunRow> = db.query("listing the runs", &sql, &values)?.iter().map(run_row).collect();
+    let mut rows: Vec<RunRow> = db.query("listing the runs", &sql, &values)?.into_iter().map(run_row).collect();
     if filter.newest.is_some() {
         rows.reverse();
     }

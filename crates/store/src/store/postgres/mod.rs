@@ -379,12 +379,12 @@ impl super::Backend for PgStore {
         let found = self.query(doing, &sql, &values)?;
         let mut boards_of: HashMap<String, std::collections::BTreeSet<String>> = HashMap::new();
         let mut rows = Vec::with_capacity(found.len());
-        for r in &found {
-            let row = super::sql::run_row(r);
-            let hash = match r.0.get(16) {
-                Some(Value::Text(h)) => h.clone(),
+        for mut r in found {
+            let hash = match r.0.get_mut(16).map(std::mem::take) {
+                Some(Value::Text(h)) => h,
                 _ => String::new(),
             };
+            let row = super::sql::run_row(r);
             boards_of.entry(hash).or_default().insert(row.board.clone());
             rows.push(row);
         }
@@ -596,7 +596,7 @@ impl PgStore {
 
     /// The rows `sql` (selecting [`ROW_COLUMNS`]) gives, while `doing`.
     fn rows(&self, doing: &str, sql: &str, values: &[Param<'_>]) -> Result<Vec<RunRow>, StoreError> {
-        Ok(self.query(doing, sql, values)?.iter().map(super::sql::run_row).collect())
+        Ok(self.query(doing, sql, values)?.into_iter().map(super::sql::run_row).collect())
     }
 }
 

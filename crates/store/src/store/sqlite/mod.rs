@@ -286,7 +286,7 @@ impl Sqlite {
 
     /// The rows `sql` (selecting [`Sqlite::row_columns`]) gives.
     fn rows(&self, sql: &str, values: &[Param<'_>]) -> Result<Vec<RunRow>, StoreError> {
-        Ok(super::sql::Sql::query(self, "listing the runs", sql, values)?.iter().map(super::sql::run_row).collect())
+        Ok(super::sql::Sql::query(self, "listing the runs", sql, values)?.into_iter().map(super::sql::run_row).collect())
     }
 }
 
