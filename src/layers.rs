@@ -477,3 +477,28 @@ fn html_is_written_through_markup() {
         .collect();
     assert!(by_hand.is_empty(), "HTML escaped by hand:\n{}", by_hand.join("\n"));
 }
+
+/// One way to draw (issue 38, item 6): every plot, the report's and the dashboard's, is an SVG
+/// begun by `report::svg`'s canvas — no other shipped line opens an `<svg` element — and no
+/// crate of the workspace depends on a plotting library.
+#[test]
+fn every_plot_is_drawn_by_one_svg_module() {
+    let openers: Vec<String> = shipped_lines()
+        .into_iter()
+        .filter(|(p, _, l)| l.contains("<svg") && !l.trim_start().starts_with("//") && p != "crates/report/src/report/svg.rs")
+        .map(|(p, n, l)| format!("{p}:{n}: {}", l.trim()))
+        .collect();
+    assert!(openers.is_empty(), "an SVG element begun outside report::svg:\n{}", openers.join("\n"));
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut manifests = vec![root.join("Cargo.toml")];
+    for e in std::fs::read_dir(root.join("crates")).unwrap() {
+        manifests.push(e.unwrap().path().join("Cargo.toml"));
+    }
+    for m in manifests.iter().filter(|m| m.exists()) {
+        let text = std::fs::read_to_string(m).unwrap();
+        for library in ["plotters", "charts-rs", "poloto", "plotlib"] {
+            assert!(!text.lines().any(|l| l.trim_start().starts_with(library)), "{} depends on {library}", m.display());
+        }
+    }
+    assert!(manifests.len() >= 9, "read {} manifests", manifests.len());
+}

@@ -26,7 +26,7 @@ pub fn compare(a: &CompareArgs) -> Result<u8> {
     }
     let c = compare::compare(&runs, &o, &|r: &crate::result::RunResult| s.kernel_config_of(r).map_err(String::from))?;
     if let Some(images) = &png {
-        wrote_images(images.write(&compare::images(&runs, &c).map_err(anyhow::Error::msg)?).map_err(anyhow::Error::msg)?);
+        wrote_images(images.write(&compare::images(&runs, &c)).map_err(anyhow::Error::msg)?);
     }
     if let (Some(sink), Some(path)) = (sink, &a.html) {
         let page = compare::html(&runs, &c).map_err(anyhow::Error::msg)?;

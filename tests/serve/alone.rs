@@ -35,7 +35,8 @@ pub(crate) fn ends(args: &[&str]) -> (i32, String, String) {
 /// request and one that reads nothing are connected.
 /// The long-term plot (SVG) of a board page.
 pub(crate) fn long_term_svg(page: &str) -> &str {
-    let at = page.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"long-term\"").expect("a long-term plot");
+    let class = page.find(" class=\"long-term\"").expect("a long-term plot");
+    let at = page[..class].rfind("<svg ").expect("its svg element");
     let end = page[at..].find("</svg>").expect("its end") + at;
     &page[at..end]
 }

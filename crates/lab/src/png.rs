@@ -66,7 +66,7 @@ impl PngOut {
 }
 
 /// The font database: `--font FILE` alone, else the system's fonts; its sans-serif family set
-/// to a face it holds (plotters writes `font-family="sans-serif"`).
+/// to a face it holds (the plots name `system-ui`, `DejaVu Sans`, then `sans-serif`).
 fn fonts(font: Option<&Path>) -> Result<Arc<fontdb::Database>, String> {
     let mut db = fontdb::Database::new();
     match font {

@@ -183,20 +183,15 @@ pub fn compare(runs: &[Named], o: &Options, options: &super::board::OptionsOf) -
 }
 
 /// The comparison's images for `--png`: each series' plots, named after the runs and series.
-pub fn images(runs: &[Named], c: &Comparison) -> Result<Vec<(String, String)>, crate::vocab::Error> {
-    images_text(runs, c).map_err(crate::vocab::Error::System)
-}
-
-/// [`images`], its failure as text.
-fn images_text(runs: &[Named], c: &Comparison) -> Result<Vec<(String, String)>, String> {
+pub fn images(runs: &[Named], c: &Comparison) -> Vec<(String, String)> {
     let mut plots = Vec::new();
-    for (label, kinds) in series_plots(runs, c)? {
+    for (label, kinds) in series_plots(runs, c) {
         let ids: Vec<String> = runs.iter().map(|n| n.id.to_string()).collect();
         for (kind, svg) in kinds {
-            plots.push((format!("compare-{}-{}-{kind}", ids.join("-"), super::plot::slug(&label)), svg));
+            plots.push((format!("compare-{}-{}-{kind}", ids.join("-"), super::plot::slug(&label)), svg.into_string()));
         }
     }
-    Ok(plots)
+    plots
 }
 
 /// The entry of `label` over all CPUs: the combined one, or the run's only CPU's.
@@ -598,7 +593,7 @@ fn html_text(runs: &[Named], c: &Comparison) -> Result<Html, String> {
         h += html!("<p class=\"muted note\">{}</p>", &note.replace("\n  ", " "));
     }
     h += &super::board::compare_html(runs, &c.boards);
-    for (label, plots) in series_plots(runs, c)? {
+    for (label, plots) in series_plots(runs, c) {
         h += html!("<h2>{}</h2>", &label);
         for (kind, svg) in plots {
             h += &figure(&svg, kind);
@@ -610,8 +605,8 @@ fn html_text(runs: &[Named], c: &Comparison) -> Result<Html, String> {
 }
 
 /// Per series, the runs' histograms and percentile curves overlaid (each with its kind).
-type SeriesPlots = Vec<(String, Vec<(&'static str, String)>)>;
-fn series_plots(runs: &[Named], c: &Comparison) -> Result<SeriesPlots, String> {
+type SeriesPlots = Vec<(String, Vec<(&'static str, Html)>)>;
+fn series_plots(runs: &[Named], c: &Comparison) -> SeriesPlots {
     let mut series: Vec<&str> = Vec::new();
     for row in &c.rows {
         if !series.contains(&row.series.as_str()) {
@@ -626,10 +621,10 @@ fn series_plots(runs: &[Named], c: &Comparison) -> Result<SeriesPlots, String> {
             continue;
         }
         let plots = vec![
-            ("histogram", super::plot::histogram(&format!("{label}: histograms of the runs (all CPUs)"), &curves)?),
-            ("percentiles", super::plot::percentiles(&format!("{label}: by percentile (all CPUs)"), &curves)?),
+            ("histogram", super::plot::histogram(&format!("{label}: histograms of the runs (all CPUs)"), &curves)),
+            ("percentiles", super::plot::percentiles(&format!("{label}: by percentile (all CPUs)"), &curves)),
         ];
         out.push((label.to_string(), plots));
     }
-    Ok(out)
+    out
 }

@@ -65,17 +65,12 @@ fn section_text(label: &str, entries: &[&ProbeResult]) -> Result<Html, String> {
 
 /// The probability-of-exceedance plots of series `label`, one per CPU with an analysis, each with
 /// its CPU (`cpu0`).
-pub fn plots(label: &str, entries: &[&ProbeResult]) -> Result<Vec<(String, String)>, crate::vocab::Error> {
-    plots_text(label, entries).map_err(crate::vocab::Error::System)
+pub fn plots(label: &str, entries: &[&ProbeResult]) -> Vec<(String, String)> {
+    with_forecast(entries).into_iter().map(|(p, f)| (p.scope(), exceedance_plot(label, p, f).into_string())).collect()
 }
 
-/// [`plots`], its failure as text.
-fn plots_text(label: &str, entries: &[&ProbeResult]) -> Result<Vec<(String, String)>, String> {
-    with_forecast(entries).into_iter().map(|(p, f)| Ok((p.scope(), exceedance_plot(label, p, f)?))).collect()
-}
-
-fn exceedance_plot(label: &str, p: &ProbeResult, f: &Forecast) -> Result<String, String> {
-    Ok(plot::exceedance(&format!("{label} on {}: probability of exceedance", p.scope()), p, Some(f))?)
+fn exceedance_plot(label: &str, p: &ProbeResult, f: &Forecast) -> Html {
+    plot::exceedance(&format!("{label} on {}: probability of exceedance", p.scope()), p, Some(f))
 }
 
 /// One CPU's part of the section.
@@ -83,13 +78,8 @@ fn entry(label: &str, p: &ProbeResult, f: &Forecast) -> Result<Html, String> {
     let mut h = html!("<h5>{} on {}</h5>", label, &p.scope());
     h += &convergence(p.convergence.as_ref());
     h += &forecast(f, p.convergence.as_ref().is_some_and(|c| c.rising));
-    let svg = exceedance_plot(label, p, f)?;
-    let start = svg.find("<svg").unwrap_or(0);
-    h += html!(
-        "<figure class=\"plot exceedance\">{}<figcaption class=\"muted\">{}</figcaption></figure>",
-        Html::made_by("plotters", svg[start..].to_string()),
-        &caption(p, f)
-    );
+    let svg = exceedance_plot(label, p, f);
+    h += html!("<figure class=\"plot exceedance\">{}<figcaption class=\"muted\">{}</figcaption></figure>", svg, &caption(p, f));
     if !f.tests.is_empty() {
         let rows: Vec<Vec<String>> = f
             .tests

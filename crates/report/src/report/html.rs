@@ -275,11 +275,11 @@ fn series_section(r: &RunResult, label: &str, entries: &[&ProbeResult]) -> Resul
 }
 
 /// A series' plots, each with its kind: histogram, percentiles and (with a timeline) timeline.
-fn series_plots(r: &RunResult, label: &str, entries: &[&ProbeResult]) -> Result<Vec<(&'static str, String)>, String> {
+fn series_plots(r: &RunResult, label: &str, entries: &[&ProbeResult]) -> Result<Vec<(&'static str, Html)>, String> {
     let what = entries[0].measures.as_deref().unwrap_or("latency");
     let mut v = vec![
-        ("histogram", plot::histogram(&format!("{label}: {what} histogram per CPU"), &plot::by_cpu(entries))?),
-        ("percentiles", plot::percentiles(&format!("{label}: {what} by percentile"), &plot::by_cpu(entries))?),
+        ("histogram", plot::histogram(&format!("{label}: {what} histogram per CPU"), &plot::by_cpu(entries))),
+        ("percentiles", plot::percentiles(&format!("{label}: {what} by percentile"), &plot::by_cpu(entries))),
     ];
     if entries.iter().any(|p| p.timeline.as_ref().is_some_and(|t| !t.is_empty())) {
         v.push(("timeline", plot::timeline(&format!("{label}: {what} against time"), entries, &r.phases)?));
@@ -302,9 +302,9 @@ fn plots_text(runs: &[Named]) -> Result<Vec<(String, String)>, String> {
                 continue;
             }
             for (kind, svg) in series_plots(&r, &label, &entries)? {
-                out.push((format!("run{}-{}-{kind}", n.id, super::plot::slug(&label)), svg));
+                out.push((format!("run{}-{}-{kind}", n.id, super::plot::slug(&label)), svg.into_string()));
             }
-            for (cpu, svg) in super::forecast_html::plots(&label, &entries)? {
+            for (cpu, svg) in super::forecast_html::plots(&label, &entries) {
                 out.push((format!("run{}-{}-exceedance-{cpu}", n.id, super::plot::slug(&label)), svg));
             }
         }
@@ -312,10 +312,9 @@ fn plots_text(runs: &[Named]) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
-/// An inline SVG plot (plotters' text starts with the `<svg` element).
-pub(super) fn figure(svg: &str, kind: &str) -> Html {
-    let start = svg.find("<svg").unwrap_or(0);
-    html!("<figure class=\"plot {kind}\">{_0}</figure>", _0 = Html::made_by("plotters", svg[start..].to_string()), kind = kind)
+/// An inline SVG plot (drawn by [`super::svg`], its text escaped there).
+pub(super) fn figure(svg: &Html, kind: &str) -> Html {
+    html!("<figure class=\"plot {kind}\">{svg}</figure>", svg = svg, kind = kind)
 }
 
 fn placement(r: &RunResult) -> Html {

@@ -6,8 +6,8 @@
 //! text from anywhere (a board's name, a label, a kernel string, a file's content) is escaped
 //! (`&<>"'`, and control and invisible characters written as `\x1b`, as on a terminal), an
 //! `Html` goes in as it is, a number as its digits. There is no way from a `String` to an
-//! `Html` but escaping it, except [`Html::made_by`], which names the library whose output it
-//! takes as it is (plotters' SVG, which escapes its own text), so each such place is seen.
+//! `Html` but escaping it (the SVG of the plots too: [`super::svg`] writes it through this
+//! module).
 //!
 //! `html!("<td class=\"n\">{}</td>", value)` is `format!` for markup: its literal is markup,
 //! each argument rendered. An argument must be given as one (`{}` or `{name}` with
@@ -36,13 +36,6 @@ impl Html {
         let mut h = Html::new();
         h.push(text);
         h
-    }
-
-    /// The markup `library` made, taken as it is: only for a library that escapes the text it
-    /// writes (plotters' SVG backend).
-    pub fn made_by(library: &'static str, markup: String) -> Html {
-        let _ = library;
-        Html(markup)
     }
 
     /// The markup of `format_args!` whose every argument is [`Rendered`] (see [`crate::html!`]).

@@ -21,6 +21,7 @@ pub mod out;
 pub mod plot;
 pub mod reference;
 pub mod summary;
+pub mod svg;
 pub mod trace;
 
 pub use crate::vocab::text::{shown, shown_json, shown_text};

@@ -1,15 +1,16 @@
-//! The report's plots, drawn as SVG text by plotters: a series' latency histogram per CPU with
-//! both axes logarithmic (OSADL's style: the body and an outlier decades above it both show),
-//! its percentile curve (latency against "nines": 90 %, 99 %, 99.9 %…, where a worst case shows
-//! as the curve's end), and latency against time from the run's timeline with the load phases
-//! marked (the OCERA figures). Latency ticks read as durations (`20 µs`, `1 ms`); every mark of a
-//! plot has its entry in the legend beside it. Every plot is built from what the result document
-//! keeps (histogram buckets, timeline windows, phases): never samples.
+//! The report's plots, drawn as SVG by [`super::svg`] (the dashboard's draw with it too): a
+//! series' latency histogram per CPU with both axes logarithmic (OSADL's style: the body and an
+//! outlier decades above it both show), its percentile curve (latency against "nines": 90 %,
+//! 99 %, 99.9 %…, where a worst case shows as the curve's end), latency against time from the
+//! run's timeline with the load phases marked (the OCERA figures), and the probability of
+//! exceedance with the forecast's fitted tail. Latency ticks read as durations (`20 µs`,
+//! `1 ms`); every mark of a plot has its entry in the legend beside it. Every plot is built from
+//! what the result document keeps (histogram buckets, timeline windows, phases): never samples.
 
+use super::markup::Html;
+use super::svg::{Anchor, Axis, Canvas, Chart, Font, Ink, Mesh, Pen, BLACK, WHITE};
 use crate::result::forecast::{Convergence, Forecast};
 use crate::result::{PhaseResult, ProbeResult};
-use plotters::coord::Shift;
-use plotters::prelude::*;
 
 /// Width and height of every plot, in SVG pixels.
 pub const SIZE: (u32, u32) = (900, 380);
@@ -18,143 +19,141 @@ pub const BINS_PER_DECADE: usize = 20;
 /// The histogram's bin edges in a decade: 10^(k/20), to two significant digits (×10).
 const MANTISSAS: [u64; BINS_PER_DECADE] = [10, 11, 13, 14, 16, 18, 20, 22, 25, 28, 32, 35, 40, 45, 50, 56, 63, 71, 79, 89];
 
-type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
-
-fn err(e: impl std::fmt::Display) -> String {
-    format!("drawing a plot failed: {e}")
-}
-
 /// Colour of the `i`-th CPU's curve.
-fn colour(i: usize) -> RGBColor {
-    const C: [RGBColor; 8] = [
-        RGBColor(31, 119, 180),
-        RGBColor(214, 39, 40),
-        RGBColor(44, 160, 44),
-        RGBColor(255, 127, 14),
-        RGBColor(148, 103, 189),
-        RGBColor(140, 86, 75),
-        RGBColor(227, 119, 194),
-        RGBColor(23, 190, 207),
+fn colour(i: usize) -> Ink {
+    const C: [Ink; 8] = [
+        Ink::rgb(31, 119, 180),
+        Ink::rgb(214, 39, 40),
+        Ink::rgb(44, 160, 44),
+        Ink::rgb(255, 127, 14),
+        Ink::rgb(148, 103, 189),
+        Ink::rgb(140, 86, 75),
+        Ink::rgb(227, 119, 194),
+        Ink::rgb(23, 190, 207),
     ];
     C[i % C.len()]
 }
 
-/// Draws into an SVG string of [`SIZE`].
-fn svg(draw: impl FnOnce(&Area) -> Result<(), String>) -> Result<String, String> {
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        draw(&root)?;
-        root.present().map_err(err)?;
-    }
-    Ok(out)
-}
-
-/// Every plot's frame: its title, margins and the room of its axis labels.
-fn frame<'a, 'b>(root: &'a Area<'b>, title: &str) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
-    let mut b = ChartBuilder::on(root);
-    // (text from outside — a probe's or a run's name — with its control characters escaped)
-    b.caption(crate::vocab::shown(title), ("sans-serif", TITLE_FONT))
-        .margin(12)
-        .margin_right(LEGEND_WIDTH)
-        .x_label_area_size(44)
-        .y_label_area_size(78);
-    b
-}
-
-/// Text sizes, in plotters' units (its SVG writes 1/1.24 of them in px: 16 → 12.9 px, legible
-/// in a report 1280 px wide and on a slide; its default of 12 wrote 9.7 px).
-const TITLE_FONT: u32 = 21;
-const TICK_FONT: u32 = 16;
+/// Text sizes, in px: a plot's title, its ticks and axes' titles (legible in a report 1 280 px
+/// wide and on a slide).
+const TITLE_FONT: f64 = 17.0;
+const TICK_FONT: f64 = 13.0;
+/// The margin round every plot, and the room of its title and of its axes' labels.
+const MARGIN: f64 = 12.0;
+const TITLE_ROOM: f64 = 27.0;
+const X_LABEL_ROOM: f64 = 44.0;
+const Y_LABEL_ROOM: f64 = 78.0;
 
 /// The right margin every plot keeps for its legend, outside the plotting area (a legend inside
 /// it covered the top of a curve).
-const LEGEND_WIDTH: u32 = 210;
-/// The legend's text: its size (12.9 px, see [`TICK_FONT`]), and the characters a line of it
-/// holds within the legend's width (a sans-serif face averages under 0.6 em a character).
-const LEGEND_FONT: u32 = 16;
+const LEGEND_WIDTH: f64 = 210.0;
+/// The legend's text: its size, and the characters a line of it holds within the legend's
+/// width (a sans-serif face averages under 0.6 em a character).
+const LEGEND_FONT: f64 = 13.0;
 const LEGEND_CHARS: usize = 21;
 /// Lines a legend entry takes at most (then it ends with "…").
 const LEGEND_LINES: usize = 3;
 /// Opacity of a histogram's bars (the step curve over them is opaque).
 const BAR_SHADE: f64 = 0.25;
 
-/// What a legend entry shows of its mark: a line of the curve's style, a patch of a mark's
+/// A plot begun: its canvas, white, titled, and its chart of axes `x` and `y` in the area left
+/// of the legend.
+fn begin(title: &str, x: Axis, y: Axis) -> (Canvas, Chart) {
+    let (w, h) = (SIZE.0 as f64, SIZE.1 as f64);
+    // (text from outside — a probe's or a run's name — with its control characters escaped)
+    let title = crate::vocab::shown(title);
+    let mut canvas = Canvas::new(w, h, None, &title);
+    canvas.fill(WHITE);
+    let right = w - LEGEND_WIDTH;
+    canvas.text(((MARGIN + right) / 2.0, MARGIN + TITLE_FONT), &title, Font::new(TITLE_FONT).anchor(Anchor::Middle));
+    let chart = Chart { left: MARGIN + Y_LABEL_ROOM, top: MARGIN + TITLE_ROOM, right, bottom: h - MARGIN - X_LABEL_ROOM, x, y };
+    (canvas, chart)
+}
+
+/// The mesh of a chart: its ticks labelled by `x_label` and `y_label`, its axes titled.
+fn mesh(
+    canvas: &mut Canvas,
+    chart: &Chart,
+    x: (&str, &dyn Fn(f64) -> String),
+    y: (&str, &dyn Fn(f64) -> String),
+    x_ticks: usize,
+) {
+    chart.mesh(canvas, &Mesh { x_label: x.1, y_label: y.1, x_title: x.0, y_title: y.0, font: TICK_FONT, x_ticks });
+}
+
+/// What a legend entry shows of its mark: a line of the curve's pen, a patch of a mark's
 /// colour, a histogram's bar (shaded, edged in its colour), or a shaded span (a load phase, its
 /// start a line of its colour).
 #[derive(Clone, Copy)]
 enum Mark {
-    Line(ShapeStyle),
-    Patch(RGBAColor),
-    Bar(RGBColor),
-    Span(RGBColor, f64),
-    /// A dashed line of the style (a running maximum), with a dot at its end (its last rise).
-    DashDot(ShapeStyle),
-    /// A dashed line of the style (a reference line, a threshold).
-    Dashed(ShapeStyle),
+    Line(Pen),
+    Patch(Ink),
+    Bar(Ink),
+    Span(Ink, f64),
+    /// A dashed line of the pen (a running maximum), with a dot at its end (its last rise).
+    DashDot(Pen),
+    /// A dashed line of the pen (a reference line, a threshold).
+    Dashed(Pen),
     /// A dot of the colour (measured points).
-    Dot(RGBColor),
+    Dot(Ink),
     /// A dot of the colour on a horizontal bar (a return level with its interval).
-    DotBar(RGBColor),
+    DotBar(Ink),
 }
 
 /// The legend, in the right margin: each mark's sample and its name, wrapped within the
 /// margin's width, as many as fit (then how many more).
-fn legend(root: &Area, entries: &[(String, Mark)]) -> Result<(), String> {
-    const LINE: i32 = 16;
-    const GAP: i32 = 6;
-    let x = SIZE.0 as i32 - LEGEND_WIDTH as i32 + 8;
-    let bottom = SIZE.1 as i32 - 50;
-    let mut y = 48;
-    let font = ("sans-serif", LEGEND_FONT).into_font().color(&BLACK);
+fn legend(canvas: &mut Canvas, entries: &[(String, Mark)]) {
+    const LINE: f64 = 16.0;
+    const GAP: f64 = 6.0;
+    let x = SIZE.0 as f64 - LEGEND_WIDTH + 8.0;
+    let bottom = SIZE.1 as f64 - 50.0;
+    let mut y = 48.0;
+    let font = Font::new(LEGEND_FONT);
     for (i, (label, mark)) in entries.iter().enumerate() {
         let lines = wrap(&crate::vocab::shown(label), LEGEND_CHARS, LEGEND_LINES);
-        let height = lines.len() as i32 * LINE;
+        let height = lines.len() as f64 * LINE;
         let last = i + 1 == entries.len();
         // The room of this entry, and of a "… N more" line after it unless it is the last.
-        if y + height + if last { 0 } else { LINE } > bottom {
-            root.draw(&Text::new(format!("… {} more", entries.len() - i), (x, y - 7), font.clone())).map_err(err)?;
+        if y + height + if last { 0.0 } else { LINE } > bottom {
+            canvas.text((x, y + 4.0), &format!("… {} more", entries.len() - i), font);
             break;
         }
-        match mark {
-            Mark::Line(style) => root.draw(&PathElement::new(vec![(x, y), (x + 18, y)], *style)).map_err(err)?,
-            Mark::Patch(c) => root.draw(&Rectangle::new([(x, y - 5), (x + 18, y + 5)], c.filled())).map_err(err)?,
+        let (l, r) = (x, x + 18.0);
+        match *mark {
+            Mark::Line(pen) => canvas.line(&[(l, y), (r, y)], pen),
+            Mark::Patch(c) => canvas.rect((l, y - 5.0), (r, y + 5.0), c),
             Mark::Bar(c) => {
-                root.draw(&Rectangle::new([(x, y - 5), (x + 18, y + 5)], c.mix(BAR_SHADE).filled())).map_err(err)?;
-                root.draw(&PathElement::new(vec![(x, y + 5), (x, y - 5), (x + 18, y - 5), (x + 18, y + 5)], c.stroke_width(2)))
-                    .map_err(err)?;
+                canvas.rect((l, y - 5.0), (r, y + 5.0), c.alpha(BAR_SHADE));
+                canvas.line(&[(l, y + 5.0), (l, y - 5.0), (r, y - 5.0), (r, y + 5.0)], c.pen(2.0));
             }
             Mark::Span(c, alpha) => {
-                root.draw(&Rectangle::new([(x, y - 5), (x + 18, y + 5)], c.mix(*alpha).filled())).map_err(err)?;
-                root.draw(&PathElement::new(vec![(x, y - 5), (x, y + 5)], c.stroke_width(1))).map_err(err)?;
+                canvas.rect((l, y - 5.0), (r, y + 5.0), c.alpha(alpha));
+                canvas.line(&[(l, y - 5.0), (l, y + 5.0)], c.pen(1.0));
             }
-            Mark::Dashed(style) => {
-                for (a, b) in [(0, 4), (7, 11), (14, 18)] {
-                    root.draw(&PathElement::new(vec![(x + a, y), (x + b, y)], *style)).map_err(err)?;
+            Mark::Dashed(pen) => {
+                for (a, b) in [(0.0, 4.0), (7.0, 11.0), (14.0, 18.0)] {
+                    canvas.line(&[(l + a, y), (l + b, y)], pen);
                 }
             }
-            Mark::DashDot(style) => {
-                for (a, b) in [(0, 4), (7, 11)] {
-                    root.draw(&PathElement::new(vec![(x + a, y), (x + b, y)], *style)).map_err(err)?;
+            Mark::DashDot(pen) => {
+                for (a, b) in [(0.0, 4.0), (7.0, 11.0)] {
+                    canvas.line(&[(l + a, y), (l + b, y)], pen);
                 }
-                root.draw(&Circle::new((x + 15, y), 4, style.color.filled())).map_err(err)?;
-                root.draw(&Circle::new((x + 15, y), 4, BLACK.stroke_width(1))).map_err(err)?;
+                canvas.circle((l + 15.0, y), 4.0, Some(pen.ink), Some(BLACK.pen(1.0)));
             }
-            Mark::Dot(c) => root.draw(&Circle::new((x + 9, y), 3, c.filled())).map_err(err)?,
+            Mark::Dot(c) => canvas.circle((l + 9.0, y), 3.0, Some(c), None),
             Mark::DotBar(c) => {
-                root.draw(&PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))).map_err(err)?;
-                root.draw(&PathElement::new(vec![(x, y - 4), (x, y + 4)], c.stroke_width(2))).map_err(err)?;
-                root.draw(&PathElement::new(vec![(x + 18, y - 4), (x + 18, y + 4)], c.stroke_width(2))).map_err(err)?;
-                root.draw(&Circle::new((x + 9, y), 4, c.filled())).map_err(err)?;
+                canvas.line(&[(l, y), (r, y)], c.pen(2.0));
+                canvas.line(&[(l, y - 4.0), (l, y + 4.0)], c.pen(2.0));
+                canvas.line(&[(r, y - 4.0), (r, y + 4.0)], c.pen(2.0));
+                canvas.circle((l + 9.0, y), 4.0, Some(c), None);
             }
         }
-        for (k, line) in lines.into_iter().enumerate() {
-            root.draw(&Text::new(line, (x + 24, y - 8 + k as i32 * LINE), font.clone())).map_err(err)?;
+        for (k, line) in lines.iter().enumerate() {
+            canvas.text((x + 24.0, y + 4.0 + k as f64 * LINE), line, font);
         }
         y += height + GAP;
     }
-    Ok(())
 }
 
 /// `text` in lines of at most `width` characters, broken at spaces (a longer word after a dash,
@@ -238,7 +237,7 @@ fn trim(v: f64) -> String {
 }
 
 /// The power of ten at or below `v` (> 0): a logarithmic axis starting there has a labelled tick
-/// (plotters labels the decades, and the steps between them only after one).
+/// at its start.
 fn decade_floor(v: f64) -> f64 {
     10f64.powf(v.log10().floor())
 }
@@ -310,12 +309,7 @@ pub fn by_cpu<'a>(entries: &[&'a ProbeResult]) -> Vec<Curve<'a>> {
 /// width on it (20 a decade; 1 µs below 10 µs), so the body of the distribution and an outlier
 /// decades above it both show. Per CPU a shaded bar per non-empty bin under a step curve (an
 /// empty bin lies on the axis' floor).
-pub fn histogram(title: &str, curves: &[Curve]) -> Result<String, crate::vocab::Error> {
-    histogram_text(title, curves).map_err(crate::vocab::Error::System)
-}
-
-/// [`histogram`], its failure as text.
-fn histogram_text(title: &str, curves: &[Curve]) -> Result<String, String> {
+pub fn histogram(title: &str, curves: &[Curve]) -> Html {
     let entries: Vec<&ProbeResult> = curves.iter().map(|c| c.1).collect();
     let lows = entries.iter().flat_map(|p| p.histogram.buckets.triples().map(|t| t[0]));
     let (min_ns, max_ns) = lows.fold((u64::MAX, 0), |(a, b), v| (if v > 0 { a.min(v) } else { a }, b.max(v)));
@@ -325,43 +319,35 @@ fn histogram_text(title: &str, curves: &[Curve]) -> Result<String, String> {
     let top = binned.iter().flatten().copied().max().unwrap_or(1).max(1) as f64;
     let x = |e: u64| e as f64 / 1e3;
     let (x_lo, x_hi) = (decade_floor(x(edges[0])), x(edges[edges.len() - 1]));
-    svg(|root| {
-        let mut chart =
-            frame(root, title).build_cartesian_2d((x_lo..x_hi).log_scale(), (0.5f64..top * 2.0).log_scale()).map_err(err)?;
-        chart
-            .configure_mesh()
-            .label_style(("sans-serif", TICK_FONT))
-            .axis_desc_style(("sans-serif", TICK_FONT))
-            .x_desc(format!("latency (log; {BINS_PER_DECADE} bins a decade, 1 µs below 10 µs)"))
-            .y_desc("samples in the bin (log)")
-            .x_label_formatter(&|v| duration_label(*v))
-            .y_label_formatter(&|v| count_label(*v))
-            .draw()
-            .map_err(err)?;
-        let mut labels = Vec::new();
-        for (i, ((label, _), counts)) in curves.iter().zip(&binned).enumerate() {
-            let c = colour(i);
-            let bars = counts
-                .iter()
-                .enumerate()
-                .filter(|(_, &n)| n > 0)
-                .map(|(b, &n)| Rectangle::new([(x(edges[b]), 0.5), (x(edges[b + 1]), n as f64)], c.mix(BAR_SHADE).filled()));
-            chart.draw_series(bars).map_err(err)?;
-            let (Some(first), Some(last)) = (counts.iter().position(|&n| n > 0), counts.iter().rposition(|&n| n > 0)) else {
-                continue;
-            };
-            let mut pts = vec![(x(edges[first]), 0.5)];
-            for b in first..=last {
-                let y = (counts[b] as f64).max(0.5);
-                pts.push((x(edges[b]), y));
-                pts.push((x(edges[b + 1]), y));
-            }
-            pts.push((x(edges[last + 1]), 0.5));
-            chart.draw_series(LineSeries::new(pts, c.stroke_width(2))).map_err(err)?;
-            labels.push((label.clone(), Mark::Bar(c)));
+    let (mut canvas, chart) = begin(title, Axis::log(x_lo, x_hi), Axis::log(0.5, top * 2.0));
+    let x_title = format!("latency (log; {BINS_PER_DECADE} bins a decade, 1 µs below 10 µs)");
+    mesh(&mut canvas, &chart, (&x_title, &duration_label), ("samples in the bin (log)", &count_label), 10);
+    let (a, b) = chart.corners();
+    canvas.clip(a, b);
+    let mut labels = Vec::new();
+    for (i, ((label, _), counts)) in curves.iter().zip(&binned).enumerate() {
+        let c = colour(i);
+        canvas.crisp();
+        for (b, &n) in counts.iter().enumerate().filter(|(_, &n)| n > 0) {
+            canvas.rect(chart.at((x(edges[b]), 0.5)), chart.at((x(edges[b + 1]), n as f64)), c.alpha(BAR_SHADE));
         }
-        legend(root, &labels)
-    })
+        canvas.uncrisp();
+        let (Some(first), Some(last)) = (counts.iter().position(|&n| n > 0), counts.iter().rposition(|&n| n > 0)) else {
+            continue;
+        };
+        let mut pts = vec![(x(edges[first]), 0.5)];
+        for b in first..=last {
+            let y = (counts[b] as f64).max(0.5);
+            pts.push((x(edges[b]), y));
+            pts.push((x(edges[b + 1]), y));
+        }
+        pts.push((x(edges[last + 1]), 0.5));
+        canvas.line(&chart.points(&pts), c.pen(2.0));
+        labels.push((label.clone(), Mark::Bar(c)));
+    }
+    canvas.unclip();
+    legend(&mut canvas, &labels);
+    canvas.finish()
 }
 
 /// "Nines" of a quantile: 0 for 0 %, 1 for 90 %, 2 for 99 %, 3 for 99.9 %.
@@ -400,51 +386,33 @@ fn percentile_points(p: &ProbeResult) -> Vec<(f64, f64)> {
 }
 
 /// Latency against percentile, one curve per CPU, both axes logarithmic in effect.
-pub fn percentiles(title: &str, named: &[Curve]) -> Result<String, crate::vocab::Error> {
-    percentiles_text(title, named).map_err(crate::vocab::Error::System)
-}
-
-/// [`percentiles`], its failure as text.
-fn percentiles_text(title: &str, named: &[Curve]) -> Result<String, String> {
+pub fn percentiles(title: &str, named: &[Curve]) -> Html {
     let curves: Vec<Vec<(f64, f64)>> = named.iter().map(|c| percentile_points(c.1)).collect();
     let x_end = curves.iter().flatten().map(|p| p.0).fold(1.0f64, f64::max).ceil();
     let (lo, hi) = curves.iter().flatten().fold((f64::MAX, 0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
     let (lo, hi) = if hi > 0.0 { (decade_floor(lo), hi * 1.25) } else { (0.1, 10.0) };
-    svg(|root| {
-        let mut chart = frame(root, title).build_cartesian_2d(0f64..x_end, (lo..hi).log_scale()).map_err(err)?;
-        chart
-            .configure_mesh()
-            .label_style(("sans-serif", TICK_FONT))
-            .axis_desc_style(("sans-serif", TICK_FONT))
-            .x_labels(x_end as usize + 1)
-            .x_label_formatter(&|x| nines_label(*x))
-            .y_label_formatter(&|v| duration_label(*v))
-            .x_desc("percentile of samples")
-            .y_desc("latency (log)")
-            .draw()
-            .map_err(err)?;
-        let mut labels = Vec::new();
-        for (i, ((label, _), pts)) in named.iter().zip(curves).enumerate() {
-            let c = colour(i);
-            chart.draw_series(LineSeries::new(pts, c.stroke_width(2))).map_err(err)?;
-            labels.push((label.clone(), Mark::Line(c.stroke_width(2))));
-        }
-        legend(root, &labels)
-    })
+    let (mut canvas, chart) = begin(title, Axis::linear(0.0, x_end), Axis::log(lo, hi));
+    mesh(&mut canvas, &chart, ("percentile of samples", &nines_label), ("latency (log)", &duration_label), x_end as usize + 1);
+    let (a, b) = chart.corners();
+    canvas.clip(a, b);
+    let mut labels = Vec::new();
+    for (i, ((label, _), pts)) in named.iter().zip(curves).enumerate() {
+        let pen = colour(i).pen(2.0);
+        canvas.line(&chart.points(&pts), pen);
+        labels.push((label.clone(), Mark::Line(pen)));
+    }
+    canvas.unclip();
+    legend(&mut canvas, &labels);
+    canvas.finish()
 }
 
 /// Latency against time: per CPU the windows' maximum (solid) and p99 (thin), the windows with
 /// missed periods marked in a band of the CPU's at the top, and the load phases shaded and named.
-pub fn timeline(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) -> Result<String, crate::vocab::Error> {
-    timeline_text(title, entries, phases).map_err(crate::vocab::Error::System)
-}
-
-/// [`timeline`], its failure as text.
-fn timeline_text(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) -> Result<String, String> {
+pub fn timeline(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) -> Result<Html, crate::vocab::Error> {
     let with: Vec<&ProbeResult> =
         entries.iter().copied().filter(|p| p.timeline.as_ref().is_some_and(|t| !t.is_empty())).collect();
     let Some(first) = with.first().and_then(|p| p.timeline.as_ref()) else {
-        return Err("no timeline".into());
+        return Err(crate::vocab::Error::Invalid(format!("{}: no timeline to draw", crate::vocab::shown(title))));
     };
     let w = first.window_ns as f64 / 1e9;
     let end_s = with
@@ -459,71 +427,64 @@ fn timeline_text(title: &str, entries: &[&ProbeResult], phases: &[PhaseResult]) 
     let bands = with.iter().filter(|p| p.timeline.as_ref().is_some_and(|t| t.missed.iter().any(|&m| m > 0))).count();
     let room = 2.0 * MISSED_BAND.powi(bands as i32);
     let (lo, hi) = if hi > 0 { (decade_floor(lo as f64 / 1e3), hi as f64 / 1e3 * room) } else { (0.1, 10.0 * room) };
-    svg(|root| {
-        let mut chart = frame(root, title).build_cartesian_2d(0f64..end_s.max(w), (lo..hi).log_scale()).map_err(err)?;
-        chart
-            .configure_mesh()
-            .label_style(("sans-serif", TICK_FONT))
-            .axis_desc_style(("sans-serif", TICK_FONT))
-            .x_desc(format!("time from the start of the run (windows of {})", crate::vocab::units::Nanos(first.window_ns)))
-            .y_desc("latency (log)")
-            .x_label_formatter(&|v| format!("{} s", trim(*v)))
-            .y_label_formatter(&|v| duration_label(*v))
-            .draw()
-            .map_err(err)?;
-        let shaded = shade_phases(root, &mut chart, phases, hi)?;
-        let mut labels = Vec::new();
-        let mut band = 0;
-        for (i, p) in with.iter().enumerate() {
-            let t = p.timeline.as_ref().expect("filtered");
-            let c = colour(i);
-            let at = |k: usize| t.start_ns as f64 / 1e9 + (k as f64 + 0.5) * w;
-            for (column, style, label) in [
-                (&t.max_ns, c.stroke_width(2), format!("{} max", name(p))),
-                (&t.p99_ns, c.mix(0.5).stroke_width(1), format!("{} p99", name(p))),
-            ] {
-                for seg in runs_of_values(column) {
-                    let pts: Vec<(f64, f64)> = seg.map(|k| (at(k), column[k] as f64 / 1e3)).collect();
-                    chart.draw_series(LineSeries::new(pts, style)).map_err(err)?;
-                }
-                labels.push((label, Mark::Line(style)));
-            }
-            if let Some(c) = p.convergence.as_ref() {
-                if running_maximum(&mut chart, c, colour(i))? {
-                    labels.push((
-                        format!("{} running maximum (dot: its last rise)", name(p)),
-                        Mark::DashDot(running_style(colour(i))),
-                    ));
+    let (mut canvas, chart) = begin(title, Axis::linear(0.0, end_s.max(w)), Axis::log(lo, hi));
+    let x_title = format!("time from the start of the run (windows of {})", crate::vocab::units::Nanos(first.window_ns));
+    mesh(&mut canvas, &chart, (&x_title, &|v| format!("{} s", trim(v))), ("latency (log)", &duration_label), 10);
+    let (a, b) = chart.corners();
+    canvas.clip(a, b);
+    let shaded = shade_phases(&mut canvas, &chart, phases);
+    let mut labels = Vec::new();
+    let mut band = 0;
+    for (i, p) in with.iter().enumerate() {
+        let Some(t) = p.timeline.as_ref() else { continue };
+        let c = colour(i);
+        let at = |k: usize| t.start_ns as f64 / 1e9 + (k as f64 + 0.5) * w;
+        for (column, pen, label) in
+            [(&t.max_ns, c.pen(2.0), format!("{} max", name(p))), (&t.p99_ns, c.alpha(0.5).pen(1.0), format!("{} p99", name(p)))]
+        {
+            for seg in runs_of_values(column) {
+                let pts: Vec<(f64, f64)> = seg.map(|k| (at(k), column[k] as f64 / 1e3)).collect();
+                // (a window alone: a dot of the line's width, as a line of one point draws nothing)
+                match pts.as_slice() {
+                    [one] => canvas.circle(chart.at(*one), pen.width, Some(pen.ink), None),
+                    _ => canvas.line(&chart.points(&pts), pen),
                 }
             }
-            if t.missed.iter().any(|&m| m > 0) {
-                let top = hi / 1.1 / MISSED_BAND.powi(band);
-                band += 1;
-                let missed = t.missed.iter().enumerate().filter(|(_, &m)| m > 0).map(|(k, _)| {
-                    let x = t.start_ns as f64 / 1e9 + k as f64 * w;
-                    Rectangle::new([(x, top / 1.2), (x + w, top)], c.filled())
-                });
-                chart.draw_series(missed).map_err(err)?;
-                labels.push((format!("{}: a window with missed periods", name(p)), Mark::Patch(c.to_rgba())));
+            labels.push((label, Mark::Line(pen)));
+        }
+        if let Some(c) = p.convergence.as_ref() {
+            if running_maximum(&mut canvas, &chart, c, colour(i)) {
+                labels.push((format!("{} running maximum (dot: its last rise)", name(p)), Mark::DashDot(running_pen(colour(i)))));
             }
         }
-        if shaded {
-            labels.push(("a load running (named at its foot)".to_string(), Mark::Span(PHASE_SHADE, PHASE_ALPHA)));
+        if t.missed.iter().any(|&m| m > 0) {
+            let top = hi / 1.1 / MISSED_BAND.powi(band);
+            band += 1;
+            for (k, _) in t.missed.iter().enumerate().filter(|(_, &m)| m > 0) {
+                let x = t.start_ns as f64 / 1e9 + k as f64 * w;
+                canvas.rect(chart.at((x, top / 1.2)), chart.at((x + w, top)), c);
+            }
+            labels.push((format!("{}: a window with missed periods", name(p)), Mark::Patch(c)));
         }
-        legend(root, &labels)
-    })
+    }
+    canvas.unclip();
+    if shaded {
+        labels.push(("a load running (named at its foot)".to_string(), Mark::Span(PHASE_SHADE, PHASE_ALPHA)));
+    }
+    legend(&mut canvas, &labels);
+    Ok(canvas.finish())
 }
 
-/// The style of a CPU's running maximum on the timeline (dashed; its window maxima are solid).
-fn running_style(c: RGBColor) -> ShapeStyle {
-    c.stroke_width(2)
+/// The pen of a CPU's running maximum on the timeline (dashed; its window maxima are solid).
+fn running_pen(c: Ink) -> Pen {
+    c.pen(2.0)
 }
 
 /// Draws the running maximum of a series from its convergence: a dashed step line from its
 /// first record to the end of its span, rising at each record, with a dot at its last rise.
 /// Whether it drew anything (a convergence without records has nothing to draw).
-fn running_maximum(chart: &mut TimeChart, c: &Convergence, colour: RGBColor) -> Result<bool, String> {
-    let Some(last) = c.records.last() else { return Ok(false) };
+fn running_maximum(canvas: &mut Canvas, chart: &Chart, c: &Convergence, colour: Ink) -> bool {
+    let Some(last) = c.records.last() else { return false };
     let (s, us) = (|ns: u64| ns as f64 / 1e9, |ns: u64| ns as f64 / 1e3);
     let mut pts: Vec<(f64, f64)> = Vec::new();
     for r in &c.records {
@@ -533,21 +494,20 @@ fn running_maximum(chart: &mut TimeChart, c: &Convergence, colour: RGBColor) -> 
         pts.push((s(r.at_ns), us(r.max_ns)));
     }
     pts.push((s(c.end_ns.max(last.at_ns)), us(last.max_ns)));
-    let style = running_style(colour);
-    chart.draw_series(DashedLineSeries::new(pts, 7, 5, style)).map_err(err)?;
-    let at = (s(c.last_rise_ns), us(last.max_ns));
-    chart.draw_series([Circle::new(at, 5, colour.filled()), Circle::new(at, 5, BLACK.stroke_width(1))]).map_err(err)?;
-    Ok(true)
+    canvas.line(&chart.points(&pts), running_pen(colour).dashed(7.0, 5.0));
+    let at = chart.at((s(c.last_rise_ns), us(last.max_ns)));
+    canvas.circle(at, 5.0, Some(colour), Some(BLACK.pen(1.0)));
+    true
 }
 
 /// The factor between the tops of two CPUs' bands of missed periods (log axis).
 const MISSED_BAND: f64 = 1.25;
 /// The colour of a load phase, and its opacity.
-const PHASE_SHADE: RGBColor = RGBColor(255, 170, 90);
+const PHASE_SHADE: Ink = Ink::rgb(255, 170, 90);
 const PHASE_ALPHA: f64 = 0.3;
-/// The size of a phase's name (16 px, see [`TICK_FONT`]), and the pixels of a character of it.
-const PHASE_FONT: u32 = 20;
-const PHASE_CHAR_PX: f64 = 0.6 * PHASE_FONT as f64 / 1.24;
+/// The size of a phase's name (px), and the pixels of a character of it.
+const PHASE_FONT: f64 = 16.0;
+const PHASE_CHAR_PX: f64 = 0.6 * PHASE_FONT;
 
 /// The index ranges of consecutive windows holding a value.
 fn runs_of_values(column: &[u64]) -> Vec<std::ops::Range<usize>> {
@@ -566,49 +526,37 @@ fn runs_of_values(column: &[u64]) -> Vec<std::ops::Range<usize>> {
     out
 }
 
-type TimeChart<'a, 'b> = ChartContext<
-    'a,
-    SVGBackend<'b>,
-    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::combinators::LogCoord<f64>>,
->;
-
 /// Shades the phases that ran loads, a line at each one's start, each named at its foot in up to
 /// two lines within its width (none where no word fits). Whether any was shaded.
-fn shade_phases(root: &Area, chart: &mut TimeChart, phases: &[PhaseResult], hi: f64) -> Result<bool, String> {
-    let bottom = chart.y_range().start;
+fn shade_phases(canvas: &mut Canvas, chart: &Chart, phases: &[PhaseResult]) -> bool {
+    let (bottom, top) = (chart.y.lo, chart.y.hi);
     let mut any = false;
     for p in phases.iter().filter(|p| !p.loads.is_empty()) {
         any = true;
         let (a, b) = (p.start_ns as f64 / 1e9, p.end_ns as f64 / 1e9);
-        chart
-            .draw_series(std::iter::once(Rectangle::new([(a, bottom), (b, hi)], PHASE_SHADE.mix(PHASE_ALPHA).filled())))
-            .map_err(|e| err(format!("{e:?}")))?;
-        chart
-            .draw_series(std::iter::once(PathElement::new(vec![(a, bottom), (a, hi)], PHASE_SHADE.stroke_width(1))))
-            .map_err(|e| err(format!("{e:?}")))?;
-        let ((x0, y0), (x1, _)) = (chart.backend_coord(&(a, bottom)), chart.backend_coord(&(b, bottom)));
-        let chars = ((x1 - x0 - 8).max(0) as f64 / PHASE_CHAR_PX) as usize;
+        canvas.rect(chart.at((a, bottom)), chart.at((b, top)), PHASE_SHADE.alpha(PHASE_ALPHA));
+        canvas.line(&[chart.at((a, bottom)), chart.at((a, top))], PHASE_SHADE.pen(1.0));
+        let ((x0, y0), (x1, _)) = (chart.at((a, bottom)), chart.at((b, bottom)));
+        let chars = ((x1.min(chart.right) - x0 - 8.0).max(0.0) / PHASE_CHAR_PX) as usize;
         if chars < 4 {
             continue;
         }
         let text = crate::vocab::shown(&p.loads.join(", ")).into_owned();
         let lines = wrap(&text, chars, 2);
-        let font = ("sans-serif", PHASE_FONT).into_font().color(&BLACK.mix(0.8));
-        let line = 19;
+        let font = Font::new(PHASE_FONT).ink(BLACK.alpha(0.8));
         for (k, l) in lines.iter().enumerate() {
-            let y = y0 - 6 - (lines.len() - k) as i32 * line;
-            root.draw(&Text::new(l.clone(), (x0 + 4, y), font.clone())).map_err(err)?;
+            canvas.text((x0 + 4.0, y0 + 6.0 - (lines.len() - k) as f64 * 19.0), l, font);
         }
     }
-    Ok(any)
+    any
 }
 
 /// The colours of the probability-of-exceedance plot: measured points, the fitted tail and its
 /// band, the return levels, the threshold and the reference probabilities.
-const MEASURED: RGBColor = RGBColor(31, 119, 180);
-const FITTED: RGBColor = RGBColor(214, 39, 40);
-const LEVELS: RGBColor = RGBColor(20, 20, 20);
-const GUIDE: RGBColor = RGBColor(120, 120, 120);
+const MEASURED: Ink = Ink::rgb(31, 119, 180);
+const FITTED: Ink = Ink::rgb(214, 39, 40);
+const LEVELS: Ink = Ink::rgb(20, 20, 20);
+const GUIDE: Ink = Ink::rgb(120, 120, 120);
 /// Opacity of the fitted tail's 95 % band.
 const BAND_ALPHA: f64 = 0.18;
 /// The per-period probabilities every exceedance plot marks with a line.
@@ -665,12 +613,7 @@ pub fn exceedance_x_end(p: &ProbeResult, f: Option<&Forecast>) -> (f64, bool) {
 /// distribution: rate · S(x − u)) with its 95 % band (the range of the survival over the
 /// likelihood's confidence region), the threshold, and the return levels as points with their
 /// intervals as bars; reference lines at 1e-6 and 1e-9 per period.
-pub fn exceedance(title: &str, p: &ProbeResult, f: Option<&Forecast>) -> Result<String, crate::vocab::Error> {
-    exceedance_text(title, p, f).map_err(crate::vocab::Error::System)
-}
-
-/// [`exceedance`], its failure as text.
-fn exceedance_text(title: &str, p: &ProbeResult, f: Option<&Forecast>) -> Result<String, String> {
+pub fn exceedance(title: &str, p: &ProbeResult, f: Option<&Forecast>) -> Html {
     let periods = f.map_or(p.samples.saturating_add(p.missed), |f| f.periods).max(1);
     let measured = exceedance_points(p, periods);
     let fit = f.filter(|f| f.applies()).and_then(|f| Some((f, f.fit.as_ref()?, f.threshold_ns? as f64)));
@@ -683,110 +626,110 @@ fn exceedance_text(title: &str, p: &ProbeResult, f: Option<&Forecast>) -> Result
     // Every decade labelled up to 7 of them, else every other one (or third…): labels of a
     // forecast reaching days would overlap.
     let step = ((x_hi / x_lo).log10() / 7.0).ceil().max(1.0) as i32;
-    svg(|root| {
-        let mut chart = frame(root, title).build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..2.0).log_scale()).map_err(err)?;
-        chart
-            .configure_mesh()
-            .label_style(("sans-serif", TICK_FONT))
-            .axis_desc_style(("sans-serif", TICK_FONT))
-            .x_desc("latency x (log)")
-            .y_desc("probability per period of a value over x (log)")
-            .x_label_formatter(&|v| decade_label(*v, step))
-            .y_label_formatter(&|v| probability_label(*v))
-            .draw()
-            .map_err(err)?;
-        let mut labels = Vec::new();
-        for (k, &q) in REFERENCE_PROBABILITIES.iter().enumerate() {
-            chart.draw_series(DashedLineSeries::new([(x_lo, q), (x_hi, q)], 6, 6, GUIDE.stroke_width(1))).map_err(err)?;
-            let (x, y) = chart.backend_coord(&(x_lo, q));
-            let text = format!("{} per period", probability_label(q));
-            root.draw(&Text::new(text, (x + 6, y - 18), ("sans-serif", TICK_FONT).into_font().color(&GUIDE))).map_err(err)?;
-            if k == 0 {
-                labels.push(("1e-6 and 1e-9 per period".to_string(), Mark::Dashed(GUIDE.stroke_width(1))));
+    let (mut canvas, chart) = begin(title, Axis::log(x_lo, x_hi), Axis::log(y_lo, 2.0));
+    mesh(
+        &mut canvas,
+        &chart,
+        ("latency x (log)", &|v| decade_label(v, step)),
+        ("probability per period of a value over x (log)", &probability_label),
+        10,
+    );
+    let (a, b) = chart.corners();
+    let mut labels = Vec::new();
+    let small = Font::new(TICK_FONT);
+    for (k, &q) in REFERENCE_PROBABILITIES.iter().enumerate() {
+        let pen = GUIDE.pen(1.0).dashed(6.0, 6.0);
+        canvas.line(&[chart.at((x_lo, q)), chart.at((x_hi, q))], pen);
+        let (x, y) = chart.at((x_lo, q));
+        canvas.text((x + 6.0, y - 8.0), &format!("{} per period", probability_label(q)), small.ink(GUIDE));
+        if k == 0 {
+            labels.push(("1e-6 and 1e-9 per period".to_string(), Mark::Dashed(pen)));
+        }
+    }
+    if let Some((f, fit, u)) = fit {
+        let rate = f.exceedances as f64 / periods as f64;
+        let u_us = u / 1e3;
+        // The band: per x over the threshold, the least and greatest survival over the
+        // confidence region's boundary (and the fit itself).
+        let steps = 120;
+        let xs: Vec<f64> = (0..=steps).map(|k| u_us * (x_hi / u_us).powf(k as f64 / steps as f64)).collect();
+        let at = |sigma: f64, xi: f64, x: f64| rate * crate::forecast::gpd::survival(sigma, xi, x * 1e3 - u);
+        let clamp = |y: f64| y.clamp(y_lo, 1.0);
+        let (mut upper, mut lower) = (Vec::new(), Vec::new());
+        for &x in &xs {
+            let values = fit.region.iter().map(|&[s, xi]| at(s, xi, x)).chain([at(fit.scale_ns, fit.shape, x)]);
+            let (lo, hi) = values.fold((f64::MAX, 0f64), |(a, b), v| (a.min(v), b.max(v)));
+            if hi < y_lo {
+                break;
+            }
+            upper.push((x, clamp(hi)));
+            lower.push((x, clamp(lo)));
+        }
+        let band: Vec<(f64, f64)> = upper.iter().copied().chain(lower.iter().rev().copied()).collect();
+        canvas.clip(a, b);
+        if band.len() >= 3 {
+            canvas.polygon(&chart.points(&band), FITTED.alpha(BAND_ALPHA));
+            labels.push(("95 % band of the fitted tail".to_string(), Mark::Patch(FITTED.alpha(BAND_ALPHA))));
+        }
+        let mut line = Vec::new();
+        for &x in &xs {
+            let y = at(fit.scale_ns, fit.shape, x);
+            line.push((x, clamp(y)));
+            if y < y_lo {
+                break;
             }
         }
-        if let Some((f, fit, u)) = fit {
-            let rate = f.exceedances as f64 / periods as f64;
-            let u_us = u / 1e3;
-            // The band: per x over the threshold, the least and greatest survival over the
-            // confidence region's boundary (and the fit itself).
-            let steps = 120;
-            let xs: Vec<f64> = (0..=steps).map(|k| u_us * (x_hi / u_us).powf(k as f64 / steps as f64)).collect();
-            let at = |sigma: f64, xi: f64, x: f64| rate * crate::forecast::gpd::survival(sigma, xi, x * 1e3 - u);
-            let clamp = |y: f64| y.clamp(y_lo, 1.0);
-            let (mut upper, mut lower) = (Vec::new(), Vec::new());
-            for &x in &xs {
-                let values = fit.region.iter().map(|&[s, xi]| at(s, xi, x)).chain([at(fit.scale_ns, fit.shape, x)]);
-                let (lo, hi) = values.fold((f64::MAX, 0f64), |(a, b), v| (a.min(v), b.max(v)));
-                if hi < y_lo {
-                    break;
-                }
-                upper.push((x, clamp(hi)));
-                lower.push((x, clamp(lo)));
+        canvas.line(&chart.points(&line), FITTED.pen(2.0));
+        labels.push((format!("fitted tail ({} tail)", fit.tail), Mark::Line(FITTED.pen(2.0))));
+        let threshold = FITTED.pen(1.0).dashed(5.0, 4.0);
+        canvas.line(&[chart.at((u_us, y_lo)), chart.at((u_us, 1.0))], threshold);
+        canvas.unclip();
+        labels.push((format!("threshold {}", crate::vocab::units::Nanos(u.round() as u64)), Mark::Dashed(threshold)));
+        for l in &f.return_levels {
+            let y = 1.0 / l.periods;
+            // (what lies past the axis' end is drawn to its edge, with an arrow: nothing is
+            // drawn outside the plot)
+            let a = (l.low_ns / 1e3).min(x_hi);
+            let beyond = l.high_ns.is_none_or(|h| h / 1e3 > x_hi);
+            let b = l.high_ns.map_or(x_hi, |h| h / 1e3).min(x_hi);
+            let pen = LEVELS.pen(2.0);
+            let ((xa, ya), (xb, _)) = (chart.at((a, y)), chart.at((b, y)));
+            canvas.line(&[(xa, ya), (xb, ya)], pen);
+            if l.low_ns / 1e3 < x_hi {
+                canvas.line(&[(xa, ya - 5.0), (xa, ya + 5.0)], pen);
             }
-            let band: Vec<(f64, f64)> = upper.iter().copied().chain(lower.iter().rev().copied()).collect();
-            if band.len() >= 3 {
-                chart.draw_series([Polygon::new(band, FITTED.mix(BAND_ALPHA).filled())]).map_err(err)?;
-                labels.push(("95 % band of the fitted tail".to_string(), Mark::Patch(FITTED.mix(BAND_ALPHA))));
+            if beyond {
+                // No upper end, or one past the axis: an arrow at the plot's edge.
+                canvas.line(&[(xb - 8.0, ya - 5.0), (xb, ya), (xb - 8.0, ya + 5.0)], pen);
+            } else {
+                canvas.line(&[(xb, ya - 5.0), (xb, ya + 5.0)], pen);
             }
-            let mut line = Vec::new();
-            for &x in &xs {
-                let y = at(fit.scale_ns, fit.shape, x);
-                line.push((x, clamp(y)));
-                if y < y_lo {
-                    break;
-                }
+            let centre = chart.at(((l.level_ns / 1e3).min(x_hi), y));
+            if l.level_ns / 1e3 <= x_hi {
+                canvas.circle(centre, 5.0, Some(LEVELS), None);
             }
-            chart.draw_series(LineSeries::new(line, FITTED.stroke_width(2))).map_err(err)?;
-            labels.push((format!("fitted tail ({} tail)", fit.tail), Mark::Line(FITTED.stroke_width(2))));
-            chart.draw_series(DashedLineSeries::new([(u_us, y_lo), (u_us, 1.0)], 5, 4, FITTED.stroke_width(1))).map_err(err)?;
-            labels.push((
-                format!("threshold {}", crate::vocab::units::Nanos(u.round() as u64)),
-                Mark::Dashed(FITTED.stroke_width(1)),
-            ));
-            let font = ("sans-serif", TICK_FONT).into_font().color(&LEVELS);
-            for l in &f.return_levels {
-                let y = 1.0 / l.periods;
-                // (what lies past the axis' end is drawn to its edge, with an arrow: nothing is
-                // drawn outside the plot)
-                let a = (l.low_ns / 1e3).min(x_hi);
-                let beyond = l.high_ns.is_none_or(|h| h / 1e3 > x_hi);
-                let b = l.high_ns.map_or(x_hi, |h| h / 1e3).min(x_hi);
-                let style = LEVELS.stroke_width(2);
-                chart.draw_series(LineSeries::new([(a, y), (b, y)], style)).map_err(err)?;
-                let ((xa, ya), (xb, _)) = (chart.backend_coord(&(a, y)), chart.backend_coord(&(b, y)));
-                if l.low_ns / 1e3 < x_hi {
-                    root.draw(&PathElement::new(vec![(xa, ya - 5), (xa, ya + 5)], style)).map_err(err)?;
-                }
-                if beyond {
-                    // No upper end, or one past the axis: an arrow at the plot's edge.
-                    root.draw(&PathElement::new(vec![(xb - 8, ya - 5), (xb, ya), (xb - 8, ya + 5)], style)).map_err(err)?;
-                } else {
-                    root.draw(&PathElement::new(vec![(xb, ya - 5), (xb, ya + 5)], style)).map_err(err)?;
-                }
-                let centre = chart.backend_coord(&((l.level_ns / 1e3).min(x_hi), y));
-                if l.level_ns / 1e3 <= x_hi {
-                    root.draw(&Circle::new(centre, 5, LEVELS.filled())).map_err(err)?;
-                }
-                let horizon = match l.horizon.as_str() {
-                    "1h" => "hour",
-                    "1d" => "day",
-                    "1y" => "year",
-                    other => other,
-                };
-                let text = format!("once per {}", crate::vocab::shown(horizon));
-                // (a label of a level at the edge stays inside the plot)
-                let (x_edge, _) = chart.backend_coord(&(x_hi, y));
-                root.draw(&Text::new(text, ((centre.0 - 36).min(x_edge - 110), ya - 24), font.clone())).map_err(err)?;
-            }
-            if !f.return_levels.is_empty() {
-                labels.push(("return levels with 95 % intervals".to_string(), Mark::DotBar(LEVELS)));
-            }
+            let horizon = match l.horizon.as_str() {
+                "1h" => "hour",
+                "1d" => "day",
+                "1y" => "year",
+                other => other,
+            };
+            let text = format!("once per {}", crate::vocab::shown(horizon));
+            // (a label of a level at the edge stays inside the plot)
+            canvas.text(((centre.0 - 36.0).min(chart.right - 110.0), ya - 14.0), &text, small.ink(LEVELS));
         }
-        chart.draw_series(measured.iter().map(|&pt| Circle::new(pt, 3, MEASURED.filled()))).map_err(err)?;
-        labels.insert(0, ("measured".to_string(), Mark::Dot(MEASURED)));
-        legend(root, &labels)
-    })
+        if !f.return_levels.is_empty() {
+            labels.push(("return levels with 95 % intervals".to_string(), Mark::DotBar(LEVELS)));
+        }
+    }
+    canvas.clip(a, b);
+    for &pt in &measured {
+        canvas.circle(chart.at(pt), 3.0, Some(MEASURED), None);
+    }
+    canvas.unclip();
+    labels.insert(0, ("measured".to_string(), Mark::Dot(MEASURED)));
+    legend(&mut canvas, &labels);
+    canvas.finish()
 }
 
 /// A latency axis' label at its powers of ten whose exponent is a multiple of `step` (none

@@ -500,10 +500,9 @@ pub(crate) mod sample {
 mod nav_tests {
     #[test]
     fn a_report_gets_the_navigation_after_its_body_tag_escaped() {
-        let page = "<html><head></head><body class=\"x\"><h1>r</h1></body></html>";
+        let page = crate::report::markup::Html::lit("<html><head></head><body class=\"x\"><h1>r</h1></body></html>");
         let trail = [("Fleet".to_string(), "/".to_string()), ("<b>".to_string(), "/board/%3Cb%3E".to_string())];
-        let out =
-            super::with_nav(&crate::report::markup::Html::made_by("test", page.to_string()), "a&b.db", &trail).into_string();
+        let out = super::with_nav(&page, "a&b.db", &trail).into_string();
         assert!(out.starts_with("<html><head></head><body class=\"x\"><nav"), "{out}");
         assert!(out.contains("<a href=\"/board/%3Cb%3E\">&lt;b&gt;</a>") && out.contains("a&amp;b.db"), "{out}");
         assert!(!out.contains("<b>"));

@@ -1,5 +1,5 @@
-//! The dashboard's plots, written as SVG text by hand (the report draws with plotters; these
-//! need links and titles on every mark, and stay small at 1 000 runs): a board's long-term plot
+//! The dashboard's plots, drawn on the report's SVG canvas (`report::svg`) with a link and a
+//! title on every mark, small at 1 000 runs: a board's long-term plot
 //! (worst case, p99.9 and p99 of one series per run against time, and beside them the latency
 //! its forecast says is exceeded once per day with its 95 % interval; log latency, kernel changes
 //! marked, each mark a link to its run), its heat map of latency by run (one column per run,
@@ -9,10 +9,10 @@
 
 use super::{day, dur, instant, when};
 use crate::report::markup::Html;
+use crate::report::svg::{num as c, path_data, Axis, Canvas};
 use crate::serve::model::{BoardRun, Change};
 use crate::store::figures::{SeriesFigures, BINS, BINS_PER_DECADE, BIN_LOWEST_NS};
 use rtgauge_report::{html, html_into};
-use std::fmt::Write;
 
 /// Width of the board page's plots, in SVG pixels (the page is 1 240 px wide at most).
 pub const WIDTH: u32 = 1200;
@@ -26,15 +26,9 @@ const P99_COLOUR: &str = "#1f77b4";
 /// The colour of the forecast's once-per-day level and its interval.
 const FORECAST_COLOUR: &str = "#7b3fa0";
 
-/// The SVG element's start: its size, a view box (it scales with the page) and its text style.
-fn svg_start(w: u32, h: u32, class: &str, label: &str) -> Html {
-    html!("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"{class}\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{_0}\" font-family=\"system-ui,'DejaVu Sans',sans-serif\" font-size=\"13\">", _0 = label, class = class, w = w, h = h)
-}
-
-/// A value rounded for SVG coordinates.
-fn c(v: f64) -> String {
-    let s = format!("{v:.1}");
-    s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
+/// The SVG element begun: its size, a view box (it scales with the page), its text style.
+fn svg_start(w: u32, h: u32, class: &str, label: &str) -> Canvas {
+    Canvas::new(w as f64, h as f64, Some(class), label)
 }
 
 /// A series of one run, by its name.
@@ -114,7 +108,7 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
             h / 2.0,
             name
         );
-        return s;
+        return s.finish();
     };
     // y: log10 of µs, whole decades around the values.
     let ylo = (lo as f64 / 1e3).log10().floor();
@@ -130,19 +124,10 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
 
     // The frame, the grid and the axes' labels.
     html_into!(s, "<rect x=\"{L}\" y=\"{T}\" width=\"{}\" height=\"{}\" fill=\"#fff\" stroke=\"#bbb\"/>", c(pw), c(ph));
-    let decades = (yhi - ylo) as i32;
-    let steps: &[f64] = if decades <= 2 { &[1.0, 2.0, 5.0] } else { &[1.0] };
     s += "<g class=\"y-axis\">";
-    for d in 0..=decades {
-        for m in steps {
-            let us = m * 10f64.powi(ylo as i32 + d);
-            let yy = T + ph - (us.log10() - ylo) / (yhi - ylo) * ph;
-            if yy < T - 0.5 {
-                continue;
-            }
-            let major = *m == 1.0;
-            html_into!(s, "<line x1=\"{L}\" x2=\"{_0}\" y1=\"{yy}\" y2=\"{yy}\" stroke=\"{_1}\"/><text x=\"{_2}\" y=\"{_3}\" text-anchor=\"end\"{_4}>{_5}</text>", _0 = c(L + pw), _1 = if major { "#ddd" } else { "#f0f0f0" }, _2 = c(L - 6.0), _3 = c(yy + 4.0), _4 = Html::lit(if major { "" } else { " fill=\"#666\"" }), _5 = us_label(us), yy = yy);
-        }
+    for (us, major) in Axis::log(10f64.powf(ylo), 10f64.powf(yhi)).ticks(10) {
+        let yy = T + ph - (us.log10() - ylo) / (yhi - ylo) * ph;
+        html_into!(s, "<line x1=\"{L}\" x2=\"{_0}\" y1=\"{yy}\" y2=\"{yy}\" stroke=\"{_1}\"/><text x=\"{_2}\" y=\"{_3}\" text-anchor=\"end\"{_4}>{_5}</text>", _0 = c(L + pw), _1 = if major { "#ddd" } else { "#f0f0f0" }, _2 = c(L - 6.0), _3 = c(yy + 4.0), _4 = Html::lit(if major { "" } else { " fill=\"#666\"" }), _5 = us_label(us), yy = c(yy));
     }
     html_into!(
         s,
@@ -202,17 +187,9 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
     // the interval has no upper end) and a diamond at the level; a thin line through the levels.
     let forecasts = figs.iter().flatten().filter(|f| f.day_level_ns.is_some()).count();
     if forecasts > 0 {
-        let mut d = String::new();
-        let mut pen_up = true;
-        for (i, f) in figs.iter().enumerate() {
-            match f.and_then(|f| f.day_level_ns) {
-                Some(v) => {
-                    let _ = write!(d, "{}{} {}", if pen_up { "M" } else { "L" }, c(x(ts[i])), c(y(v).clamp(T, T + ph)));
-                    pen_up = false;
-                }
-                None => pen_up = true,
-            }
-        }
+        let d = path_data(
+            figs.iter().enumerate().map(|(i, f)| f.and_then(|f| f.day_level_ns).map(|v| (x(ts[i]), y(v).clamp(T, T + ph)))),
+        );
         // Bars and arrows lighten as the runs crowd: the levels are what a reader reads then.
         let bar = (r * 0.9).max(1.5);
         let (shade, arrow) = if runs.len() > 250 { (".2", 2.5) } else { (".35", 4.0) };
@@ -267,17 +244,7 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
     let figures: [(&str, &str, Pick); 3] =
         [("p99", P99_COLOUR, |f| f.p99_ns), ("p99.9", P999_COLOUR, |f| f.p999_ns), ("max", MAX_COLOUR, |f| f.max_ns)];
     for (label, colour, pick) in figures {
-        let mut d = String::new();
-        let mut pen_up = true;
-        for (i, f) in figs.iter().enumerate() {
-            match f.and_then(pick) {
-                Some(v) => {
-                    let _ = write!(d, "{}{} {}", if pen_up { "M" } else { "L" }, c(x(ts[i])), c(y(v).clamp(T, T + ph)));
-                    pen_up = false;
-                }
-                None => pen_up = true,
-            }
-        }
+        let d = path_data(figs.iter().enumerate().map(|(i, f)| f.and_then(pick).map(|v| (x(ts[i]), y(v).clamp(T, T + ph)))));
         html_into!(s, "<g class=\"fig\" fill=\"{colour}\"><path d=\"{d}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"1\" stroke-opacity=\"{line}\"/>", colour = colour, d = d, line = line);
         for (i, f) in figs.iter().enumerate() {
             let Some(v) = f.and_then(pick) else { continue };
@@ -317,7 +284,7 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
         name,
         crate::vocab::Count(runs.len() as u64, "run")
     );
-    s + "</svg>"
+    s.finish()
 }
 
 /// The time axis of runs started at `ts` (seconds since the epoch): from the first to the last
@@ -479,7 +446,7 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
             c(w / 2.0),
             name
         );
-        return s;
+        return s.finish();
     };
     // Whole decades of bins (their edges are labelled), bin 0 and the last as they are.
     let decade_start = |b: usize| if b == 0 { 0 } else { 1 + (b - 1) / BINS_PER_DECADE * BINS_PER_DECADE };
@@ -517,7 +484,7 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
             while e <= hi && b[e] > 0 && level(b[e]) == lv {
                 e += 1;
             }
-            let _ = write!(paths[lv], "M{j} {_0}h1v{_1}h-1z", _0 = k - lo, _1 = e - k, j = j);
+            paths[lv] += &format!("M{j} {}h1v{}h-1z", k - lo, e - k);
             k = e;
         }
     }
@@ -662,7 +629,7 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
         c(lx + 24.0),
         c(ey + step.max(10.0) / 2.0 + 4.0)
     );
-    s + "</svg>"
+    s.finish()
 }
 
 /// The fleet page's sparkline: a board's worst case over its last runs (oldest first), on a log
@@ -672,10 +639,10 @@ pub fn sparkline(spark: &[(i64, String, Option<u64>)], regressed: bool) -> Html 
     const W: f64 = 120.0;
     const H: f64 = 24.0;
     const PAD: f64 = 3.0;
-    let mut s = html!("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"spark\" viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\" role=\"img\" aria-label=\"worst case of the last {} runs\">", spark.len());
+    let mut s = Canvas::new(W, H, Some("spark"), &format!("worst case of the last {} runs", spark.len()));
     let values: Vec<f64> = spark.iter().filter_map(|p| p.2).map(|v| (v.max(1) as f64).log10()).collect();
     let (Some(lo), Some(hi)) = (values.iter().copied().reduce(f64::min), values.iter().copied().reduce(f64::max)) else {
-        return s + "</svg>";
+        return s.finish();
     };
     let x = |i: usize| if spark.len() <= 1 { W / 2.0 } else { PAD + i as f64 * (W - 2.0 * PAD) / (spark.len() - 1) as f64 };
     let y = |v: u64| {
@@ -686,17 +653,7 @@ pub fn sparkline(spark: &[(i64, String, Option<u64>)], regressed: bool) -> Html 
             H - PAD - (l - lo) / (hi - lo) * (H - 2.0 * PAD)
         }
     };
-    let mut d = String::new();
-    let mut pen_up = true;
-    for (i, (_, _, v)) in spark.iter().enumerate() {
-        match v {
-            Some(v) => {
-                let _ = write!(d, "{}{} {}", if pen_up { "M" } else { "L" }, c(x(i)), c(y(*v)));
-                pen_up = false;
-            }
-            None => pen_up = true,
-        }
-    }
+    let d = path_data(spark.iter().enumerate().map(|(i, p)| p.2.map(|v| (x(i), y(v)))));
     html_into!(s, "<path d=\"{d}\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.2\"/>", d = d);
     let last = spark.iter().rposition(|p| p.2.is_some());
     for (i, (id, at, v)) in spark.iter().enumerate() {
@@ -718,7 +675,7 @@ pub fn sparkline(spark: &[(i64, String, Option<u64>)], regressed: bool) -> Html 
             id = id
         );
     }
-    s + "</svg>"
+    s.finish()
 }
 
 #[cfg(test)]
