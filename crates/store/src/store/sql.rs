@@ -1,21 +1,24 @@
-//! The store's reading operations written once, over a dialect: `list`, `count`, `boards`, the
-//! ids a name means (`last_id`, `has_id`, `latest_labelled`), a run's `label`, and the kernel
-//! configurations (`kernel_options`, `kernel_config_before`). Each backend says how it runs a
-//! query and reads its values ([`Sql`]) and what its layout names differently ([`Dialect`]):
-//! its placeholders, the column that names a run's board, a row's columns, a UUID as text, how
-//! a bound text is kept. The SQL is the same text for both.
+//! The store's operations written once, over a dialect: `list`, `count`, `boards`, the ids a
+//! name means (`last_id`, `has_id`, `latest_labelled`, `by_uuid_prefix`), a run's `label`, the
+//! kernel configurations (`kernel_options`, `kernel_config_before`), the dashboard's `figures`
+//! and `delete`. Each backend says how it runs a query and reads its values, how it takes a
+//! snapshot and a write transaction ([`Sql`]), and what its layout names differently
+//! ([`Dialect`]): its placeholders, the column that names a run's board, a row's columns, a
+//! UUID as text and as a bound value, which tables it has, how a bound text is kept. The SQL is
+//! the same text for both.
 //!
 //! What stays per backend, and why: saving a run (SQLite streams a document into a blob in
-//! pieces; PostgreSQL binds it whole and stores by `ON CONFLICT`), loading one (its timelines
-//! in the same snapshot, taken differently), each board's newest runs (SQLite numbers them
-//! along an index; PostgreSQL skips along the boards' hashes), the dashboard's figures (an
-//! `IN` list against `= ANY` of an array), a UUID's prefix (text against PostgreSQL's `uuid`
-//! type), deleting, the checks before measuring, and the migrations (one ladder per backend).
+//! pieces, through its incremental blob I/O; PostgreSQL binds it whole and stores by
+//! `ON CONFLICT`: two different write paths, not two spellings of one), loading one (a
+//! document streamed out of a blob against one read whole), each board's newest runs (SQLite
+//! numbers them along an index with a window; PostgreSQL skips along the boards' hashes with a
+//! lateral join: each the plan its planner makes fast), the checks before measuring (a file
+//! against a server), and the migrations (one ladder per backend, declared as data).
 
-use super::figures::BoardRow;
+use super::figures::{BoardRow, Figures, SeriesFigures};
 use super::{Bound, Earlier, Filter, RunRow, StoreError};
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// A value bound to a query.
 #[derive(Debug, Clone)]
@@ -74,6 +77,21 @@ pub(super) struct Dialect {
     pub kernel_configs: bool,
     /// A text as a column keeps it (PostgreSQL's text holds no NUL).
     pub text: fn(&str) -> Cow<'_, str>,
+    /// What follows a placeholder bound to a UUID's text (PostgreSQL's column is a `uuid`).
+    pub uuid_param: &'static str,
+    /// Whether the layout keeps runs' UUIDs in a column of their own.
+    pub uuids: bool,
+    /// Whether the layout keeps the dashboard's figures (`figures`), and their forecasts.
+    pub figures: Option<Forecasts>,
+    /// The tables of a run's parts, deleted before it (those its `runs` row does not cascade to).
+    pub parts: &'static [&'static str],
+}
+
+/// Whether a layout's figures hold the forecasts' columns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Forecasts {
+    Kept,
+    NotKept,
 }
 
 /// A text kept as it is (SQLite's text holds any).
@@ -85,6 +103,13 @@ pub(super) fn as_is(s: &str) -> Cow<'_, str> {
 pub(super) trait Sql {
     fn dialect(&self) -> Dialect;
     fn query(&self, doing: &str, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, StoreError>;
+    /// A statement that reads nothing; the rows it changed.
+    fn execute(&self, doing: &str, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError>;
+    /// `work` in one snapshot: every query it makes reads the store as it was at its start.
+    fn snapshot(&self, doing: &str, work: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError>;
+    /// `work` in one write transaction, the write lock taken before it starts (no other writer
+    /// comes between its reads and its writes); undone whole when it fails.
+    fn write(&self, doing: &str, work: &mut dyn FnMut() -> Result<bool, StoreError>) -> Result<bool, StoreError>;
 }
 
 /// `filter`'s conditions as a `WHERE` clause (empty without any) and the values it binds: each
@@ -239,4 +264,120 @@ pub(super) fn kernel_config_before(db: &dyn Sql, board: &str, shown: &str) -> Re
     let options = super::decompress_options(row.bytes(2).unwrap_or_default())
         .map_err(|e| format!("the kernel configuration of run {id} in the store {shown} cannot be read: {e}"))?;
     Ok(Some(Earlier { id, uuid: row.text(1), options }))
+}
+
+/// The runs whose UUID starts with `prefix` (canonical: lower-case, dashed; see
+/// `store::uuid_prefix`), at most 10, oldest first: a range on the UUID's index, from the
+/// prefix followed by zeros to it followed by `f`s.
+pub(super) fn by_uuid_prefix(db: &dyn Sql, prefix: &str) -> Result<Vec<i64>, StoreError> {
+    let d = db.dialect();
+    let digits: String = prefix.chars().filter(|c| *c != '-').collect();
+    if !d.uuids || digits.len() > 32 || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Ok(Vec::new());
+    }
+    let padded = |fill: char| {
+        let mut x = digits.to_ascii_lowercase();
+        while x.len() < 32 {
+            x.push(fill);
+        }
+        format!("{}-{}-{}-{}-{}", &x[0..8], &x[8..12], &x[12..16], &x[16..20], &x[20..32])
+    };
+    let (p, cast) = (d.placeholder, d.uuid_param);
+    let sql = format!("SELECT id FROM runs WHERE uuid BETWEEN {p}1{cast} AND {p}2{cast} ORDER BY id LIMIT 10");
+    let rows = db.query("finding the run", &sql, &[Param::Text(padded('0').into()), Param::Text(padded('f').into())])?;
+    Ok(rows.iter().filter_map(|r| r.int(0)).collect())
+}
+
+/// The dashboard's figures of runs `ids` (their rows, then their series, in one snapshot); none
+/// where the layout keeps none (`shown`: the store, for the error of one that does not read).
+pub(super) fn figures(db: &dyn Sql, ids: &[i64], shown: &str) -> Result<Option<HashMap<i64, Figures>>, StoreError> {
+    let d = db.dialect();
+    let Some(forecasts) = d.figures else { return Ok(None) };
+    let list: Vec<String> = (1..=ids.len()).map(|i| format!("{}{i}", d.placeholder)).collect();
+    let list = list.join(", ");
+    let bound: Vec<Param> = ids.iter().map(|&id| Param::Int(id)).collect();
+    let columns = match forecasts {
+        Forecasts::Kept => "day_level_ns, day_low_ns, day_high_ns, forecast_note",
+        Forecasts::NotKept => "CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS TEXT)",
+    };
+    let (mut runs, mut series) = (Vec::new(), Vec::new());
+    db.snapshot("reading the runs' figures", &mut || {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let sql = format!("SELECT id, shortest_cycle_ns, kernel_config FROM runs WHERE id IN ({list})");
+        runs = db.query("reading the runs' figures", &sql, &bound)?;
+        let sql = format!(
+            "SELECT run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins, {columns} \
+             FROM figures WHERE run IN ({list}) ORDER BY run, entry"
+        );
+        series = db.query("reading the runs' figures", &sql, &bound)?;
+        Ok(())
+    })?;
+    let mut all: HashMap<i64, Figures> = runs
+        .iter()
+        .map(|r| {
+            let f = Figures {
+                shortest_cycle_ns: r.int(1).map(|v| v as u64),
+                kernel_config: r.text(2),
+                series: Vec::new(),
+                forecasts: true,
+            };
+            (r.int(0).unwrap_or_default(), f)
+        })
+        .collect();
+    for mut r in series {
+        let run = r.int(0).unwrap_or_default();
+        let unsigned = |i: usize| r.int(i).map(|v| v as u64);
+        let bins = super::figures::decode_bins(r.bytes(9).unwrap_or_default())
+            .ok_or_else(|| StoreError::Failed(format!("the figures of run {run} in the store {shown} are damaged")))?;
+        let s = SeriesFigures {
+            entry: r.int(1).unwrap_or_default() as u32,
+            series: String::new(),
+            latency: r.int(3).is_some_and(|v| v != 0),
+            samples: unsigned(4).unwrap_or(0),
+            missed: unsigned(5).unwrap_or(0),
+            p99_ns: unsigned(6),
+            p999_ns: unsigned(7),
+            max_ns: unsigned(8),
+            bins,
+            day_level_ns: unsigned(10),
+            day_low_ns: unsigned(11),
+            day_high_ns: unsigned(12),
+            forecast_note: None,
+        };
+        let mut take = |i: usize| match r.0.get_mut(i).map(std::mem::take) {
+            Some(Value::Text(t)) => Some(t),
+            _ => None,
+        };
+        let s = SeriesFigures { series: take(2).unwrap_or_default(), forecast_note: take(13), ..s };
+        if let Some(f) = all.get_mut(&run) {
+            f.series.push(s);
+        }
+    }
+    if forecasts == Forecasts::NotKept {
+        all.values_mut().for_each(super::figures::without_forecasts);
+    }
+    Ok(Some(all))
+}
+
+/// Deletes run `id` with its parts, only if it still has `uuid` when one is given (a run stored
+/// since may have its id: SQLite gives a deleted highest id again); whether a run was deleted.
+pub(super) fn delete(db: &dyn Sql, id: i64, uuid: Option<&str>) -> Result<bool, StoreError> {
+    let d = db.dialect();
+    let p = d.placeholder;
+    let doing = "deleting the run";
+    db.write(doing, &mut || {
+        if let Some(uuid) = uuid {
+            let sql = format!("SELECT {} FROM runs WHERE id = {p}1", d.uuid_text);
+            let theirs = db.query(doing, &sql, &[Param::Int(id)])?.first().and_then(|r| r.text(0));
+            if theirs.as_deref() != Some(uuid) {
+                return Ok(false);
+            }
+        }
+        for part in d.parts {
+            db.execute(doing, &format!("DELETE FROM {part} WHERE run = {p}1"), &[Param::Int(id)])?;
+        }
+        Ok(db.execute(doing, &format!("DELETE FROM runs WHERE id = {p}1"), &[Param::Int(id)])? > 0)
+    })
 }

@@ -21,8 +21,8 @@
 //! `verify-full` check the server's certificate against the system's roots (or `sslrootcert`),
 //! `verify-full` its name too.
 
-use super::figures::{BoardRow, Figures, SeriesFigures};
-use super::sql::{Dialect, Param, Row, Sql, Value};
+use super::figures::{BoardRow, Figures};
+use super::sql::{Dialect, Forecasts, Param, Row, Sql, Value};
 use super::{Filter, NewRow, OpenError, RunRow, Saved, StoreError};
 use crate::result::timeline::TimelineData;
 use crate::result::RunResult;
@@ -404,77 +404,7 @@ impl super::Backend for PgStore {
 
     /// The runs' rows, then their figures, in one snapshot.
     fn figures(&self, ids: &[i64]) -> Result<Option<HashMap<i64, Figures>>, StoreError> {
-        if self.layout < 2 {
-            return Ok(None);
-        }
-        let t = &self.target;
-        let doing = "reading the runs' figures";
-        let fail = |e: postgres::Error| t.failed(doing, &e);
-        let mut c = self.client.borrow_mut();
-        let mut tx = c
-            .build_transaction()
-            .read_only(true)
-            .isolation_level(postgres::IsolationLevel::RepeatableRead)
-            .start()
-            .map_err(fail)?;
-        let ids = ids.to_vec();
-        let runs = tx.query("SELECT id, shortest_cycle_ns, kernel_config FROM runs WHERE id = ANY($1)", &[&ids]).map_err(fail)?;
-        let mut all: HashMap<i64, Figures> = runs
-            .iter()
-            .map(|r| {
-                let f = Figures {
-                    shortest_cycle_ns: r.get::<_, Option<i64>>(1).map(|v| v as u64),
-                    kernel_config: r.get(2),
-                    series: Vec::new(),
-                    forecasts: true,
-                };
-                (r.get(0), f)
-            })
-            .collect();
-        // (A store of layout 2, only read, keeps no forecast.)
-        let forecasts = self.layout >= 3;
-        let columns = if forecasts {
-            "day_level_ns, day_low_ns, day_high_ns, forecast_note"
-        } else {
-            "NULL::int8, NULL::int8, NULL::int8, NULL::text"
-        };
-        let rows = tx
-            .query(
-                &format!(
-                    "SELECT run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins, {columns} \
-                     FROM figures WHERE run = ANY($1) ORDER BY run, entry"
-                ),
-                &[&ids],
-            )
-            .map_err(fail)?;
-        tx.commit().map_err(fail)?;
-        for r in rows {
-            let run: i64 = r.get(0);
-            let unsigned = |i: usize| r.get::<_, Option<i64>>(i).map(|v| v as u64);
-            let series = SeriesFigures {
-                entry: r.get::<_, i32>(1) as u32,
-                series: r.get(2),
-                latency: r.get(3),
-                samples: r.get::<_, i64>(4) as u64,
-                missed: r.get::<_, i64>(5) as u64,
-                p99_ns: unsigned(6),
-                p999_ns: unsigned(7),
-                max_ns: unsigned(8),
-                bins: super::figures::decode_bins(r.get(9))
-                    .ok_or_else(|| format!("the figures of run {run} in the store {} are damaged", t.shown))?,
-                day_level_ns: unsigned(10),
-                day_low_ns: unsigned(11),
-                day_high_ns: unsigned(12),
-                forecast_note: r.get(13),
-            };
-            if let Some(f) = all.get_mut(&run) {
-                f.series.push(series);
-            }
-        }
-        if !forecasts {
-            all.values_mut().for_each(super::figures::without_forecasts);
-        }
-        Ok(Some(all))
+        super::sql::figures(self, ids, &self.target.shown)
     }
 
     fn count(&self, filter: &Filter) -> Result<u64, StoreError> {
@@ -493,31 +423,8 @@ impl super::Backend for PgStore {
         super::sql::latest_labelled(self, label)
     }
 
-    /// A range on the UUID's unique index: from the prefix followed by zeros to it followed by
-    /// `f`s.
     fn by_uuid_prefix(&self, prefix: &str) -> Result<Vec<i64>, StoreError> {
-        let digits: String = prefix.chars().filter(|c| *c != '-').collect();
-        let padded = |fill: char| {
-            let mut d = digits.clone();
-            while d.len() < 32 {
-                d.push(fill);
-            }
-            format!("{}-{}-{}-{}-{}", &d[0..8], &d[8..12], &d[12..16], &d[16..20], &d[20..32])
-        };
-        if digits.len() > 32 || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Ok(Vec::new());
-        }
-        let (low, high) = (padded('0'), padded('f'));
-        let t = &self.target;
-        let rows = self
-            .client
-            .borrow_mut()
-            .query(
-                "SELECT id FROM runs WHERE uuid BETWEEN $1::text::uuid AND $2::text::uuid ORDER BY id LIMIT 10",
-                &[&low, &high],
-            )
-            .map_err(|e| t.failed("finding the run", &e))?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        super::sql::by_uuid_prefix(self, prefix)
     }
 
     fn kernel_config_before(&self, board: &str) -> Result<Option<super::Earlier>, StoreError> {
@@ -557,15 +464,9 @@ impl super::Backend for PgStore {
         super::sql::label(self, id)
     }
 
-    /// Deletes run `id` (its timelines go with it).
+    /// Deletes run `id` (its timelines and figures go with it: the tables cascade).
     fn delete(&self, id: i64, uuid: Option<&str>) -> Result<bool, StoreError> {
-        let t = &self.target;
-        let mut c = self.client.borrow_mut();
-        let n = match uuid {
-            None => c.execute("DELETE FROM runs WHERE id = $1", &[&id]),
-            Some(u) => c.execute("DELETE FROM runs WHERE id = $1 AND uuid = $2::text::uuid", &[&id, &u]),
-        };
-        n.map(|n| n > 0).map_err(|e| t.failed("deleting the run", &e))
+        super::sql::delete(self, id, uuid)
     }
 
     fn refuse_writes(&self) -> Result<(), StoreError> {
@@ -610,21 +511,72 @@ impl Sql for PgStore {
             uuid_text: "runs.uuid::text",
             kernel_configs: true,
             text: column_text,
+            uuid_param: "::text::uuid",
+            uuids: true,
+            figures: match self.layout {
+                ..=1 => None,
+                2 => Some(Forecasts::NotKept),
+                _ => Some(Forecasts::Kept),
+            },
+            parts: &[],
         }
     }
 
+    fn execute(&self, doing: &str, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError> {
+        let owned = owned(params);
+        let bound: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|b| b.as_ref()).collect();
+        let t = &self.target;
+        self.client.borrow_mut().execute(sql, &bound).map_err(|e| t.failed(doing, &e))
+    }
+
+    fn snapshot(&self, doing: &str, work: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {
+        self.transaction(doing, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", &mut || work().map(|()| true)).map(drop)
+    }
+
+    fn write(&self, doing: &str, work: &mut dyn FnMut() -> Result<bool, StoreError>) -> Result<bool, StoreError> {
+        self.transaction(doing, "BEGIN", work)
+    }
+
     fn query(&self, doing: &str, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, StoreError> {
-        let owned: Vec<Box<dyn ToSql + Sync>> = params
-            .iter()
-            .map(|p| match p {
-                Param::Int(i) => Box::new(*i) as Box<dyn ToSql + Sync>,
-                Param::Text(t) => Box::new(t.to_string()),
-            })
-            .collect();
+        let owned = owned(params);
         let bound: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|b| b.as_ref()).collect();
         let t = &self.target;
         let rows = self.client.borrow_mut().query(sql, &bound).map_err(|e| t.failed(doing, &e))?;
         Ok(rows.iter().map(|r| Row((0..r.len()).map(|i| value_of(r, i)).collect())).collect())
+    }
+}
+
+/// Values as PostgreSQL binds them.
+fn owned(params: &[Param<'_>]) -> Vec<Box<dyn ToSql + Sync>> {
+    params
+        .iter()
+        .map(|p| match p {
+            Param::Int(i) => Box::new(*i) as Box<dyn ToSql + Sync>,
+            Param::Text(t) => Box::new(t.to_string()),
+        })
+        .collect()
+}
+
+impl PgStore {
+    /// `work` between `begin` and `COMMIT` (`ROLLBACK` when it fails: its error is the one said).
+    fn transaction(
+        &self,
+        doing: &str,
+        begin: &str,
+        work: &mut dyn FnMut() -> Result<bool, StoreError>,
+    ) -> Result<bool, StoreError> {
+        let t = &self.target;
+        self.client.borrow_mut().batch_execute(begin).map_err(|e| t.failed(doing, &e))?;
+        match work() {
+            Ok(done) => {
+                self.client.borrow_mut().batch_execute("COMMIT").map_err(|e| t.failed(doing, &e))?;
+                Ok(done)
+            }
+            Err(e) => {
+                let _ = self.client.borrow_mut().batch_execute("ROLLBACK");
+                Err(e)
+            }
+        }
     }
 }
 
@@ -638,6 +590,8 @@ fn value_of(r: &postgres::Row, i: usize) -> Value {
         r.try_get::<_, Option<i32>>(i).ok().flatten().map(|v| Value::Int(v.into()))
     } else if ty == Type::INT2 {
         r.try_get::<_, Option<i16>>(i).ok().flatten().map(|v| Value::Int(v.into()))
+    } else if ty == Type::BOOL {
+        r.try_get::<_, Option<bool>>(i).ok().flatten().map(|v| Value::Int(v.into()))
     } else if ty == Type::BYTEA {
         r.try_get::<_, Option<Vec<u8>>>(i).ok().flatten().map(Value::Bytes)
     } else {

@@ -24,8 +24,8 @@
 //! reads no document. Layout 6 adds to each series' figures the once-per-day return level of
 //! its forecast (or why there is none).
 
-use super::figures::{BoardRow, Figures, SeriesFigures};
-use super::sql::{Dialect, Param, Row, Sql, Value};
+use super::figures::{BoardRow, Figures};
+use super::sql::{Dialect, Forecasts, Param, Row, Sql, Value};
 use super::{compress_into, dir_of, Filter, NewRow, OpenError, RunRow, Saved, StoreError};
 use crate::result::timeline::TimelineData;
 use crate::result::RunResult;
@@ -300,18 +300,43 @@ impl Sql for Sqlite {
             uuid_text: "runs.uuid",
             kernel_configs: self.layout >= 4,
             text: super::sql::as_is,
+            uuid_param: "",
+            uuids: self.layout >= 4,
+            figures: match self.layout {
+                ..=4 => None,
+                5 => Some(Forecasts::NotKept),
+                _ => Some(Forecasts::Kept),
+            },
+            parts: &["timelines", "figures", "documents"],
         }
+    }
+
+    fn execute(&self, _doing: &str, sql: &str, params: &[Param<'_>]) -> Result<u64, StoreError> {
+        let bound = bound(params);
+        let n =
+            self.conn.prepare_cached(sql).and_then(|mut q| q.execute(bound.as_slice())).map_err(|e| failure(&self.path, e))?;
+        Ok(n as u64)
+    }
+
+    fn snapshot(&self, _doing: &str, work: &mut dyn FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {
+        // (DEFERRED: the snapshot is taken at the first read, and held to the end)
+        let tx = self.conn.unchecked_transaction().map_err(|e| failure(&self.path, e))?;
+        work()?;
+        tx.commit().map_err(|e| failure(&self.path, e))
+    }
+
+    fn write(&self, _doing: &str, work: &mut dyn FnMut() -> Result<bool, StoreError>) -> Result<bool, StoreError> {
+        // IMMEDIATE: the write lock is taken before the first read, so no other writer comes between.
+        let tx = rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| failure(&self.path, e))?;
+        let done = work()?;
+        tx.commit().map_err(|e| failure(&self.path, e))?;
+        Ok(done)
     }
 
     fn query(&self, _doing: &str, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, StoreError> {
         let fail = |e| failure(&self.path, e);
-        let bound: Vec<&dyn rusqlite::ToSql> = params
-            .iter()
-            .map(|p| match p {
-                Param::Int(i) => i as &dyn rusqlite::ToSql,
-                Param::Text(t) => t as &dyn rusqlite::ToSql,
-            })
-            .collect();
+        let bound = bound(params);
         let mut q = self.conn.prepare_cached(sql).map_err(fail)?;
         let columns = q.column_count();
         let mut found = q.query(bound.as_slice()).map_err(fail)?;
@@ -331,6 +356,17 @@ impl Sql for Sqlite {
         }
         Ok(rows)
     }
+}
+
+/// Values as SQLite binds them.
+fn bound<'p>(params: &'p [Param<'_>]) -> Vec<&'p dyn rusqlite::ToSql> {
+    params
+        .iter()
+        .map(|p| match p {
+            Param::Int(i) => i as &dyn rusqlite::ToSql,
+            Param::Text(t) => t as &dyn rusqlite::ToSql,
+        })
+        .collect()
 }
 
 impl super::Backend for Sqlite {
@@ -518,71 +554,7 @@ impl super::Backend for Sqlite {
 
     /// The runs' rows and their figures' (clustered by run), read in one transaction.
     fn figures(&self, ids: &[i64]) -> Result<Option<HashMap<i64, Figures>>, StoreError> {
-        if self.layout < 5 {
-            return Ok(None);
-        }
-        let sql_err = |e| failure(&self.path, e);
-        let list = vec!["?"; ids.len()].join(", ");
-        let tx = self.conn.unchecked_transaction().map_err(sql_err)?;
-        let mut all = HashMap::with_capacity(ids.len());
-        {
-            let mut q = tx
-                .prepare(&format!("SELECT id, shortest_cycle_ns, kernel_config FROM runs WHERE id IN ({list})"))
-                .map_err(sql_err)?;
-            let mut rows = q.query(rusqlite::params_from_iter(ids)).map_err(sql_err)?;
-            while let Some(r) = rows.next().map_err(sql_err)? {
-                let shortest: Option<i64> = r.get(1).map_err(sql_err)?;
-                let figures = Figures {
-                    shortest_cycle_ns: shortest.map(|v| v as u64),
-                    kernel_config: r.get(2).map_err(sql_err)?,
-                    series: Vec::new(),
-                    forecasts: true,
-                };
-                all.insert(r.get::<_, i64>(0).map_err(sql_err)?, figures);
-            }
-        }
-        {
-            // (A store of layout 5, only read, keeps no forecast.)
-            let forecasts = self.layout >= 6;
-            let columns =
-                if forecasts { "day_level_ns, day_low_ns, day_high_ns, forecast_note" } else { "NULL, NULL, NULL, NULL" };
-            let mut q = tx
-                .prepare(&format!(
-                    "SELECT run, entry, series, latency, samples, missed, p99_ns, p999_ns, max_ns, bins, {columns} \
-                     FROM figures WHERE run IN ({list}) ORDER BY run, entry"
-                ))
-                .map_err(sql_err)?;
-            let mut rows = q.query(rusqlite::params_from_iter(ids)).map_err(sql_err)?;
-            while let Some(r) = rows.next().map_err(sql_err)? {
-                let run: i64 = r.get(0).map_err(sql_err)?;
-                let bins = r.get_ref(9).and_then(|v| v.as_blob().map_err(Into::into)).map_err(sql_err)?;
-                let unsigned = |i: usize| r.get::<_, Option<i64>>(i).map(|v| v.map(|v| v as u64));
-                let series = SeriesFigures {
-                    entry: r.get(1).map_err(sql_err)?,
-                    series: r.get(2).map_err(sql_err)?,
-                    latency: r.get(3).map_err(sql_err)?,
-                    samples: unsigned(4).map_err(sql_err)?.unwrap_or(0),
-                    missed: unsigned(5).map_err(sql_err)?.unwrap_or(0),
-                    p99_ns: unsigned(6).map_err(sql_err)?,
-                    p999_ns: unsigned(7).map_err(sql_err)?,
-                    max_ns: unsigned(8).map_err(sql_err)?,
-                    bins: super::figures::decode_bins(bins)
-                        .ok_or_else(|| format!("the figures of run {run} in the store {} are damaged", self.path.display()))?,
-                    day_level_ns: unsigned(10).map_err(sql_err)?,
-                    day_low_ns: unsigned(11).map_err(sql_err)?,
-                    day_high_ns: unsigned(12).map_err(sql_err)?,
-                    forecast_note: r.get(13).map_err(sql_err)?,
-                };
-                if let Some(f) = all.get_mut(&run) {
-                    f.series.push(series);
-                }
-            }
-            if !forecasts {
-                all.values_mut().for_each(super::figures::without_forecasts);
-            }
-        }
-        tx.commit().map_err(sql_err)?;
-        Ok(Some(all))
+        super::sql::figures(self, ids, &self.shown())
     }
 
     fn count(&self, filter: &Filter) -> Result<u64, StoreError> {
@@ -602,16 +574,7 @@ impl super::Backend for Sqlite {
     }
 
     fn by_uuid_prefix(&self, prefix: &str) -> Result<Vec<i64>, StoreError> {
-        if self.layout < 4 {
-            return Ok(Vec::new());
-        }
-        // A range on the index: every character of a UUID sorts below 'g'.
-        let mut q = self
-            .conn
-            .prepare_cached("SELECT id FROM runs WHERE uuid >= ?1 AND uuid < ?1 || 'g' ORDER BY id LIMIT 10")
-            .map_err(|e| failure(&self.path, e))?;
-        let ids = q.query_map([prefix], |r| r.get(0)).map_err(|e| failure(&self.path, e))?;
-        ids.collect::<Result<_, _>>().map_err(|e| failure(&self.path, e))
+        super::sql::by_uuid_prefix(self, prefix)
     }
 
     fn kernel_config_before(&self, board: &str) -> Result<Option<super::Earlier>, StoreError> {
@@ -668,24 +631,7 @@ impl super::Backend for Sqlite {
 
     /// Deletes run `id`.
     fn delete(&self, id: i64, uuid: Option<&str>) -> Result<bool, StoreError> {
-        // IMMEDIATE: the write lock is taken before the check, so no other writer comes between.
-        let tx = rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| failure(&self.path, e))?;
-        if let Some(uuid) = uuid {
-            let theirs: Option<Option<String>> = tx
-                .query_row("SELECT uuid FROM runs WHERE id = ?1", [id], |r| r.get(0))
-                .optional()
-                .map_err(|e| failure(&self.path, e))?;
-            if theirs.flatten().as_deref() != Some(uuid) {
-                return Ok(false);
-            }
-        }
-        tx.execute("DELETE FROM timelines WHERE run = ?1", [id]).map_err(|e| failure(&self.path, e))?;
-        tx.execute("DELETE FROM figures WHERE run = ?1", [id]).map_err(|e| failure(&self.path, e))?;
-        tx.execute("DELETE FROM documents WHERE run = ?1", [id]).map_err(|e| failure(&self.path, e))?;
-        let n = tx.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(|e| failure(&self.path, e))?;
-        tx.commit().map_err(|e| failure(&self.path, e))?;
-        Ok(n > 0)
+        super::sql::delete(self, id, uuid)
     }
 
     fn refuse_writes(&self) -> Result<(), StoreError> {
