@@ -556,3 +556,83 @@ pub(crate) fn a_run_whose_temporary_directory_is_unusable_is_still_stored(b: Bac
     assert_eq!(list(b.db(), &[]).len(), 1, "stored");
 }
 both!(a_run_whose_temporary_directory_is_unusable_is_still_stored);
+
+/// Every column, index and constraint of the store's schema in database `db`, as PostgreSQL's
+/// catalog describes them, in order.
+fn pg_schema(c: &common::pg::Cluster, db: &str) -> Vec<String> {
+    let mut s = c.superuser(db);
+    let mut out = Vec::new();
+    for (what, sql) in [
+        (
+            "column",
+            "SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || \
+             coalesce(column_default, '') FROM information_schema.columns WHERE table_schema = 'public' ORDER BY 1",
+        ),
+        ("index", "SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1"),
+        (
+            "constraint",
+            "SELECT conrelid::regclass::text || ' ' || pg_get_constraintdef(oid) FROM pg_constraint \
+             WHERE connamespace = 'public'::regnamespace ORDER BY 1",
+        ),
+        (
+            "storage",
+            "SELECT attrelid::regclass::text || '.' || attname || ' ' || attstorage::text FROM pg_attribute \
+             WHERE attrelid IN (SELECT oid FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind = 'r') \
+             AND attnum > 0 AND NOT attisdropped ORDER BY 1",
+        ),
+    ] {
+        for r in s.query(sql, &[]).unwrap_or_else(|e| panic!("{sql}: {e}")) {
+            out.push(format!("{what} {}", r.get::<_, String>(0)));
+        }
+    }
+    out
+}
+
+/// The PostgreSQL ladder is data (`MIGRATIONS`): a store taken up one layout at a time — each
+/// step a connection and a transaction of its own, a run stored as layout 1 kept it (its
+/// document compressed in the row) in it from the start — has exactly the columns, indexes,
+/// constraints and storage of a store made new, and the run came through every step: layout 2
+/// gave it its figures, layout 3 its forecast's level or the reason for none, layout 4 no
+/// series; it loads whole.
+#[test]
+fn a_postgresql_store_migrated_step_by_step_equals_one_made_new() {
+    use rtgauge::store::postgres::PgStore;
+    let Some(made) = Backend::postgres("made_new") else { return };
+    drop(Store::open(&made.location()).unwrap_or_else(|e| panic!("{e}")));
+    let stepped = made.another("stepped");
+    let (Some((c, made_db)), Some((_, stepped_db))) = (&made.pg, &stepped.pg) else { unreachable!() };
+    let document = include_str!("../fixtures/result-v3.json");
+    let started: Value = serde_json::from_str(document).unwrap();
+    let known = made.known_layout();
+    for layout in 1..=known {
+        let now = PgStore::migrate_to(stepped.db(), layout as usize).unwrap_or_else(|e| panic!("step {layout}: {e}"));
+        assert_eq!(now, layout, "each step ends a layout further");
+        if layout == 1 {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            std::io::Write::write_all(&mut z, document.as_bytes()).unwrap();
+            let compressed = z.finish().unwrap();
+            c.superuser(stepped_db)
+                .execute(
+                    "INSERT INTO runs (uuid, started_at, label, board, host, kernel, preemption, probes, verdict, status, document) \
+                     VALUES ('00000000-0000-4000-8000-00000000000a', $1, 'old', 'h', 'h', 'k', 'p', 'timer', 'none', 'complete', $2)",
+                    &[&started["started_at"].as_str().unwrap(), &compressed],
+                )
+                .unwrap();
+        }
+    }
+    let (new, migrated) = (pg_schema(c, made_db), pg_schema(c, stepped_db));
+    assert!(new.len() >= 40, "read the schema: {new:?}");
+    assert_eq!(migrated, new, "a store migrated step by step has the schema of one made new");
+    assert_eq!(stepped.marker().1, known);
+    let combined = started["combined"].as_array().unwrap().len() as i64;
+    assert_eq!(
+        stepped.count("SELECT count(*) FROM figures WHERE run = 1"),
+        combined,
+        "layout 2 gave each combined series its figures"
+    );
+    let notes = stepped.count("SELECT count(forecast_note) + count(day_level_ns) FROM figures WHERE run = 1");
+    assert!(notes >= 1, "layout 3 gave its latency series a forecast's level or the reason for none");
+    assert_eq!(stepped.count("SELECT count(*) FROM runs WHERE series IS NULL AND part IS NULL"), 1, "layout 4: no series");
+    let store = Store::open(&stepped.location()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(store.load(1).unwrap_or_else(|e| panic!("{e}")).started_at, started["started_at"].as_str().unwrap());
+}

@@ -106,9 +106,23 @@ impl PgStore {
     /// date (creating the store in an empty database).
     pub fn open(url: &str) -> Result<PgStore, OpenError> {
         let mut store = PgStore::connect(url)?;
-        store.check_and_migrate()?;
+        store.check_and_migrate(MIGRATIONS.len())?;
         store.layout = MIGRATIONS.len() as i64;
         Ok(store)
+    }
+
+    /// Brings the store at `url` up to `layout` of the ladder and no further (a store at that
+    /// layout or past it is left as it is), in one transaction; its layout after. For the
+    /// ladder's test, which takes a store up one step per connection (`tests/store`).
+    #[doc(hidden)]
+    pub fn migrate_to(url: &str, layout: usize) -> Result<i64, OpenError> {
+        let store = PgStore::connect(url)?;
+        store.check_and_migrate(layout.min(MIGRATIONS.len()))?;
+        let identity = store.identity(&mut **store.client.borrow_mut(), "reading the store")?;
+        Ok(match identity {
+            Identity::Store(v) => v,
+            Identity::Empty => 0,
+        })
     }
 
     /// Opens the store at `url` for reading only, as it is (nothing is migrated or written):
@@ -192,13 +206,12 @@ impl PgStore {
         Ok(Identity::Store(layout))
     }
 
-    /// Checks the database's identity and layout, then migrates it in one transaction, under
-    /// an advisory lock, its identity read again under the lock.
-    fn check_and_migrate(&self) -> Result<(), OpenError> {
+    /// Checks the database's identity and layout, then migrates it up to layout `upto` in one
+    /// transaction, under an advisory lock, its identity read again under the lock.
+    fn check_and_migrate(&self, upto: usize) -> Result<(), OpenError> {
         let t = &self.target;
         let c = &mut **self.client.borrow_mut();
-        let known = MIGRATIONS.len() as i64;
-        if self.identity(c, "opening the store")? == Identity::Store(known) {
+        if matches!(self.identity(c, "opening the store")?, Identity::Store(v) if v >= upto as i64) {
             return Ok(());
         }
         let doing = "create the store's tables";
@@ -217,7 +230,7 @@ impl PgStore {
             Identity::Empty => 0,
             Identity::Store(v) => v,
         };
-        for (i, m) in MIGRATIONS.iter().enumerate().skip(from as usize) {
+        for (i, m) in MIGRATIONS.iter().enumerate().take(upto).skip(from as usize) {
             tx.batch_execute(m.sql).map_err(fail)?;
             if let Some(fill) = m.fill {
                 fill(&mut tx).map_err(fail)?;
