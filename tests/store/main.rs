@@ -831,7 +831,8 @@ fn a_run_listed_then_replaced_is_neither_copied_nor_removed(b: Backend) {
 both!(a_run_listed_then_replaced_is_neither_copied_nor_removed);
 
 mod figures;
+mod listing;
 mod refusals;
 mod writers;
 #[allow(unused_imports)]
-use {figures::*, refusals::*, writers::*};
+use {figures::*, listing::*, refusals::*, writers::*};
