@@ -18,7 +18,7 @@ def main():
     ap.add_argument("--cpus", type=int, default=64)
     a = ap.parse_args()
     common.header(common.rtgauge_version(common.BINARY))
-    subprocess.run(["cargo", "run", "--quiet", "--release", "--example", "forecast_cost", "--", str(a.cpus), str(a.repeats)],
+    subprocess.run(["cargo", "run", "--quiet", "--profile", "dist", "--example", "forecast_cost", "--", str(a.cpus), str(a.repeats)],
                    cwd=common.ROOT, check=True)
 
 

@@ -17,7 +17,7 @@ boards (`--static`, default dist/rtgauge-x86_64 when it exists): a dynamically l
 also carries the shared C library's, libm's and the loader's resident pages, which the static
 build does not map.
 
-    python3 bench/memory.py [--repeats 5] [--rtgauge target/release/rtgauge] [--static dist/rtgauge-x86_64]
+    python3 bench/memory.py [--repeats 5] [--rtgauge target/dist/rtgauge] [--static dist/rtgauge-x86_64]
 """
 import argparse
 import os
@@ -57,7 +57,7 @@ def loads(specs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--rtgauge", default="target/release/rtgauge")
+    ap.add_argument("--rtgauge", default="target/dist/rtgauge")
     ap.add_argument("--static", default="dist/rtgauge-x86_64", help="the static build (skipped when missing)")
     a = ap.parse_args()
     static = a.static if os.path.exists(a.static) else None

@@ -376,8 +376,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--rss-requests", type=int, default=100_000)
     a = ap.parse_args()
-    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--example", "store_scale"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--profile", "dist", "--quiet"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--profile", "dist", "--quiet", "--example", "store_scale"], cwd=ROOT, check=True)
     version = rtgauge_version(BINARY)
     header(version)
     results = {}

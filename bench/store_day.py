@@ -19,7 +19,7 @@ def main():
         template = os.path.join(d, "one.json")
         subprocess.run([common.BINARY, "run", "-q", "--no-store", "--loops", "2000", "--warmup", "0", "--cpus", "0",
                         "--load", "none", "--json", template], check=True, stdout=subprocess.DEVNULL)
-        subprocess.run(["cargo", "run", "--quiet", "--release", "--example", "store_day", "--", template, str(a.repeats)],
+        subprocess.run(["cargo", "run", "--quiet", "--profile", "dist", "--example", "store_day", "--", template, str(a.repeats)],
                        cwd=common.ROOT, check=True)
 
 

@@ -23,7 +23,7 @@ import argparse, glob, json, os, shutil, socket, statistics, subprocess, sys, te
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import BINARY, ROOT, header, rtgauge_version
 
-EXAMPLE = os.path.join(ROOT, "target", "release", "examples", "store_scale")
+EXAMPLE = os.path.join(ROOT, "target", "dist", "examples", "store_scale")
 
 
 def example(*args):
@@ -153,7 +153,7 @@ def main():
     ap.add_argument("--template", help="a result document to make the runs from (default: a 2 s run on CPUs 0 and 1)")
     a = ap.parse_args()
     version = rtgauge_version(BINARY)
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--example", "store_scale"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--profile", "dist", "--quiet", "--example", "store_scale"], cwd=ROOT, check=True)
     header(version)
     with tempfile.TemporaryDirectory() as d:
         template = a.template or os.path.join(d, "template.json")

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Builds static rtgauge binaries for boards: x86_64, aarch64, armv7 (or "all").
+# Builds static rtgauge binaries for boards: x86_64, aarch64, armv7 (or "all"): the board build
+# (docs/builds.md: no dashboard, no PNG images) in the `dist` profile (fat LTO, one codegen unit).
 #   scripts/build-static.sh x86_64 aarch64 armv7      -> dist/rtgauge-<arch>
+#   scripts/build-static.sh --lab x86_64              -> dist/rtgauge-lab-x86_64: the lab build
 # x86_64: static glibc for the host target (no download). aarch64: musl (rustup target, linked
 # by rust-lld; Debian's aarch64 gcc compiles the bundled SQLite). armv7: static glibc (rustup target + Debian's gcc-arm-linux-gnueabihf).
 # Installs what is missing (rustup targets; Debian packages when run as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build=(--no-default-features)
+name=rtgauge
+if [ "${1:-}" = --lab ]; then
+  build=(); name=rtgauge-lab; shift
+fi
 [ $# -gt 0 ] || set -- x86_64
 [ "$1" = all ] && set -- x86_64 aarch64 armv7
 mkdir -p dist
@@ -27,19 +34,19 @@ for arch in "$@"; do
     x86_64)
       target=x86_64-unknown-linux-gnu
       # --target keeps the flag away from build scripts and proc macros.
-      RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked --target $target ;;
+      RUSTFLAGS="-C target-feature=+crt-static" cargo build --profile dist --locked "${build[@]}" --target $target ;;
     aarch64)
       target=aarch64-unknown-linux-musl
       need_target $target
       need_pkg aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu # the bundled SQLite's C (see .cargo/config.toml)
-      cargo build --release --locked --target $target ;;
+      cargo build --profile dist --locked "${build[@]}" --target $target ;;
     armv7)
       target=armv7-unknown-linux-gnueabihf
       need_target $target
       need_pkg arm-linux-gnueabihf-gcc gcc-arm-linux-gnueabihf
-      cargo build --release --locked --target $target ;;
+      cargo build --profile dist --locked "${build[@]}" --target $target ;;
     *) echo "build-static: unknown architecture '$arch': use x86_64, aarch64, armv7 or all" >&2; exit 2 ;;
   esac
-  cp "${CARGO_TARGET_DIR:-target}/$target/release/rtgauge" "dist/rtgauge-$arch"
-  echo "dist/rtgauge-$arch: $(file -b "dist/rtgauge-$arch" 2>/dev/null | cut -d, -f1-2 || true)"
+  cp "${CARGO_TARGET_DIR:-target}/$target/dist/rtgauge" "dist/$name-$arch"
+  echo "dist/$name-$arch: $(stat -c %s "dist/$name-$arch") bytes, $(file -b "dist/$name-$arch" 2>/dev/null | cut -d, -f1-2 || true)"
 done

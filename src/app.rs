@@ -44,7 +44,10 @@ pub fn main() -> ExitCode {
         Command::Export(a) => commands::export::export(&a),
         Command::Import(a) => commands::import::import(&a),
         Command::Push(a) => commands::push::push(&a),
+        #[cfg(feature = "lab")]
         Command::Serve(a) => commands::serve::serve(&a),
+        #[cfg(not(feature = "lab"))]
+        Command::Serve { .. } => Err(commands::in_the_lab_build("serve (the dashboard)")),
         Command::Report(a) => commands::report::report(&a),
         Command::Compare(a) => commands::compare::compare(&a),
         Command::Check(a) => commands::check::check(&a),

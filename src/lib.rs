@@ -7,14 +7,16 @@
 //! code), `rtgauge-forecast`, `rtgauge-measure` (the measuring path: `scenario`, `audit`,
 //! `tuning`, `probe`, `load`, `aggregate`, `trace`, `verdict`), `rtgauge-store`,
 //! `rtgauge-report` (`report`, `interchange`, `metrics`, `http`), `rtgauge-run` (`run`, the
-//! stages in order) and `rtgauge-lab` (`serve`, the dashboard, and `png`). A crate cannot name
-//! one above it: the compiler keeps the arrows one way.
+//! stages in order) and `rtgauge-lab` (`serve`, the dashboard, and `png`: only in the lab
+//! build, the `lab` feature, default). A crate cannot name one above it: the compiler keeps the
+//! arrows one way.
 #![deny(unsafe_code)]
 
 pub mod app;
 pub mod commands;
 
 pub use rtgauge_forecast::forecast;
+#[cfg(feature = "lab")]
 pub use rtgauge_lab::{png, serve};
 pub use rtgauge_measure::{aggregate, audit, load, probe, scenario, trace, tuning, verdict};
 pub use rtgauge_model::{keep, result, vocab};

@@ -20,10 +20,11 @@ fn help_teaches_by_example() {
 }
 
 #[test]
-fn version_prints_the_package_version() {
+fn version_prints_the_package_version_and_the_build() {
     let out = rtgauge(&["--version"]).output().unwrap();
     assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("rtgauge {}", env!("CARGO_PKG_VERSION")));
+    // (the tests run the lab build, the default)
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("rtgauge {} (lab build)", env!("CARGO_PKG_VERSION")));
 }
 
 #[test]

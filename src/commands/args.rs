@@ -28,6 +28,13 @@ of rtgauge report --html):
 /// The sources' lines of `--help`.
 pub const SOURCES_HELP: &str = sources_help!();
 
+/// `--version`: the package's version and which build this is (docs/builds.md).
+const VERSION: &str = if cfg!(feature = "lab") {
+    concat!(env!("CARGO_PKG_VERSION"), " (lab build)")
+} else {
+    concat!(env!("CARGO_PKG_VERSION"), " (board build: no dashboard, no PNG images)")
+};
+
 const EXAMPLES: &str = concat!(
     "\
 Examples:
@@ -75,7 +82,7 @@ a second Ctrl-C exits at once."
 );
 
 #[derive(Debug, Parser)]
-#[command(name = "rtgauge", version, about = ABOUT, after_help = EXAMPLES, propagate_version = true)]
+#[command(name = "rtgauge", version = VERSION, about = ABOUT, after_help = EXAMPLES, propagate_version = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -164,7 +171,15 @@ pub enum Command {
         the lab's store for everyone who reaches the host (no authentication: read-only)\n\n\
         Pages: / (boards), /board/NAME, /run/ID, /compare?runs=A,B. JSON: /api/boards,\n\
         /api/runs, /api/runs/ID, /api/boards/NAME/series?probe=timer (docs/dashboard.md).")]
+    #[cfg(feature = "lab")]
     Serve(ServeArgs),
+    /// (the board build has no dashboard: asking for it says which build has it)
+    #[cfg(not(feature = "lab"))]
+    #[command(hide = true, disable_help_flag = true)]
+    Serve {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        rest: Vec<std::ffi::OsString>,
+    },
     /// Run load generators on their own, like stress or hackbench
     #[command(after_help = LOAD_EXAMPLES)]
     Load(LoadArgs),
@@ -397,15 +412,16 @@ pub struct RunArgs {
     pub no_store: bool,
 }
 
-/// Plots as images, for slides.
+/// Plots as images, for slides (the lab build; the board build takes the options only to say
+/// which build has them).
 #[derive(Debug, Args)]
 pub struct PngArgs {
     /// Write every plot as a PNG image into this directory (made if missing)
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", hide = cfg!(not(feature = "lab")))]
     pub png: Option<std::path::PathBuf>,
     /// The font of the images' text (a .ttf or .otf file) [default: a sans-serif font of the
     /// system's]
-    #[arg(long, value_name = "FILE", requires = "png")]
+    #[arg(long, value_name = "FILE", requires = "png", hide = cfg!(not(feature = "lab")))]
     pub font: Option<std::path::PathBuf>,
 }
 
@@ -571,6 +587,7 @@ pub struct ImportArgs {
     pub assume_independent: bool,
 }
 
+#[cfg(feature = "lab")]
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     #[command(flatten)]

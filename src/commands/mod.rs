@@ -20,6 +20,7 @@ pub mod report;
 pub mod restore;
 pub mod run;
 pub mod scenarios;
+#[cfg(feature = "lab")]
 pub mod serve;
 pub mod show;
 pub mod stall;
@@ -34,6 +35,20 @@ use std::process::ExitCode;
 
 /// Exit status of a usage or runtime error.
 pub const EXIT_ERROR: u8 = 2;
+
+/// Which build this is: the lab build has the dashboard and the PNG images, the board build
+/// not (the `lab` feature; docs/builds.md).
+pub const BUILD: &str = if cfg!(feature = "lab") { "lab" } else { "board" };
+
+/// What the board build lacks, asked for: one line saying which build has it.
+#[cfg(not(feature = "lab"))]
+pub fn in_the_lab_build(what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{what} is in rtgauge's lab build; this is the board build, which measures, judges, keeps and sends runs: run \
+         it where the lab build is installed (a lab server), or build that with `cargo build --release` (its default \
+         features)"
+    )
+}
 
 /// The command line parsed; help, version and usage errors are said here, and become the
 /// exit status to end with.

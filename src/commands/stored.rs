@@ -3,6 +3,7 @@
 //! destinations of pages and images checked before any work and written whole.
 
 use super::args::PngArgs;
+#[cfg(feature = "lab")]
 use crate::png;
 use crate::report::json::{Asked, JsonSink};
 use crate::report::{html, out};
@@ -78,8 +79,29 @@ pub fn write_page(sink: JsonSink, page: &str, what: &str, path: &std::path::Path
 }
 
 /// `--png DIR [--font FILE]`, checked: the directory writable, a font found.
+#[cfg(feature = "lab")]
 pub fn png_out(a: &PngArgs) -> Result<Option<png::PngOut>> {
     a.png.as_deref().map(|dir| png::PngOut::prepare(dir, a.font.as_deref()).map_err(anyhow::Error::msg)).transpose()
+}
+
+/// The board build draws no images: `--png` says which build does, before anything is read.
+#[cfg(not(feature = "lab"))]
+pub fn png_out(a: &PngArgs) -> Result<Option<NoImages>> {
+    match a.png {
+        Some(_) => Err(super::in_the_lab_build("--png (the plots as images)")),
+        None => Ok(None),
+    }
+}
+
+/// What the board build writes images with: nothing (`png_out` refuses `--png` there).
+#[cfg(not(feature = "lab"))]
+pub enum NoImages {}
+
+#[cfg(not(feature = "lab"))]
+impl NoImages {
+    pub fn write(&self, _plots: &[(String, String)]) -> Result<Vec<std::path::PathBuf>, crate::vocab::Error> {
+        match *self {}
+    }
 }
 
 /// Says which images were written.
