@@ -199,19 +199,23 @@ fn a_rotated_run_has_all_its_code_resident_while_it_measures() {
     }
 }
 
-/// The run is run again with glibc's per-thread cache off (its held blocks fragmented a
+/// A continuous run is run again with glibc's per-thread cache off (its held blocks fragmented a
 /// continuous run's heap): its start-up environment has the tunable added to the caller's (or on
 /// its own); it keeps its name; the commands it starts get the caller's `GLIBC_TUNABLES` (or
 /// none), without the tunable or the marks; and a cache size the caller chose is left as it is,
-/// with no second start.
+/// with no second start. A one-shot run starts once, its environment the caller's.
 #[test]
 fn glibc_thread_cache_off_in_the_run_and_the_callers_tunables_for_its_commands() {
     if !cfg!(target_env = "gnu") || common::runner().is_some() {
         eprintln!("SKIPPED: glibc's tunables are read from a native glibc process");
         return;
     }
-    for (given, turned_off) in [(None, true), (Some("glibc.malloc.check=0"), true), (Some("glibc.malloc.tcache_count=3"), false)]
-    {
+    for (given, duration, turned_off) in [
+        (None, "forever", true),
+        (Some("glibc.malloc.check=0"), "forever", true),
+        (Some("glibc.malloc.tcache_count=3"), "forever", false),
+        (None, "30s", false),
+    ] {
         let Some((dir, db)) = store_of_its_own() else { return };
         let seen = dir.path().join("seen");
         let load = format!(
@@ -219,7 +223,7 @@ fn glibc_thread_cache_off_in_the_run_and_the_callers_tunables_for_its_commands()
              > {0}.part; mv {0}.part {0}; exec sleep 1000\"",
             seen.display()
         );
-        let mut run = rtgauge(&["run", "-q", "-D", "30s", "--warmup", "0", "--cpus", CPU, "--load", &load, "--db", &db]);
+        let mut run = rtgauge(&["run", "-q", "-D", duration, "--warmup", "0", "--cpus", CPU, "--load", &load, "--db", &db]);
         match given {
             Some(g) => run.env("GLIBC_TUNABLES", g),
             None => run.env_remove("GLIBC_TUNABLES"),

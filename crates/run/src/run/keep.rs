@@ -119,6 +119,9 @@ impl Outputs {
 /// The reporting stage: the summary and the JSON document written, the result kept in the
 /// store (or a rescue file); the exit status, or the error that ends the command.
 pub(super) fn report_and_keep(mut result: RunResult, outputs: Outputs, run: &super::Context) -> Result<u8> {
+    // The assembly's code (the forecast's above all) let go before the report's is run: each
+    // stage of the end of a run holds only its own code resident (`sys::mem::release_code_pages`).
+    crate::sys::mem::release_code_pages();
     let (keep, kernel_config) = (&*run.keep, run.kernel_config.clone());
     let json_on_stdout = outputs.sink.as_ref().is_some_and(JsonSink::is_stdout);
     // The result is kept even when the JSON document could not be written (and the other way
