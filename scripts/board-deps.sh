@@ -22,7 +22,8 @@ for target in x86_64-unknown-linux-gnu aarch64-unknown-linux-musl armv7-unknown-
   fi
 done
 # The check itself: the lab build has them (else the pattern names nothing).
-cargo tree --locked --offline -p rtgauge -e normal --prefix none | grep -qE '^resvg ' || {
+lab_tree=$(cargo tree --locked --offline -p rtgauge -e normal --prefix none)
+printf '%s\n' "$lab_tree" | grep -E '^resvg ' >/dev/null || {
   echo "board-deps: the lab build has no resvg: the list of the lab's crates is out of date" >&2; exit 2; }
 # With a board build's binary (scripts/build-static.sh makes them): what it lacks, its help does
 # not offer, and asked for, it says in one line which build has it (exit 2).
@@ -30,16 +31,17 @@ for bin in "$@"; do
   version=$("$bin" --version)
   case $version in *"(board build"*) ;; *) echo "board-deps: $bin is not a board build: $version"; status=1; continue ;; esac
   for help in "--help" "report --help" "compare --help"; do
+    # (the whole text first: a grep that stops at its first match would end rtgauge's writing)
     # shellcheck disable=SC2086
-    if "$bin" $help | grep -qE '(^|[[:space:]])(serve|--png|--font)([[:space:]]|$)'; then
+    text=$("$bin" $help)
+    if printf '%s\n' "$text" | grep -E '(^|[[:space:]])(serve|--png|--font)([[:space:]]|$)' >/dev/null; then
       echo "board-deps: $bin $help offers what the board build lacks"; status=1
     fi
   done
   for asked in "serve" "serve --listen 127.0.0.1:0" "report last --png /nonexistent/png" "compare 1 2 --png /nonexistent/png"; do
     # shellcheck disable=SC2086
     err=$("$bin" $asked 2>&1 >/dev/null) && rc=0 || rc=$?
-    lines=$(printf '%s
-' "$err" | grep -c .)
+    lines=$(printf '%s\n' "$err" | grep -c . || true)
     if [ "$rc" != 2 ] || [ "$lines" != 1 ] || ! printf '%s' "$err" | grep -q "lab build"; then
       echo "board-deps: '$bin $asked': exit $rc, $lines line(s): $err"; status=1
     fi

@@ -34,17 +34,17 @@ for arch in "$@"; do
     x86_64)
       target=x86_64-unknown-linux-gnu
       # --target keeps the flag away from build scripts and proc macros.
-      RUSTFLAGS="-C target-feature=+crt-static" cargo build --profile dist --locked "${build[@]}" --target $target ;;
+      RUSTFLAGS="-C target-feature=+crt-static" cargo build -p rtgauge --profile dist --locked "${build[@]}" --target $target ;;
     aarch64)
       target=aarch64-unknown-linux-musl
       need_target $target
       need_pkg aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu # the bundled SQLite's C (see .cargo/config.toml)
-      cargo build --profile dist --locked "${build[@]}" --target $target ;;
+      cargo build -p rtgauge --profile dist --locked "${build[@]}" --target $target ;;
     armv7)
       target=armv7-unknown-linux-gnueabihf
       need_target $target
       need_pkg arm-linux-gnueabihf-gcc gcc-arm-linux-gnueabihf
-      cargo build --profile dist --locked "${build[@]}" --target $target ;;
+      cargo build -p rtgauge --profile dist --locked "${build[@]}" --target $target ;;
     *) echo "build-static: unknown architecture '$arch': use x86_64, aarch64, armv7 or all" >&2; exit 2 ;;
   esac
   cp "${CARGO_TARGET_DIR:-target}/$target/dist/rtgauge" "dist/$name-$arch"

@@ -17,8 +17,8 @@ pub fn compare(a: &CompareArgs) -> Result<u8> {
             "compare needs two runs or more, e.g. rtgauge compare stock-kernel rt-kernel (rtgauge list shows them)"
         ));
     }
-    let sink = html_sink(a.html.as_deref())?;
     let png = png_out(&a.png)?;
+    let sink = html_sink(a.html.as_deref())?;
     let s = existing(a.store.db.as_deref())?;
     let runs = named_runs(&s, &names)?;
     if runs.len() < 2 {

@@ -9,8 +9,8 @@ use anyhow::Result;
 /// `rtgauge report RUN...`: the summary with text histograms, or `--html FILE` and/or
 /// `--png DIR`. Every destination and the font are checked before anything is drawn.
 pub fn report(a: &ReportArgs) -> Result<u8> {
-    let sink = html_sink(a.html.as_deref())?;
     let png = png_out(&a.png)?;
+    let sink = html_sink(a.html.as_deref())?;
     let s = existing(a.store.db.as_deref())?;
     let runs = named_runs(&s, &a.runs)?;
     if let (Some(sink), Some(path)) = (sink, &a.html) {

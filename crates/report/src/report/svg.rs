@@ -218,13 +218,14 @@ impl Canvas {
         );
     }
 
-    /// A line through `points` (none drawn for fewer than two).
+    /// A line through `points` (none drawn for fewer than two; a point that is not a number, as
+    /// a damaged stored document could give, is left out).
     pub fn line(&mut self, points: &[(f64, f64)], pen: Pen) {
-        if points.len() < 2 {
+        if points.iter().filter(|p| p.0.is_finite() && p.1.is_finite()).count() < 2 {
             return;
         }
         let mut p = String::with_capacity(points.len() * 12);
-        for &(x, y) in points {
+        for &(x, y) in points.iter().filter(|p| p.0.is_finite() && p.1.is_finite()) {
             let _ = write!(p, "{},{} ", num(x), num(y));
         }
         html_into!(self.out, "<polyline fill=\"none\"{} points=\"{}\"/>", pen.attrs(), p.trim_end());
@@ -232,11 +233,11 @@ impl Canvas {
 
     /// A filled polygon through `points`.
     pub fn polygon(&mut self, points: &[(f64, f64)], ink: Ink) {
-        if points.len() < 3 {
+        if points.iter().filter(|p| p.0.is_finite() && p.1.is_finite()).count() < 3 {
             return;
         }
         let mut p = String::with_capacity(points.len() * 12);
-        for &(x, y) in points {
+        for &(x, y) in points.iter().filter(|p| p.0.is_finite() && p.1.is_finite()) {
             let _ = write!(p, "{},{} ", num(x), num(y));
         }
         html_into!(

@@ -74,16 +74,19 @@ const TUNED_MARK: &str = "RTGAUGE_GLIBC_TUNABLES_WAS";
 #[cfg(target_env = "gnu")]
 const NAME_MARK: &str = "RTGAUGE_NAME_WAS";
 
-/// Runs `rtgauge run` and `rtgauge serve` again, once, with glibc's per-thread cache of freed
+/// Runs a continuous `rtgauge run` and `rtgauge serve` again, once, with glibc's per-thread cache of freed
 /// small blocks (tcache) turned off; glibc reads that setting only at start-up (`GLIBC_TUNABLES`),
 /// and `mallopt` has none for it. Each thread keeps up to 7 freed blocks of each small size for
 /// itself; in a continuous run, blocks a thread freed and never took again pinned holes in the one
 /// heap, which grew by fragmentation while the memory in use stayed the same (heaptrack: 1 541 569
 /// bytes between kept runs from the first to the last; the heap 784 -> 1 304 KiB over 6 minutes
 /// rotated every 10 s). Without the cache it stayed at 744 KiB (BENCHMARKS.md). The measurement
-/// loops do not allocate, so they never feel the difference. Only `run` and `serve` are run
-/// again: they are what a board or a lab keeps running for months (the loads' processes start
-/// often, the store's commands end soon).
+/// loops do not allocate, so they never feel the difference. Only a continuous run (`--rotate`,
+/// `-D forever`, `--metrics`, `--metrics-file`) and `serve` are run again: they are what a board
+/// or a lab keeps running for months. A one-shot run is not: a second start of the program
+/// (the loader, its relocations, the C library's start) cost it start-up time and resident
+/// pages (BENCHMARKS.md, "Builds"), for a cache that never grows in it. The loads' processes
+/// start often and the store's commands end soon.
 ///
 /// The program run again is the one running (`/proc/self/exe`, the kernel's link to it, not a
 /// path named by anyone), and only if that link is the file this code was loaded from (not so
@@ -107,7 +110,11 @@ pub fn exec_without_thread_cache() {
             return restore_after_exec(secure);
         }
         let args: Vec<Vec<u8>> = std::env::args_os().map(|a| a.as_bytes().to_vec()).collect();
-        let long_lived = args.get(1).is_some_and(|c| c == b"run" || c == b"serve");
+        let long_lived = match args.get(1).map(Vec::as_slice) {
+            Some(b"serve") => true,
+            Some(b"run") => continuous(&args[2..]),
+            _ => false,
+        };
         let was = std::env::var_os("GLIBC_TUNABLES");
         let was = was.as_ref().map(|w| w.as_bytes());
         let chosen = was.is_some_and(|w| w.windows(CACHE_SIZE.len()).any(|k| k == CACHE_SIZE.as_bytes()));
@@ -132,6 +139,25 @@ pub fn exec_without_thread_cache() {
         // Only returns if the program could not be run again: it then goes on as it is.
         let _ = execute_self(args, env);
     }
+}
+
+/// Whether the arguments of `rtgauge run` make it continuous: `--rotate`, `--metrics` or
+/// `--metrics-file` (with its value apart or after `=`), or a duration of `forever` (`-D forever`,
+/// `-Dforever`, `--duration forever`, `--duration=forever`); none after `--`. An option's value
+/// that merely reads so (a load's command holding `--rotate`) errs on the side of the
+/// continuous run: it is run again, as every run was before.
+#[cfg(target_env = "gnu")]
+fn continuous(args: &[Vec<u8>]) -> bool {
+    let option = |a: &[u8], name: &[u8]| a == name || (a.starts_with(name) && a.get(name.len()) == Some(&b'='));
+    let mut after_duration = false;
+    for a in args.iter().map(Vec::as_slice).take_while(|a| *a != b"--") {
+        let forever = matches!(a, b"-Dforever" | b"--duration=forever") || (after_duration && a == b"forever");
+        if forever || option(a, b"--rotate") || option(a, b"--metrics") || option(a, b"--metrics-file") {
+            return true;
+        }
+        after_duration = a == b"-D" || a == b"--duration";
+    }
+    false
 }
 
 /// Whether `/proc/self/exe` is the file this code was loaded from: the mapping that holds this
@@ -395,6 +421,29 @@ pub fn map_touch_unmap(bytes: usize) -> io::Result<u64> {
 
 #[cfg(test)]
 mod tests {
+    /// A continuous run is told by its arguments however they are written; a one-shot run, or
+    /// `forever` where it is no duration, is not.
+    #[test]
+    #[cfg(target_env = "gnu")]
+    fn a_continuous_run_is_told_by_its_arguments() {
+        let args = |s: &str| s.split(' ').filter(|a| !a.is_empty()).map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
+        for yes in [
+            "-D forever",
+            "-Dforever",
+            "--duration forever",
+            "--duration=forever",
+            "--rotate 10m",
+            "--rotate=1h",
+            "-q --metrics 127.0.0.1:9464",
+            "--metrics-file=/x",
+        ] {
+            assert!(super::continuous(&args(yes)), "{yes}");
+        }
+        for no in ["", "-D 30s", "--duration=24h --label forever", "--json run.json", "--metrics-public", "-q -- --rotate 10m"] {
+            assert!(!super::continuous(&args(no)), "{no}");
+        }
+    }
+
     /// Resident KiB of the process's read-and-execute file mappings (`/proc/self/smaps`).
     fn code_resident_kib() -> u64 {
         let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();

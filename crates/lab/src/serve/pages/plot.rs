@@ -103,7 +103,7 @@ pub fn long_term(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
     let (Some(&lo), Some(&hi)) = (values.iter().min(), values.iter().max()) else {
         html_into!(
             s,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">No figures of {} in these runs.</text></svg>",
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">No figures of {} in these runs.</text>",
             w / 2.0,
             h / 2.0,
             name
@@ -442,7 +442,7 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
         let mut s = svg_start(w as u32, 60, "heat-map", &format!("{name}: no histogram"));
         html_into!(
             s,
-            "<text x=\"{}\" y=\"34\" text-anchor=\"middle\">No histogram of {} in these runs.</text></svg>",
+            "<text x=\"{}\" y=\"34\" text-anchor=\"middle\">No histogram of {} in these runs.</text>",
             c(w / 2.0),
             name
         );
@@ -745,6 +745,16 @@ mod tests {
     fn the_palette_runs_from_light_to_dark() {
         assert_eq!(level_colour(0), "#fde725");
         assert_eq!(level_colour(LEVELS - 1), "#440154");
+    }
+
+    /// A series no run has still gives one whole SVG element per plot, saying so.
+    #[test]
+    fn plots_of_nothing_are_whole_svg() {
+        for svg in [long_term(&[], "timer", &[]), heat_map(&[], "timer", &[])] {
+            resvg::usvg::roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{e}: {svg}"));
+            assert_eq!((svg.matches("<svg").count(), svg.matches("</svg>").count()), (1, 1), "{svg}");
+            assert!(svg.contains("in these runs."), "{svg}");
+        }
     }
 
     #[test]
