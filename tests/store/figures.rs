@@ -593,8 +593,15 @@ fn pg_schema(c: &common::pg::Cluster, db: &str) -> Vec<String> {
 /// document compressed in the row) in it from the start — has exactly the columns, indexes,
 /// constraints and storage of a store made new, and the run came through every step: layout 2
 /// gave it its figures, layout 3 its forecast's level or the reason for none, layout 4 no
-/// series; it loads whole.
-#[test]
+/// series; it loads whole. (Named `…::postgres` as every PostgreSQL test, which the foreign
+/// architectures' runs under qemu-user skip: the client is the same Rust everywhere.)
+mod the_postgresql_ladder_step_by_step {
+    #[test]
+    fn postgres() {
+        super::a_postgresql_store_migrated_step_by_step_equals_one_made_new()
+    }
+}
+
 fn a_postgresql_store_migrated_step_by_step_equals_one_made_new() {
     use rtgauge::store::postgres::PgStore;
     let Some(made) = Backend::postgres("made_new") else { return };
