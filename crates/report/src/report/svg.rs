@@ -202,22 +202,6 @@ impl Canvas {
         );
     }
 
-    /// A rectangle's outline between two corners, filled with `fill` (or not).
-    pub fn frame(&mut self, a: (f64, f64), b: (f64, f64), fill: Option<Ink>, pen: Pen) {
-        let (x, y, w, h) = (a.0.min(b.0), a.1.min(b.1), (a.0 - b.0).abs(), (a.1 - b.1).abs());
-        let fill = fill.map_or("none".to_string(), |f| f.hex());
-        html_into!(
-            self.out,
-            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"{}/>",
-            num(x),
-            num(y),
-            num(w),
-            num(h),
-            fill,
-            pen.attrs()
-        );
-    }
-
     /// A line through `points` (none drawn for fewer than two; a point that is not a number, as
     /// a damaged stored document could give, is left out).
     pub fn line(&mut self, points: &[(f64, f64)], pen: Pen) {
@@ -280,12 +264,6 @@ impl Canvas {
             html_into!(self.out, " transform=\"rotate(-90 {x} {y})\"", x = &x, y = &y);
         }
         html_into!(self.out, ">{}</text>", text);
-    }
-
-    /// Marks written by the caller (a link round a mark, a title on it): markup made through
-    /// [`super::markup`], so escaped as everything else.
-    pub fn push(&mut self, markup: &Html) {
-        self.out += markup;
     }
 
     /// What is drawn from here to [`Canvas::unclip`] is cut at the rectangle between `a` and `b`

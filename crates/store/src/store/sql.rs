@@ -55,6 +55,14 @@ impl Row {
         }
     }
 
+    /// Text `i`, taken out of the row (not copied).
+    fn take_text(&mut self, i: usize) -> Option<String> {
+        match self.0.get_mut(i).map(std::mem::take) {
+            Some(Value::Text(t)) => Some(t),
+            _ => None,
+        }
+    }
+
     fn bytes(&self, i: usize) -> Option<&[u8]> {
         match self.0.get(i) {
             Some(Value::Bytes(b)) => Some(b),
@@ -131,10 +139,7 @@ pub(super) fn clauses<'f>(d: &Dialect, filter: &'f Filter) -> (String, Vec<Param
 
 /// A row of [`Dialect::row_columns`], its texts taken, not copied.
 pub(super) fn run_row(mut r: Row) -> RunRow {
-    let mut text = |i: usize| match r.0.get_mut(i).map(std::mem::take) {
-        Some(Value::Text(t)) => Some(t),
-        _ => None,
-    };
+    let mut text = |i: usize| r.take_text(i);
     let (uuid, started_at, label, board, host) = (text(12), text(1), text(2), text(13), text(3));
     let (kernel, preemption, scenario, probes) = (text(4), text(5), text(6), text(7));
     let (verdict, status, imported_from, series) = (text(9), text(10), text(11), text(14));
@@ -328,12 +333,13 @@ pub(super) fn figures(db: &dyn Sql, ids: &[i64], shown: &str) -> Result<Option<H
         .collect();
     for mut r in series {
         let run = r.int(0).unwrap_or_default();
+        let (series, note) = (r.take_text(2).unwrap_or_default(), r.take_text(13));
         let unsigned = |i: usize| r.int(i).map(|v| v as u64);
         let bins = super::figures::decode_bins(r.bytes(9).unwrap_or_default())
             .ok_or_else(|| StoreError::Failed(format!("the figures of run {run} in the store {shown} are damaged")))?;
         let s = SeriesFigures {
             entry: r.int(1).unwrap_or_default() as u32,
-            series: String::new(),
+            series,
             latency: r.int(3).is_some_and(|v| v != 0),
             samples: unsigned(4).unwrap_or(0),
             missed: unsigned(5).unwrap_or(0),
@@ -344,13 +350,8 @@ pub(super) fn figures(db: &dyn Sql, ids: &[i64], shown: &str) -> Result<Option<H
             day_level_ns: unsigned(10),
             day_low_ns: unsigned(11),
             day_high_ns: unsigned(12),
-            forecast_note: None,
+            forecast_note: note,
         };
-        let mut take = |i: usize| match r.0.get_mut(i).map(std::mem::take) {
-            Some(Value::Text(t)) => Some(t),
-            _ => None,
-        };
-        let s = SeriesFigures { series: take(2).unwrap_or_default(), forecast_note: take(13), ..s };
         if let Some(f) = all.get_mut(&run) {
             f.series.push(s);
         }

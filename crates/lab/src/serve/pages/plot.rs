@@ -13,6 +13,7 @@ use crate::report::svg::{num as c, path_data, Axis, Canvas};
 use crate::serve::model::{BoardRun, Change};
 use crate::store::figures::{SeriesFigures, BINS, BINS_PER_DECADE, BIN_LOWEST_NS};
 use rtgauge_report::{html, html_into};
+use std::fmt::Write as _;
 
 /// Width of the board page's plots, in SVG pixels (the page is 1 240 px wide at most).
 pub const WIDTH: u32 = 1200;
@@ -484,7 +485,7 @@ pub fn heat_map(runs: &[BoardRun], name: &str, changes: &[Change]) -> Html {
             while e <= hi && b[e] > 0 && level(b[e]) == lv {
                 e += 1;
             }
-            paths[lv] += &format!("M{j} {}h1v{}h-1z", k - lo, e - k);
+            let _ = write!(paths[lv], "M{j} {}h1v{}h-1z", k - lo, e - k);
             k = e;
         }
     }
