@@ -325,12 +325,12 @@ impl Drop for Cgroup {
 #[test]
 fn check_reports_a_cpu_quota_on_its_own_cgroup() {
     let Some((own, v2)) = own_cpu_cgroup() else {
-        eprintln!("SKIPPED: no cpu cgroup controller this test may use");
+        common::skip(common::Skip::Missing, "no cpu cgroup controller this test may use");
         return;
     };
     let group = Cgroup(own.join(format!("rtgauge-test-quota-{}", std::process::id())));
     if std::fs::create_dir(&group.0).is_err() {
-        eprintln!("SKIPPED: cannot make a cgroup under {} (needs root)", own.display());
+        common::skip(common::Skip::Missing, &format!("cannot make a cgroup under {} (needs root)", own.display()));
         return;
     }
     let (file, value, lift) = if v2 { ("cpu.max", "90000 100000", "max") } else { ("cpu.cfs_quota_us", "90000", "-1") };

@@ -45,7 +45,7 @@ fn live_view_on_a_terminal() {
     let typescript = dir.path().join("typescript");
     let cmd = format!("{} run --duration 2s --warmup 0 --cpus 0", bin_shell());
     let Ok(out) = std::process::Command::new("script").args(["-qec", &cmd]).arg(&typescript).output() else {
-        eprintln!("SKIPPED: 'script' (util-linux) is not installed");
+        common::skip(common::Skip::Missing, "'script' (util-linux) is not installed");
         return;
     };
     let text = String::from_utf8_lossy(&out.stdout);

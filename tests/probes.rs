@@ -139,7 +139,7 @@ fn loops_count_the_first_probes_own_periods() {
 fn calm_and_hit_cpus() -> Option<(usize, usize)> {
     let cpus = online_cpus();
     if cpus.len() < 2 {
-        eprintln!("SKIPPED: needs two CPUs");
+        common::skip(common::Skip::Missing, "needs two CPUs");
         return None;
     }
     Some((cpus[0], cpus[1]))
@@ -392,7 +392,10 @@ fn a_stall_shows_in_the_wakeup_chain_on_its_cpu_only() {
 fn the_deadline_policy_runs_the_measurement_threads_at_sched_deadline() {
     let _turn = turn();
     if let Some(r) = runner() {
-        eprintln!("SKIPPED: SCHED_DEADLINE (sched_setattr) through the emulator '{r}' is not what is tested");
+        common::skip(
+            common::Skip::Here,
+            &format!("SCHED_DEADLINE (sched_setattr) through the emulator '{r}' is not what is tested"),
+        );
         return;
     }
     let run = rtgauge(&["run", "-q", "--json", "-", "-D", "1500ms", "--warmup", "0", "--load", "none", "--cpus", "0"])

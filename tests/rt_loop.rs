@@ -33,7 +33,7 @@ fn every_wait_method_keeps_the_loop_to_its_own_calls() {
 /// result document. `None` under an emulator (strace would trace the emulator).
 fn traced(args: &[&str]) -> Option<(BTreeMap<u32, Vec<String>>, serde_json::Value)> {
     if let Some(r) = runner() {
-        eprintln!("SKIPPED: the RT loop cannot be traced through the emulator '{r}'");
+        common::skip(common::Skip::Here, &format!("the RT loop cannot be traced through the emulator '{r}'"));
         return None;
     }
     if std::process::Command::new("strace").arg("-V").output().is_err() {
@@ -184,7 +184,7 @@ fn the_ping_pong_receiver_and_sender_make_only_their_mechanisms_calls() {
 #[test]
 fn the_udp_round_trip_programs_no_timer_between_send_and_reply() {
     if runner().is_some() {
-        eprintln!("SKIPPED: the RT loop cannot be traced through the emulator");
+        common::skip(common::Skip::Here, "the RT loop cannot be traced through the emulator");
         return;
     }
     let (mut echo, target) = start_echo(rtgauge(&["udp-echo", "--listen", "127.0.0.1:0", "-D", "60s"]));

@@ -259,7 +259,7 @@ fn a_file_size_limit_too_small_for_the_result_is_refused_before_measuring_leavin
 #[test]
 fn a_stack_limit_too_small_to_run_is_one_line_not_a_stack_overflow() {
     if runner().is_some() {
-        eprintln!("SKIPPED: under an emulator the guest's stack is the emulator's");
+        common::skip(common::Skip::Here, "under an emulator the guest's stack is the emulator's");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -19,7 +19,7 @@ fn injected_stall_shows_on_its_cpu_only_with_its_size_and_missed_periods() {
     let _turn = turn();
     let cpus = online_cpus();
     if cpus.len() < 2 {
-        eprintln!("SKIPPED: needs two CPUs");
+        common::skip(common::Skip::Missing, "needs two CPUs");
         return;
     }
     let (quiet_cpu, stalled_cpu) = (cpus[0], cpus[1]);
@@ -270,7 +270,7 @@ fn phases_sum_exactly_with_a_stall_across_the_end() {
 fn stalls_at_a_known_rate_give_a_return_level_of_their_size() {
     let _turn = turn();
     if runner().is_some() {
-        eprintln!("SKIPPED under an emulator: a stall's start-up there exceeds the gaps between stalls");
+        common::skip(common::Skip::Here, "under an emulator: a stall's start-up there exceeds the gaps between stalls");
         return;
     }
     let cpu = *online_cpus().last().unwrap();

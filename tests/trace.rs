@@ -42,7 +42,7 @@ fn tracefs_state() -> (bool, Vec<String>) {
 fn supported() -> bool {
     let ok = std::fs::read_to_string("/proc/filesystems").unwrap_or_default().contains("tracefs");
     if !ok {
-        eprintln!("SKIPPED: this kernel has no tracefs");
+        common::skip(common::Skip::Missing, "this kernel has no tracefs");
     }
     ok
 }
@@ -265,7 +265,7 @@ impl OwnTracefs {
             .status()
             .is_ok_and(|s| s.success());
         if !ok {
-            eprintln!("SKIPPED: cannot mount tracefs here (needs root)");
+            common::skip(common::Skip::Missing, "cannot mount tracefs here (needs root)");
             return None;
         }
         Some(OwnTracefs { dir, made: Vec::new() })

@@ -38,7 +38,7 @@ impl Netns {
         if ok {
             Some(n)
         } else {
-            eprintln!("SKIPPED: cannot make network namespaces here (needs root and iproute2)");
+            common::skip(common::Skip::Missing, "cannot make network namespaces here (needs root and iproute2)");
             None
         }
     }
@@ -226,7 +226,7 @@ fn an_echo_answers_neither_itself_nor_another_echo_and_ends_on_time() {
     let started = std::time::Instant::now();
     // From B to A: A answers B once (a reply), B answers no reply.
     if !send_as(pb, pa, &probe_datagram(1)) {
-        eprintln!("SKIPPED: no raw socket here (needs root)");
+        common::skip(common::Skip::Missing, "no raw socket here (needs root)");
         for mut c in [a, b] {
             let _ = c.kill();
             let _ = c.wait();

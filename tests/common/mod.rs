@@ -37,9 +37,51 @@ pub fn runner() -> Option<String> {
 pub fn native_only(what: &str) -> bool {
     let skipped = runner().is_some();
     if skipped {
-        eprintln!("SKIPPED under an emulator: {what} is tested natively");
+        skip(Skip::Here, &format!("under an emulator: {what} is tested natively"));
     }
     skipped
+}
+
+/// Why a test leaves a check out.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Skip {
+    /// Something the suite needs and `.ci/run` provides (a program, a kernel feature, root, two
+    /// CPUs, a free port): under CI its absence fails the test.
+    Missing,
+    /// What cannot be checked here by design (under an emulator, whose own memory, stack or
+    /// system calls would be measured; on another C library): tested natively. Never a failure.
+    Here,
+}
+
+/// Whether the suite runs under CI (`CI` set and not empty: `.ci/run` sets it).
+pub fn under_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty())
+}
+
+/// Checks skipped by this test binary so far (printed when it exits: [`skip`]).
+static SKIPPED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Says that the calling test leaves `what` unchecked, and counts it. The line `SKIPPED: what`
+/// goes to the test binary's own standard error, not through the test's captured output (which
+/// libtest shows only for a failing test), so that it is seen; when the binary exits, after
+/// libtest's `test result:` line, it says how many checks it skipped (`.ci/run` adds them up in
+/// its closing lines). Under CI a [`Skip::Missing`] requirement fails the test instead: CI
+/// installs everything the suite needs, and a test passing there without testing is a defect.
+pub fn skip(why: Skip, what: &str) {
+    use std::io::Write;
+    assert!(why != Skip::Missing || !under_ci(), "needed under CI (.ci/run provides it): {what}");
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    AT_EXIT.call_once(|| {
+        extern "C" fn say_how_many() {
+            use std::io::Write;
+            let n = SKIPPED.load(std::sync::atomic::Ordering::SeqCst);
+            let _ = writeln!(std::io::stderr(), "skipped: {n} check(s) of this test binary (the SKIPPED lines above)");
+        }
+        // SAFETY: registers a function without arguments that only writes to standard error.
+        unsafe { libc::atexit(say_how_many) };
+    });
+    SKIPPED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {what}");
 }
 
 /// Waits (at most 60 s) until process `pid` is measuring — one of its measurement threads

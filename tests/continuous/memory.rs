@@ -12,7 +12,7 @@ use super::*;
 #[test]
 fn one_malloc_arena_whatever_threads_allocate() {
     if !cfg!(all(target_env = "gnu", target_pointer_width = "64")) || common::runner().is_some() {
-        eprintln!("SKIPPED: glibc's arenas are read from the map of a native 64-bit process");
+        common::skip(common::Skip::Here, "glibc's arenas are read from the map of a native 64-bit process");
         return;
     }
     let Some((dir, db)) = store_of_its_own() else { return };
@@ -110,7 +110,7 @@ fn page_cache_mappings(db: &str, trace: &Path, args: &[&str]) -> usize {
 #[test]
 fn a_rotated_runs_sqlite_pages_come_from_memory_allocated_once() {
     if !cfg!(target_env = "gnu") || common::runner().is_some() {
-        eprintln!("SKIPPED: SQLite's allocations are read from strace's stacks of a native glibc process");
+        common::skip(common::Skip::Here, "SQLite's allocations are read from strace's stacks of a native glibc process");
         return;
     }
     let Some((dir, db)) = store_of_its_own() else { return };
@@ -173,7 +173,7 @@ fn own_code_kib(pid: u32) -> (u64, u64, u64) {
 #[test]
 fn a_rotated_run_has_all_its_code_resident_while_it_measures() {
     if common::runner().is_some() {
-        eprintln!("SKIPPED: under an emulator the mappings and their pages are the emulator's");
+        common::skip(common::Skip::Here, "under an emulator the mappings and their pages are the emulator's");
         return;
     }
     let Some((_dir, db)) = store_of_its_own() else { return };
@@ -207,7 +207,7 @@ fn a_rotated_run_has_all_its_code_resident_while_it_measures() {
 #[test]
 fn glibc_thread_cache_off_in_the_run_and_the_callers_tunables_for_its_commands() {
     if !cfg!(target_env = "gnu") || common::runner().is_some() {
-        eprintln!("SKIPPED: glibc's tunables are read from a native glibc process");
+        common::skip(common::Skip::Here, "glibc's tunables are read from a native glibc process");
         return;
     }
     for (given, duration, turned_off) in [
@@ -268,7 +268,7 @@ fn glibc_thread_cache_off_in_the_run_and_the_callers_tunables_for_its_commands()
 #[test]
 fn serve_runs_itself_again_only_where_it_is_proc_self_exe() {
     if !cfg!(target_env = "gnu") || common::runner().is_some() {
-        eprintln!("SKIPPED: a native glibc binary runs itself again");
+        common::skip(common::Skip::Here, "a native glibc binary runs itself again");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -24,7 +24,7 @@ fn turn() -> std::sync::MutexGuard<'static, ()> {
 fn emulated() -> bool {
     let skip = runner().is_some();
     if skip {
-        eprintln!("SKIPPED under an emulator: an RT load on every CPU starves the emulated coordinator");
+        common::skip(common::Skip::Here, "under an emulator: an RT load on every CPU starves the emulated coordinator");
     }
     skip
 }
@@ -261,7 +261,7 @@ fn a_run_killed_with_its_guardian_leaves_its_cgroup_to_the_next_rtgauge() {
         child.kill().unwrap();
         child.wait().unwrap();
         m.assert_clean("SIGKILL of rtgauge");
-        eprintln!("SKIPPED: the loads ran in no cgroup of rtgauge's here");
+        common::skip(common::Skip::Missing, "the loads ran in no cgroup of rtgauge's here");
         return;
     };
     let guardian =
@@ -288,7 +288,7 @@ fn v1_hierarchy(controller: &str) -> bool {
 #[test]
 fn a_cgroup_v1_hierarchy_contains_loads_where_there_is_no_v2() {
     if !v1_hierarchy("freezer") && !v1_hierarchy("pids") {
-        eprintln!("SKIPPED: no cgroup v1 freezer or pids hierarchy here");
+        common::skip(common::Skip::Missing, "no cgroup v1 freezer or pids hierarchy here");
         return;
     }
     let m = Marker::new();
@@ -306,7 +306,7 @@ fn a_cgroup_v1_hierarchy_contains_loads_where_there_is_no_v2() {
 #[test]
 fn the_rt_group_scheduling_trap_falls_back_to_process_groups() {
     if !std::path::Path::new("/sys/fs/cgroup/cpu/cpu.rt_runtime_us").exists() {
-        eprintln!("SKIPPED: no cgroup v1 cpu hierarchy with RT group scheduling here");
+        common::skip(common::Skip::Missing, "no cgroup v1 cpu hierarchy with RT group scheduling here");
         return;
     }
     let m = Marker::new();

@@ -78,11 +78,15 @@ fn sigkill_while_the_result_is_written_leaves_no_stray_file() {
 /// Whether strace can follow the binary (installed, and the binary not run by an emulator);
 /// if not, says the test is skipped, and why.
 fn native_strace(why: &str) -> bool {
-    let usable = runner().is_none() && Command::new("strace").arg("-V").output().is_ok();
-    if !usable {
-        eprintln!("SKIPPED: needs strace and a native binary{why}");
+    if runner().is_some() {
+        common::skip(common::Skip::Here, &format!("needs a native binary (strace would follow the emulator){why}"));
+        return false;
     }
-    usable
+    let installed = Command::new("strace").arg("-V").output().is_ok();
+    if !installed {
+        common::skip(common::Skip::Missing, &format!("needs strace (apt-get install strace){why}"));
+    }
+    installed
 }
 
 /// The children of process `pid` (from /proc: each process's parent).
@@ -218,7 +222,7 @@ fn measured_while_paged_out(extra: &[&str]) -> (Value, usize) {
 #[test]
 fn page_faults_while_measuring_are_counted_and_locked_memory_takes_none() {
     if runner().is_some() {
-        eprintln!("SKIPPED under an emulator: the page faults would be the emulator's");
+        common::skip(common::Skip::Here, "under an emulator: the page faults would be the emulator's");
         return;
     }
     let faults = |doc: &Value| -> Vec<u64> { doc["probes"].as_array().unwrap().iter().map(|p| u(&p["page_faults"])).collect() };

@@ -7,7 +7,7 @@ use super::*;
 #[test]
 pub(crate) fn import_memory_follows_what_is_kept_not_the_file_size() {
     if runner().is_some() {
-        eprintln!("SKIPPED: an emulator's own address space does not fit the limit");
+        common::skip(common::Skip::Here, "an emulator's own address space does not fit the limit");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -57,7 +57,7 @@ fn screenshot(html: &Path, out: &Path) -> Option<(u32, u32, Vec<u8>)> {
         .into_iter()
         .find(|b| std::process::Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()));
     let Some(browser) = browser else {
-        eprintln!("SKIPPED the rendering: no Chromium (apt-get install chromium); .ci/run installs it");
+        common::skip(common::Skip::Missing, "the rendering: no Chromium (apt-get install chromium); .ci/run installs it");
         return None;
     };
     let status = std::process::Command::new(browser)
@@ -224,7 +224,10 @@ fn report_and_compare_png_draw_every_plot_with_its_text() {
     let out = rtgauge(&["report", "p", "--db", &db, "--png", out_dir.to_str().unwrap()]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     if out.status.code() == Some(2) && err.contains("no font found") {
-        eprintln!("SKIPPED: no font on this system ({err}); .ci/run installs fonts-dejavu-core");
+        common::skip(
+            common::Skip::Missing,
+            &format!("no font on this system ({}); .ci/run installs fonts-dejavu-core", err.trim()),
+        );
         return;
     }
     assert!(out.status.success(), "{err}");

@@ -303,7 +303,7 @@ pub(crate) fn loopback_by_default_and_a_warning_on_any_other_address() {
     let lines = s.stop("TERM");
     assert!(!lines.iter().any(|l| l.to_lowercase().contains("authentication")), "{lines:?}");
     if std::net::TcpListener::bind("0.0.0.0:8080").is_err() {
-        eprintln!("SKIPPED serving on the default address: port 8080 is in use here");
+        common::skip(common::Skip::Here, "serving on the default address: port 8080 is in use here");
         return;
     }
     let s = Server::start_with(&["serve", "--db", &db]);
@@ -392,7 +392,7 @@ pub(crate) fn a_late_import_of_an_old_run_is_not_the_latest() {
 #[test]
 pub(crate) fn memory_does_not_grow_over_100_000_requests() {
     if runner().is_some() {
-        eprintln!("SKIPPED: under an emulator the resident set is the emulator's");
+        common::skip(common::Skip::Here, "under an emulator the resident set is the emulator's");
         return;
     }
     let requests: usize = std::env::var("RTGAUGE_TEST_RSS_REQUESTS").ok().and_then(|n| n.parse().ok()).unwrap_or(100_000);

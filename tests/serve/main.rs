@@ -66,10 +66,6 @@ fn bound(native: Duration) -> Duration {
     }
 }
 
-fn under_ci() -> bool {
-    std::env::var_os("CI").is_some_and(|v| !v.is_empty())
-}
-
 // ---------------------------------------------------------------------------------------------
 // HTTP/1.1 by hand: a request, a response (Content-Length, chunked, or to the end), keep-alive.
 // ---------------------------------------------------------------------------------------------
