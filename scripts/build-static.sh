@@ -33,6 +33,8 @@ need_target() {
 # loader to apply at start (a position-independent one rewrote a few hundred KiB of its own
 # pages before main, each then resident and private). Added to the rustflags .cargo/config.toml
 # gives each target (cargo joins the two lists).
+# A RUSTFLAGS of the caller's would replace these lists whole (cargo takes one source of flags).
+unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
 for arch in "$@"; do
   case $arch in x86_64) t=x86_64-unknown-linux-gnu ;; aarch64) t=aarch64-unknown-linux-musl ;; *) t=armv7-unknown-linux-gnueabihf ;; esac
   no_pie=(--config "target.$t.rustflags=[\"-C\", \"relocation-model=static\"]")

@@ -216,7 +216,7 @@ fn a_binary_the_kernel_cannot_execute_says_what_is_missing_and_how_to_run_it() {
         // Under an emulator the emulator itself carries out rtgauge's execve (qemu-arm ran the
         // planted file's start as its own): the kernel's ENOEXEC this test provokes never comes.
         // The native run of the suite tests it.
-        eprintln!("not applicable under an emulator: the kernel's ENOEXEC is the emulator's to see");
+        common::skip(common::Skip::Here, "under an emulator: the kernel's ENOEXEC is the emulator's to see");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -84,7 +84,7 @@ fn a_stall_shows_in_the_noise_floor_as_one_gap_of_its_size_on_its_cpu_only() {
     let _t = turn();
     let cpus = online_cpus();
     if cpus.len() < 2 {
-        common::skip(common::Skip::Missing, "needs two CPUs");
+        common::skip(common::Skip::Here, "needs two CPUs");
         return;
     }
     let (calm_cpu, hit_cpu) = (cpus[0], cpus[1]);

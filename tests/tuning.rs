@@ -37,7 +37,7 @@ fn start(extra: &[&str]) -> (Child, bool) {
 #[test]
 fn cpu_dma_latency_is_held_during_the_run_only() {
     if !std::path::Path::new(DEVICE).exists() {
-        common::skip(common::Skip::Missing, &format!("no {DEVICE}"));
+        common::skip(common::Skip::Here, &format!("no {DEVICE}"));
         return;
     }
     let (mut child, held) = start(&[]);
@@ -49,7 +49,7 @@ fn cpu_dma_latency_is_held_during_the_run_only() {
 #[test]
 fn cpu_dma_latency_is_released_when_killed() {
     if !std::path::Path::new(DEVICE).exists() {
-        common::skip(common::Skip::Missing, &format!("no {DEVICE}"));
+        common::skip(common::Skip::Here, &format!("no {DEVICE}"));
         return;
     }
     let (mut child, held) = start(&[]);

@@ -45,11 +45,13 @@ pub fn native_only(what: &str) -> bool {
 /// Why a test leaves a check out.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Skip {
-    /// Something the suite needs and `.ci/run` provides (a program, a kernel feature, root, two
-    /// CPUs, a free port): under CI its absence fails the test.
+    /// Something the suite needs and `.ci/run` provides (a program or package, root): under CI
+    /// its absence fails the test.
     Missing,
-    /// What cannot be checked here by design (under an emulator, whose own memory, stack or
-    /// system calls would be measured; on another C library): tested natively. Never a failure.
+    /// What cannot be checked where the test runs: by design (under an emulator, whose own
+    /// memory, stack or system calls would be measured; on another C library), or a property of
+    /// the machine or kernel no installation gives (two CPUs, RT group scheduling, a cgroup
+    /// hierarchy, a port another program holds). Never a failure.
     Here,
 }
 
@@ -258,7 +260,7 @@ pub fn nobody(args: &[&str]) -> Command {
 pub fn nobody_can_run() -> bool {
     let ok = nobody(&["--version"]).output().is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("SKIPPED: the user 'nobody' cannot execute {}", bin_shell());
+        skip(Skip::Here, &format!("the user 'nobody' cannot execute {} (a build below an unreadable home)", bin_shell()));
     }
     ok
 }

@@ -214,7 +214,10 @@ fn setsid_and_double_fork_grandchildren_are_gone_after_a_normal_end() {
     if let Some(path) = c["cgroup"].as_str() {
         assert!(!std::path::Path::new(path).exists(), "the run's cgroup {path} is removed");
     } else {
-        eprintln!("NOTE: no cgroup here ({}); process groups cannot hold a setsid", c["fallback_reason"]);
+        common::skip(
+            common::Skip::Here,
+            &format!("no cgroup here ({}); process groups cannot hold a setsid", c["fallback_reason"]),
+        );
     }
 }
 
@@ -261,7 +264,7 @@ fn a_run_killed_with_its_guardian_leaves_its_cgroup_to_the_next_rtgauge() {
         child.kill().unwrap();
         child.wait().unwrap();
         m.assert_clean("SIGKILL of rtgauge");
-        common::skip(common::Skip::Missing, "the loads ran in no cgroup of rtgauge's here");
+        common::skip(common::Skip::Here, "the loads ran in no cgroup of rtgauge's here");
         return;
     };
     let guardian =
@@ -288,7 +291,7 @@ fn v1_hierarchy(controller: &str) -> bool {
 #[test]
 fn a_cgroup_v1_hierarchy_contains_loads_where_there_is_no_v2() {
     if !v1_hierarchy("freezer") && !v1_hierarchy("pids") {
-        common::skip(common::Skip::Missing, "no cgroup v1 freezer or pids hierarchy here");
+        common::skip(common::Skip::Here, "no cgroup v1 freezer or pids hierarchy here");
         return;
     }
     let m = Marker::new();
@@ -306,7 +309,7 @@ fn a_cgroup_v1_hierarchy_contains_loads_where_there_is_no_v2() {
 #[test]
 fn the_rt_group_scheduling_trap_falls_back_to_process_groups() {
     if !std::path::Path::new("/sys/fs/cgroup/cpu/cpu.rt_runtime_us").exists() {
-        common::skip(common::Skip::Missing, "no cgroup v1 cpu hierarchy with RT group scheduling here");
+        common::skip(common::Skip::Here, "no cgroup v1 cpu hierarchy with RT group scheduling here");
         return;
     }
     let m = Marker::new();
