@@ -502,7 +502,10 @@ mod tests {
     /// Python's SciPy is not installed (`apt-get install python3-scipy`; .ci/run installs it).
     #[test]
     fn the_fit_agrees_with_scipy() {
-        let scipy = std::process::Command::new("python3").args(["-c", "import scipy.stats"]).output();
+        // Debian's Python, where its python3-scipy is installed (not whichever `python3` comes
+        // first on the PATH: a pyenv's, without SciPy, once made this test pass untested).
+        const PYTHON: &str = "/usr/bin/python3";
+        let scipy = std::process::Command::new(PYTHON).args(["-c", "import scipy.stats"]).output();
         if !scipy.is_ok_and(|o| o.status.success()) {
             // As the integration tests' `skip` (tests/common/mod.rs): a failure under CI, else a
             // line on the test binary's own standard error (not the captured output).
@@ -533,7 +536,7 @@ mod tests {
                           y = np.loadtxt(sys.argv[1])\n\
                           c, loc, scale = st.genpareto.fit(y, floc=0)\n\
                           print(c, scale, st.genpareto.logpdf(y, c, 0, scale).sum())";
-            let out = std::process::Command::new("python3").args(["-c", script]).arg(&path).output().unwrap();
+            let out = std::process::Command::new(PYTHON).args(["-c", script]).arg(&path).output().unwrap();
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             let v: Vec<f64> = String::from_utf8_lossy(&out.stdout).split_whitespace().map(|t| t.parse().unwrap()).collect();
             let (xi_s, sigma_s, ll_s) = (v[0], v[1], v[2]);

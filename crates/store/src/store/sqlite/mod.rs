@@ -391,9 +391,9 @@ impl super::Backend for Sqlite {
     /// Reads every page of the store and checks its structure (`PRAGMA quick_check`): a file
     /// damaged past its first page is refused now, before measuring, not when the run is saved.
     /// Through the small page cache of a connection that stays open (the operating system
-    /// caches the file): with SQLite's default of 2 MB, a one-shot run's check of a store of a
-    /// few hundred runs left 2 MB of the store's pages resident in rtgauge through the whole
-    /// measurement and its end (BENCHMARKS.md, "Builds"). The save at the end writes through
+    /// caches the file): with SQLite's default of 2 MB, the pages a one-shot run's check read
+    /// stayed in rtgauge's memory through the whole measurement and its end (a store of 336
+    /// runs: about 1 MB more at the run's peak; BENCHMARKS.md, "Builds"). The save at the end writes through
     /// the same cache, as a continuous run's keeper does.
     fn check_whole(&self) -> Result<(), OpenError> {
         self.conn.pragma_update(None, "cache_size", following_cache()).map_err(|e| self.refuse(e))?;
