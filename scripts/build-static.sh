@@ -29,33 +29,31 @@ need_target() {
   rustup target list --installed 2>/dev/null | grep -qx "$1" || rustup target add "$1"
 }
 
-# Not position-independent: a static binary loaded at a fixed address has no relocations for the
-# loader to apply at start (a position-independent one rewrote a few hundred KiB of its own
-# pages before main, each then resident and private). Added to the rustflags .cargo/config.toml
-# gives each target (cargo joins the two lists).
-# A RUSTFLAGS of the caller's would replace these lists whole (cargo takes one source of flags).
+# A RUSTFLAGS of the caller's would replace the flag lists below whole (cargo takes one source).
 unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
 for arch in "$@"; do
-  case $arch in x86_64) t=x86_64-unknown-linux-gnu ;; aarch64) t=aarch64-unknown-linux-musl ;; *) t=armv7-unknown-linux-gnueabihf ;; esac
-  no_pie=(--config "target.$t.rustflags=[\"-C\", \"relocation-model=static\"]")
+  flags=()
   case $arch in
     x86_64)
       target=x86_64-unknown-linux-gnu
-      # --target keeps the flags away from build scripts and proc macros.
-      cargo build -p rtgauge --profile dist --locked "${build[@]}" --target $target "${no_pie[@]}" \
-        --config "target.$target.rustflags=[\"-C\", \"target-feature=+crt-static\"]" ;;
+      flags=(--config "target.$target.rustflags=[\"-C\", \"target-feature=+crt-static\"]") ;;
     aarch64)
       target=aarch64-unknown-linux-musl
       need_target $target
-      need_pkg aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu # the bundled SQLite's C (see .cargo/config.toml)
-      cargo build -p rtgauge --profile dist --locked "${build[@]}" --target $target "${no_pie[@]}" ;;
+      need_pkg aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu ;; # the bundled SQLite's C (see .cargo/config.toml)
     armv7)
       target=armv7-unknown-linux-gnueabihf
       need_target $target
-      need_pkg arm-linux-gnueabihf-gcc gcc-arm-linux-gnueabihf
-      cargo build -p rtgauge --profile dist --locked "${build[@]}" --target $target "${no_pie[@]}" ;;
+      need_pkg arm-linux-gnueabihf-gcc gcc-arm-linux-gnueabihf ;;
     *) echo "build-static: unknown architecture '$arch': use x86_64, aarch64, armv7 or all" >&2; exit 2 ;;
   esac
+  # Not position-independent: a static binary loaded at a fixed address has no relocations for
+  # the loader to apply at start (a position-independent one rewrote a few hundred KiB of its own
+  # pages before main, each then resident and private). Added to the rustflags .cargo/config.toml
+  # gives each target (cargo joins the lists); --target keeps them away from build scripts and
+  # proc macros.
+  cargo build -p rtgauge --profile dist --locked "${build[@]}" --target $target "${flags[@]}" \
+    --config "target.$target.rustflags=[\"-C\", \"relocation-model=static\"]"
   cp "${CARGO_TARGET_DIR:-target}/$target/dist/rtgauge" "dist/$name-$arch"
   echo "dist/$name-$arch: $(stat -c %s "dist/$name-$arch") bytes, $(file -b "dist/$name-$arch" 2>/dev/null | cut -d, -f1-2 || true)"
 done

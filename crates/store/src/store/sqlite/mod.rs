@@ -393,8 +393,8 @@ impl super::Backend for Sqlite {
     /// Through the small page cache of a connection that stays open (the operating system
     /// caches the file): with SQLite's default of 2 MB, the pages a one-shot run's check read
     /// stayed in rtgauge's memory through the whole measurement and its end (a store of 336
-    /// runs: about 1 MB more at the run's peak; BENCHMARKS.md, "Builds"). The save at the end writes through
-    /// the same cache, as a continuous run's keeper does.
+    /// runs: about 1 MB more at the run's peak; BENCHMARKS.md, "Builds"). The save at the end
+    /// writes through the same cache, as a continuous run's keeper does.
     fn check_whole(&self) -> Result<(), OpenError> {
         self.conn.pragma_update(None, "cache_size", following_cache()).map_err(|e| self.refuse(e))?;
         let mut q = self.conn.prepare("PRAGMA quick_check(1)").map_err(|e| self.refuse(e))?;
