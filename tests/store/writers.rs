@@ -17,6 +17,11 @@ use super::*;
 /// writers run (pg_stat_activity, sampled every 10 ms).
 pub(crate) const READER_BOUND: Duration = Duration::from_secs(5);
 
+/// The application name the readers give the server (`PGAPPNAME`), by which the sampler tells
+/// their sessions from the writers' (a writer's session shows a SELECT too, and the server's
+/// view may show a statement's text beside the wait of the next one).
+const READER_NAME: &str = "rtgauge-reader";
+
 /// `runs` measuring runs (short: 100 periods on one CPU, no load), `distinct` imports of files
 /// of their own, `same` imports of one and the same file and `pushes` pushes of the same 5 runs
 /// from another store, all started together on one store,
@@ -61,6 +66,10 @@ pub(crate) fn writers_at_once_through_the_binary(b: &Backend, runs: usize, disti
                         if let Some(p) = password {
                             reader.env("PGPASSWORD", p);
                         }
+                        // Named for the server's account below (PostgreSQL's own variable):
+                        // a writer's wait (its migration's advisory lock, a row another writer
+                        // is inserting) is a writer's, not a reader's.
+                        reader.env("PGAPPNAME", READER_NAME);
                         let out = reader.output().unwrap();
                         let (code, out, err) = (
                             out.status.code().unwrap_or(-1),
@@ -78,21 +87,26 @@ pub(crate) fn writers_at_once_through_the_binary(b: &Backend, runs: usize, disti
             .collect();
         // PostgreSQL: the server's account of every session of rtgauge's, every 10 ms while the
         // writers run: (samples, reading sessions seen active, reading sessions seen waiting
-        // for a lock).
+        // for a lock, reading sessions seen).
         let sampler = b.pg.as_ref().map(|(c, name)| {
             let (stop, name) = (&stop, name.clone());
             s.spawn(move || {
                 let mut admin = c.superuser("postgres");
-                let mut seen = (0u64, 0i64, 0i64);
+                let mut seen = (0u64, 0i64, 0i64, 0i64);
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     let row = admin
                         .query_one(
-                            "SELECT count(*) FILTER (WHERE state = 'active'), count(*) FILTER (WHERE wait_event_type = 'Lock') \
-                             FROM pg_stat_activity WHERE datname = $1 AND application_name = 'rtgauge' AND query ILIKE 'select%'",
-                            &[&name],
+                            "SELECT count(*) FILTER (WHERE state = 'active'), count(*) FILTER (WHERE wait_event_type = 'Lock'), count(*) \
+                             FROM pg_stat_activity WHERE datname = $1 AND application_name = $2",
+                            &[&name, &READER_NAME],
                         )
                         .unwrap();
-                    seen = (seen.0 + 1, seen.1 + row.get::<_, i64>(0), seen.2 + row.get::<_, i64>(1));
+                    seen = (
+                        seen.0 + 1,
+                        seen.1 + row.get::<_, i64>(0),
+                        seen.2 + row.get::<_, i64>(1),
+                        seen.3 + row.get::<_, i64>(2),
+                    );
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 seen
@@ -156,8 +170,12 @@ pub(crate) fn writers_at_once_through_the_binary(b: &Backend, runs: usize, disti
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         let readers: Vec<Vec<(Duration, bool)>> = readers.into_iter().map(|h| h.join().unwrap()).collect();
         if let Some(sampler) = sampler {
-            let (samples, reading, waiting) = sampler.join().unwrap();
-            eprintln!("the server seen {samples} times: {reading} reading sessions active, {waiting} waiting for a lock");
+            let (samples, reading, waiting, sessions) = sampler.join().unwrap();
+            eprintln!(
+                "the server seen {samples} times: {sessions} reading sessions, {reading} active, {waiting} waiting for a lock"
+            );
+            // The readers' sessions were seen (the name tells them): the account is theirs.
+            assert!(sessions > 0, "the sampler never saw a reader's session named {READER_NAME}");
             assert_eq!(waiting, 0, "a reading session of rtgauge's waited for a lock");
         }
         (writers, readers)
