@@ -6,6 +6,8 @@
 # x86_64: static glibc for the host target (no download). aarch64: musl (rustup target, linked
 # by rust-lld; Debian's aarch64 gcc compiles the bundled SQLite). armv7: static glibc (rustup target + Debian's gcc-arm-linux-gnueabihf).
 # Installs what is missing (rustup targets; Debian packages when run as root).
+# Compiles in RTGAUGE_DIST_TARGET_DIR when set (CI builds these beside the host's tests, in a
+# directory of their own), else where cargo would (CARGO_TARGET_DIR, or target/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=(--no-default-features)
@@ -31,6 +33,7 @@ need_target() {
 
 # A RUSTFLAGS of the caller's would replace the flag lists below whole (cargo takes one source).
 unset RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
+dir=${RTGAUGE_DIST_TARGET_DIR:-${CARGO_TARGET_DIR:-target}}
 for arch in "$@"; do
   flags=()
   case $arch in
@@ -52,8 +55,8 @@ for arch in "$@"; do
   # pages before main, each then resident and private). Added to the rustflags .cargo/config.toml
   # gives each target (cargo joins the lists); --target keeps them away from build scripts and
   # proc macros.
-  cargo build -p rtgauge --profile dist --locked "${build[@]}" --target $target "${flags[@]}" \
+  cargo build -p rtgauge --profile dist --locked "${build[@]}" --target $target --target-dir "$dir" "${flags[@]}" \
     --config "target.$target.rustflags=[\"-C\", \"relocation-model=static\"]"
-  cp "${CARGO_TARGET_DIR:-target}/$target/dist/rtgauge" "dist/$name-$arch"
+  cp "$dir/$target/dist/rtgauge" "dist/$name-$arch"
   echo "dist/$name-$arch: $(stat -c %s "dist/$name-$arch") bytes, $(file -b "dist/$name-$arch" 2>/dev/null | cut -d, -f1-2 || true)"
 done
