@@ -313,3 +313,58 @@ fn a_stale_trace_instance_of_a_dead_run_is_removed_by_restore() {
     assert!(err.contains(&name) && err.contains(&format!("pid {dead}")), "restore names it: {err}");
     assert!(live.exists(), "a live process's instance is left alone");
 }
+
+/// `--measure timerlat` on a kernel without the tracer (this machine's: `available_tracers` has
+/// no timerlat): one line naming the kernel option, exit 2, before measuring; nothing of the
+/// run's is left in tracefs (no instance, a mount undone) and its journal has nothing to put
+/// back. Beside `--trace` it is refused before anything is touched; a timer figure that fails
+/// its criteria points to it in the summary. (On a kernel that has it,
+/// the probe itself is proven in the RT guests: tests/vm.)
+#[test]
+fn timerlat_on_a_kernel_without_it_is_refused_in_one_line_with_nothing_changed() {
+    let _t = turn();
+    if !supported() {
+        return;
+    }
+    if std::fs::read_to_string("/sys/kernel/tracing/available_tracers")
+        .is_ok_and(|t| t.split_whitespace().any(|x| x == "timerlat"))
+    {
+        common::skip(common::Skip::Here, "this kernel has the timerlat tracer: its refusal is the standard guest's (tests/vm)");
+        return;
+    }
+    let (d, j) = journal();
+    let before = tracefs_state();
+    let out = rtgauge(&["run", "-q", "--loops", "50", "--warmup", "0", "--load", "none", "--measure", "timerlat@0"])
+        .env("RTGAUGE_JOURNAL", &j)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("timerlat") && err.contains("CONFIG_TIMERLAT_TRACER"), "{err}");
+    assert!(out.stdout.is_empty(), "nothing measured, nothing shown: {}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(tracefs_state(), before, "tracefs as it was");
+    // The journal holds nothing left to put back.
+    let restore = rtgauge(&["restore"]).env("RTGAUGE_JOURNAL", &j).output().unwrap();
+    assert_eq!(restore.status.code(), Some(0), "{}", String::from_utf8_lossy(&restore.stderr));
+    let said = String::from_utf8_lossy(&restore.stdout);
+    assert!(said.starts_with("Nothing to restore"), "{said}");
+    // Beside --trace: refused before anything runs, whatever the kernel has.
+    let out = rtgauge(&["run", "-q", "--loops", "50", "--load", "none", "--trace", "--measure", "timerlat@0"])
+        .env("RTGAUGE_JOURNAL", &j)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot run beside --trace"), "{err}");
+    assert_eq!(tracefs_state(), before, "tracefs as it was");
+    // A timer figure that fails its criteria points to the probe that splits it.
+    let out = rtgauge(&["run", "--loops", "50", "--warmup", "0", "--load", "none", "--cpus", "0", "--require", "max<1ns"])
+        .env("RTGAUGE_JOURNAL", &j)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("came late,\nmeasure with --measure timerlat@CPUS"), "{text}");
+    drop(d);
+}

@@ -229,6 +229,45 @@ fn check_guest(dir: &Path, validator: &jsonschema::Validator) -> Vec<String> {
             problems.push(format!("{name}: a {} ns stall on cpu1 but its max is {}", stall["duration_ns"], cpu1["max_ns"]));
         }
     }
+    problems.extend(check_timerlat(dir, &name));
+    problems
+}
+
+/// The timerlat probe in an RT guest (`timerlat-stall`): both series on the measured CPU, the
+/// same periods in each (the kernel's count pairs them), and the stall injected above the
+/// kernel's timerlat thread shown in `thread` (at least its length, less a period) and not in
+/// `irq` (the timer's interrupt still came; only the thread waited).
+fn check_timerlat(dir: &Path, name: &str) -> Vec<String> {
+    let (Ok(run), Ok(stall)) =
+        (fs::read_to_string(dir.join("timerlat-stall.json")), fs::read_to_string(dir.join("timerlat-stall.stall")))
+    else {
+        return Vec::new();
+    };
+    let doc: Value = serde_json::from_str(&run).unwrap();
+    let stall: Value = serde_json::from_str(&stall).unwrap();
+    let probes = doc["probes"].as_array().unwrap();
+    let of = |series: &str| probes.iter().find(|p| p["probe"] == "timerlat" && p["series"] == series && p["cpu"] == 1);
+    let (Some(thread), Some(irq)) = (of("thread"), of("irq")) else {
+        return vec![format!("{name}: timerlat-stall.json lacks cpu1's thread or irq series")];
+    };
+    let mut problems = Vec::new();
+    let planned = planned_periods(&doc, thread);
+    for p in [thread, irq] {
+        if u(&p["samples"]) == 0 || u(&p["samples"]) + u(&p["missed"]) != planned {
+            problems.push(format!(
+                "{name}: timerlat {}: {} samples, {} missed of {planned} periods",
+                p["series"], p["samples"], p["missed"]
+            ));
+        }
+    }
+    let interval = u(&doc["config"]["interval_ns"]);
+    let stalled = u(&stall["duration_ns"]);
+    if u(&thread["max_ns"]) + interval < stalled || u(&irq["max_ns"]) >= u(&thread["max_ns"]) {
+        problems.push(format!(
+            "{name}: a {stalled} ns stall above timerlat's thread on cpu1, but its thread's max is {} and its irq's {}",
+            thread["max_ns"], irq["max_ns"]
+        ));
+    }
     problems
 }
 

@@ -34,6 +34,9 @@ pub struct KernelTracer {
     /// Files of tracefs every instance (and rtla) shares that it sets (`osnoise/period_us`):
     /// each original is journaled before it is written, and written back at the end.
     pub shared: Vec<(&'static str, String)>,
+    /// The shared file that says on which CPUs the tracer runs its threads (`osnoise/cpus`), if
+    /// it has one: set, journaled like the others, to the probe's CPUs.
+    pub cpus_file: Option<&'static str>,
     /// Whether it may run beside `--trace` (whose instances trace the same CPUs).
     pub beside_trace: bool,
     /// The family of tracers of which the kernel runs one at a time (`osnoise` for osnoise,
@@ -46,6 +49,10 @@ pub struct KernelTracer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelInstance {
     pub dir: PathBuf,
+    /// The CPU the readers of the tracer's output run on: one the run does not measure, where
+    /// there is one (a reader on a measured CPU would be noise in what the tracer measures);
+    /// `None`: each reader runs on the CPU it reads.
+    pub reader_cpu: Option<usize>,
 }
 
 impl KernelInstance {
@@ -54,6 +61,12 @@ impl KernelInstance {
         self.dir.join(format!("per_cpu/cpu{cpu}/trace_pipe"))
     }
 }
+
+/// How long a reader sleeps when the tracer's output is empty. It polls rather than waits: a
+/// reader waiting on the pipe would have the kernel wake it for each line, from the measured CPU
+/// (an irq_work there each period); one that sleeps costs that CPU nothing. At 1 ms periods a CPU
+/// writes about 20 lines of 80 bytes in this time, far below the buffer's size.
+const POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// One fact a line of a tracer's output says: the tracer's own count of periods on that CPU
 /// (`#N`), which series, and its value.
@@ -98,7 +111,7 @@ fn check_conflicts_text(probes: &[&dyn Probe], trace: bool) -> Result<(), String
 const LINE: usize = 512;
 
 /// The loop of a thread that reads one CPU's trace of a kernel tracer (see the module doc): it
-/// waits for the pipe to be readable (50 ms at most, to see a stop), reads into a buffer of its
+/// reads the pipe without blocking, sleeping while it is empty ([`POLL`]), into a buffer of its
 /// own, and hands each fact its parser finds through the handoff of the fact's series. Periods
 /// are the tracer's own count, from the first fact read (the instance is started before the
 /// run, so the first facts fall in the warm-up); the count's gaps are the periods the tracer
@@ -110,6 +123,17 @@ pub struct TraceReader {
     slots: Vec<Option<usize>>,
     periods: u64,
     first: Option<u64>,
+    /// The series whose fact opens each of the tracer's periods (timerlat's `irq`, printed
+    /// before its `thread`): the first period counted is the first this series reports, so no
+    /// series' first period is taken for missed. `None`: any series opens one.
+    opener: Option<usize>,
+    /// The series whose lateness makes the tracer skip periods, and the interval: timerlat's
+    /// thread arms its next timer after it ran, at the first period still ahead, so a thread
+    /// `k` intervals late skips `k` periods its count never shows (they are missed, here, where
+    /// they fell). `None`: the tracer's count shows every period.
+    skips: Option<(usize, u64)>,
+    /// The periods skipped so far (see `skips`): the count's periods are shifted by them.
+    skipped: u64,
     buf: [u8; 4096],
     line: [u8; LINE],
     len: usize,
@@ -143,26 +167,59 @@ impl TraceReader {
             .custom_flags(libc::O_NONBLOCK)
             .open(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        Ok(TraceReader { pipe, parse, slots, periods, first: None, buf: [0; 4096], line: [0; LINE], len: 0, skipping: false })
+        Ok(TraceReader {
+            pipe,
+            parse,
+            slots,
+            periods,
+            first: None,
+            opener: None,
+            skips: None,
+            skipped: 0,
+            buf: [0; 4096],
+            line: [0; LINE],
+            len: 0,
+            skipping: false,
+        })
+    }
+
+    /// The reader with the series whose fact opens each of the tracer's periods (see the field).
+    pub fn opened_by(self, series: usize) -> TraceReader {
+        TraceReader { opener: Some(series), ..self }
+    }
+
+    /// The reader with the series whose lateness makes the tracer skip periods (see the field).
+    pub fn skipping_after(self, series: usize, interval_ns: u64) -> TraceReader {
+        TraceReader { skips: Some((series, interval_ns)), ..self }
     }
 
     /// Takes one line (without its newline) and hands its fact, if it says one; returns whether
     /// the run's periods are all accounted for.
     fn line(&mut self, out: &mut [Handoff]) -> bool {
         let Some(fact) = (self.parse)(&self.line[..self.len]) else { return false };
+        if self.first.is_none() && self.opener.is_some_and(|o| o != fact.series) {
+            return false;
+        }
         let first = *self.first.get_or_insert(fact.count);
-        let period = fact.count.saturating_sub(first) + 1;
+        let period = fact.count.saturating_sub(first) + 1 + self.skipped;
         if period > self.periods {
             return true;
         }
+        let missed = match self.skips {
+            Some((series, interval_ns)) if series == fact.series => {
+                super::missed_after(fact.value_ns, interval_ns, self.periods - period)
+            }
+            _ => 0,
+        };
         if let Some(Some(slot)) = self.slots.get(fact.series) {
             if let Some(h) = out.get_mut(*slot) {
                 if period > h.done() {
-                    h.served(period, fact.value_ns, 0);
+                    h.served(period, fact.value_ns, missed);
                 }
             }
         }
-        period == self.periods && out.iter().all(|h| h.done() >= self.periods)
+        self.skipped += missed;
+        period + missed >= self.periods && out.iter().all(|h| h.done() >= self.periods)
     }
 }
 
@@ -172,26 +229,13 @@ impl RtLoop for TraceReader {
         // What the tracer wrote between its set-up and the run's start is not the run's: the
         // first period is the tracer's first after it (within the start's margin).
         while matches!(self.pipe.read(&mut self.buf), Ok(n) if n > 0) {}
-        // (a pipe its poll calls ready that gives nothing is waited for, never spun on)
-        let mut ready_but_empty = false;
         while !stop.load(Relaxed) {
-            // The pipe is read without blocking; when it is empty the loop waits for it at most
-            // 50 ms (a pipe's readiness may wait for its buffer's watermark, `buffer_percent`).
+            // The pipe is read without blocking; when it is empty the loop sleeps (see POLL).
             let n = match self.pipe.read(&mut self.buf) {
                 Ok(0) => return,
-                Ok(n) => {
-                    ready_but_empty = false;
-                    n
-                }
+                Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {
-                    if ready_but_empty {
-                        std::thread::sleep(std::time::Duration::from_millis(10));
-                    }
-                    let deadline = crate::sys::time::monotonic_ns() + 50_000_000;
-                    match crate::sys::fd::wait_readable_until(&self.pipe, Some(deadline)) {
-                        Ok(ready) => ready_but_empty = ready,
-                        Err(_) => return,
-                    }
+                    std::thread::sleep(POLL);
                     continue;
                 }
                 Err(_) => return,

@@ -31,6 +31,7 @@ pub mod registry;
 pub mod seqlock;
 mod spawn;
 pub mod timer;
+pub mod timerlat;
 mod trigger;
 pub mod udp;
 pub mod wakeup;

@@ -15,6 +15,8 @@ use crate::vocab::Error;
 /// A kernel tracer running for the run in an instance of its own.
 pub struct KernelSession {
     instance: KernelInstance,
+    tracer: &'static str,
+    cpus: Vec<usize>,
 }
 
 impl KernelSession {
@@ -34,10 +36,11 @@ impl KernelSession {
                 if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
             )));
         }
-        for (file, value) in &tracer.shared {
+        let cpus_setting = tracer.cpus_file.map(|f| (f, crate::vocab::cpus::format_cpu_list(cpus)));
+        for (file, value) in tracer.shared.iter().chain(cpus_setting.iter()) {
             let path = fs.root.join(file);
             let original =
-                std::fs::read_to_string(&path).map_err(|e| Error::io(format_args!("cannot read {}", path.display()), &e))?;
+                crate::sys::tracefs::read(&path).map_err(|e| Error::io(format_args!("cannot read {}", path.display()), &e))?;
             let undo =
                 Undo::Write { path: path.display().to_string(), original: original.trim().to_string(), set: value.clone() };
             // Nothing is changed that the journal would not put back.
@@ -64,7 +67,7 @@ impl KernelSession {
         set().inspect_err(|_| {
             let _ = remove_instance(&dir);
         })?;
-        Ok(KernelSession { instance: KernelInstance { dir } })
+        Ok(KernelSession { instance: KernelInstance { dir, reader_cpu: None }, tracer: tracer.tracer, cpus: cpus.to_vec() })
     }
 
     /// The instance, for the probe's threads.
@@ -73,9 +76,37 @@ impl KernelSession {
     }
 
     /// Stops the tracer and removes the instance (the journal writes the shared files back).
-    pub fn finish(self) {
+    /// Returns a warning for each CPU whose buffer lost events (see [`Self::lost`]).
+    pub fn finish(self) -> Vec<String> {
+        let _ = write(&self.instance.dir.join("tracing_on"), "0");
+        let lost = self.lost();
         let _ = write(&self.instance.dir.join("current_tracer"), "nop");
         let _ = remove_instance(&self.instance.dir);
+        lost
+    }
+
+    /// What each measured CPU's buffer lost, as its `stats` count it (`overrun`: events the
+    /// writer overwrote before they were read; `dropped events`): a warning per CPU that lost
+    /// any. A lost event is a gap in the tracer's count of periods, so its periods are missed.
+    fn lost(&self) -> Vec<String> {
+        let count = |text: &str, key: &str| {
+            text.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0)
+        };
+        self.cpus
+            .iter()
+            .filter_map(|cpu| {
+                let stats = crate::sys::tracefs::read(&self.instance.dir.join(format!("per_cpu/cpu{cpu}/stats"))).ok()?;
+                let (overrun, dropped) = (count(&stats, "overrun:"), count(&stats, "dropped events:"));
+                (overrun + dropped > 0).then(|| {
+                    format!(
+                        "the kernel's {} buffer of CPU {cpu} lost {} event(s) before they were read (overrun {overrun}, \
+                         dropped {dropped}): their periods are counted missed",
+                        self.tracer,
+                        overrun + dropped
+                    )
+                })
+            })
+            .collect()
     }
 }
 

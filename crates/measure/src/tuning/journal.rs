@@ -620,7 +620,7 @@ fn permitted(u: &Undo) -> Result<(), String> {
 }
 
 fn read_trimmed(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+    crate::sys::tracefs::read(Path::new(path)).ok().map(|s| s.trim().to_string())
 }
 
 /// Undoes one change (an entry [`permitted`] let through); `Ok(None)` when there was nothing to

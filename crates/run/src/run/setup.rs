@@ -72,7 +72,7 @@ pub(super) fn release(
     warnings: &mut Vec<String>,
 ) -> (Released, Option<crate::load::guardian::Guardian>) {
     for k in held.kernel {
-        k.finish();
+        warnings.extend(k.finish());
     }
     let (tuning, restored) = held.tuning.finish();
     warnings.extend(restored.failed.iter().map(|f| format!("could not restore a setting: {f}")));
@@ -124,7 +124,9 @@ pub(super) fn hold(run: &mut super::Context, warnings: &mut Vec<String>) -> Resu
     }
     warnings.extend(tuning.warnings());
     let mut held = Held { tuning, guardian, trace: None, kernel: Vec::new() };
-    start_kernel_tracers(&mut resolved.probes, &mut held)?;
+    // The readers of a kernel tracer's output on a CPU the run does not measure, if any.
+    let reader_cpu = system.online_cpus.iter().copied().find(|c| !cpus.contains(c));
+    start_kernel_tracers(&mut resolved.probes, &mut held, reader_cpu)?;
     held.trace = start_trace(plan, &mut held, cpus, warnings);
     Ok(held)
 }
@@ -133,7 +135,7 @@ pub(super) fn hold(run: &mut super::Context, warnings: &mut Vec<String>) -> Resu
 /// an instance of its own, journaled; the instance given to the probe's threads. A kernel that
 /// lacks the tracer, or a run without the privilege, is refused before measuring (everything
 /// set so far is put back as the held tuning is dropped).
-fn start_kernel_tracers(probes: &mut [probe::ProbePlan], held: &mut Held) -> Result<()> {
+fn start_kernel_tracers(probes: &mut [probe::ProbePlan], held: &mut Held, reader_cpu: Option<usize>) -> Result<()> {
     for p in probes.iter_mut() {
         let Some(tracer) = p.probe.kernel() else { continue };
         let name = p.probe.name();
@@ -143,7 +145,7 @@ fn start_kernel_tracers(probes: &mut [probe::ProbePlan], held: &mut Held) -> Res
         };
         let session = crate::trace::kernel::KernelSession::start(journal, &tracer, &p.cpus)
             .map_err(|e| anyhow::anyhow!("--measure {name}: {e}"))?;
-        p.kernel = Some(session.instance().clone());
+        p.kernel = Some(probe::KernelInstance { reader_cpu, ..session.instance().clone() });
         held.kernel.push(session);
     }
     Ok(())

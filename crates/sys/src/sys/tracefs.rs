@@ -18,6 +18,33 @@ fn write_text(path: &Path, value: &str) -> Result<(), String> {
     std::fs::write(path, value).map_err(|e| format!("cannot write {value} to {}: {e}", path.display()))
 }
 
+/// Reads a tracefs (or procfs, sysfs) file whole, each read into a page's room at least: some of
+/// the kernel's files refuse a read smaller than their whole text (`osnoise/cpus` gives EINVAL,
+/// seen in Debian's 6.1 RT kernel), and `std::fs::read_to_string` begins with a small probe.
+pub fn read(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 4096];
+    let mut n = 0;
+    loop {
+        if buf.len() - n < 4096 {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+        // (a setting's file is short: a runaway one is not read on)
+        if n > 1 << 20 {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "longer than 1 MiB"));
+        }
+    }
+    buf.truncate(n);
+    String::from_utf8(buf).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
 /// /proc/mounts escapes blanks and backslashes as octal (`\040`).
 fn unescape(s: &str) -> String {
     s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")

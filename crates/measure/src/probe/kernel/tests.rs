@@ -5,7 +5,15 @@
 use super::*;
 
 fn tracer(name: &'static str, family: &'static str, beside_trace: bool) -> KernelTracer {
-    KernelTracer { tracer: name, config: "CONFIG_TRACING", instance: vec![], shared: vec![], beside_trace, family }
+    KernelTracer {
+        tracer: name,
+        config: "CONFIG_TRACING",
+        instance: vec![],
+        shared: vec![],
+        cpus_file: None,
+        beside_trace,
+        family,
+    }
 }
 
 #[test]
@@ -52,4 +60,50 @@ fn two_tracers_of_one_family_or_one_beside_trace_are_refused() {
     let e = check_conflicts(&[&own, &a], true).unwrap_err();
     assert!(e.contains("--measure a runs the kernel's timerlat tracer, which cannot run beside --trace"), "{e}");
     assert!(check_conflicts(&[&own, &b, &c], true).is_ok());
+}
+
+/// The reader on timerlat's lines as a FIFO gives them: a thread's line before the first
+/// interrupt's is not a period's start; a thread 3.5 intervals late makes the kernel skip three
+/// periods its count never shows, missed where they fell in both series; the reader ends by
+/// itself once every period is accounted for.
+#[test]
+fn a_late_thread_skips_the_periods_it_passed_in_both_series() {
+    use super::super::{Handoff, RtLoop, Sample, ThreadCounters};
+    use std::io::Write;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("trace_pipe");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut reader =
+        TraceReader::open(&fifo, timerlat_line, vec![Some(0), Some(1)], 8).unwrap().opened_by(1).skipping_after(0, 1_000);
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let (thread_ring, mut thread_facts) = rtrb::RingBuffer::<Sample>::new(64);
+    let (irq_ring, mut irq_facts) = rtrb::RingBuffer::<Sample>::new(64);
+    let mut out = [
+        Handoff::new(thread_ring, Arc::new(ThreadCounters::default()), 0),
+        Handoff::new(irq_ring, Arc::new(ThreadCounters::default()), 0),
+    ];
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let running = s.spawn(|| reader.run(0, &stop, &mut out));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let mut text = String::from("x-1 [001] 1.0: #0 context thread timer_latency 50 ns\n");
+        for (n, irq, thread) in [(1, 10, 100), (2, 20, 3_500), (3, 30, 300), (4, 40, 400), (5, 50, 500), (6, 60, 600)] {
+            text += &format!("<idle>-0 [001] d.h1. 1.{n}: #{n} context irq timer_latency {irq} ns\n");
+            text += &format!("timerlat/1-9 [001] ..... 1.{n}: #{n} context thread timer_latency {thread} ns\n");
+        }
+        writer.write_all(text.as_bytes()).unwrap();
+        let t0 = std::time::Instant::now();
+        while !running.is_finished() && t0.elapsed() < std::time::Duration::from_secs(20) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(running.is_finished(), "the reader ends once every period is accounted for");
+    });
+    let facts = |ring: &mut rtrb::Consumer<Sample>| {
+        std::iter::from_fn(|| ring.pop().ok()).map(|s| (s.period, s.latency_ns, s.missed_after)).collect::<Vec<_>>()
+    };
+    assert_eq!(facts(&mut thread_facts), [(1, 100, 0), (2, 3_500, 3), (6, 300, 0), (7, 400, 0), (8, 500, 0)]);
+    assert_eq!(facts(&mut irq_facts), [(1, 10, 0), (2, 20, 0), (6, 30, 0), (7, 40, 0), (8, 50, 0)]);
+    assert!(out.iter().all(|h| h.done() == 8));
 }

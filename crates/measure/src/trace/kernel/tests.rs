@@ -19,6 +19,7 @@ fn tracer(name: &'static str, family: &'static str, beside_trace: bool) -> Kerne
         config: "CONFIG_TRACING",
         instance: vec![("trace_clock", "local".into()), ("buffer_size_kb", "64".into())],
         shared: vec![],
+        cpus_file: None,
         beside_trace,
         family,
     }
@@ -108,7 +109,7 @@ fn a_tracer_probes_facts_come_from_the_kernels_trace_buffer_and_its_instance_goe
     // The reader's thread has ended (and let go of the pipe) before a run removes the instance.
     drop(reader);
     drop(out);
-    session.finish();
+    assert_eq!(session.finish(), Vec::<String>::new(), "nothing lost from the buffer");
     assert!(!instance.dir.exists(), "the instance is removed");
     let restored = j.restore();
     assert!(restored.failed.is_empty(), "{:?}", restored.failed);
