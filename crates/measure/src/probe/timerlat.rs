@@ -78,12 +78,12 @@ fn summary(r: &RunResult) -> String {
         }
         let why = match (irq.max_ns, thread.max_ns) {
             (Some(i), Some(t)) if t > i.saturating_mul(2) => {
-                "the thread came late after a prompt interrupt: the scheduler's\n    (a thread of higher priority, a \
-                 section that does not preempt)"
+                "most of the worst wake-up was the thread's, after its interrupt: if\n    it is too late, look at the \
+                 scheduler (a thread of higher priority, a\n    section that does not preempt)"
             }
             (Some(_), Some(_)) => {
-                "the interrupt itself came late: interrupts held off, firmware (SMIs)\n    or a hypervisor, which no \
-                 scheduling setting changes"
+                "most of the worst wake-up was the interrupt's: if it is too late, look\n    at interrupts held off, \
+                 firmware (SMIs) or a hypervisor, which no\n    scheduling setting changes"
             }
             _ => "nothing measured",
         };

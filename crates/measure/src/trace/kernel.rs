@@ -87,7 +87,8 @@ impl KernelSession {
 
     /// What each measured CPU's buffer lost, as its `stats` count it (`overrun`: events the
     /// writer overwrote before they were read; `dropped events`): a warning per CPU that lost
-    /// any. A lost event is a gap in the tracer's count of periods, so its periods are missed.
+    /// any. A lost event is a gap in the tracer's count of periods, so its periods are missed;
+    /// the counts are the instance's whole life's, its set-up before the run's start included.
     fn lost(&self) -> Vec<String> {
         let count = |text: &str, key: &str| {
             text.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0)
@@ -100,7 +101,7 @@ impl KernelSession {
                 (overrun + dropped > 0).then(|| {
                     format!(
                         "the kernel's {} buffer of CPU {cpu} lost {} event(s) before they were read (overrun {overrun}, \
-                         dropped {dropped}): their periods are counted missed",
+                         dropped {dropped}), in the run or in its set-up: the periods lost in the run are counted missed",
                         self.tracer,
                         overrun + dropped
                     )

@@ -124,8 +124,9 @@ pub(super) fn hold(run: &mut super::Context, warnings: &mut Vec<String>) -> Resu
     }
     warnings.extend(tuning.warnings());
     let mut held = Held { tuning, guardian, trace: None, kernel: Vec::new() };
-    // The readers of a kernel tracer's output on a CPU the run does not measure, if any.
-    let reader_cpu = system.online_cpus.iter().copied().find(|c| !cpus.contains(c));
+    // The readers of a kernel tracer's output on a CPU the run does not measure, if any (one
+    // rtgauge may run on: a cpuset or taskset may leave it fewer than are online).
+    let reader_cpu = system.allowed_cpus.iter().copied().find(|c| !cpus.contains(c));
     start_kernel_tracers(&mut resolved.probes, &mut held, reader_cpu)?;
     held.trace = start_trace(plan, &mut held, cpus, warnings);
     Ok(held)
